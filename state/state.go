@@ -1,0 +1,63 @@
+// Package state keeps the aggregator's per-object state and per-partition
+// offsets, and applies a batch's changes to both in one atomic step.
+//
+// The values are opaque bytes (package aggregate encodes them); this package
+// only knows keys, partitions, offsets and epochs. Two implementations share
+// the Store interface: Redis (go-redis/v9, standalone or Cluster) for
+// production and Memory for the offline and demo modes and for tests.
+//
+// Effectively-once contract: a partition is owned by one epoch at a time (the
+// consumer-group generation that was assigned it). Commit writes a batch's
+// values and moves the partition's next offset from `from` to `to` only if
+// the stored offset is still `from` and the stored epoch is the caller's;
+// otherwise it changes nothing and returns ErrFenced or ErrOffsetMismatch. A
+// replay after a crash therefore re-applies exactly the batches whose commit
+// did not happen, and a consumer that lost its partition cannot write.
+package state
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrFenced is returned when a newer epoch owns the partition: the caller
+// lost it and must stop processing it.
+var ErrFenced = errors.New("state: partition owned by a newer epoch")
+
+// ErrOffsetMismatch is returned by Commit when the stored offset is not the
+// one the batch started from: the caller's view is stale and it must reload
+// (Claim again) before processing more.
+var ErrOffsetMismatch = errors.New("state: stored offset differs from the batch start")
+
+// Partition names one partition of one input topic. All keys of a partition
+// share one Redis Cluster hash slot.
+type Partition struct {
+	Topic string
+	ID    int32
+}
+
+// Write is one object's new value in a Commit. A nil Value deletes the object.
+type Write struct {
+	Object string
+	Value  []byte
+}
+
+// Store is the aggregator's state. Implementations are safe for concurrent
+// use by the handlers of different partitions; calls for one partition are
+// made by one goroutine at a time.
+type Store interface {
+	// Claim makes epoch the owner of p (if epoch is not older than the
+	// stored one) and returns p's stored next offset, or -1 when none is
+	// stored. It returns ErrFenced if a newer epoch owns p.
+	Claim(ctx context.Context, p Partition, epoch int64) (next int64, err error)
+	// Get appends to dst the stored values of objects of partition p, in
+	// order, with nil for objects that have none, and returns dst.
+	Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error)
+	// Commit atomically checks that p is owned by epoch and its stored next
+	// offset is from (-1: none stored), then writes every value, refreshes
+	// their expiry, and stores to as p's next offset. On ErrFenced or
+	// ErrOffsetMismatch nothing was written.
+	Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error
+	// Close releases the store's connections.
+	Close() error
+}
