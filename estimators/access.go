@@ -1,0 +1,83 @@
+package estimators
+
+// Access is the O(1) state of the access-rate estimators of one object:
+// direct data (every access time) and Matloff's indirect data (snapshots
+// of the last access time). The zero value is ready to use. Updates never
+// allocate. Not safe for concurrent use.
+type Access struct {
+	n     int64   // accesses
+	first float64 // earliest access time
+	last  float64 // latest access time
+	mat   matloffState
+}
+
+// Access records one access at time t (seconds). Accesses may arrive out of
+// order; only the count and the earliest and latest times are kept.
+// Non-finite times are ignored.
+func (a *Access) Access(t float64) {
+	if !finite(t) {
+		return
+	}
+	if a.n == 0 {
+		a.n, a.first, a.last = 1, t, t
+		return
+	}
+	a.n++
+	if t < a.first {
+		a.first = t
+	}
+	if t > a.last {
+		a.last = t
+	}
+}
+
+// Snapshot records a last-access-time snapshot (Matloff indirect data).
+func (a *Access) Snapshot(s Snapshot) { a.mat.add(s) }
+
+// Accesses is the number of recorded accesses.
+func (a *Access) Accesses() int64 { return a.n }
+
+// Snapshots is the number of accepted snapshots.
+func (a *Access) Snapshots() int64 { return a.mat.n }
+
+// Estimate fills out (Reset first; nil allowed) and returns the best
+// estimate. Direct data: "naive" = (N−1)/(t − first) where N−1 accesses
+// follow the first one in (first, t], t = max(asOf, latest access), with
+// the exact Poisson (Garwood) interval: with a complete history, the count
+// over the exposure is the MLE of a Poisson rate (CGM §2). Indirect data:
+// matloff_count, matloff_lastmod, matloff_max, matloff_kernel. Best:
+// naive when at least cfg.MinIntervals accesses follow the first, else
+// matloff_max when at least cfg.MinIntervals periods were seen. It does
+// not allocate.
+func (a *Access) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
+	var local Estimates
+	if out == nil {
+		out = &local
+	}
+	out.Reset()
+	var naive Estimate
+	haveNaive := false
+	if a.n > 0 {
+		end := a.last
+		if finite(asOf) && asOf > end {
+			end = asOf
+		}
+		if T := end - a.first; T > 0 {
+			pLo, pHi := cfg.tails()
+			k := float64(a.n - 1)
+			lo, hi := garwood(k, pLo, pHi)
+			naive = Estimate{Key: KeyNaive, Rate: k / T, Lo: lo / T, Hi: hi / T, HasCI: true}
+			haveNaive = true
+			out.add(naive)
+		}
+	}
+	mat, matOK := a.mat.estimates(cfg, out)
+	minN := int64(cfg.MinIntervals)
+	switch {
+	case haveNaive && a.n-1 >= minN:
+		return naive, true
+	case matOK && a.mat.n >= minN:
+		return mat, true
+	}
+	return Estimate{}, false
+}

@@ -1,0 +1,306 @@
+package estimators
+
+import "math"
+
+// Visit is one visit (download or revalidation) of an object. Time is in
+// seconds since the Unix epoch. Changed says whether the object changed
+// since the previous visit (ignored on the first, baseline visit).
+// LastModified, when HasLastModified, is the object's last-modification
+// time as reported at this visit.
+type Visit struct {
+	Time            float64
+	Changed         bool
+	LastModified    float64
+	HasLastModified bool
+}
+
+// Change is the O(1) state of every change-rate estimator for one object.
+// The zero value is ready to use. Its size is fixed (about 600 bytes in
+// memory, see AppendBinary for the compact encoding); updates never
+// allocate. Not safe for concurrent use.
+type Change struct {
+	visits    int64   // accepted visits including the baseline
+	changes   int64   // X: intervals with a detected change
+	first     float64 // time of the baseline visit
+	last      float64 // time of the latest visit
+	sumSq     float64 // Σ I_i² over visit intervals (regularity)
+	unchanged float64 // Σ t_uj: total length of unchanged intervals (CGM eq. 2, M&A eq. 3)
+	buckets   [NumBuckets]uint32
+
+	// CGM Fig. 10 over intervals whose closing visit carried Last-Modified.
+	lmN, lmX int64
+	lmT      float64
+	// Malcolm & Armitage eq. 2 over visits with Last-Modified.
+	ageN   int64
+	ageSum float64
+
+	mat matloffState
+}
+
+// Visit records one visit in O(1) without allocation. The first accepted
+// visit is the baseline. A visit whose Time is not finite, or not later
+// than the latest visit (duplicates, out-of-order input), is ignored, which
+// the caller can detect through Visits(). Under Last-Modified, the time to
+// the previous change is T_i = Time − LastModified (clamped at 0); the
+// interval counts as changed for cgm_lastmod when T_i < I_i (Fig. 10),
+// independently of Changed.
+func (c *Change) Visit(v Visit) {
+	t := v.Time
+	if !finite(t) {
+		return
+	}
+	hasLM := v.HasLastModified && finite(v.LastModified)
+	age := 0.0
+	if hasLM {
+		age = t - v.LastModified
+		if age < 0 {
+			age = 0
+		}
+	}
+	if c.visits == 0 {
+		c.visits, c.first, c.last = 1, t, t
+		if hasLM {
+			c.ageN++
+			c.ageSum += age
+		}
+		return
+	}
+	iv := t - c.last
+	if !(iv > 0) {
+		return
+	}
+	c.visits++
+	c.sumSq += iv * iv
+	if v.Changed {
+		c.changes++
+		if b := BucketOf(iv); c.buckets[b] < math.MaxUint32 {
+			c.buckets[b]++
+		}
+	} else {
+		c.unchanged += iv
+	}
+	if hasLM {
+		c.ageN++
+		c.ageSum += age
+		c.lmN++
+		if age < iv {
+			c.lmX++
+			c.lmT += age
+		} else {
+			c.lmT += iv
+		}
+	}
+	c.last = t
+}
+
+// Snapshot records a Matloff modification-time snapshot in O(1).
+func (c *Change) Snapshot(s Snapshot) { c.mat.add(s) }
+
+// Visits is the number of accepted visits, including the baseline.
+func (c *Change) Visits() int64 { return c.visits }
+
+// Changes is the number of visit intervals with a detected change (X).
+func (c *Change) Changes() int64 { return c.changes }
+
+// Snapshots is the number of accepted Matloff snapshots.
+func (c *Change) Snapshots() int64 { return c.mat.n }
+
+// Intervals is n, the number of visit intervals (Visits − 1, or 0).
+func (c *Change) Intervals() int64 {
+	if c.visits == 0 {
+		return 0
+	}
+	return c.visits - 1
+}
+
+// Span is T, the time from the baseline to the latest visit.
+func (c *Change) Span() float64 { return c.last - c.first }
+
+// IntervalCV is the coefficient of variation of the visit intervals,
+// sqrt(Σ I²/n − Ī²)/Ī; ok=false with no interval.
+func (c *Change) IntervalCV() (cv float64, ok bool) {
+	n := c.Intervals()
+	if n == 0 {
+		return 0, false
+	}
+	mean := c.Span() / float64(n)
+	v := c.sumSq/float64(n) - mean*mean
+	if v <= 0 {
+		return 0, true
+	}
+	return math.Sqrt(v) / mean, true
+}
+
+// Regular reports whether the visits are regular: at least one interval and
+// IntervalCV ≤ cfg.RegularCV.
+func (c *Change) Regular(cfg *Config) bool {
+	cv, ok := c.IntervalCV()
+	return ok && cv <= cfg.RegularCV
+}
+
+// hasLastMod reports whether Last-Modified was present on enough visit
+// intervals for cgm_lastmod to be the best estimate.
+func (c *Change) hasLastMod(cfg *Config) bool {
+	n := c.Intervals()
+	return c.lmN > 0 && float64(c.lmN) >= cfg.MinLastModFraction*float64(n)
+}
+
+// changedBuckets copies the non-empty buckets into ts (centres) and ws
+// (counts) and returns how many there are.
+func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
+	k := 0
+	for b, cnt := range c.buckets {
+		if cnt != 0 {
+			ts[k] = BucketCentre(b)
+			ws[k] = float64(cnt)
+			k++
+		}
+	}
+	return k
+}
+
+// Estimate computes every defined change-rate estimator as of asOf
+// (seconds; the visit estimators depend only on the visits, asOf is
+// accepted for symmetry with windows) into out (which is Reset first; nil
+// is allowed) and returns the best estimate under the rule of the package
+// documentation; ok=false when there is too little data for a best
+// estimate. It does not allocate.
+func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
+	var local Estimates
+	if out == nil {
+		out = &local
+	}
+	out.Reset()
+	_ = asOf
+	pLo, pHi := cfg.tails()
+	z := cfg.z()
+	n := c.Intervals()
+	T := c.Span()
+	X := c.changes
+
+	var naive, improved, irr, lastmod Estimate
+	var haveImproved, haveIrr, haveLastMod bool
+	if n > 0 && T > 0 {
+		// CGM §4.1: X/T; Garwood interval on the detected-change count.
+		lo, hi := garwood(float64(X), pLo, pHi)
+		naive = Estimate{Key: KeyNaive, Rate: float64(X) / T, Lo: lo / T, Hi: hi / T, HasCI: true}
+		out.add(naive)
+
+		f := float64(n) / T
+		// CGM §4.2: r̂ = −log((X̄+0.5)/(n+0.5)), λ̂ = r̂·f; Clopper–Pearson
+		// interval for θ = 1−e^{−r} mapped through r = −log(1−θ). No
+		// interval at X = n (the upper bound is +∞).
+		improved = Estimate{Key: KeyCGMImproved, Rate: ImprovedRatio(n, X) * f}
+		if X < n {
+			tl, th := clopperPearson(n, X, pLo, pHi)
+			improved.Lo, improved.Hi, improved.HasCI = thetaToRatio(tl)*f, thetaToRatio(th)*f, true
+		}
+		haveImproved = true
+		out.add(improved)
+
+		// CGM App. B: θ̂ = (X+α)/(n+α+β), λ̂ = −f·log(1−θ̂); equal-tailed
+		// credible interval from the Beta(X+α, n−X+β) posterior.
+		a, b := float64(X)+cfg.BetaAlpha, float64(n-X)+cfg.BetaBeta
+		th := BayesTheta(n, X, cfg.BetaAlpha, cfg.BetaBeta)
+		out.add(Estimate{Key: KeyBayesBeta, Rate: thetaToRatio(th) * f,
+			Lo: thetaToRatio(betaQuantile(a, b, pLo)) * f, Hi: thetaToRatio(betaQuantile(a, b, pHi)) * f, HasCI: true})
+
+		// CGM §4.3, eq. 2 over the bucketed changed intervals.
+		var ts, ws [NumBuckets]float64
+		k := c.changedBuckets(&ts, &ws)
+		if l, info, ok := solveIrregular(ts[:k], ws[:k], c.unchanged); ok {
+			irr = Estimate{Key: KeyCGMIrregularMLE, Rate: l}
+			if l > 0 && info > 0 {
+				// Wald interval on log λ: λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))).
+				e := z / (l * math.Sqrt(info))
+				irr.Lo, irr.Hi, irr.HasCI = l*math.Exp(-e), l*math.Exp(e), true
+			} else if l == 0 {
+				// No change seen: likelihood e^{−λU}; one-sided bound.
+				_, hi := garwood(0, pLo, pHi)
+				irr.Hi, irr.HasCI = hi/c.unchanged, true
+			}
+			haveIrr = true
+			out.add(irr)
+		}
+
+		// Malcolm & Armitage eq. 3 (rate = 1/avgChgInterval'); no CI.
+		if r, _, ok := MalcolmNoLastModRate(T, c.unchanged, X); ok {
+			out.add(Estimate{Key: KeyMalcolmNoLastMod, Rate: r})
+		}
+	}
+
+	if c.lmN > 0 && c.lmT > 0 {
+		// CGM §5, Fig. 10 with the Estimate() of Fig. 13: X'/T. The
+		// likelihood of the Fig. 10 data is exactly λ^X e^{−λT}, so the
+		// Garwood (Gamma) interval for X over exposure T is used.
+		xp := LastModXPrime(c.lmN, c.lmX)
+		lo, hi := garwood(float64(c.lmX), pLo, pHi)
+		lastmod = Estimate{Key: KeyCGMLastMod, Rate: xp / c.lmT, Lo: lo / c.lmT, Hi: hi / c.lmT, HasCI: true}
+		haveLastMod = true
+		out.add(lastmod)
+	}
+	if c.ageN > 0 && c.ageSum > 0 {
+		// Malcolm & Armitage eq. 2: mean age = totalAges/visits, as a
+		// rate visits/totalAges; no CI (ages at successive visits share
+		// the same last change, so they are not independent).
+		out.add(Estimate{Key: KeyMalcolmLastMod, Rate: float64(c.ageN) / c.ageSum})
+	}
+
+	mat, matOK := c.mat.estimates(cfg, out)
+
+	// Best-estimate rule (see doc.go).
+	minN := int64(cfg.MinIntervals)
+	switch {
+	case haveLastMod && c.lmN >= minN && c.hasLastMod(cfg):
+		return lastmod, true
+	case n >= minN && haveImproved && (c.Regular(cfg) || !haveIrr):
+		return improved, true
+	case n >= minN && haveIrr:
+		return irr, true
+	case matOK && c.mat.n >= minN:
+		return mat, true
+	}
+	return Estimate{}, false
+}
+
+// ClassPosterior writes into out[:len(cfg.Classes)] the posterior
+// probability that the object belongs to each frequency class of
+// cfg.Classes (CGM §2, App. B), under a uniform prior over the classes and
+// the Poisson likelihood of the observed visits,
+//
+//	log L(λ_c) = Σ_i log(1 − e^{−λ_c t_ci}) − λ_c Σ_j t_uj,
+//
+// evaluated on the bucketed changed intervals (valid for regular and
+// irregular visits). ok=false without visit intervals or when out is too
+// short. It does not allocate.
+func (c *Change) ClassPosterior(cfg *Config, out []float64) bool {
+	k := len(cfg.Classes)
+	if c.Intervals() == 0 || len(out) < k || k == 0 {
+		return false
+	}
+	var ts, ws [NumBuckets]float64
+	nb := c.changedBuckets(&ts, &ws)
+	mx := math.Inf(-1)
+	for i, l := range cfg.Classes {
+		ll := -l * c.unchanged
+		for j := 0; j < nb; j++ {
+			ll += ws[j] * math.Log(-math.Expm1(-l*ts[j]))
+		}
+		out[i] = ll
+		if ll > mx {
+			mx = ll
+		}
+	}
+	if math.IsInf(mx, -1) {
+		return false
+	}
+	sum := 0.0
+	for i := 0; i < k; i++ {
+		out[i] = math.Exp(out[i] - mx)
+		sum += out[i]
+	}
+	for i := 0; i < k; i++ {
+		out[i] /= sum
+	}
+	return true
+}
