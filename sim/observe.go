@@ -80,10 +80,11 @@ type Visit struct {
 	// Changed reports whether at least one event happened in
 	// (previous visit, Time].
 	Changed bool
-	// HasLastModified reports whether LastModified is set: the observer was
-	// configured to see it and at least one event happened at or before Time.
+	// HasLastModified reports whether LastModified is set (the observer was
+	// configured to see it).
 	HasLastModified bool
-	// LastModified is the time of the last event at or before Time.
+	// LastModified is the time of the last event at or before Time, or 0
+	// (the object's creation at the process start) when there was none.
 	LastModified float64
 }
 
@@ -113,9 +114,11 @@ func Observe(events, visits []float64, withLastModified bool, dst []Visit) []Vis
 			v.Interval = t - prev
 			v.Changed = j > before
 		}
-		if withLastModified && j > 0 {
+		if withLastModified {
 			v.HasLastModified = true
-			v.LastModified = events[j-1]
+			if j > 0 {
+				v.LastModified = events[j-1]
+			}
 		}
 		dst = append(dst, v)
 		prev = t

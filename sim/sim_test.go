@@ -165,8 +165,8 @@ func TestObserve(t *testing.T) {
 	if noLM[1].HasLastModified || !noLM[1].Changed || !math.IsNaN(noLM[1].Age()) {
 		t.Errorf("no-LM visit %+v", noLM[1])
 	}
-	if noLM0 := Observe(events, []float64{0.1}, true, nil); noLM0[0].HasLastModified {
-		t.Errorf("LM before any event %+v", noLM0[0])
+	if lm0 := Observe(events, []float64{0.1}, true, nil); !lm0[0].HasLastModified || lm0[0].LastModified != 0 {
+		t.Errorf("LM before any event %+v, want creation time 0", lm0[0])
 	}
 }
 
