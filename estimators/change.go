@@ -25,6 +25,7 @@ type Change struct {
 	last      float64 // time of the latest visit
 	sumSq     float64 // Σ I_i² over visit intervals (regularity)
 	unchanged float64 // Σ t_uj: total length of unchanged intervals (CGM eq. 2, M&A eq. 3)
+	changedT  float64 // Σ t_ci: total length of changed intervals (calibrates the buckets)
 	buckets   [NumBuckets]uint32
 
 	// CGM Fig. 10 over intervals whose closing visit carried Last-Modified.
@@ -73,6 +74,7 @@ func (c *Change) Visit(v Visit) {
 	c.sumSq += iv * iv
 	if v.Changed {
 		c.changes++
+		c.changedT += iv
 		if b := BucketOf(iv); c.buckets[b] < math.MaxUint32 {
 			c.buckets[b]++
 		}
@@ -145,15 +147,27 @@ func (c *Change) hasLastMod(cfg *Config) bool {
 	return c.lmN > 0 && float64(c.lmN) >= cfg.MinLastModFraction*float64(n)
 }
 
-// changedBuckets copies the non-empty buckets into ts (centres) and ws
-// (counts) and returns how many there are.
+// changedBuckets copies the non-empty buckets into ts (representative
+// intervals) and ws (counts) and returns how many there are. The bucket
+// centres are scaled by one common factor so that Σ w·t equals the exact
+// total changed time Σ t_ci; this makes eq. 2 exact to first order in the
+// within-bucket spread (t/(e^{λt}−1) ≈ 1/λ − t/2 + λt²/12) and exact for a
+// single bucket.
 func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 	k := 0
+	approx := 0.0
 	for b, cnt := range c.buckets {
 		if cnt != 0 {
 			ts[k] = BucketCentre(b)
 			ws[k] = float64(cnt)
+			approx += ts[k] * ws[k]
 			k++
+		}
+	}
+	if approx > 0 && c.changedT > 0 {
+		s := c.changedT / approx
+		for i := 0; i < k; i++ {
+			ts[i] *= s
 		}
 	}
 	return k

@@ -42,7 +42,7 @@
 //     buckets (4 per octave, 1/16 s to 8.5 years), each standing for its
 //     geometric centre; U is exact. It is singular (absent) when U = 0. On
 //     the same data the bucketed root differs from the exact root
-//     (IrregularMLE) by less than 0.6% (TestIrregularBucketError).
+//     (IrregularMLE) by 0.24% on average, at most 3.4%, and always by less than a tenth of its standard error (TestIrregularBucketError).
 //   - cgm_lastmod uses the intervals whose closing visit carried
 //     Last-Modified; T_i = Time − LastModified, the interval counts as
 //     changed when T_i < I_i. X' = 0 at X = 0 (footnote 5), X' = N−1 at

@@ -24,7 +24,7 @@ const (
 //
 //	byte      version<<4 | section flags
 //	visits:   uvarint visits, uvarint X; float64 first; if visits > 1:
-//	          float64 last, Σ I², Σ t_u; uvarint #non-empty buckets, then
+//	          float64 last, Σ I², Σ t_u, Σ t_c; uvarint #non-empty buckets, then
 //	          per bucket uvarint (index − previous index − 1), uvarint count
 //	lastmod:  uvarint N, X (Fig. 10), float64 T; uvarint ages, float64 Σ age
 //	matloff:  uvarint periods, M_n, #(0,h); float64 Σ τ, Σ W/τ
@@ -34,7 +34,7 @@ const (
 // buckets takes about 70 bytes.
 func (c *Change) AppendBinary(dst []byte) []byte {
 	var flags byte
-	if c.visits != 0 || c.changes != 0 || c.first != 0 || c.last != 0 || c.sumSq != 0 || c.unchanged != 0 || c.buckets != [NumBuckets]uint32{} {
+	if c.visits != 0 || c.changes != 0 || c.first != 0 || c.last != 0 || c.sumSq != 0 || c.unchanged != 0 || c.changedT != 0 || c.buckets != [NumBuckets]uint32{} {
 		flags |= secVisits
 	}
 	if c.lmN != 0 || c.lmX != 0 || c.lmT != 0 || c.ageN != 0 || c.ageSum != 0 {
@@ -54,6 +54,7 @@ func (c *Change) AppendBinary(dst []byte) []byte {
 			dst = appendF64(dst, c.last)
 			dst = appendF64(dst, c.sumSq)
 			dst = appendF64(dst, c.unchanged)
+			dst = appendF64(dst, c.changedT)
 			nb := 0
 			for _, cnt := range c.buckets {
 				if cnt != 0 {
@@ -101,6 +102,7 @@ func (c *Change) DecodeBinary(src []byte) (n int, err error) {
 			s.last = d.f64()
 			s.sumSq = d.f64()
 			s.unchanged = d.f64()
+			s.changedT = d.f64()
 			nb := d.count()
 			if nb > NumBuckets {
 				d.fail("too many buckets")
@@ -129,9 +131,9 @@ func (c *Change) DecodeBinary(src []byte) (n int, err error) {
 					d.fail("bucket counts exceed changes")
 				case !finite(s.first) || !finite(s.last) || !(s.last >= s.first):
 					d.fail("bad visit times")
-				case !(s.sumSq >= 0) || !finite(s.sumSq) || !(s.unchanged >= 0) || !finite(s.unchanged):
+				case !(s.sumSq >= 0) || !finite(s.sumSq) || !(s.unchanged >= 0) || !finite(s.unchanged) || !(s.changedT >= 0) || !finite(s.changedT):
 					d.fail("bad interval sums")
-				case s.visits == 1 && (s.last != s.first || s.sumSq != 0 || s.unchanged != 0):
+				case s.visits == 1 && (s.last != s.first || s.sumSq != 0 || s.unchanged != 0 || s.changedT != 0):
 					d.fail("baseline with interval data")
 				}
 			}
