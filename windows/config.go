@@ -1,0 +1,102 @@
+package windows
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Config holds the tunables of the window segmentation (001 §4–§5) and of the
+// rate-shift detector. The zero value is not valid; start from DefaultConfig.
+// A Config is read-only for the methods that take it and may be shared by
+// goroutines.
+type Config struct {
+	// MinPoints is the minimum number of update points of a consistent window
+	// (001 §5: "a minimum size of four update points"). Below it a window is
+	// "forming" and no shift can close it (merge rule, see Stream). It is also
+	// the first n at which the unbiased Weibull rate λ̌ (which needs n > 3) is
+	// defined. Default 4; must be at least 4.
+	MinPoints int
+
+	// TrendLevel is the two-sided significance level of the Crow-AMSAA trend
+	// test that classifies a window as increasing, decreasing or constant
+	// (Definition 1): under a homogeneous Poisson process
+	// 2·Σ ln(t_n/t_i) ~ χ²_{2(n−1)} (Lemma 1); a window is increasing when the
+	// statistic is below the TrendLevel/2 quantile, decreasing when above the
+	// 1−TrendLevel/2 quantile, else constant. Default 0.05; in (0, 1).
+	TrendLevel float64
+
+	// ShiftRatio ρ is the rate ratio the CUSUM discrepancy is tuned for: the
+	// up-side statistic accumulates the log-likelihood ratio of rate ρ·λ̂ against
+	// the window's own fit λ̂, the down-side that of λ̂/ρ. Default 2; > 1.
+	ShiftRatio float64
+
+	// Threshold h is the discrepancy threshold of 001 §4, in nats: a window
+	// tolerates inconsistent update points as long as their CUSUM
+	// log-likelihood ratio stays below h; when it reaches h (and the pending
+	// points pass the Poisson test at MaxPValue) the window is closed and a new
+	// one starts at the estimated change point. Larger values mean fewer false
+	// alarms and longer detection delays. Default 9.5, calibrated by simulation
+	// to ≤ 1 % of homogeneous Poisson objects alarming within 1,000 events
+	// (see docs/windows-eval.md). > 0.
+	Threshold float64
+
+	// MaxPValue is the largest p-value of the one-sided Poisson test of the
+	// pending points (see Shift) for which a shift is reported. Default 0.01;
+	// in (0, 1].
+	MaxPValue float64
+
+	// AlphaDecreasing is the bound α of 001 §5 applied to the prediction
+	// t_next = t_cur + α·MTBU(t_cur) when the window is decreasing (the paper
+	// reports α = 0.7). Default 0.7; in (0, 1].
+	AlphaDecreasing float64
+
+	// Alpha is the α used for the other window states. Default 1; in (0, 1].
+	Alpha float64
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		MinPoints:       4,
+		TrendLevel:      0.05,
+		ShiftRatio:      2,
+		Threshold:       9.5,
+		MaxPValue:       0.01,
+		AlphaDecreasing: 0.7,
+		Alpha:           1,
+	}
+}
+
+// ErrConfig is wrapped by every error returned by Config.Validate.
+var ErrConfig = errors.New("windows: invalid config")
+
+// Validate reports the first invalid field, wrapping ErrConfig.
+func (c *Config) Validate() error {
+	in01 := func(v float64, closedHigh bool) bool {
+		if math.IsNaN(v) || v <= 0 {
+			return false
+		}
+		if closedHigh {
+			return v <= 1
+		}
+		return v < 1
+	}
+	switch {
+	case c.MinPoints < 4 || c.MinPoints > 1<<20:
+		return fmt.Errorf("%w: MinPoints %d not in [4, 2^20]", ErrConfig, c.MinPoints)
+	case !in01(c.TrendLevel, false):
+		return fmt.Errorf("%w: TrendLevel %v not in (0, 1)", ErrConfig, c.TrendLevel)
+	case !(c.ShiftRatio > 1) || math.IsInf(c.ShiftRatio, 0):
+		return fmt.Errorf("%w: ShiftRatio %v not > 1", ErrConfig, c.ShiftRatio)
+	case !(c.Threshold > 0) || math.IsInf(c.Threshold, 0):
+		return fmt.Errorf("%w: Threshold %v not > 0", ErrConfig, c.Threshold)
+	case !in01(c.MaxPValue, true):
+		return fmt.Errorf("%w: MaxPValue %v not in (0, 1]", ErrConfig, c.MaxPValue)
+	case !in01(c.AlphaDecreasing, true):
+		return fmt.Errorf("%w: AlphaDecreasing %v not in (0, 1]", ErrConfig, c.AlphaDecreasing)
+	case !in01(c.Alpha, true):
+		return fmt.Errorf("%w: Alpha %v not in (0, 1]", ErrConfig, c.Alpha)
+	}
+	return nil
+}

@@ -1,0 +1,428 @@
+package windows
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/mathext"
+)
+
+// State is the consistency state of a window (001 Definition 1).
+type State uint8
+
+// Window states.
+const (
+	// Forming: fewer than Config.MinPoints update points; no state yet.
+	Forming State = iota
+	// Constant: λ(t(i)) = λ(t(j)); the trend test does not reject β = 1.
+	Constant
+	// Increasing: λ(t(i)) < λ(t(j)) for i < j; β > 1.
+	Increasing
+	// Decreasing: λ(t(i)) > λ(t(j)) for i < j; β < 1.
+	Decreasing
+)
+
+var stateNames = [...]string{"forming", "constant", "increasing", "decreasing"}
+
+// String returns "forming", "constant", "increasing" or "decreasing".
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Shift direction of the pending CUSUM excursion.
+const (
+	dirNone uint8 = iota
+	dirUp
+	dirDown
+)
+
+// Stream is the O(1) state of one object's update-point stream (its changes,
+// or its accesses): the current consistent window, the one-step-ahead
+// (prequential) MSE of each estimator in the window, and the pending
+// discrepancy of the rate-shift detector. The zero value is an empty stream.
+// A Stream is a plain value: not safe for concurrent use, no references, and
+// DecodeBinary(AppendBinary(s)) reproduces it exactly (every float is stored
+// as float32 or float64 and encoded as such).
+//
+// # Segmentation and shift rule
+//
+// Each update point x (local time, see win) is first scored against the
+// window's current fit: e = expected number of points in (x_n, x] under the
+// window's model (the homogeneous rate n/x_n when the window is constant,
+// the unbiased Weibull λ̌ of §3.2 when it is increasing or decreasing). Under
+// a consistent window e ~ Exp(1). Two one-sided CUSUMs of the log-likelihood
+// ratio of a rate ρ·λ̂ (up) or λ̂/ρ (down) against λ̂,
+//
+//	S⁺ ← max(0, S⁺ + ln ρ − (ρ−1)·e),  S⁻ ← max(0, S⁻ − ln ρ + (1−1/ρ)·e),
+//
+// measure the discrepancy of §4 (only one side can be positive at a time in
+// this implementation: a new excursion starts only when the other is at 0).
+// The points since the excursion started are the "inconsistent points" the
+// window tolerates; the point just before them is the candidate change point
+// τ (the CUSUM maximum-likelihood change point). When the discrepancy reaches
+// Config.Threshold, at least Config.MinPoints points are pending, and the
+// one-sided Poisson test of the pending count against the window's fit up to
+// τ has p ≤ Config.MaxPValue, the window is closed at τ, a Shift is reported,
+// and the pending points become the new window (origin τ). The scoring only
+// starts once a window has MinPoints points and a cut is postponed until
+// MinPoints points are pending, so every closed window has at least MinPoints
+// points: windows shorter than the minimum of §5 are never created; their
+// points stay in the enclosing window (the online form of the §5 merge rule —
+// the closed left window cannot be amended online, so nothing is merged left).
+type Stream struct {
+	w       win
+	started bool    // origin set (first Event or Visit seen)
+	visited bool    // xv holds the previous visit
+	dir     uint8   // dirNone, dirUp, dirDown
+	xv      float32 // previous visit, local time (existence-of-change)
+	s       float32 // CUSUM discrepancy of the pending excursion, nats
+	k       uint32  // pending points since τ
+	tau     float32 // candidate change point τ, local time
+	ca      float32 // Σ ln(y_k/y_i) of pending points, y = x − τ
+	apre    float32 // Weibull statistic A of the window up to τ
+	mseN    uint32  // points scored in the prequential MSE
+	mse     [numModels]float32
+}
+
+// Summary is the state of the current window evaluated at a time asOf.
+// Absent values have their Has* flag false and zero values.
+type Summary struct {
+	State  State   // window state (Definition 1, Crow-AMSAA test)
+	Start  float64 // window origin t(0): the update point before its first point
+	Points int64   // update points in the window
+	// Beta and Eta are the unbiased Weibull β̃ and η̃ (§3.2, eq. 4–5 with the
+	// (n−2)/n correction of Lemma 1), Eta in seconds; n ≥ 4.
+	Beta, Eta  float64
+	HasWeibull bool
+	// DuaneSlope is γ, the least-squares slope of log(t_i/i) on log t_i
+	// (§3.3–3.4, eq. 6); n ≥ 3.
+	DuaneSlope float64
+	HasDuane   bool
+	// Rate is λ(asOf) per second by Model: "intuitive" N(t)/t (§3.1),
+	// "weibull" λ̌(t) (§3.2) or "duane" t^{−γ}/α (§3.3). The model is the one
+	// with the lowest prequential MSE (§3.5, one-step-ahead form) once
+	// MinPoints points have been scored; before that Weibull for trending
+	// windows and intuitive for constant ones.
+	Rate    float64
+	Model   string
+	HasRate bool
+	// NextUpdate is the predicted next update point t_next = t_cur + α·MTBU(t_cur)
+	// of §5, with t_cur = asOf, MTBU = 1/Rate and α = Config.AlphaDecreasing for
+	// decreasing windows, Config.Alpha otherwise.
+	NextUpdate float64
+	HasNext    bool
+}
+
+// Shift is a rate-shift alert: the window that was closed and the new one.
+type Shift struct {
+	At         float64 // time of the update point that raised the alert
+	Before     Summary // closed window up to the change point After.Start, evaluated there (no Duane fit: its sums are not kept)
+	After      Summary // new window, evaluated at At
+	RateBefore float64 // Before.Rate, per second
+	RateAfter  float64 // After.Rate, per second
+	PValue     float64 // one-sided conditional binomial test of the pending points against the closed window (see Stream)
+	Test       string  // "cusum-binomial-up" or "cusum-binomial-down"
+}
+
+// Event records an update point at an exact time t (seconds since epoch): an
+// access, or a new Last-Modified date (last-date-of-change, §1.2: the last
+// change before a visit is the update point, unobserved earlier ones are
+// ignored). The first call sets the origin t(0) = t. Times must be
+// non-decreasing; a time not after the previous update point is the same
+// point and is ignored, as are NaN and ±Inf. O(1), no allocation.
+// It returns a Shift and true when the point closes the window.
+func (s *Stream) Event(t float64, cfg *Config) (Shift, bool) {
+	if math.IsNaN(t) || math.IsInf(t, 0) {
+		return Shift{}, false
+	}
+	if !s.started {
+		s.started = true
+		s.w.origin = t
+		return Shift{}, false
+	}
+	x32 := float32(t - s.w.origin)
+	if !(x32 > s.w.x) || math.IsInf(float64(x32), 0) {
+		return Shift{}, false
+	}
+	x := float64(x32)
+	if int(s.w.n) >= cfg.MinPoints {
+		s.score(x, cfg)
+	}
+	xn := float64(s.w.x)
+	s.w.add(x)
+	if s.dir == dirNone {
+		return Shift{}, false
+	}
+	// pending points, local to τ
+	y := x - float64(s.tau)
+	if s.k > 0 {
+		s.ca = float32(float64(s.ca) + float64(s.k)*math.Log(y/(xn-float64(s.tau))))
+	}
+	s.k++
+	if float64(s.s) < cfg.Threshold || int(s.k) < cfg.MinPoints {
+		return Shift{}, false
+	}
+	p := s.pvalue(cfg)
+	if p > cfg.MaxPValue {
+		return Shift{}, false
+	}
+	return s.cut(t, p, cfg), true
+}
+
+// Visit records an existence-of-change observation (§1.2): a visit at t that
+// saw a change since the previous visit (changed) or not. The first visit sets
+// the origin; a change seen at visit k is the update point at the middle of
+// the visit interval, t(i) = (t_{k−1} + t_k)/2. Visit times must be
+// non-decreasing (earlier ones are ignored). O(1), no allocation.
+func (s *Stream) Visit(t float64, changed bool, cfg *Config) (Shift, bool) {
+	if math.IsNaN(t) || math.IsInf(t, 0) {
+		return Shift{}, false
+	}
+	if !s.started {
+		s.started = true
+		s.visited = true
+		s.w.origin = t
+		return Shift{}, false
+	}
+	xt := float32(t - s.w.origin)
+	if math.IsInf(float64(xt), 0) {
+		return Shift{}, false
+	}
+	if !s.visited {
+		s.visited = true
+		s.xv = xt
+		return Shift{}, false
+	}
+	if xt < s.xv {
+		return Shift{}, false
+	}
+	prev := s.w.origin + float64(s.xv)
+	s.xv = xt
+	if !changed {
+		return Shift{}, false
+	}
+	return s.Event(prev+(t-prev)/2, cfg)
+}
+
+// score updates the prequential MSE and the CUSUM with the point at local time
+// x, using the fit of the points before it.
+func (s *Stream) score(x float64, cfg *Config) {
+	w := &s.w
+	xn := float64(w.x)
+	d := x - xn
+	var r [numModels]float64
+	all := true
+	for m := 0; m < numModels; m++ {
+		var ok bool
+		if r[m], ok = w.rate(m, xn); !ok {
+			all = false
+		}
+	}
+	if all {
+		for m := 0; m < numModels; m++ {
+			e := 1/r[m] - d
+			s.mse[m] = float32(float64(s.mse[m]) + e*e)
+		}
+		s.mseN++
+	}
+	// reference fit: the window up to τ while an excursion is pending (so the
+	// pending points cannot mask the shift), else the whole window
+	ref := w
+	var p win
+	if s.dir != dirNone {
+		p = s.pre()
+		ref = &p
+	}
+	e := ref.expected(xn, x, cfg)
+	rho := cfg.ShiftRatio
+	lr := math.Log(rho)
+	up := lr - (rho-1)*e
+	down := -lr + (1-1/rho)*e
+	switch s.dir {
+	case dirUp:
+		if v := float64(s.s) + up; v > 0 {
+			s.s = float32(v)
+			return
+		}
+	case dirDown:
+		if v := float64(s.s) + down; v > 0 {
+			s.s = float32(v)
+			return
+		}
+	}
+	// no excursion (or it just ended): start one if the point is discrepant
+	s.dir, s.s, s.k, s.ca, s.tau, s.apre = dirNone, 0, 0, 0, 0, 0
+	switch {
+	case up > 0:
+		s.dir, s.s = dirUp, float32(up)
+	case down > 0:
+		s.dir, s.s = dirDown, float32(down)
+	default:
+		return
+	}
+	s.tau, s.apre = w.x, w.a
+}
+
+// pre returns the window up to τ (without Duane sums).
+func (s *Stream) pre() win {
+	return win{origin: s.w.origin, n: s.w.n - s.k, x: s.tau, a: s.apre}
+}
+
+// pvalue is the conditional test of the pending points against the window up
+// to τ. Given the N points of the window in (0, x_n], under the null
+// hypothesis (one power-law process with the shape β of the part up to τ;
+// β = 1 when that part is constant) each point falls after τ independently
+// with probability q = 1 − (τ/x_n)^β, so the pending count K ~ Binomial(N, q):
+// up: P(K ≥ k) = I_q(k, N−k+1); down: P(K ≤ k) = 1 − I_q(k+1, N−k)
+// (regularized incomplete beta). Unlike a Poisson test against the fitted
+// rate, this accounts for the estimation error of the pre-change rate. The
+// p-value is nominal: it does not account for the choice of τ by the CUSUM.
+func (s *Stream) pvalue(cfg *Config) float64 {
+	p := s.pre()
+	beta := 1.0
+	if p.state(cfg) != Constant {
+		if b, _, ok := p.weibull(); ok {
+			beta = b
+		}
+	}
+	q := -math.Expm1(beta * math.Log(float64(s.tau)/float64(s.w.x)))
+	if !(q > 0 && q < 1) {
+		return 1
+	}
+	n, k := float64(s.w.n), float64(s.k)
+	if s.dir == dirUp {
+		return mathext.RegIncBeta(k, n-k+1, q)
+	}
+	return 1 - mathext.RegIncBeta(k+1, n-k, q)
+}
+
+// expected returns the expected number of update points in (x0, x] under the
+// window's fit: the homogeneous rate n/x_n when the window is constant (or
+// the Weibull fit is undefined), else the unbiased Weibull intensity λ̌:
+// ((n−3)/(n−2))·n·((x/x_n)^{β̃} − (x0/x_n)^{β̃}).
+func (w *win) expected(x0, x float64, cfg *Config) float64 {
+	if w.state(cfg) != Constant {
+		if beta, _, ok := w.weibull(); ok {
+			n := float64(w.n)
+			lx := math.Log(float64(w.x))
+			return (n - 3) / (n - 2) * n * (math.Exp(beta*(math.Log(x)-lx)) - math.Exp(beta*(math.Log(x0)-lx)))
+		}
+	}
+	return float64(w.n) / float64(w.x) * (x - x0)
+}
+
+// sumLog2 returns Σ_{i=1}^{k} (ln i)², exactly for k ≤ 64 and by the
+// Euler–Maclaurin expansion otherwise (error < 1e-7).
+func sumLog2(k uint32) float64 {
+	if k <= 64 {
+		s := 0.0
+		for i := uint32(2); i <= k; i++ {
+			l := math.Log(float64(i))
+			s += l * l
+		}
+		return s
+	}
+	const c = -2.0063564559085845 // γ₁ + γ²/2 − π²/24 − ln²(2π)/2
+	n := float64(k)
+	l := math.Log(n)
+	return n*l*l - 2*n*l + 2*n + l*l/2 + l/(6*n) + c
+}
+
+// cut closes the window at τ and makes the pending points the new window.
+func (s *Stream) cut(t, p float64, cfg *Config) Shift {
+	before := s.pre()
+	tau := float64(s.tau)
+	var sh Shift
+	sh.At = t
+	sh.Before = summarize(&before, nil, 0, before.origin+tau, cfg)
+	sh.PValue = p
+	sh.Test = "cusum-binomial-up"
+	if s.dir == dirDown {
+		sh.Test = "cusum-binomial-down"
+	}
+	// new window: the k pending points, local to τ. The Weibull statistic is
+	// exact; the Duane co-moments of the pending points were not kept and are
+	// seeded with their expected values under the pending points' own power
+	// law (positions y_i = y_k·(i/k)^{1/β}, β = (k−1)/A_pending).
+	k := s.k
+	yk := float64(s.w.x) - tau
+	beta := 1.0
+	if s.ca > 0 {
+		beta = float64(k-1) / float64(s.ca)
+	}
+	ml := meanLogIndex(k)
+	vl := sumLog2(k) - float64(k)*ml*ml
+	if vl < 0 {
+		vl = 0
+	}
+	nw := win{
+		origin: s.w.origin + tau,
+		n:      k,
+		x:      float32(yk),
+		a:      s.ca,
+		mx:     float32(math.Log(yk) + (ml-math.Log(float64(k)))/beta),
+		m2:     float32(vl / (beta * beta)),
+		c:      float32(vl / beta),
+	}
+	if s.visited {
+		s.xv = float32(float64(s.xv) - tau)
+	}
+	s.w = nw
+	s.dir, s.s, s.k, s.tau, s.ca, s.apre = dirNone, 0, 0, 0, 0, 0
+	s.mseN, s.mse = 0, [numModels]float32{}
+	sh.After = summarize(&s.w, &s.mse, 0, t, cfg)
+	sh.RateBefore, sh.RateAfter = sh.Before.Rate, sh.After.Rate
+	return sh
+}
+
+// Current returns the current window evaluated at asOf (clamped to the last
+// update point if earlier). It does not allocate.
+func (s *Stream) Current(asOf float64, cfg *Config) Summary {
+	return summarize(&s.w, &s.mse, s.mseN, asOf, cfg)
+}
+
+func summarize(w *win, mse *[numModels]float32, mseN uint32, asOf float64, cfg *Config) Summary {
+	sum := Summary{State: w.state(cfg), Start: w.origin, Points: int64(w.n)}
+	if w.n == 0 {
+		sum.State = Forming
+		return sum
+	}
+	sum.Beta, sum.Eta, sum.HasWeibull = w.weibull()
+	if g, _, ok := w.duane(); ok {
+		sum.DuaneSlope, sum.HasDuane = g, true
+	}
+	x := asOf - w.origin
+	if !(x >= float64(w.x)) {
+		x = float64(w.x)
+		asOf = w.origin + x
+	}
+	m := modelIntuitive
+	if sum.State == Increasing || sum.State == Decreasing {
+		m = modelWeibull
+	}
+	if mse != nil && int(mseN) >= cfg.MinPoints {
+		best := math.Inf(1)
+		for i := 0; i < numModels; i++ {
+			if _, ok := w.rate(i, x); ok && float64(mse[i]) < best {
+				best, m = float64(mse[i]), i
+			}
+		}
+	}
+	r, ok := w.rate(m, x)
+	if !ok {
+		m = modelIntuitive
+		r, ok = w.rate(m, x)
+	}
+	if !ok {
+		return sum
+	}
+	sum.Rate, sum.Model, sum.HasRate = r, modelNames[m], true
+	alpha := cfg.Alpha
+	if sum.State == Decreasing {
+		alpha = cfg.AlphaDecreasing
+	}
+	sum.NextUpdate, sum.HasNext = asOf+alpha/r, true
+	return sum
+}
