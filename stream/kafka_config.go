@@ -1,0 +1,370 @@
+package stream
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// SASL mechanisms accepted by KafkaSASLConfig.Mechanism.
+const (
+	SASLNone        = ""
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Defaults applied by KafkaConfig for zero-valued fields.
+const (
+	DefaultKafkaClientID          = "changerate"
+	DefaultKafkaDialTimeout       = 10 * time.Second
+	DefaultKafkaRequestTimeout    = 30 * time.Second
+	DefaultKafkaBatchSize         = 1000
+	DefaultKafkaBatchBytes        = 1 << 20 // 1 MiB
+	DefaultKafkaLinger            = 5 * time.Millisecond
+	DefaultKafkaWriteAttempts     = 10
+	DefaultKafkaGroupID           = "changerate-aggregator"
+	DefaultKafkaSessionTimeout    = 30 * time.Second
+	DefaultKafkaHeartbeatInterval = 3 * time.Second
+	DefaultKafkaRebalanceTimeout  = 30 * time.Second
+	DefaultKafkaJoinGroupBackoff  = 2 * time.Second
+	DefaultKafkaFetchMaxWait      = 500 * time.Millisecond
+	DefaultKafkaFetchMaxBytes     = 8 << 20 // 8 MiB
+	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
+	DefaultKafkaCommitInterval    = time.Second
+)
+
+// KafkaTLSConfig configures TLS towards the brokers.
+type KafkaTLSConfig struct {
+	// Enable turns TLS on. Default false (plaintext). The other fields are
+	// ignored unless Enable is true.
+	Enable bool
+	// CAFile is a PEM file of CA certificates used to verify the brokers.
+	// Default "": the system roots.
+	CAFile string
+	// CertFile and KeyFile are a PEM client certificate and its key for
+	// mutual TLS. Default "": no client certificate. Both or neither must
+	// be set.
+	CertFile string
+	KeyFile  string
+	// ServerName overrides the name verified in the brokers' certificates.
+	// Default "": the host part of each broker address.
+	ServerName string
+	// InsecureSkipVerify disables certificate verification (testing only).
+	// Default false.
+	InsecureSkipVerify bool
+}
+
+// KafkaSASLConfig configures SASL authentication.
+type KafkaSASLConfig struct {
+	// Mechanism is one of "" (no SASL), "PLAIN", "SCRAM-SHA-256" or
+	// "SCRAM-SHA-512". Default "" (no SASL).
+	Mechanism string
+	// Username and Password are the credentials; required when Mechanism is
+	// set. Default "".
+	Username string
+	Password string
+}
+
+// KafkaConfig configures KafkaSink, KafkaSource and EnsureTopics. The zero
+// value of every field except Brokers selects the documented default; the
+// structure is read-only after it is passed to a constructor.
+type KafkaConfig struct {
+	// Brokers are the bootstrap broker addresses, "host:port". Required; no
+	// default.
+	Brokers []string
+	// ClientID is sent to the brokers with every request. Default
+	// "changerate".
+	ClientID string
+	// TLS configures transport security. Default: plaintext.
+	TLS KafkaTLSConfig
+	// SASL configures authentication. Default: none.
+	SASL KafkaSASLConfig
+	// DialTimeout bounds establishing a connection, including the TLS and
+	// SASL handshakes. Default 10s.
+	DialTimeout time.Duration
+	// RequestTimeout bounds one request/response round trip (produce, fetch,
+	// metadata, group coordination). It must exceed FetchMaxWait. Default
+	// 30s.
+	RequestTimeout time.Duration
+
+	// BatchSize is the maximum number of messages the sink sends to one
+	// partition in one produce request. Default 1000.
+	BatchSize int
+	// BatchBytes is the maximum size in bytes of one produce request to one
+	// partition; a single larger message is rejected. Default 1 MiB.
+	BatchBytes int64
+	// Linger is how long the sink waits for an incomplete batch to fill
+	// before sending it. Sink.Write returns only after acknowledgement, so
+	// this adds up to Linger to the latency of a Write that does not fill
+	// its batches. Default 5ms.
+	Linger time.Duration
+	// WriteAttempts is how many times the sink tries a produce request
+	// before failing the Write. Default 10.
+	WriteAttempts int
+	// Compression is the produce compression codec: "none", "gzip",
+	// "snappy", "lz4" or "zstd". Default "" (none).
+	Compression string
+
+	// GroupID is the consumer group of a KafkaSource. Default
+	// "changerate-aggregator".
+	GroupID string
+	// SessionTimeout is how long the group coordinator waits for a
+	// heartbeat before it declares a member dead and reassigns its
+	// partitions. The broker bounds it (Kafka: 6s..30min by default).
+	// Default 30s.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is the heartbeat period; it also bounds how quickly
+	// a member notices a rebalance. It must be below SessionTimeout.
+	// Default 3s.
+	HeartbeatInterval time.Duration
+	// RebalanceTimeout is how long the coordinator waits for all members
+	// to rejoin during a rebalance. Default 30s.
+	RebalanceTimeout time.Duration
+	// JoinGroupBackoff is the pause before rejoining the group after a
+	// failed join. Default 2s.
+	JoinGroupBackoff time.Duration
+	// FetchMaxWait is how long the broker holds a fetch open waiting for
+	// new messages. Default 500ms.
+	FetchMaxWait time.Duration
+	// FetchMaxBytes is the maximum number of bytes one fetch returns for
+	// one partition. Default 8 MiB.
+	FetchMaxBytes int
+	// RetryBackoff is the pause before retrying a failed fetch or offset
+	// lookup (the source retries transient errors until the claim ends).
+	// Default 250ms.
+	RetryBackoff time.Duration
+	// CommitInterval is how often a source commits the offsets passed to
+	// Claim.MarkCommitted to the group (for lag monitoring only). Default
+	// 1s.
+	CommitInterval time.Duration
+}
+
+// Validate reports the first invalid field, naming it. It does not modify
+// c; zero values are valid and mean "default".
+func (c KafkaConfig) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("stream: KafkaConfig.Brokers: at least one broker address is required")
+	}
+	for _, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return fmt.Errorf("stream: KafkaConfig.Brokers: %q is not host:port: %w", b, err)
+		}
+	}
+	if c.TLS.Enable && (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		return errors.New("stream: KafkaConfig.TLS.CertFile and TLS.KeyFile must be set together")
+	}
+	switch c.SASL.Mechanism {
+	case SASLNone:
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+		if c.SASL.Username == "" {
+			return fmt.Errorf("stream: KafkaConfig.SASL.Username is required with mechanism %s", c.SASL.Mechanism)
+		}
+	default:
+		return fmt.Errorf("stream: KafkaConfig.SASL.Mechanism: unknown mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.SASL.Mechanism)
+	}
+	if _, err := compressionCodec(c.Compression); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"DialTimeout", c.DialTimeout}, {"RequestTimeout", c.RequestTimeout}, {"Linger", c.Linger},
+		{"SessionTimeout", c.SessionTimeout}, {"HeartbeatInterval", c.HeartbeatInterval},
+		{"RebalanceTimeout", c.RebalanceTimeout}, {"JoinGroupBackoff", c.JoinGroupBackoff},
+		{"FetchMaxWait", c.FetchMaxWait}, {"RetryBackoff", c.RetryBackoff},
+		{"CommitInterval", c.CommitInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("stream: KafkaConfig.%s: negative duration %v", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{
+		{"BatchSize", int64(c.BatchSize)}, {"BatchBytes", c.BatchBytes},
+		{"WriteAttempts", int64(c.WriteAttempts)}, {"FetchMaxBytes", int64(c.FetchMaxBytes)},
+	} {
+		if n.v < 0 {
+			return fmt.Errorf("stream: KafkaConfig.%s: negative value %d", n.name, n.v)
+		}
+	}
+	d := c.withDefaults()
+	if d.HeartbeatInterval >= d.SessionTimeout {
+		return fmt.Errorf("stream: KafkaConfig.HeartbeatInterval (%v) must be below SessionTimeout (%v)", d.HeartbeatInterval, d.SessionTimeout)
+	}
+	if d.FetchMaxWait >= d.RequestTimeout {
+		return fmt.Errorf("stream: KafkaConfig.FetchMaxWait (%v) must be below RequestTimeout (%v)", d.FetchMaxWait, d.RequestTimeout)
+	}
+	return nil
+}
+
+// withDefaults returns a copy of c with defaults in place of zero values.
+func (c KafkaConfig) withDefaults() KafkaConfig {
+	setDur := func(p *time.Duration, d time.Duration) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultKafkaClientID
+	}
+	if c.GroupID == "" {
+		c.GroupID = DefaultKafkaGroupID
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultKafkaBatchSize
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = DefaultKafkaBatchBytes
+	}
+	if c.WriteAttempts == 0 {
+		c.WriteAttempts = DefaultKafkaWriteAttempts
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = DefaultKafkaFetchMaxBytes
+	}
+	setDur(&c.DialTimeout, DefaultKafkaDialTimeout)
+	setDur(&c.RequestTimeout, DefaultKafkaRequestTimeout)
+	setDur(&c.Linger, DefaultKafkaLinger)
+	setDur(&c.SessionTimeout, DefaultKafkaSessionTimeout)
+	setDur(&c.HeartbeatInterval, DefaultKafkaHeartbeatInterval)
+	setDur(&c.RebalanceTimeout, DefaultKafkaRebalanceTimeout)
+	setDur(&c.JoinGroupBackoff, DefaultKafkaJoinGroupBackoff)
+	setDur(&c.FetchMaxWait, DefaultKafkaFetchMaxWait)
+	setDur(&c.RetryBackoff, DefaultKafkaRetryBackoff)
+	setDur(&c.CommitInterval, DefaultKafkaCommitInterval)
+	return c
+}
+
+func compressionCodec(name string) (kafka.Compression, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("stream: KafkaConfig.Compression: unknown codec %q (want none, gzip, snappy, lz4 or zstd)", name)
+}
+
+// tlsConfig loads the TLS material; nil when TLS is disabled.
+func (c KafkaConfig) tlsConfig() (*tls.Config, error) {
+	if !c.TLS.Enable {
+		return nil, nil
+	}
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         c.TLS.ServerName,
+		InsecureSkipVerify: c.TLS.InsecureSkipVerify, //nolint:gosec // operator's explicit choice
+	}
+	if c.TLS.CAFile != "" {
+		pem, err := os.ReadFile(c.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CAFile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CAFile: no PEM certificates in %s", c.TLS.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if c.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CertFile/KeyFile: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+func (c KafkaConfig) saslMechanism() (sasl.Mechanism, error) {
+	switch c.SASL.Mechanism {
+	case SASLNone:
+		return nil, nil
+	case SASLPlain:
+		return plain.Mechanism{Username: c.SASL.Username, Password: c.SASL.Password}, nil
+	case SASLScramSHA256, SASLScramSHA512:
+		algo := scram.SHA256
+		if c.SASL.Mechanism == SASLScramSHA512 {
+			algo = scram.SHA512
+		}
+		m, err := scram.Mechanism(algo, c.SASL.Username, c.SASL.Password)
+		if err != nil {
+			return nil, fmt.Errorf("stream: KafkaConfig.SASL: %w", err)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("stream: KafkaConfig.SASL.Mechanism: unknown mechanism %q", c.SASL.Mechanism)
+}
+
+// kafkaClients holds what every Kafka component needs: a validated config
+// with defaults, a Transport (for Writer and Client) and a Dialer (for the
+// consumer group, which speaks through kafka.Conn).
+type kafkaClients struct {
+	cfg       KafkaConfig
+	transport *kafka.Transport
+	dialer    *kafka.Dialer
+	client    *kafka.Client
+	addr      net.Addr
+}
+
+func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	tc, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	mech, err := cfg.saslMechanism()
+	if err != nil {
+		return nil, err
+	}
+	transport := &kafka.Transport{
+		Dial:        (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialTimeout: cfg.DialTimeout,
+		ClientID:    cfg.ClientID,
+		TLS:         tc,
+		SASL:        mech,
+	}
+	dialer := &kafka.Dialer{
+		ClientID:      cfg.ClientID,
+		Timeout:       cfg.DialTimeout,
+		DualStack:     true,
+		KeepAlive:     30 * time.Second,
+		TLS:           tc,
+		SASLMechanism: mech,
+	}
+	addr := kafka.TCP(cfg.Brokers...)
+	return &kafkaClients{
+		cfg:       cfg,
+		transport: transport,
+		dialer:    dialer,
+		client:    &kafka.Client{Addr: addr, Timeout: cfg.RequestTimeout, Transport: transport},
+		addr:      addr,
+	}, nil
+}
+
+func (k *kafkaClients) close() {
+	k.transport.CloseIdleConnections()
+}

@@ -1,0 +1,556 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// KafkaSource is a Source reading topics as a member of a Kafka consumer
+// group, with kafka-go's ConsumerGroup API: every generation of the group
+// assigns this member a set of partitions (a claim each); each claim is
+// handled in its own goroutine and fetches with plain fetch requests from
+// the offset its handler seeks to. The group's committed offsets are never
+// used as a starting point (Claim.Seek decides), and the source never
+// silently resets an offset that is out of range: Fetch fails with an
+// error wrapping ErrFatal instead.
+//
+// Generations: when the group rebalances (a member joins, leaves or misses
+// its session timeout, or a topic's partition count changes), kafka-go ends
+// the generation, the contexts of all this member's handlers are cancelled
+// and their Fetch calls return ErrRevoked; only after every handler has
+// returned does the member rejoin and obtain the next generation, whose ID
+// (Claim.Generation) is larger. A member that stopped heart-beating (for
+// example a paused process) learns about it only at its next heartbeat, so
+// fencing of writes must rely on Claim.Generation, not on the context.
+//
+// A KafkaSource runs one Run at a time; its methods are safe for concurrent
+// use.
+type KafkaSource struct {
+	k      *kafkaClients
+	topics []string
+	log    *slog.Logger
+	m      *sourceMetrics
+
+	mu      sync.Mutex
+	closed  bool
+	running bool
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+}
+
+var _ Source = (*KafkaSource)(nil)
+
+// errSourceClosed is the cancellation cause used by Close.
+var errSourceClosed = fmt.Errorf("stream: kafka source closing: %w", ErrClosed)
+
+// NewKafkaSource returns a source consuming topics in the consumer group
+// cfg.GroupID. It does not connect until Run. Metrics are registered on reg
+// (nil: none); a nil logger discards logs.
+func NewKafkaSource(cfg KafkaConfig, topics []string, logger *slog.Logger, reg prometheus.Registerer) (*KafkaSource, error) {
+	if len(topics) == 0 {
+		return nil, errors.New("stream: kafka source: no topics")
+	}
+	for _, t := range topics {
+		if t == "" {
+			return nil, errors.New("stream: kafka source: empty topic name")
+		}
+	}
+	k, err := newKafkaClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newSourceMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &KafkaSource{
+		k:      k,
+		topics: slices.Clone(topics),
+		log:    logger.With("component", "kafka-source", "group", k.cfg.GroupID),
+		m:      m,
+	}, nil
+}
+
+// Run joins the group and calls handle once per assigned partition and
+// generation, each in its own goroutine, until ctx is done, Close is
+// called, or a handler returns an error wrapping ErrFatal. The handler's
+// context is cancelled when the generation ends (rebalance) or Run stops.
+//
+// A handler that returns nil before its context is cancelled leaves its
+// partition idle until the next rebalance. A handler that returns any other
+// error (not wrapping ErrFatal) is logged; after cfg.JoinGroupBackoff the
+// member leaves the generation and rejoins, so the partition is handled
+// again (by this member or another one).
+//
+// Run leaves the group and returns after every handler has returned: with
+// the fatal handler error, with ErrClosed after Close, or with ctx.Err()
+// when ctx was cancelled. Only one Run may be active at a time.
+func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, c Claim) error) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("stream: kafka source: Run is already active")
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	s.running, s.cancel, s.done = true, cancel, done
+	s.mu.Unlock()
+	defer func() {
+		cancel(nil)
+		s.mu.Lock()
+		s.running, s.cancel, s.done = false, nil, nil
+		s.mu.Unlock()
+		close(done)
+	}()
+
+	cfg := s.k.cfg
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                cfg.GroupID,
+		Brokers:           cfg.Brokers,
+		Dialer:            s.k.dialer,
+		Topics:            s.topics,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		JoinGroupBackoff:  cfg.JoinGroupBackoff,
+		// Rebalance when partitions are added, so new partitions get owners.
+		WatchPartitionChanges: true,
+		StartOffset:           kafka.FirstOffset,
+		Timeout:               cfg.RequestTimeout,
+		Logger:                kafka.LoggerFunc(func(f string, a ...any) { s.log.Debug(fmt.Sprintf(f, a...)) }),
+		ErrorLogger:           kafka.LoggerFunc(func(f string, a ...any) { s.log.Warn(fmt.Sprintf(f, a...)) }),
+	})
+	if err != nil {
+		return fmt.Errorf("stream: kafka consumer group: %w", err)
+	}
+	for {
+		gen, err := group.Next(runCtx)
+		if err != nil {
+			if runCtx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				break
+			}
+			// kafka-go retries by itself (with JoinGroupBackoff after
+			// errors other than a rebalance in progress).
+			s.log.Info("consumer group: next generation failed; retrying", "err", err)
+			continue
+		}
+		s.startGeneration(runCtx, cancel, gen, handle)
+	}
+	// Close ends the current generation, waits for every handler and leaves
+	// the group.
+	_ = group.Close()
+	s.m.generation.Set(0)
+
+	cause := context.Cause(runCtx)
+	switch {
+	case errors.Is(cause, ErrFatal):
+		return cause
+	case errors.Is(cause, errSourceClosed):
+		return ErrClosed
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return cause
+}
+
+// Close stops an active Run (which then returns ErrClosed), waits for it and
+// releases the connections. Run after Close returns ErrClosed.
+func (s *KafkaSource) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel(errSourceClosed)
+		<-done
+	}
+	s.k.close()
+	return nil
+}
+
+func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.CancelCauseFunc, gen *kafka.Generation, handle func(context.Context, Claim) error) {
+	s.m.generation.Set(float64(gen.ID))
+	s.m.rebalances.Inc()
+	var claims []*kafkaClaim
+	for _, topic := range s.topics {
+		for _, pa := range gen.Assignments[topic] {
+			claims = append(claims, s.newClaim(topic, int32(pa.ID), int64(gen.ID)))
+		}
+	}
+	owned := make([]string, len(claims))
+	for i, c := range claims {
+		owned[i] = c.topic + "/" + strconv.Itoa(int(c.partition))
+	}
+	s.log.Info("consumer group: generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", owned)
+	if len(claims) == 0 {
+		return
+	}
+	for _, c := range claims {
+		gen.Start(func(gctx context.Context) { s.runClaim(runCtx, stopRun, gctx, c, handle) })
+	}
+	gen.Start(func(gctx context.Context) { s.commitLoop(gctx, gen, claims) })
+}
+
+func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCauseFunc, gctx context.Context, c *kafkaClaim, handle func(context.Context, Claim) error) {
+	hctx, hcancel := context.WithCancelCause(runCtx)
+	stop := context.AfterFunc(gctx, func() { hcancel(ErrRevoked) })
+	defer stop()
+	defer hcancel(nil)
+	c.gctx, c.hctx = gctx, hctx
+	s.m.claims.Inc()
+	defer s.m.claims.Dec()
+	defer s.m.lag.DeleteLabelValues(c.topic, strconv.Itoa(int(c.partition)))
+
+	err := handle(hctx, c)
+	log := s.log.With("topic", c.topic, "partition", c.partition, "generation", c.gen)
+	switch {
+	case hctx.Err() != nil && (err == nil || errors.Is(err, ErrRevoked) || errors.Is(err, context.Canceled)):
+		log.Debug("claim ended", "cause", context.Cause(hctx))
+	case err == nil:
+		log.Warn("handler returned before its partition was revoked; partition idle until the next rebalance")
+		<-hctx.Done()
+	case errors.Is(err, ErrFatal):
+		log.Error("handler failed fatally; stopping the source", "err", err)
+		stopRun(err)
+	default:
+		log.Error("handler failed; rejoining the group", "err", err)
+		t := time.NewTimer(s.k.cfg.JoinGroupBackoff)
+		select {
+		case <-t.C:
+		case <-hctx.Done():
+		}
+		t.Stop()
+		// Returning ends the generation: kafka-go rejoins the group.
+	}
+}
+
+// commitLoop commits the offsets marked by the generation's claims every
+// CommitInterval and once more when the generation ends. Commit errors are
+// counted and logged; they never end the generation.
+func (s *KafkaSource) commitLoop(gctx context.Context, gen *kafka.Generation, claims []*kafkaClaim) {
+	last := make([]int64, len(claims))
+	for i := range last {
+		last[i] = -1
+	}
+	commit := func() {
+		offsets := map[string]map[int]int64{}
+		var idx []int
+		for i, c := range claims {
+			v := c.marked.Load()
+			if v < 0 || v == last[i] {
+				continue
+			}
+			if offsets[c.topic] == nil {
+				offsets[c.topic] = map[int]int64{}
+			}
+			offsets[c.topic][int(c.partition)] = v
+			idx = append(idx, i)
+		}
+		if len(idx) == 0 {
+			return
+		}
+		if err := gen.CommitOffsets(offsets); err != nil {
+			s.m.commitErrs.Inc()
+			s.log.Debug("offset commit failed (lag monitoring only)", "generation", gen.ID, "err", err)
+			return
+		}
+		for _, i := range idx {
+			last[i] = offsets[claims[i].topic][int(claims[i].partition)]
+		}
+	}
+	t := time.NewTicker(s.k.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			commit()
+		case <-gctx.Done():
+			commit()
+			return
+		}
+	}
+}
+
+func (s *KafkaSource) newClaim(topic string, partition int32, gen int64) *kafkaClaim {
+	c := &kafkaClaim{
+		src:       s,
+		topic:     topic,
+		partition: partition,
+		gen:       gen,
+		lag:       s.m.lag.WithLabelValues(topic, strconv.Itoa(int(partition))),
+		read:      s.m.read.WithLabelValues(topic),
+	}
+	c.marked.Store(-1)
+	return c
+}
+
+// kafkaClaim is one partition of one generation. Seek and Fetch are meant
+// for the handler's goroutine; they are serialised by mu.
+type kafkaClaim struct {
+	src       *KafkaSource
+	topic     string
+	partition int32
+	gen       int64
+	gctx      context.Context // done when the generation ends
+	hctx      context.Context // done when the generation ends or Run stops
+	lag       prometheus.Gauge
+	read      prometheus.Counter
+	marked    atomic.Int64
+
+	mu     sync.Mutex
+	seeked bool
+	pos    int64 // next offset to return; negative: earliest, unresolved
+	buf    []Message
+}
+
+var _ Claim = (*kafkaClaim)(nil)
+
+func (c *kafkaClaim) Topic() string     { return c.topic }
+func (c *kafkaClaim) Partition() int32  { return c.partition }
+func (c *kafkaClaim) Generation() int64 { return c.gen }
+
+// MarkCommitted records next for the periodic group commit. It never
+// blocks; values lower than an earlier mark are ignored.
+func (c *kafkaClaim) MarkCommitted(next int64) {
+	for {
+		old := c.marked.Load()
+		if next <= old || c.marked.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// Seek sets the next offset Fetch returns; negative means the earliest
+// retained offset. It may be called again later (dropping buffered
+// messages). Range checks happen at the next Fetch.
+func (c *kafkaClaim) Seek(offset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if offset < 0 {
+		offset = -1
+	}
+	c.pos, c.seeked, c.buf = offset, true, nil
+	return nil
+}
+
+func (c *kafkaClaim) revokedErr(ctx context.Context) error {
+	if c.hctx.Err() != nil {
+		return fmt.Errorf("%w: %s/%d generation %d", ErrRevoked, c.topic, c.partition, c.gen)
+	}
+	return ctx.Err()
+}
+
+// Fetch implements Claim. Transient errors (connection loss, leader
+// changes) are logged, counted and retried every cfg.RetryBackoff until ctx
+// or the claim ends. An out-of-range offset returns an error wrapping
+// ErrFatal; the position is not changed.
+func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("stream: kafka fetch: max must be positive, got %d", limit)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seeked {
+		return nil, fmt.Errorf("stream: kafka fetch %s/%d: Seek was not called", c.topic, c.partition)
+	}
+	if c.hctx.Err() != nil || ctx.Err() != nil {
+		return nil, c.revokedErr(ctx)
+	}
+	if len(c.buf) > 0 {
+		return c.take(limit), nil
+	}
+	// One context for the requests: done when ctx is, or the claim ends.
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.hctx, cancel)
+	defer stop()
+
+	cfg := &c.src.k.cfg
+	for {
+		if c.pos < 0 {
+			first, err := c.firstOffset(fctx)
+			if err != nil {
+				if fctx.Err() != nil {
+					return nil, c.revokedErr(ctx)
+				}
+				if err := c.retryWait(fctx, "list_offsets", err); err != nil {
+					return nil, c.revokedErr(ctx)
+				}
+				continue
+			}
+			c.pos = first
+		}
+		start := time.Now()
+		resp, err := c.src.k.client.Fetch(fctx, &kafka.FetchRequest{
+			Topic:     c.topic,
+			Partition: int(c.partition),
+			Offset:    c.pos,
+			MinBytes:  1,
+			MaxBytes:  int64(cfg.FetchMaxBytes),
+			MaxWait:   cfg.FetchMaxWait,
+		})
+		c.src.m.latency.Observe(time.Since(start).Seconds())
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		if err != nil {
+			if fctx.Err() != nil {
+				return nil, c.revokedErr(ctx)
+			}
+			if errors.Is(err, kafka.OffsetOutOfRange) {
+				c.src.m.fetchErrors.WithLabelValues(c.topic, "offset_out_of_range").Inc()
+				return nil, c.outOfRange(fctx, err)
+			}
+			if err := c.retryWait(fctx, "fetch", err); err != nil {
+				return nil, c.revokedErr(ctx)
+			}
+			continue
+		}
+		msgs, err := c.decode(resp.Records)
+		if err != nil {
+			if err := c.retryWait(fctx, "decode", err); err != nil {
+				return nil, c.revokedErr(ctx)
+			}
+			continue
+		}
+		if len(msgs) > 0 {
+			c.pos = msgs[len(msgs)-1].Offset + 1
+		}
+		c.lag.Set(float64(max(resp.HighWatermark-c.pos, 0)))
+		if len(msgs) == 0 {
+			if resp.HighWatermark > c.pos {
+				// Only records we skip (control batches, or a batch
+				// truncated by FetchMaxBytes): do not spin.
+				c.src.log.Warn("fetch below the high watermark returned no records", "topic", c.topic,
+					"partition", c.partition, "offset", c.pos, "high_watermark", resp.HighWatermark)
+				if err := sleepCtx(fctx, cfg.RetryBackoff); err != nil {
+					return nil, c.revokedErr(ctx)
+				}
+			}
+			continue
+		}
+		c.src.m.batchLen.Observe(float64(len(msgs)))
+		c.read.Add(float64(len(msgs)))
+		c.buf = msgs
+		return c.take(limit), nil
+	}
+}
+
+func (c *kafkaClaim) take(limit int) []Message {
+	n := min(limit, len(c.buf))
+	out := c.buf[:n:n]
+	c.buf = c.buf[n:]
+	if len(c.buf) == 0 {
+		c.buf = nil
+	}
+	return out
+}
+
+// decode converts the records at or after c.pos.
+func (c *kafkaClaim) decode(rr kafka.RecordReader) ([]Message, error) {
+	var msgs []Message
+	for {
+		r, err := rr.ReadRecord()
+		if err == io.EOF {
+			return msgs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r.Offset < c.pos {
+			continue
+		}
+		key, err := kafka.ReadAll(r.Key)
+		if err != nil {
+			return nil, err
+		}
+		value, err := kafka.ReadAll(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, Message{
+			Topic:     c.topic,
+			Partition: c.partition,
+			Offset:    r.Offset,
+			Key:       key,
+			Value:     value,
+			Time:      r.Time,
+		})
+	}
+}
+
+func (c *kafkaClaim) retryWait(ctx context.Context, kind string, err error) error {
+	c.src.m.fetchErrors.WithLabelValues(c.topic, kind).Inc()
+	c.src.log.Warn("kafka "+kind+" failed; retrying", "topic", c.topic, "partition", c.partition,
+		"offset", c.pos, "err", err)
+	return sleepCtx(ctx, c.src.k.cfg.RetryBackoff)
+}
+
+func (c *kafkaClaim) firstOffset(ctx context.Context) (int64, error) {
+	first, _, err := c.bounds(ctx)
+	return first, err
+}
+
+// bounds returns the log start offset and the high watermark.
+func (c *kafkaClaim) bounds(ctx context.Context) (first, last int64, err error) {
+	resp, err := c.src.k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
+		Topics: map[string][]kafka.OffsetRequest{c.topic: {
+			kafka.FirstOffsetOf(int(c.partition)),
+			kafka.LastOffsetOf(int(c.partition)),
+		}},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range resp.Topics[c.topic] {
+		if p.Partition == int(c.partition) {
+			if p.Error != nil {
+				return 0, 0, p.Error
+			}
+			return p.FirstOffset, p.LastOffset, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("no offsets for %s/%d in the response", c.topic, c.partition)
+}
+
+func (c *kafkaClaim) outOfRange(ctx context.Context, cause error) error {
+	first, last, err := c.bounds(ctx)
+	if err != nil {
+		return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range: %w: %w", c.topic, c.partition, c.pos, cause, ErrFatal)
+	}
+	return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range [%d, %d]: %w: %w", c.topic, c.partition, c.pos, first, last, cause, ErrFatal)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
