@@ -243,8 +243,9 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 		}
 	}
 
-	if c.lmN > 0 && c.lmT > 0 {
-		// CGM §5, Fig. 10 with the Estimate() of Fig. 13: X'/T. The
+	if c.lmN >= 2 && c.lmT > 0 {
+		// CGM §5, Fig. 10 with the Estimate() of Fig. 13: X'/T, for N ≥ 2
+		// (App. D's correction n/(n−1), n·log(n/(n−1)) needs n ≥ 2). The
 		// likelihood of the Fig. 10 data is exactly λ^X e^{−λT}, so the
 		// Garwood (Gamma) interval for X over exposure T is used.
 		xp := LastModXPrime(c.lmN, c.lmX)
