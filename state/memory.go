@@ -1,0 +1,272 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MemoryConfig configures a Memory store.
+type MemoryConfig struct {
+	// IdleTTL is how long an object lives after its last Commit before it
+	// expires (as with Redis's PX). Default 0: objects never expire.
+	IdleTTL time.Duration
+	// Now is the clock that expiry is measured with. Default time.Now.
+	// Tests inject a fake clock to move time deterministically.
+	Now func() time.Time
+}
+
+// Validate reports an invalid configuration.
+func (c MemoryConfig) Validate() error {
+	if c.IdleTTL < 0 {
+		return fmt.Errorf("state: memory IdleTTL %v is negative", c.IdleTTL)
+	}
+	return nil
+}
+
+// Memory is an in-memory Store with the same semantics as Redis: epochs,
+// offsets, compare-and-set commits and idle expiry measured on the
+// configured clock. Expired objects are removed lazily, when a call touches
+// them, or by Sweep, and counted then (like Redis, which counts a key when
+// it deletes it, lazily on access or in its active expiry cycle).
+//
+// It is safe for concurrent use. Values passed to Commit and returned by
+// Get are copied.
+type Memory struct {
+	cfg     MemoryConfig
+	now     func() time.Time
+	metrics *metrics
+
+	mu      sync.Mutex
+	parts   map[Partition]*memPart
+	expired uint64
+}
+
+type memPart struct {
+	epoch    int64
+	hasEpoch bool
+	next     int64 // -1: none stored
+	objects  map[string]memEntry
+}
+
+type memEntry struct {
+	value   []byte
+	expires int64 // Unix nanoseconds; 0: never
+}
+
+// NewMemory returns an empty Memory store. Metrics (commit batch sizes,
+// rejected commits, expired objects) are registered on reg unless it is nil.
+func NewMemory(cfg MemoryConfig, reg prometheus.Registerer) (*Memory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Memory{cfg: cfg, now: now, metrics: m, parts: map[Partition]*memPart{}}, nil
+}
+
+var _ Store = (*Memory)(nil)
+
+func (m *Memory) part(p Partition) *memPart {
+	mp := m.parts[p]
+	if mp == nil {
+		mp = &memPart{next: -1, objects: map[string]memEntry{}}
+		m.parts[p] = mp
+	}
+	return mp
+}
+
+// live returns the entry of object if it exists and has not expired at
+// now; it deletes and counts an expired one.
+func (m *Memory) live(mp *memPart, object string, now int64) (memEntry, bool) {
+	e, ok := mp.objects[object]
+	if !ok {
+		return e, false
+	}
+	if e.expires != 0 && now >= e.expires {
+		delete(mp.objects, object)
+		m.countExpired(1)
+		return memEntry{}, false
+	}
+	return e, true
+}
+
+func (m *Memory) countExpired(n int) {
+	m.expired += uint64(n)
+	m.metrics.expired.Add(float64(n))
+}
+
+// Claim implements Store.
+func (m *Memory) Claim(ctx context.Context, p Partition, epoch int64) (int64, error) {
+	if err := p.validate(); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("state: claim %v: %w", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mp := m.part(p)
+	if mp.hasEpoch && mp.epoch > epoch {
+		m.metrics.rejected.WithLabelValues(reasonFenced).Inc()
+		return 0, fmt.Errorf("state: claim %v with epoch %d, stored epoch %d: %w", p, epoch, mp.epoch, ErrFenced)
+	}
+	mp.epoch, mp.hasEpoch = epoch, true
+	return mp.next, nil
+}
+
+// Get implements Store.
+func (m *Memory) Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error) {
+	if err := p.validate(); err != nil {
+		return dst, err
+	}
+	if err := ctx.Err(); err != nil {
+		return dst, fmt.Errorf("state: get %v: %w", p, err)
+	}
+	now := m.now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mp := m.parts[p]
+	for _, o := range objects {
+		if mp == nil {
+			dst = append(dst, nil)
+			continue
+		}
+		e, ok := m.live(mp, o, now)
+		if !ok {
+			dst = append(dst, nil)
+			continue
+		}
+		dst = append(dst, clone(e.value))
+	}
+	return dst, nil
+}
+
+// Commit implements Store.
+func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error {
+	if err := checkCommit(p, from, to); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("state: commit %v: %w", p, err)
+	}
+	now := m.now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mp := m.part(p)
+	if !mp.hasEpoch || mp.epoch != epoch {
+		m.metrics.rejected.WithLabelValues(reasonFenced).Inc()
+		return fencedError(p, epoch, mp.hasEpoch, mp.epoch)
+	}
+	if mp.next != from {
+		m.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
+		return fmt.Errorf("state: commit %v from offset %d, stored %d: %w", p, from, mp.next, ErrOffsetMismatch)
+	}
+	var expires int64
+	if m.cfg.IdleTTL > 0 {
+		expires = now + int64(m.cfg.IdleTTL)
+	}
+	for _, w := range writes {
+		m.live(mp, w.Object, now) // count an expired predecessor, as Redis does
+		if w.Value == nil {
+			delete(mp.objects, w.Object)
+			continue
+		}
+		mp.objects[w.Object] = memEntry{value: clone(w.Value), expires: expires}
+	}
+	mp.next = to
+	m.metrics.batch.Observe(float64(len(writes)))
+	return nil
+}
+
+// Close implements Store; it does nothing.
+func (m *Memory) Close() error { return nil }
+
+// Sweep removes every object that has expired at the clock's current time
+// and returns how many it removed (they are counted as expired).
+func (m *Memory) Sweep() int {
+	now := m.now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, mp := range m.parts {
+		for o, e := range mp.objects {
+			if e.expires != 0 && now >= e.expires {
+				delete(mp.objects, o)
+				n++
+			}
+		}
+	}
+	m.countExpired(n)
+	return n
+}
+
+// Expired returns how many objects have expired and been removed so far.
+func (m *Memory) Expired() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.expired
+}
+
+// Snapshot implements Snapshotter.
+func (m *Memory) Snapshot(ctx context.Context, p Partition) (PartitionSnapshot, error) {
+	if err := p.validate(); err != nil {
+		return PartitionSnapshot{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: %w", p, err)
+	}
+	now := m.now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := PartitionSnapshot{Next: -1, Epoch: -1, Objects: map[string][]byte{}}
+	mp := m.parts[p]
+	if mp == nil {
+		return s, nil
+	}
+	s.Next = mp.next
+	if mp.hasEpoch {
+		s.Epoch = mp.epoch
+	}
+	for o := range mp.objects {
+		if e, ok := m.live(mp, o, now); ok {
+			s.Objects[o] = clone(e.value)
+		}
+	}
+	return s, nil
+}
+
+// Partitions returns the partitions that have a stored epoch or offset,
+// sorted by topic and ID.
+func (m *Memory) Partitions() []Partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Partition, 0, len(m.parts))
+	for p := range m.parts {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// clone copies b; the copy of a non-nil empty slice is non-nil.
+func clone(b []byte) []byte {
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
+}

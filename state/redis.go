@@ -1,0 +1,556 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is a Store in Redis, standalone or Cluster (any
+// redis.UniversalClient).
+//
+// Layout: every key of partition p starts with the hash tag
+// "{<KeyPrefix><topic>:<id>}", so all of them hash to one Cluster slot and
+// one Lua script can touch them atomically:
+//
+//	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset)
+//	{cr:obs:3}:o:<object>   string: the object's value, PX IdleTTL
+//
+// Claim and Commit are Lua scripts (EVALSHA, falling back to EVAL when the
+// script is not cached), so each is one atomic step on one node. Get is one
+// MGET. Values are opaque bytes.
+//
+// Durability: a commit's values and offset are one script, which Redis
+// writes to its AOF as one MULTI/EXEC block; after a crash the AOF loads
+// whole blocks only, so values and offsets rewind together.
+//
+// Redis must not evict keys (maxmemory-policy noeviction): eviction would
+// drop state silently. NewRedis logs a warning otherwise.
+//
+// Expired objects are counted from keyspace notifications
+// (__keyevent@<db>__:expired) by one background subscription per master
+// (see RedisConfig.ExpiryEvents). Limits: notifications are fire-and-forget,
+// so expiries while the subscription is down (reconnects, failovers) are
+// not counted; masters added to a Cluster after NewRedis are not
+// subscribed; Redis expires a key when it is accessed or found by its
+// active expiry cycle, so the count lags the TTL by up to seconds and
+// every expiry is counted by every Redis store subscribed to the same
+// server. Close stops the subscriptions.
+//
+// Redis is safe for concurrent use.
+type Redis struct {
+	c       redis.UniversalClient
+	owned   bool // Close closes c
+	cfg     RedisConfig
+	ttlMS   string
+	log     *slog.Logger
+	metrics *metrics
+
+	expired atomic.Uint64
+	subs    []*redis.PubSub
+	wg      sync.WaitGroup
+	closeMu sync.Mutex
+	closed  bool
+}
+
+var (
+	_ Store         = (*Redis)(nil)
+	_ Snapshotter   = (*Redis)(nil)
+	_ ExpiryCounter = (*Redis)(nil)
+)
+
+// Reply codes of the scripts.
+const (
+	codeOK       = 0
+	codeFenced   = 1
+	codeMismatch = 2
+)
+
+// claimScript: KEYS[1] meta; ARGV[1] epoch. Returns {code, stored epoch,
+// stored next}; "" for none.
+var claimScript = redis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'epoch', 'next')
+if st[1] and tonumber(st[1]) > tonumber(ARGV[1]) then
+  return {1, st[1], st[2] or ''}
+end
+if st[1] ~= ARGV[1] then
+  redis.call('HSET', KEYS[1], 'epoch', ARGV[1])
+end
+return {0, ARGV[1], st[2] or ''}
+`)
+
+// commitScript: KEYS[1] meta, KEYS[2..] objects; ARGV[1] epoch, ARGV[2]
+// from, ARGV[3] to, ARGV[4] TTL in ms (0: none), ARGV[5] one byte per
+// object ('s' set, 'd' delete), ARGV[6..] the values of the 's' objects in
+// order. Returns {code, stored epoch, stored next}.
+var commitScript = redis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'epoch', 'next')
+if not st[1] or st[1] ~= ARGV[1] then
+  return {1, st[1] or '', st[2] or ''}
+end
+local nxt = st[2] or '-1'
+if nxt ~= ARGV[2] then
+  return {2, st[1], nxt}
+end
+local ttl = tonumber(ARGV[4])
+local ops = ARGV[5]
+local v = 6
+for i = 1, #ops do
+  if string.byte(ops, i) == 115 then
+    if ttl > 0 then
+      redis.call('SET', KEYS[i+1], ARGV[v], 'PX', ttl)
+    else
+      redis.call('SET', KEYS[i+1], ARGV[v])
+    end
+    v = v + 1
+  else
+    redis.call('DEL', KEYS[i+1])
+  end
+end
+redis.call('HSET', KEYS[1], 'next', ARGV[3])
+return {0, st[1], ARGV[3]}
+`)
+
+// NewRedis connects to Redis as cfg describes, checks that it answers, and
+// returns a store that owns the client (Close closes it). Metrics are
+// registered on reg unless it is nil; logger nil discards logs.
+func NewRedis(cfg RedisConfig, logger *slog.Logger, reg prometheus.Registerer) (*Redis, error) {
+	c, err := NewRedisClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRedis(c, true, cfg, logger, reg)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewRedisFromClient returns a store on an existing client (e.g. a test
+// server's). Only cfg's KeyPrefix, IdleTTL and ExpiryEvents are used; cfg's
+// connection fields are ignored, and Close does not close client.
+func NewRedisFromClient(client redis.UniversalClient, cfg RedisConfig, logger *slog.Logger, reg prometheus.Registerer) (*Redis, error) {
+	return newRedis(client, false, cfg, logger, reg)
+}
+
+func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog.Logger, reg prometheus.Registerer) (*Redis, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redis{c: c, owned: owned, cfg: cfg, ttlMS: strconv.FormatInt(cfg.IdleTTL.Milliseconds(), 10),
+		log: logger.With("component", "state.redis"), metrics: m}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("state: redis ping: %w", err)
+	}
+	r.checkEviction(ctx)
+	if cfg.ExpiryEvents != ExpiryEventsOff {
+		if err := r.subscribeExpired(ctx); err != nil {
+			r.stopSubs()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// masters returns a client per master node (one for standalone).
+func (r *Redis) masters(ctx context.Context) ([]*redis.Client, error) {
+	switch c := r.c.(type) {
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		var out []*redis.Client
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			mu.Lock()
+			out = append(out, n)
+			mu.Unlock()
+			return nil
+		})
+		return out, err
+	case *redis.Client:
+		return []*redis.Client{c}, nil
+	default:
+		return nil, fmt.Errorf("state: unsupported client type %T", r.c)
+	}
+}
+
+// checkEviction logs a warning if a master may evict keys.
+func (r *Redis) checkEviction(ctx context.Context) {
+	nodes, err := r.masters(ctx)
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		v, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			r.log.Debug("cannot read maxmemory-policy", "addr", n.Options().Addr, "err", err)
+			continue
+		}
+		if p := v["maxmemory-policy"]; p != "" && p != "noeviction" {
+			r.log.Warn("Redis may evict state keys; use maxmemory-policy noeviction", "addr", n.Options().Addr, "policy", p)
+		}
+	}
+}
+
+// withExpiredFlags returns notify-keyspace-events flags that include
+// keyevent ('E') notifications of expiry ('x', also part of 'A').
+func withExpiredFlags(flags string) string {
+	if !strings.ContainsRune(flags, 'E') {
+		flags += "E"
+	}
+	if !strings.ContainsRune(flags, 'x') && !strings.ContainsRune(flags, 'A') {
+		flags += "x"
+	}
+	return flags
+}
+
+// subscribeExpired subscribes to expired-key events on every master and
+// starts a goroutine per subscription that counts this store's objects.
+func (r *Redis) subscribeExpired(ctx context.Context) error {
+	nodes, err := r.masters(ctx)
+	if err != nil {
+		return fmt.Errorf("state: list masters: %w", err)
+	}
+	for _, n := range nodes {
+		addr := n.Options().Addr
+		if r.cfg.ExpiryEvents == ExpiryEventsConfig {
+			v, err := n.ConfigGet(ctx, "notify-keyspace-events").Result()
+			if err == nil {
+				old := v["notify-keyspace-events"]
+				if nw := withExpiredFlags(old); nw != old {
+					err = n.ConfigSet(ctx, "notify-keyspace-events", nw).Err()
+				}
+			}
+			if err != nil {
+				r.log.Warn("cannot enable expired-key notifications; expiries are counted only if the server sends them",
+					"addr", addr, "err", err)
+			}
+		}
+		pattern := fmt.Sprintf("__keyevent@%d__:expired", n.Options().DB)
+		ps := n.PSubscribe(ctx, pattern)
+		if _, err := ps.Receive(ctx); err != nil {
+			_ = ps.Close()
+			return fmt.Errorf("state: subscribe %s on %s: %w", pattern, addr, err)
+		}
+		r.subs = append(r.subs, ps)
+		ch := ps.Channel(redis.WithChannelSize(4096))
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for msg := range ch {
+				if r.isObjectKey(msg.Payload) {
+					r.expired.Add(1)
+					r.metrics.expired.Inc()
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// isObjectKey reports whether key is an object key of this store's prefix.
+func (r *Redis) isObjectKey(key string) bool {
+	if len(key) < 2 || key[0] != '{' || !strings.HasPrefix(key[1:], r.cfg.KeyPrefix) {
+		return false
+	}
+	end := strings.IndexByte(key, '}')
+	return end > 0 && strings.HasPrefix(key[end+1:], ":o:")
+}
+
+// Expired returns how many of this store's objects (by KeyPrefix) expired
+// since NewRedis, as seen through keyspace notifications (see Redis).
+func (r *Redis) Expired() uint64 { return r.expired.Load() }
+
+// Client returns the underlying client.
+func (r *Redis) Client() redis.UniversalClient { return r.c }
+
+// tag returns "{<prefix><topic>:<id>}".
+func (r *Redis) tag(p Partition) string {
+	var b strings.Builder
+	b.Grow(len(r.cfg.KeyPrefix) + len(p.Topic) + 14)
+	b.WriteByte('{')
+	b.WriteString(r.cfg.KeyPrefix)
+	b.WriteString(p.Topic)
+	b.WriteByte(':')
+	b.WriteString(strconv.Itoa(int(p.ID)))
+	b.WriteByte('}')
+	return b.String()
+}
+
+// MetaKey returns the key of p's epoch and offset hash.
+func (r *Redis) MetaKey(p Partition) string { return r.tag(p) + ":meta" }
+
+// ObjectKey returns the key of object's value in p.
+func (r *Redis) ObjectKey(p Partition, object string) string { return r.tag(p) + ":o:" + object }
+
+func (r *Redis) observe(op string, start time.Time, err error) {
+	r.metrics.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		r.metrics.errors.WithLabelValues(op).Inc()
+	}
+}
+
+// parseReply decodes a script reply {code, epoch, next}.
+func parseReply(v any) (code int64, epoch, next string, err error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 3 {
+		return 0, "", "", fmt.Errorf("state: unexpected script reply %#v", v)
+	}
+	code, ok = a[0].(int64)
+	epoch, ok2 := a[1].(string)
+	next, ok3 := a[2].(string)
+	if !ok || !ok2 || !ok3 {
+		return 0, "", "", fmt.Errorf("state: unexpected script reply %#v", v)
+	}
+	return code, epoch, next, nil
+}
+
+// Claim implements Store with one Lua script. Epochs must lie within
+// ±2^53 (Lua compares them as doubles).
+func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, error) {
+	if err := p.validate(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	v, err := claimScript.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10)).Result()
+	r.observe("claim", start, err)
+	if err != nil {
+		return 0, fmt.Errorf("state: claim %v: %w", p, err)
+	}
+	code, stored, next, err := parseReply(v)
+	if err != nil {
+		return 0, err
+	}
+	if code == codeFenced {
+		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
+		return 0, fmt.Errorf("state: claim %v with epoch %d, stored epoch %s: %w", p, epoch, stored, ErrFenced)
+	}
+	if next == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(next, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("state: claim %v: stored offset %q: %w", p, next, err)
+	}
+	return n, nil
+}
+
+// Get implements Store with one MGET (all keys are in one slot).
+func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error) {
+	if err := p.validate(); err != nil {
+		return dst, err
+	}
+	if len(objects) == 0 {
+		return dst, nil
+	}
+	tag := r.tag(p) + ":o:"
+	keys := make([]string, len(objects))
+	for i, o := range objects {
+		keys[i] = tag + o
+	}
+	start := time.Now()
+	vals, err := r.c.MGet(ctx, keys...).Result()
+	r.observe("get", start, err)
+	if err != nil {
+		return dst, fmt.Errorf("state: get %v: %w", p, err)
+	}
+	if len(vals) != len(objects) {
+		return dst, fmt.Errorf("state: get %v: %d values for %d keys", p, len(vals), len(objects))
+	}
+	for _, v := range vals {
+		switch v := v.(type) {
+		case nil:
+			dst = append(dst, nil)
+		case string:
+			dst = append(dst, []byte(v))
+		default:
+			return dst, fmt.Errorf("state: get %v: unexpected value type %T", p, v)
+		}
+	}
+	return dst, nil
+}
+
+// Commit implements Store with one Lua script (EVALSHA) per call. On an
+// error other than ErrFenced and ErrOffsetMismatch (e.g. a timeout) the
+// script may or may not have run: Claim again to read the stored offset.
+func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error {
+	if err := checkCommit(p, from, to); err != nil {
+		return err
+	}
+	tag := r.tag(p)
+	keys := make([]string, 1, len(writes)+1)
+	keys[0] = tag + ":meta"
+	ops := make([]byte, len(writes))
+	args := make([]any, 5, 5+len(writes))
+	args[0] = strconv.FormatInt(epoch, 10)
+	args[1] = strconv.FormatInt(from, 10)
+	args[2] = strconv.FormatInt(to, 10)
+	args[3] = r.ttlMS
+	for i, w := range writes {
+		keys = append(keys, tag+":o:"+w.Object)
+		if w.Value == nil {
+			ops[i] = 'd'
+			continue
+		}
+		ops[i] = 's'
+		args = append(args, w.Value)
+	}
+	args[4] = ops
+	start := time.Now()
+	v, err := commitScript.Run(ctx, r.c, keys, args...).Result()
+	r.observe("commit", start, err)
+	if err != nil {
+		return fmt.Errorf("state: commit %v: %w", p, err)
+	}
+	code, storedEpoch, next, err := parseReply(v)
+	if err != nil {
+		return err
+	}
+	switch code {
+	case codeOK:
+		r.metrics.batch.Observe(float64(len(writes)))
+		return nil
+	case codeFenced:
+		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
+		if storedEpoch == "" {
+			return fencedError(p, epoch, false, 0)
+		}
+		se, _ := strconv.ParseInt(storedEpoch, 10, 64)
+		return fencedError(p, epoch, true, se)
+	case codeMismatch:
+		r.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
+		return fmt.Errorf("state: commit %v from offset %d, stored %s: %w", p, from, next, ErrOffsetMismatch)
+	default:
+		return fmt.Errorf("state: commit %v: unexpected script code %d", p, code)
+	}
+}
+
+// MemoryUsage returns Redis's MEMORY USAGE of object's key in p, in bytes
+// (key, value and their allocation overhead, as Redis estimates it), or 0
+// if the object is not stored.
+func (r *Redis) MemoryUsage(ctx context.Context, p Partition, object string) (int64, error) {
+	if err := p.validate(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	n, err := r.c.MemoryUsage(ctx, r.ObjectKey(p, object), 0).Result()
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	r.observe("memory_usage", start, err)
+	if err != nil {
+		return 0, fmt.Errorf("state: memory usage %v: %w", p, err)
+	}
+	return n, nil
+}
+
+// escapeGlob escapes Redis glob metacharacters.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Snapshot implements Snapshotter: it scans p's object keys on the node
+// that owns p's slot and reads their values and p's epoch and offset.
+func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapshot, err error) {
+	if err := p.validate(); err != nil {
+		return PartitionSnapshot{}, err
+	}
+	start := time.Now()
+	defer func() { r.observe("snapshot", start, err) }()
+	meta := r.MetaKey(p)
+	var node redis.Cmdable = r.c
+	if cc, ok := r.c.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, meta)
+		if err != nil {
+			return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: %w", p, err)
+		}
+		node = n
+	}
+	snap = PartitionSnapshot{Next: -1, Epoch: -1, Objects: map[string][]byte{}}
+	st, err := r.c.HMGet(ctx, meta, "epoch", "next").Result()
+	if err != nil {
+		return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: %w", p, err)
+	}
+	for i, dst := range []*int64{&snap.Epoch, &snap.Next} {
+		if s, ok := st[i].(string); ok {
+			if *dst, err = strconv.ParseInt(s, 10, 64); err != nil {
+				return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: meta %q: %w", p, s, err)
+			}
+		}
+	}
+	prefix := r.tag(p) + ":o:"
+	var cursor uint64
+	for {
+		keys, next, err := node.Scan(ctx, cursor, escapeGlob(prefix)+"*", 1000).Result()
+		if err != nil {
+			return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: scan: %w", p, err)
+		}
+		if len(keys) > 0 {
+			vals, err := r.c.MGet(ctx, keys...).Result()
+			if err != nil {
+				return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: %w", p, err)
+			}
+			for i, v := range vals {
+				if s, ok := v.(string); ok {
+					snap.Objects[strings.TrimPrefix(keys[i], prefix)] = []byte(s)
+				}
+			}
+		}
+		if next == 0 {
+			return snap, nil
+		}
+		cursor = next
+	}
+}
+
+func (r *Redis) stopSubs() {
+	for _, ps := range r.subs {
+		_ = ps.Close()
+	}
+	r.subs = nil
+	r.wg.Wait()
+}
+
+// Close stops the expiry subscriptions and, if NewRedis built the client,
+// closes it. It is idempotent.
+func (r *Redis) Close() error {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.stopSubs()
+	if r.owned {
+		if err := r.c.Close(); err != nil {
+			return fmt.Errorf("state: close redis: %w", err)
+		}
+	}
+	return nil
+}

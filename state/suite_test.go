@@ -1,0 +1,523 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/internal/redistest"
+	"github.com/changerate/changerate/state"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// env is one store under test plus the means to move its clock.
+type env struct {
+	store state.Store
+	reg   *prometheus.Registry
+	// advance moves the store's clock forward by at least d (Memory: a fake
+	// clock; Redis: real sleeping, since Redis's PX uses its own clock).
+	advance func(d time.Duration)
+	// expired waits until the store has counted at least n expired objects
+	// (Redis counts asynchronously) and returns the count.
+	expired func(t *testing.T, n uint64) uint64
+}
+
+// impl builds an env for a test; ttl 0 means no expiry.
+type impl struct {
+	name string
+	open func(t *testing.T, ttl time.Duration) env
+}
+
+// fakeClock is a manually advanced clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func memoryImpl() impl {
+	return impl{name: "memory", open: func(t *testing.T, ttl time.Duration) env {
+		clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		reg := prometheus.NewRegistry()
+		m, err := state.NewMemory(state.MemoryConfig{IdleTTL: ttl, Now: clk.Now}, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env{store: m, reg: reg, advance: clk.Add, expired: func(t *testing.T, n uint64) uint64 {
+			m.Sweep()
+			return m.Expired()
+		}}
+	}}
+}
+
+var keyPrefixSeq struct {
+	sync.Mutex
+	n int
+}
+
+// uniquePrefix gives each store its own key space on a shared server.
+func uniquePrefix(t *testing.T) string {
+	keyPrefixSeq.Lock()
+	defer keyPrefixSeq.Unlock()
+	keyPrefixSeq.n++
+	s := regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "_")
+	return fmt.Sprintf("t%d_%s:", keyPrefixSeq.n, s)
+}
+
+// redisImpl runs the suite against one server (or cluster) shared by all
+// subtests of the parent test, each with its own key prefix.
+func redisImpl(name string, client func(t *testing.T) redisClient) impl {
+	return impl{name: name, open: func(t *testing.T, ttl time.Duration) env {
+		reg := prometheus.NewRegistry()
+		r, err := state.NewRedisFromClient(client(t), state.RedisConfig{KeyPrefix: uniquePrefix(t), IdleTTL: ttl}, nil, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		return env{store: r, reg: reg, advance: time.Sleep, expired: func(t *testing.T, n uint64) uint64 {
+			return waitExpired(t, r, n)
+		}}
+	}}
+}
+
+// waitExpired polls until r counted n expiries, failing after 30 s.
+func waitExpired(t *testing.T, r *state.Redis, n uint64) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Expired() < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r.Expired()
+}
+
+type redisClient = redis.UniversalClient
+
+// impls returns the implementations under test: Memory, a standalone Redis
+// and a 3-master Redis Cluster (started lazily, once per top-level test).
+func impls(t *testing.T) []impl {
+	var (
+		onceS, onceC sync.Once
+		srv          *redistest.Server
+		cl           *redistest.Cluster
+	)
+	return []impl{
+		memoryImpl(),
+		redisImpl("redis", func(st *testing.T) redisClient {
+			onceS.Do(func() { srv = redistest.Start(t) })
+			if srv == nil {
+				st.Skip("no redis server")
+			}
+			return srv.Client
+		}),
+		redisImpl("cluster", func(st *testing.T) redisClient {
+			onceC.Do(func() { cl = redistest.StartCluster(t, 3) })
+			if cl == nil {
+				st.Skip("no redis cluster")
+			}
+			return cl.Client
+		}),
+	}
+}
+
+func forEachImpl(t *testing.T, ttl time.Duration, f func(t *testing.T, e env)) {
+	for _, im := range impls(t) {
+		t.Run(im.name, func(t *testing.T) { f(t, im.open(t, ttl)) })
+	}
+}
+
+var ctx = context.Background()
+
+var part = state.Partition{Topic: "observations", ID: 3}
+
+func get(t *testing.T, s state.Store, p state.Partition, objects ...string) [][]byte {
+	t.Helper()
+	v, err := s.Get(ctx, p, objects, nil)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if len(v) != len(objects) {
+		t.Fatalf("Get returned %d values for %d objects", len(v), len(objects))
+	}
+	return v
+}
+
+func TestNoStoredOffset(t *testing.T) {
+	forEachImpl(t, 0, func(t *testing.T, e env) {
+		next, err := e.store.Claim(ctx, part, 7)
+		if err != nil || next != -1 {
+			t.Fatalf("Claim of a new partition = %d, %v; want -1, nil", next, err)
+		}
+		if v := get(t, e.store, part, "a", "b"); v[0] != nil || v[1] != nil {
+			t.Fatalf("Get of a new partition = %q; want nils", v)
+		}
+	})
+}
+
+// step is one call in a CAS/fencing scenario.
+type step struct {
+	op     string // "claim" or "commit"
+	epoch  int64
+	from   int64 // commit
+	to     int64 // commit
+	val    string
+	want   error // nil, ErrFenced or ErrOffsetMismatch
+	next   int64 // claim: wanted offset when want == nil
+	stored string
+}
+
+func TestCASAndFencing(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"first commit from -1", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: -1, to: 10, val: "a", stored: "a"},
+			{op: "claim", epoch: 1, next: 10},
+		}},
+		{"first commit must start at -1", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: 0, to: 10, val: "a", want: state.ErrOffsetMismatch, stored: ""},
+		}},
+		{"commit without claim is fenced", []step{
+			{op: "commit", epoch: 1, from: -1, to: 10, val: "a", want: state.ErrFenced, stored: ""},
+		}},
+		{"chain of commits", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: -1, to: 5, val: "a", stored: "a"},
+			{op: "commit", epoch: 1, from: 5, to: 9, val: "b", stored: "b"},
+			{op: "commit", epoch: 1, from: 9, to: 9, val: "c", stored: "c"},
+			{op: "claim", epoch: 1, next: 9},
+		}},
+		{"replay of a committed batch changes nothing", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: -1, to: 5, val: "a", stored: "a"},
+			{op: "commit", epoch: 1, from: 5, to: 9, val: "b", stored: "b"},
+			{op: "commit", epoch: 1, from: 5, to: 9, val: "x", want: state.ErrOffsetMismatch, stored: "b"},
+			{op: "commit", epoch: 1, from: -1, to: 5, val: "y", want: state.ErrOffsetMismatch, stored: "b"},
+		}},
+		{"older epoch cannot commit after a newer claim", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: -1, to: 5, val: "a", stored: "a"},
+			{op: "claim", epoch: 2, next: 5},
+			{op: "commit", epoch: 1, from: 5, to: 8, val: "old", want: state.ErrFenced, stored: "a"},
+			{op: "claim", epoch: 1, want: state.ErrFenced},
+			{op: "commit", epoch: 2, from: 5, to: 8, val: "new", stored: "new"},
+		}},
+		{"stale consumer of the newer epoch whose offset moved", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: -1, to: 5, val: "a", stored: "a"},
+			{op: "claim", epoch: 2, next: 5},
+			{op: "commit", epoch: 2, from: 5, to: 8, val: "b", stored: "b"},
+			// a second handler of epoch 2 that read offset 5 earlier
+			{op: "commit", epoch: 2, from: 5, to: 7, val: "stale", want: state.ErrOffsetMismatch, stored: "b"},
+		}},
+		{"re-claim with the same epoch keeps the offset", []step{
+			{op: "claim", epoch: 4, next: -1},
+			{op: "commit", epoch: 4, from: -1, to: 3, val: "a", stored: "a"},
+			{op: "claim", epoch: 4, next: 3},
+			{op: "commit", epoch: 4, from: 3, to: 4, val: "b", stored: "b"},
+		}},
+		{"newer epoch that did not claim is fenced", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 2, from: -1, to: 3, val: "a", want: state.ErrFenced, stored: ""},
+		}},
+		{"large and negative epochs", []step{
+			{op: "claim", epoch: -5, next: -1},
+			{op: "claim", epoch: 1 << 40, next: -1},
+			{op: "commit", epoch: 1 << 40, from: -1, to: 1 << 50, val: "a", stored: "a"},
+			{op: "claim", epoch: 1<<40 - 1, want: state.ErrFenced},
+			{op: "claim", epoch: 1<<40 + 1, next: 1 << 50},
+		}},
+	}
+	forEachImpl(t, 0, func(t *testing.T, e env) {
+		for i, c := range cases {
+			p := state.Partition{Topic: "cas", ID: int32(i)}
+			for j, s := range c.steps {
+				switch s.op {
+				case "claim":
+					next, err := e.store.Claim(ctx, p, s.epoch)
+					if !errors.Is(err, s.want) || (s.want == nil && next != s.next) {
+						t.Fatalf("%s: step %d: Claim(%d) = %d, %v; want %d, %v", c.name, j, s.epoch, next, err, s.next, s.want)
+					}
+				case "commit":
+					err := e.store.Commit(ctx, p, s.epoch, s.from, s.to, []state.Write{{Object: "obj", Value: []byte(s.val)}})
+					if !errors.Is(err, s.want) {
+						t.Fatalf("%s: step %d: Commit(%d, %d→%d) = %v; want %v", c.name, j, s.epoch, s.from, s.to, err, s.want)
+					}
+					if (err == nil) != (s.want == nil) {
+						t.Fatalf("%s: step %d: err %v, want %v", c.name, j, err, s.want)
+					}
+					if got := string(get(t, e.store, p, "obj")[0]); got != s.stored {
+						t.Fatalf("%s: step %d: stored %q; want %q", c.name, j, got, s.stored)
+					}
+				}
+			}
+		}
+		fenced := labeledCounter(t, e.reg, "changerate_state_commit_rejected_total", "fenced")
+		mismatch := labeledCounter(t, e.reg, "changerate_state_commit_rejected_total", "offset_mismatch")
+		// Count the wanted rejections in the table.
+		var wf, wm float64
+		for _, c := range cases {
+			for _, s := range c.steps {
+				switch s.want {
+				case state.ErrFenced:
+					wf++
+				case state.ErrOffsetMismatch:
+					wm++
+				}
+			}
+		}
+		if fenced != wf || mismatch != wm {
+			t.Fatalf("rejected metrics: fenced %v mismatch %v; want %v, %v", fenced, mismatch, wf, wm)
+		}
+	})
+}
+
+// labeledCounter returns the value of the sample of counter vector name
+// that has a label with value label.
+func labeledCounter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("metric %s{%s} not found", name, label)
+	return 0
+}
+
+func TestWritesDeletesAndGetOrder(t *testing.T) {
+	forEachImpl(t, 0, func(t *testing.T, e env) {
+		if _, err := e.store.Claim(ctx, part, 1); err != nil {
+			t.Fatal(err)
+		}
+		bin := []byte{0, 1, 2, 0xff, '\n', '{', '}'}
+		w := []state.Write{
+			{Object: "http://example.com/a?x={y}", Value: []byte("va")},
+			{Object: "b", Value: bin},
+			{Object: "c", Value: []byte{}},
+			{Object: "d", Value: []byte("vd")},
+		}
+		if err := e.store.Commit(ctx, part, 1, -1, 100, w); err != nil {
+			t.Fatal(err)
+		}
+		dst := [][]byte{[]byte("keep")}
+		dst, err := e.store.Get(ctx, part, []string{"d", "missing", "b", "http://example.com/a?x={y}", "c"}, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]byte{[]byte("keep"), []byte("vd"), nil, bin, []byte("va"), {}}
+		if len(dst) != len(want) {
+			t.Fatalf("Get = %q; want %q", dst, want)
+		}
+		for i := range want {
+			if !bytes.Equal(dst[i], want[i]) || (dst[i] == nil) != (want[i] == nil) {
+				t.Fatalf("Get[%d] = %q; want %q (all: %q)", i, dst[i], want[i], dst)
+			}
+		}
+		// Nil deletes; a write in the same batch as a delete of another.
+		if err := e.store.Commit(ctx, part, 1, 100, 200, []state.Write{{Object: "d", Value: nil}, {Object: "b", Value: []byte("b2")}, {Object: "never", Value: nil}}); err != nil {
+			t.Fatal(err)
+		}
+		got := get(t, e.store, part, "d", "b", "never")
+		if got[0] != nil || string(got[1]) != "b2" || got[2] != nil {
+			t.Fatalf("after delete: %q", got)
+		}
+		// Values are copies: mutating what was committed or read changes nothing.
+		w[0].Value[0] = 'X'
+		got = get(t, e.store, part, "http://example.com/a?x={y}")
+		got[0][0] = 'Y'
+		if g := get(t, e.store, part, "http://example.com/a?x={y}"); string(g[0]) != "va" {
+			t.Fatalf("stored value aliased: %q", g[0])
+		}
+		// Empty batch moves the offset.
+		if err := e.store.Commit(ctx, part, 1, 200, 250, nil); err != nil {
+			t.Fatal(err)
+		}
+		if next, err := e.store.Claim(ctx, part, 1); err != nil || next != 250 {
+			t.Fatalf("Claim = %d, %v; want 250", next, err)
+		}
+		// Partitions are independent.
+		other := state.Partition{Topic: part.Topic, ID: part.ID + 1}
+		if next, err := e.store.Claim(ctx, other, 1); err != nil || next != -1 {
+			t.Fatalf("other partition Claim = %d, %v; want -1", next, err)
+		}
+		if g := get(t, e.store, other, "b"); g[0] != nil {
+			t.Fatalf("other partition sees %q", g[0])
+		}
+		snap, err := e.store.(state.Snapshotter).Snapshot(ctx, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Next != 250 || snap.Epoch != 1 || len(snap.Objects) != 3 || string(snap.Objects["b"]) != "b2" ||
+			string(snap.Objects["http://example.com/a?x={y}"]) != "va" || snap.Objects["c"] == nil {
+			t.Fatalf("snapshot = %+v", snap)
+		}
+	})
+}
+
+func TestInvalidArguments(t *testing.T) {
+	forEachImpl(t, 0, func(t *testing.T, e env) {
+		bad := []state.Partition{{Topic: "", ID: 1}, {Topic: "a{b}", ID: 1}, {Topic: "a b", ID: 1}, {Topic: "ok", ID: -1}}
+		for _, p := range bad {
+			if _, err := e.store.Claim(ctx, p, 1); err == nil {
+				t.Errorf("Claim(%q/%d) accepted", p.Topic, p.ID)
+			}
+			if err := e.store.Commit(ctx, p, 1, -1, 1, nil); err == nil {
+				t.Errorf("Commit(%q/%d) accepted", p.Topic, p.ID)
+			}
+		}
+		if _, err := e.store.Claim(ctx, part, 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, ft := range [][2]int64{{-2, 5}, {5, 4}, {-1, -1}} {
+			err := e.store.Commit(ctx, part, 1, ft[0], ft[1], nil)
+			if err == nil || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, state.ErrFenced) {
+				t.Errorf("Commit from %d to %d = %v; want an argument error", ft[0], ft[1], err)
+			}
+		}
+	})
+}
+
+func TestExpiry(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	forEachImpl(t, ttl, func(t *testing.T, e env) {
+		if _, err := e.store.Claim(ctx, part, 1); err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		var w []state.Write
+		var names []string
+		for i := 0; i < n; i++ {
+			name := fmt.Sprintf("obj-%d", i)
+			names = append(names, name)
+			w = append(w, state.Write{Object: name, Value: []byte("v")})
+		}
+		if err := e.store.Commit(ctx, part, 1, -1, 1, w); err != nil {
+			t.Fatal(err)
+		}
+		if g := get(t, e.store, part, names[0]); string(g[0]) != "v" {
+			t.Fatalf("before TTL: %q", g[0])
+		}
+		e.advance(ttl + 50*time.Millisecond)
+		for i, v := range get(t, e.store, part, names...) {
+			if v != nil {
+				t.Fatalf("%s alive after TTL: %q", names[i], v)
+			}
+		}
+		if got := e.expired(t, n); got != n {
+			t.Fatalf("expired = %d; want %d", got, n)
+		}
+		if got := gatherValue(t, e.reg, "changerate_state_expired_objects_total"); got != n {
+			t.Fatalf("expired metric = %v; want %d", got, n)
+		}
+		// The offset does not expire.
+		if next, err := e.store.Claim(ctx, part, 1); err != nil || next != 1 {
+			t.Fatalf("Claim after expiry = %d, %v; want 1", next, err)
+		}
+	})
+}
+
+func gatherValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}
+
+// TestConcurrentPartitions commits to several partitions from several
+// goroutines (run with -race) and checks every final value and offset.
+func TestConcurrentPartitions(t *testing.T) {
+	forEachImpl(t, 0, func(t *testing.T, e env) {
+		const parts, batches, perBatch = 6, 20, 50
+		var wg sync.WaitGroup
+		errs := make(chan error, parts)
+		for i := 0; i < parts; i++ {
+			wg.Add(1)
+			go func(p state.Partition) {
+				defer wg.Done()
+				next, err := e.store.Claim(ctx, p, 3)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for b := 0; b < batches; b++ {
+					w := make([]state.Write, perBatch)
+					for k := range w {
+						w[k] = state.Write{Object: fmt.Sprintf("o%d", k), Value: []byte(fmt.Sprintf("%d/%d", p.ID, b))}
+					}
+					to := int64(b+1) * 10
+					if err := e.store.Commit(ctx, p, 3, next, to, w); err != nil {
+						errs <- err
+						return
+					}
+					next = to
+				}
+			}(state.Partition{Topic: "conc", ID: int32(i)})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for i := 0; i < parts; i++ {
+			p := state.Partition{Topic: "conc", ID: int32(i)}
+			next, err := e.store.Claim(ctx, p, 3)
+			if err != nil || next != batches*10 {
+				t.Fatalf("%v: next %d, %v", p, next, err)
+			}
+			want := fmt.Sprintf("%d/%d", i, batches-1)
+			for _, v := range get(t, e.store, p, "o0", fmt.Sprintf("o%d", perBatch-1)) {
+				if string(v) != want {
+					t.Fatalf("%v: %q; want %q", p, v, want)
+				}
+			}
+		}
+	})
+}
+
+func TestCanceledContext(t *testing.T) {
+	forEachImpl(t, 0, func(t *testing.T, e env) {
+		c, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := e.store.Claim(c, part, 1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Claim with canceled context = %v", err)
+		}
+		if !strings.HasPrefix(fmt.Sprint(e.store.Commit(c, part, 1, -1, 1, nil)), "state: ") {
+			t.Fatalf("errors must be prefixed")
+		}
+	})
+}
