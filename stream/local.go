@@ -206,8 +206,8 @@ func (c *readerClaim) Partition() int32      { return 0 }
 func (c *readerClaim) Generation() int64     { return 1 }
 func (c *readerClaim) MarkCommitted(_ int64) {}
 
-// Seek skips lines up to offset; a reader cannot go back.
-func (c *readerClaim) Seek(offset int64) error {
+// SeekTo skips lines up to offset; a reader cannot go back.
+func (c *readerClaim) SeekTo(offset int64) error {
 	if c.seeked {
 		return fmt.Errorf("stream: seek on a reader source after the first fetch")
 	}

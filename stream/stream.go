@@ -80,11 +80,11 @@ type Claim interface {
 	// Generation is the consumer-group generation that granted the claim.
 	// It increases with every rebalance and serves as a fencing epoch.
 	Generation() int64
-	// Seek positions the claim at offset; a negative offset means the
+	// SeekTo positions the claim at offset; a negative offset means the
 	// earliest available one. It must be called before the first Fetch. If
 	// offset is beyond the log or no longer retained, Fetch fails with an
 	// error wrapping ErrFatal.
-	Seek(offset int64) error
+	SeekTo(offset int64) error
 	// Fetch returns the next messages in offset order: at least one, at
 	// most max. It waits for the first message until ctx is done (then it
 	// returns ctx.Err()); it returns io.EOF when the source is finite and

@@ -1,0 +1,93 @@
+package aggregate
+
+// cache keeps the Objects a partition handler owns between batches, so that a
+// store read happens only on a miss. It is used by one goroutine. When full,
+// it evicts the least recently used object (a doubly linked list over map
+// entries); evicted objects are safe in the store, which every batch
+// commits before the cache is updated.
+type cache struct {
+	limit      int // 0: unbounded
+	m          map[string]*entry
+	head, tail *entry // head: most recently used
+}
+
+type entry struct {
+	name       string
+	obj        *Object
+	prev, next *entry
+}
+
+func newCache(limit int) *cache { return &cache{limit: limit, m: map[string]*entry{}} }
+
+func (c *cache) len() int { return len(c.m) }
+
+func (c *cache) get(name string) (*Object, bool) {
+	e, ok := c.m[name]
+	if !ok {
+		return nil, false
+	}
+	c.moveFront(e)
+	return e.obj, true
+}
+
+func (c *cache) put(name string, o *Object) {
+	if e, ok := c.m[name]; ok {
+		e.obj = o
+		c.moveFront(e)
+		return
+	}
+	e := &entry{name: name, obj: o}
+	c.m[name] = e
+	c.pushFront(e)
+	if c.limit > 0 && len(c.m) > c.limit {
+		old := c.tail
+		c.unlink(old)
+		delete(c.m, old.name)
+	}
+}
+
+func (c *cache) clear() {
+	c.m = map[string]*entry{}
+	c.head, c.tail = nil, nil
+}
+
+func (c *cache) names() []string {
+	out := make([]string, 0, len(c.m))
+	for n := range c.m {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (c *cache) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (c *cache) pushFront(e *entry) {
+	e.next = c.head
+	if c.head != nil {
+		c.head.prev = e
+	}
+	c.head = e
+	if c.tail == nil {
+		c.tail = e
+	}
+}
+
+func (c *cache) moveFront(e *entry) {
+	if c.head == e {
+		return
+	}
+	c.unlink(e)
+	c.pushFront(e)
+}

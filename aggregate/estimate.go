@@ -1,0 +1,165 @@
+package aggregate
+
+import (
+	"math"
+	"time"
+
+	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/windows"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// AccessKeySuffix is appended to an object's name to key its access estimate
+// in the compacted estimates topic, beside the change estimate keyed by the
+// name alone. Canonical URLs never contain '#' (fragments are dropped), so
+// the two keys cannot collide.
+const AccessKeySuffix = "#access"
+
+// timeOf converts float64 Unix seconds to a UTC time, rounded to the
+// microsecond so that printed times are stable.
+func timeOf(s float64) time.Time {
+	sec, frac := math.Modf(s)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// finite reports whether v can be published (not NaN, not ±Inf).
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// fill copies every defined estimator of es into the record.
+func fill(rec *records.Estimate, best estimators.Estimate, ok bool, es *estimators.Estimates) {
+	for i := 0; i < es.Len(); i++ {
+		e := es.At(i)
+		if !finite(e.Rate) {
+			continue
+		}
+		if rec.Estimates == nil {
+			rec.Estimates = make(map[string]float64, es.Len())
+		}
+		rec.Estimates[e.Key] = e.Rate
+		if e.HasCI && finite(e.Lo) && finite(e.Hi) {
+			if rec.Intervals == nil {
+				rec.Intervals = make(map[string][2]float64, es.Len())
+			}
+			rec.Intervals[e.Key] = [2]float64{e.Lo, e.Hi}
+		}
+	}
+	if ok && finite(best.Rate) {
+		rec.RatePerS = ptr(best.Rate)
+		rec.Estimator = best.Key
+		if best.HasCI && finite(best.Lo) && finite(best.Hi) {
+			rec.CI95 = &[2]float64{best.Lo, best.Hi}
+		}
+	}
+}
+
+// WindowRecord converts a window summary to its published form.
+func WindowRecord(s windows.Summary) *records.Window {
+	w := &records.Window{State: s.State.String(), Start: timeOf(s.Start), Points: s.Points, Model: s.Model}
+	if s.HasWeibull && finite(s.Beta) && finite(s.Eta) {
+		w.WeibullBeta, w.WeibullEta = ptr(s.Beta), ptr(s.Eta)
+	}
+	if s.HasDuane && finite(s.DuaneSlope) {
+		w.DuaneSlope = ptr(s.DuaneSlope)
+	}
+	if s.HasRate && finite(s.Rate) {
+		w.RatePerS = ptr(s.Rate)
+	} else {
+		w.Model = ""
+	}
+	if s.HasNext && finite(s.NextUpdate) {
+		w.NextUpdate = ptr(timeOf(s.NextUpdate))
+	}
+	return w
+}
+
+// ChangeEstimate builds the object's change estimate, valid at the time of
+// its latest observation. ok is false when the object has seen no visit.
+// scratch is reused to avoid allocation in the estimators.
+func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	if !o.HasChange() {
+		return records.Estimate{}, false
+	}
+	asOf := seconds(o.lastTime)
+	rec = records.Estimate{
+		Object: object, Site: Site(object), Kind: records.EstimateChange, AsOf: timeOf(asOf),
+		Observations: o.Change.Visits(), Changes: o.Change.Changes(),
+	}
+	scratch.Reset()
+	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
+	fill(&rec, best, bok, scratch)
+	if o.flags&hasChangeWin != 0 {
+		rec.Window = WindowRecord(o.ChangeWin.Current(asOf, &m.Windows))
+	}
+	if t, ok := o.Change.NextVisit(asOf, &m.Estimators); ok && finite(t) {
+		rec.NextVisit = ptr(timeOf(t))
+	}
+	if bok {
+		if ttl, ok := estimators.TTL(best.Rate, m.PStale); ok && finite(ttl) {
+			rec.TTLS = ptr(ttl)
+		}
+	}
+	return rec, true
+}
+
+// AccessEstimate builds the object's access estimate, valid at the time of
+// its latest observation. ok is false when the object has seen no access.
+func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	if !o.HasAccess() {
+		return records.Estimate{}, false
+	}
+	asOf := seconds(o.lastTime)
+	rec = records.Estimate{
+		Object: object, Site: Site(object), Kind: records.EstimateAccess, AsOf: timeOf(asOf),
+		Observations: o.Access.Accesses(),
+	}
+	scratch.Reset()
+	best, bok := o.Access.Estimate(asOf, &m.Estimators, scratch)
+	fill(&rec, best, bok, scratch)
+	if o.flags&hasAccessWin != 0 {
+		rec.Window = WindowRecord(o.AccessWin.Current(asOf, &m.Windows))
+	}
+	return rec, true
+}
+
+// AccessReport builds the report of one completed access period, with the
+// object's long-run access estimators at the period's end.
+func (o *Object) AccessReport(object string, p Period, m *Model, scratch *estimators.Estimates) records.AccessReport {
+	length := float64(p.Length)
+	lo, hi := garwood(p.Accesses)
+	rep := records.AccessReport{
+		Object: object, Site: Site(object),
+		PeriodStart: time.Unix(p.Start, 0).UTC(), AsOf: time.Unix(p.Start+p.Length, 0).UTC(),
+		Accesses: p.Accesses, RatePerS: float64(p.Accesses) / length,
+		CI95: [2]float64{lo / length, hi / length},
+	}
+	var rec records.Estimate
+	scratch.Reset()
+	best, ok := o.Access.Estimate(seconds(o.lastTime), &m.Estimators, scratch)
+	fill(&rec, best, ok, scratch)
+	rep.Estimates, rep.Intervals = rec.Estimates, rec.Intervals
+	return rep
+}
+
+// garwood is the exact 95% confidence interval of a Poisson mean after
+// observing k events (Garwood 1936): [χ²(0.025; 2k)/2, χ²(0.975; 2k+2)/2].
+func garwood(k int64) (lo, hi float64) {
+	if k > 0 {
+		lo = distuv.ChiSquared{K: float64(2 * k)}.Quantile(0.025) / 2
+	}
+	hi = distuv.ChiSquared{K: float64(2*k + 2)}.Quantile(0.975) / 2
+	return lo, hi
+}
+
+// Alert builds the alert record of a rate shift.
+func Alert(object, kind string, sh windows.Shift) records.Alert {
+	a := records.Alert{
+		Object: object, Site: Site(object), Kind: kind, AsOf: timeOf(sh.At),
+		RateBefore: sh.RateBefore, RateAfter: sh.RateAfter,
+		Before: *WindowRecord(sh.Before), After: *WindowRecord(sh.After),
+		PValue: sh.PValue, Test: sh.Test,
+	}
+	return a
+}

@@ -1,0 +1,552 @@
+// Package aggregate is where an observation becomes state and where state
+// becomes an estimate.
+//
+// Object is the complete O(1) state of one object: the change-rate and
+// access-rate estimators (package estimators), the consistent windows of its
+// changes and of its accesses (package windows), and the little bookkeeping
+// that turns raw observations into estimator inputs (duplicate detection,
+// the previous content digest, the access reporting period). Object.Apply
+// takes one records.Observation; Object.ChangeEstimate and
+// Object.AccessEstimate build the published records. Object's binary
+// encoding is what package state stores, one value per object.
+//
+// Processor runs Objects for the partitions a stream.Source assigns, batch
+// by batch, committing each batch's states and the partition's next offset in
+// one atomic state.Store step.
+//
+// Object is a value type without pointers to shared data: copying it copies
+// the state. It is not safe for concurrent use.
+package aggregate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/windows"
+)
+
+// ErrCorrupt is wrapped by DecodeBinary errors: a stored value that is not a
+// valid encoding of this or an older version.
+var ErrCorrupt = errors.New("aggregate: corrupt state")
+
+// encodingVersion is the first byte of every encoded Object.
+const encodingVersion = 1
+
+// presence flags of the encoding.
+const (
+	hasChange    = 1 << 0 // Change has seen a visit or a modification snapshot
+	hasAccess    = 1 << 1 // Access has seen an access or an access snapshot
+	hasChangeWin = 1 << 2
+	hasAccessWin = 1 << 3
+	hasDedup     = 1 << 4 // dedupHash/dedupOff are set
+	hasLastMod   = 1 << 5
+	hasDigest    = 1 << 6
+	hasPeriod    = 1 << 7
+)
+
+// Object is one object's state. The zero value is an object never seen.
+type Object struct {
+	flags uint8
+	// lastTime is the latest applied observation time, Unix milliseconds.
+	lastTime int64
+	// dedupHash and dedupOff identify the latest applied observation: the
+	// hash of its Source and its Offset, or (dedupOff = -1) a fingerprint of
+	// the whole observation when it had no Source.
+	dedupHash uint32
+	dedupOff  int64
+	// digest is a 32-bit fingerprint of the last content digest seen.
+	digest uint32
+	// lastMod is the latest Last-Modified seen, Unix seconds.
+	lastMod int64
+	// periodIdx is the current access reporting period (Unix seconds /
+	// period length) and periodCount the accesses seen in it.
+	periodIdx   int64
+	periodCount uint32
+
+	Change    estimators.Change
+	Access    estimators.Access
+	ChangeWin windows.Stream
+	AccessWin windows.Stream
+}
+
+// Outcome says what Apply did with an observation.
+type Outcome uint8
+
+const (
+	// Applied: the observation changed the state.
+	Applied Outcome = iota
+	// Duplicate: the observation was already applied (same source at or
+	// before the last applied offset, or an identical record at the same
+	// time); it was dropped.
+	Duplicate
+	// Late: the observation is older than the object's latest observation
+	// by more than the configured tolerance; it was dropped.
+	Late
+	// NoInformation: a visit that says nothing about change (a failed fetch,
+	// no digest, no Last-Modified and no change flag); it only moved the
+	// object's clock.
+	NoInformation
+)
+
+var outcomeNames = [...]string{"applied", "duplicate", "late", "no_information"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Effects collects what applying observations produced besides state: rate
+// shifts and completed access periods. Reset it between objects.
+type Effects struct {
+	ChangeShifts []windows.Shift
+	AccessShifts []windows.Shift
+	// Periods are completed access reporting periods: start (Unix seconds)
+	// and number of accesses.
+	Periods []Period
+	// Reordered counts observations that arrived out of order within the
+	// tolerance and were applied at the object's latest time.
+	Reordered int
+	// Visits and Accesses count what this batch applied.
+	Visits, Accesses bool
+}
+
+// Period is one completed access reporting period.
+type Period struct {
+	Start    int64 // Unix seconds
+	Length   int64 // seconds
+	Accesses int64
+}
+
+// Reset empties e, keeping its capacity.
+func (e *Effects) Reset() {
+	e.ChangeShifts = e.ChangeShifts[:0]
+	e.AccessShifts = e.AccessShifts[:0]
+	e.Periods = e.Periods[:0]
+	e.Reordered = 0
+	e.Visits, e.Accesses = false, false
+}
+
+// Model holds the configuration Apply and the estimate builders need.
+type Model struct {
+	// LateTolerance: observations up to this much older than the object's
+	// latest one are applied at the latest time (logs are written at
+	// completion, slightly out of order); older ones are dropped as late.
+	// Default 1h.
+	LateTolerance time.Duration
+	// ReportPeriod is the access reporting period. Default 1h.
+	ReportPeriod time.Duration
+	// PStale is the target probability that a cached copy served within
+	// its TTL is stale; the TTL of an estimate is chosen for it. Default 0.1.
+	PStale     float64
+	Estimators estimators.Config
+	Windows    windows.Config
+}
+
+// DefaultModel returns the documented defaults.
+func DefaultModel() Model {
+	return Model{
+		LateTolerance: time.Hour,
+		ReportPeriod:  time.Hour,
+		PStale:        0.1,
+		Estimators:    estimators.DefaultConfig(),
+		Windows:       windows.DefaultConfig(),
+	}
+}
+
+// Validate checks m; errors name the field.
+func (m *Model) Validate() error {
+	if m.LateTolerance < 0 {
+		return fmt.Errorf("aggregate: LateTolerance must not be negative, got %s", m.LateTolerance)
+	}
+	if m.ReportPeriod < time.Second {
+		return fmt.Errorf("aggregate: ReportPeriod must be at least 1s, got %s", m.ReportPeriod)
+	}
+	if !(m.PStale > 0 && m.PStale < 1) {
+		return fmt.Errorf("aggregate: PStale must be in (0,1), got %g", m.PStale)
+	}
+	if err := m.Estimators.Validate(); err != nil {
+		return fmt.Errorf("aggregate: estimators: %w", err)
+	}
+	if err := m.Windows.Validate(); err != nil {
+		return fmt.Errorf("aggregate: windows: %w", err)
+	}
+	return nil
+}
+
+// hash32 is FNV-1a, 32 bits, never 0 (0 means "none").
+func hash32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// fingerprint identifies an observation without a Source: every field that
+// distinguishes one record from another at the same time.
+func fingerprint(obs *records.Observation) uint32 {
+	h := fnv.New32a()
+	var b [8]byte
+	h.Write([]byte(obs.Kind))
+	h.Write([]byte{byte(obs.Changed)})
+	h.Write([]byte(obs.Digest))
+	binary.LittleEndian.PutUint64(b[:], uint64(obs.LastModified.Unix()))
+	h.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], uint64(obs.Status))
+	h.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], math.Float64bits(obs.PeriodS))
+	h.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], uint64(obs.LastEvent.UnixNano()))
+	h.Write(b[:])
+	h.Write([]byte(obs.Event))
+	v := h.Sum32()
+	if v == 0 {
+		v = 1
+	}
+	return v
+}
+
+// seconds converts Unix milliseconds to float64 seconds, the unit of the
+// estimators and windows packages.
+func seconds(ms int64) float64 { return float64(ms) / 1e3 }
+
+// Apply applies one valid observation (see records.Observation.Validate) to
+// the object and records shifts and completed periods in eff. It is O(1).
+func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome {
+	t := obs.Time.UnixMilli()
+	seen := o.lastTime != 0 || o.flags != 0
+	// Duplicate detection.
+	var dh uint32
+	var doff int64
+	if obs.Source != "" {
+		dh, doff = hash32(obs.Source), obs.Offset
+		if o.flags&hasDedup != 0 && o.dedupOff >= 0 && o.dedupHash == dh && doff <= o.dedupOff {
+			return Duplicate
+		}
+	} else {
+		dh, doff = fingerprint(obs), -1
+		if o.flags&hasDedup != 0 && o.dedupOff < 0 && o.dedupHash == dh && t == o.lastTime {
+			return Duplicate
+		}
+	}
+	// Order: late observations beyond the tolerance are dropped; slightly
+	// late ones are applied at the latest time so every stream stays
+	// non-decreasing.
+	if seen && t < o.lastTime {
+		if o.lastTime-t > m.LateTolerance.Milliseconds() {
+			return Late
+		}
+		t = o.lastTime
+		eff.Reordered++
+	}
+	o.lastTime = t
+	o.dedupHash, o.dedupOff = dh, doff
+	o.flags |= hasDedup
+	ts := seconds(t)
+
+	outcome := Applied
+	switch obs.Kind {
+	case records.KindSnapshot:
+		s := estimators.Snapshot{Time: ts, Period: obs.PeriodS}
+		if !obs.LastEvent.IsZero() {
+			s.LastEvent, s.HasEvent = seconds(obs.LastEvent.UnixMilli()), true
+		}
+		if obs.Event == records.EventAccess {
+			o.Access.Snapshot(s)
+			o.flags |= hasAccess
+			eff.Accesses = true
+		} else {
+			o.Change.Snapshot(s)
+			o.flags |= hasChange
+			eff.Visits = true
+		}
+		return Applied
+	}
+	if obs.Kind.IsAccess() {
+		o.access(t, m, eff)
+	}
+	if obs.Kind.IsVisit() {
+		if !o.visit(obs, ts, m, eff) && !obs.Kind.IsAccess() {
+			outcome = NoInformation
+		}
+	}
+	return outcome
+}
+
+func (o *Object) access(t int64, m *Model, eff *Effects) {
+	period := int64(m.ReportPeriod / time.Second)
+	idx := floorDiv(floorDiv(t, 1000), period)
+	if o.flags&hasPeriod != 0 && idx != o.periodIdx && o.periodCount > 0 {
+		eff.Periods = append(eff.Periods, Period{Start: o.periodIdx * period, Length: period, Accesses: int64(o.periodCount)})
+		o.periodCount = 0
+	}
+	if o.flags&hasPeriod == 0 || idx != o.periodIdx {
+		o.periodIdx = idx
+		o.periodCount = 0
+	}
+	if o.periodCount < math.MaxUint32 {
+		o.periodCount++
+	}
+	o.flags |= hasPeriod | hasAccess | hasAccessWin
+	ts := seconds(t)
+	o.Access.Access(ts)
+	if sh, ok := o.AccessWin.Event(ts, &m.Windows); ok {
+		eff.AccessShifts = append(eff.AccessShifts, sh)
+	}
+	eff.Accesses = true
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// visit turns a visit into a change observation: the change flag when the
+// source gives one, else a digest different from the previous digest, else
+// a Last-Modified later than the previous one. The first informative visit
+// is the baseline. It reports whether the visit carried information.
+func (o *Object) visit(obs *records.Observation, ts float64, m *Model, eff *Effects) bool {
+	if obs.Status < 0 {
+		return false // a failed fetch saw no content
+	}
+	changed, known := false, true
+	var fp uint32
+	if obs.Digest != "" {
+		fp = hash32(obs.Digest)
+	}
+	var lm int64
+	hasLM := !obs.LastModified.IsZero()
+	if hasLM {
+		lm = obs.LastModified.Unix()
+	}
+	switch {
+	case obs.Changed == records.Changed:
+		changed = true
+	case obs.Changed == records.Unchanged:
+		changed = false
+	case fp != 0:
+		changed = o.flags&hasDigest != 0 && fp != o.digest
+	case hasLM:
+		changed = o.flags&hasLastMod != 0 && lm > o.lastMod
+	default:
+		known = false
+	}
+	newLM := hasLM && (o.flags&hasLastMod == 0 || lm > o.lastMod)
+	if fp != 0 {
+		o.digest = fp
+		o.flags |= hasDigest
+	}
+	if !known {
+		return false
+	}
+	v := estimators.Visit{Time: ts, Changed: changed}
+	if hasLM {
+		v.LastModified, v.HasLastModified = float64(lm), true
+	}
+	o.Change.Visit(v)
+	o.flags |= hasChange | hasChangeWin
+	eff.Visits = true
+	var sh windows.Shift
+	var ok bool
+	if hasLM {
+		// Last-date-of-change (001 §1.2): a new Last-Modified is an update
+		// point at that date.
+		if newLM && lm <= int64(ts)+1 {
+			sh, ok = o.ChangeWin.Event(float64(lm), &m.Windows)
+		}
+	} else {
+		// Existence-of-change (001 §1.2).
+		sh, ok = o.ChangeWin.Visit(ts, changed, &m.Windows)
+	}
+	if newLM {
+		o.lastMod = lm
+		o.flags |= hasLastMod
+	}
+	if ok {
+		eff.ChangeShifts = append(eff.ChangeShifts, sh)
+	}
+	return true
+}
+
+// LastTime is the time of the latest applied observation; zero for an
+// object never seen.
+func (o *Object) LastTime() time.Time {
+	if o.flags == 0 && o.lastTime == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(o.lastTime).UTC()
+}
+
+// HasChange and HasAccess say which estimates the object has.
+func (o *Object) HasChange() bool { return o.flags&hasChange != 0 }
+
+// HasAccess reports whether the object has seen accesses or access snapshots.
+func (o *Object) HasAccess() bool { return o.flags&hasAccess != 0 }
+
+// Site returns the host part of an object URL ("" when it has none).
+func Site(object string) string {
+	i := strings.Index(object, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := object[i+3:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	if k := strings.LastIndexByte(rest, '@'); k >= 0 {
+		rest = rest[k+1:]
+	}
+	return rest
+}
+
+// AppendBinary appends the object's compact encoding to dst. The encoding is
+// lossless: DecodeBinary of it gives an Object equal to o.
+func (o *Object) AppendBinary(dst []byte) []byte {
+	dst = append(dst, encodingVersion, o.flags)
+	dst = binary.AppendVarint(dst, o.lastTime)
+	if o.flags&hasDedup != 0 {
+		dst = binary.LittleEndian.AppendUint32(dst, o.dedupHash)
+		dst = binary.AppendVarint(dst, o.dedupOff)
+	}
+	if o.flags&hasDigest != 0 {
+		dst = binary.LittleEndian.AppendUint32(dst, o.digest)
+	}
+	if o.flags&hasLastMod != 0 {
+		dst = binary.AppendVarint(dst, o.lastMod)
+	}
+	if o.flags&hasPeriod != 0 {
+		dst = binary.AppendVarint(dst, o.periodIdx)
+		dst = binary.AppendUvarint(dst, uint64(o.periodCount))
+	}
+	if o.flags&hasChange != 0 {
+		dst = o.Change.AppendBinary(dst)
+	}
+	if o.flags&hasChangeWin != 0 {
+		dst = o.ChangeWin.AppendBinary(dst)
+	}
+	if o.flags&hasAccess != 0 {
+		dst = o.Access.AppendBinary(dst)
+	}
+	if o.flags&hasAccessWin != 0 {
+		dst = o.AccessWin.AppendBinary(dst)
+	}
+	return dst
+}
+
+// DecodeBinary replaces o with the object encoded in src. Errors wrap
+// ErrCorrupt; on error o is unspecified.
+func (o *Object) DecodeBinary(src []byte) error {
+	*o = Object{}
+	if len(src) < 2 {
+		return fmt.Errorf("%w: %d bytes", ErrCorrupt, len(src))
+	}
+	if src[0] != encodingVersion {
+		return fmt.Errorf("%w: unknown version %d", ErrCorrupt, src[0])
+	}
+	o.flags = src[1]
+	d := decoder{b: src[2:]}
+	o.lastTime = d.varint()
+	if o.flags&hasDedup != 0 {
+		o.dedupHash = d.uint32()
+		o.dedupOff = d.varint()
+	}
+	if o.flags&hasDigest != 0 {
+		o.digest = d.uint32()
+	}
+	if o.flags&hasLastMod != 0 {
+		o.lastMod = d.varint()
+	}
+	if o.flags&hasPeriod != 0 {
+		o.periodIdx = d.varint()
+		c := d.uvarint()
+		if c > math.MaxUint32 {
+			d.fail("period count")
+		}
+		o.periodCount = uint32(c)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	sub := []struct {
+		flag uint8
+		name string
+		dec  func([]byte) (int, error)
+	}{
+		{hasChange, "change", o.Change.DecodeBinary},
+		{hasChangeWin, "change window", o.ChangeWin.DecodeBinary},
+		{hasAccess, "access", o.Access.DecodeBinary},
+		{hasAccessWin, "access window", o.AccessWin.DecodeBinary},
+	}
+	for _, s := range sub {
+		if o.flags&s.flag == 0 {
+			continue
+		}
+		n, err := s.dec(d.b)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrCorrupt, s.name, err)
+		}
+		d.b = d.b[n:]
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.b))
+	}
+	return nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: truncated or invalid %s", ErrCorrupt, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint32() uint32 {
+	if len(d.b) < 4 {
+		d.fail("uint32")
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}

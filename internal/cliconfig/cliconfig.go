@@ -1,0 +1,121 @@
+// Package cliconfig gives the commands one way to read their configuration:
+// environment variables through kelseyhightower/envconfig, overridden by
+// command-line flags derived from the same struct, so every option has both
+// and both are documented in one place (the struct's tags). It is used only
+// by packages under cmd/: library packages never read the environment.
+//
+// A field tagged `envconfig:"BATCH_SIZE" default:"2000" desc:"..."` in a
+// struct processed with prefix "CHANGERATE" is read from
+// CHANGERATE_BATCH_SIZE and from the flag --batch-size; a flag given on the
+// command line wins. Errors name the environment variable (and the flag when
+// the value came from one).
+package cliconfig
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Option describes one configuration option.
+type Option struct {
+	Env, Flag, Default, Desc, Type string
+}
+
+// Options lists the options of the struct pointed to by spec, in field
+// order. Nested structs are not supported: configurations are flat.
+func Options(prefix string, spec any) []Option {
+	t := reflect.TypeOf(spec).Elem()
+	var out []Option
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("envconfig")
+		if name == "" || name == "-" {
+			continue
+		}
+		env := name
+		if prefix != "" {
+			env = prefix + "_" + name
+		}
+		out = append(out, Option{
+			Env: env, Flag: strings.ReplaceAll(strings.ToLower(name), "_", "-"),
+			Default: f.Tag.Get("default"), Desc: f.Tag.Get("desc"), Type: f.Type.String(),
+		})
+	}
+	return out
+}
+
+// Load fills spec (a pointer to a flat struct with envconfig tags) from the
+// environment and then from args, parsed as flags on fs. It returns the
+// positional arguments left after the flags. Flags override the environment.
+func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, error) {
+	opts := Options(prefix, spec)
+	set := map[string]string{}
+	byFlag := map[string]Option{}
+	for _, o := range opts {
+		o := o
+		byFlag[o.Flag] = o
+		help := o.Desc
+		if o.Default != "" {
+			help += " (default " + o.Default + ")"
+		}
+		help += " [env " + o.Env + "]"
+		if o.Type == "bool" {
+			fs.BoolFunc(o.Flag, help, func(v string) error { set[o.Env] = v; return nil })
+			continue
+		}
+		fs.Func(o.Flag, help, func(v string) error { set[o.Env] = v; return nil })
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage of %s:\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	// Flags win: they replace the environment's value before envconfig
+	// decodes, so a bad flag value is reported like a bad variable.
+	envs := make([]string, 0, len(set))
+	for env := range set {
+		envs = append(envs, env)
+	}
+	sort.Strings(envs)
+	for _, env := range envs {
+		if err := os.Setenv(env, set[env]); err != nil {
+			return nil, fmt.Errorf("config: %s: %w", env, err)
+		}
+	}
+	if err := envconfig.Process(prefix, spec); err != nil {
+		if pe, ok := err.(*envconfig.ParseError); ok {
+			from := "environment variable " + pe.KeyName
+			if _, isFlag := set[pe.KeyName]; isFlag {
+				from = "flag --" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(pe.KeyName, prefix+"_")), "_", "-") + " (" + pe.KeyName + ")"
+			}
+			return nil, fmt.Errorf("config: %s: cannot use %q as %s: %w", from, pe.Value, pe.TypeName, pe.Err)
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return fs.Args(), nil
+}
+
+// WriteReference writes a Markdown table of the options, for the README.
+func WriteReference(w io.Writer, prefix string, spec any) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "| variable | flag | default | meaning |")
+	fmt.Fprintln(tw, "|---|---|---|---|")
+	for _, o := range Options(prefix, spec) {
+		def := o.Default
+		if def == "" {
+			def = "—"
+		}
+		fmt.Fprintf(tw, "| `%s` | `--%s` | `%s` | %s |\n", o.Env, o.Flag, def, o.Desc)
+	}
+	return tw.Flush()
+}
