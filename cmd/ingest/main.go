@@ -1,0 +1,385 @@
+// Command ingest reads proxy, server and crawler logs (files, directories,
+// globs or stdin; plain or gzip), turns every line into an observation of
+// one object (a canonical URL) and writes the observations to Kafka (topic
+// "observations", key = object) or, with --out=-, as JSON lines to stdout.
+//
+//	go run ./cmd/ingest --format=squid|clf|storelog|heritrix|heritrix-json|warc|jsonl|snapshot --out=- FILE...
+//
+// Lines that cannot be parsed go, with the reason, to the dead-letter
+// output: topic "dead-letter" in Kafka mode; in --out=- mode the file named
+// by --dead-letter, default "-" = stderr (one JSON record per line, beside
+// the log lines, which are text). Use --dead-letter=/dev/null to drop them
+// knowingly, or --dead-letter=FILE to keep them apart.
+//
+// Configuration: every option has an environment variable
+// (CHANGERATE_INGEST_<NAME>, Kafka options CHANGERATE_KAFKA_<NAME>, see
+// -help); flags win over the environment. Invalid configuration fails at
+// start with a message naming the variable. SIGTERM or SIGINT stop reading
+// between lines, write the pending batch, save the checkpoint and exit 0
+// within --shutdown-timeout.
+//
+// Exit codes: 0 success (also after a clean drain on SIGTERM), 1 runtime
+// failure (sink failed, some inputs unreadable), 2 invalid configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/stream"
+)
+
+// Environment prefixes.
+const (
+	envPrefix      = "CHANGERATE_INGEST"
+	kafkaEnvPrefix = "CHANGERATE_KAFKA"
+)
+
+// options are the command's settings. Each field's env var is
+// CHANGERATE_INGEST_<envconfig name>; the flag of the same meaning is
+// listed in flags().
+type options struct {
+	Format               string        `envconfig:"FORMAT"`
+	Out                  string        `envconfig:"OUT" default:"-"`
+	DeadLetter           string        `envconfig:"DEAD_LETTER" default:"-"`
+	Paths                []string      `envconfig:"PATHS"`
+	Follow               bool          `envconfig:"FOLLOW"`
+	Zone                 string        `envconfig:"ZONE"`
+	Profile              string        `envconfig:"PROFILE" default:"changerate"`
+	BaseURL              string        `envconfig:"BASE_URL"`
+	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT"`
+	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" default:"1048576"`
+	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" default:"68719476736"`
+	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" default:"268435456"`
+	BatchSize            int           `envconfig:"BATCH_SIZE" default:"1000"`
+	Checkpoint           string        `envconfig:"CHECKPOINT"`
+	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"250ms"`
+	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" default:"10s"`
+	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s"`
+	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s"`
+	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" default:"observations"`
+	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter"`
+	MetricsAddr          string        `envconfig:"METRICS_ADDR"`
+	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text"`
+	Report               bool          `envconfig:"REPORT"`
+}
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+func cfgErr(format string, args ...any) error { return &configError{fmt.Sprintf(format, args...)} }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, kcfg, paths, err := configure(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
+		return 2
+	}
+	logger, err := newLogger(o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
+		return 2
+	}
+	cfg, err := ingestConfig(o, paths)
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
+		return 2
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	var sink stream.Sink
+	var closeDL func() error = func() error { return nil }
+	switch o.Out {
+	case "-":
+		var dl io.Writer = stderr
+		if o.DeadLetter != "-" {
+			f, err := os.OpenFile(o.DeadLetter, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				fmt.Fprintf(stderr, "ingest: invalid configuration: %s_DEAD_LETTER (--dead-letter): %v\n", envPrefix, err)
+				return 2
+			}
+			dl, closeDL = f, f.Close
+		}
+		sink = stream.NewWriterSink(map[string]io.Writer{cfg.ObservationsTopic: stdout, cfg.DeadLetterTopic: dl}, nil)
+	case "kafka":
+		ks, err := stream.NewKafkaSink(kcfg, logger, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_*: %v\n", kafkaEnvPrefix, err)
+			return 2
+		}
+		sink = ks
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	if o.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_METRICS_ADDR (--metrics-addr): %v\n", envPrefix, err)
+			return 2
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+	}
+
+	// The shutdown bound: a read from stdin cannot be interrupted, so give
+	// Run ShutdownTimeout after the signal and then exit anyway.
+	go func() {
+		<-ctx.Done()
+		t := time.NewTimer(o.ShutdownTimeout)
+		defer t.Stop()
+		<-t.C
+		logger.Error("ingest: shutdown timeout exceeded; exiting without a clean drain")
+		os.Exit(1)
+	}()
+
+	_ = stdin // Run reads os.Stdin for "-"
+	sum, err := ingest.Run(ctx, cfg, sink, logger, reg)
+	cerr := sink.Close()
+	closeDL()
+	if o.Report {
+		writeReport(stderr, sum)
+	}
+	tot := sum.Totals()
+	logger.Info("ingest done", "inputs", len(sum.Inputs), "lines", tot.Lines, "observations", tot.Observations,
+		"rejects", sumMap(tot.Rejects), "skipped", sumMap(tot.Skipped), "interrupted", sum.Interrupted)
+	if err != nil {
+		logger.Error("ingest failed", "err", err)
+		return 1
+	}
+	if cerr != nil {
+		logger.Error("ingest: closing the sink failed", "err", cerr)
+		return 1
+	}
+	return 0
+}
+
+func sumMap(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func fmtMap(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%d", k, m[k])
+	}
+	return b.String()
+}
+
+// writeReport prints one line per input and a total: lines read,
+// observations produced, skipped and rejected lines by reason.
+func writeReport(w io.Writer, sum ingest.Summary) {
+	fmt.Fprintf(w, "%-60s %9s %9s  %-30s %s\n", "input", "lines", "obs", "skipped", "rejects")
+	for _, in := range append(sum.Inputs, sum.Totals()) {
+		name := in.Name
+		if in.Err != "" {
+			name += " (FAILED: " + in.Err + ")"
+		}
+		fmt.Fprintf(w, "%-60s %9d %9d  %-30s %s\n", name, in.Lines, in.Observations, fmtMap(in.Skipped), fmtMap(in.Rejects))
+	}
+}
+
+// configure reads the environment, then the flags (which win).
+func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []string, error) {
+	var o options
+	var k stream.KafkaConfig
+	if err := envconfig.Process(envPrefix, &o); err != nil {
+		return o, k, nil, err
+	}
+	if err := envconfig.Process(kafkaEnvPrefix, &k); err != nil {
+		return o, k, nil, err
+	}
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name string) string { return " (env " + envPrefix + "_" + name + ")" }
+	formats := make([]string, 0)
+	for _, f := range parse.Formats() {
+		formats = append(formats, f[0])
+	}
+	fs.StringVar(&o.Format, "format", o.Format, "input format: "+strings.Join(formats, "|")+env("FORMAT"))
+	fs.StringVar(&o.Out, "out", o.Out, `output: "-" = observations as JSON lines on stdout, "kafka" = Kafka topics`+env("OUT"))
+	fs.StringVar(&o.DeadLetter, "dead-letter", o.DeadLetter, `dead letters in --out=- mode: "-" = stderr, or a file (appended)`+env("DEAD_LETTER"))
+	fs.BoolVar(&o.Follow, "follow", o.Follow, "follow plain files like tail -F (rotation and truncation handled)"+env("FOLLOW"))
+	fs.StringVar(&o.Zone, "zone", o.Zone, `time zone (IANA name, e.g. "UTC", "Europe/Oslo") for timestamps without one; "" rejects them`+env("ZONE"))
+	fs.StringVar(&o.Profile, "profile", o.Profile, "URL canonicalisation profile: changerate|whatwg|semantic"+env("PROFILE"))
+	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, `base URL of path-only request targets (CLF, NASA, WorldCup); default "http://localhost"`+env("BASE_URL"))
+	fs.StringVar(&o.SquidLogformat, "squid-logformat", o.SquidLogformat, "custom Squid logformat (Squid % tokens or field names); default native"+env("SQUID_LOGFORMAT"))
+	fs.IntVar(&o.MaxLineBytes, "max-line-bytes", o.MaxLineBytes, "longest accepted line"+env("MAX_LINE_BYTES"))
+	fs.Int64Var(&o.MaxDecompressedBytes, "max-decompressed-bytes", o.MaxDecompressedBytes, "largest decompressed size of one gzip input"+env("MAX_DECOMPRESSED_BYTES"))
+	fs.Int64Var(&o.MaxRecordBytes, "max-record-bytes", o.MaxRecordBytes, "largest WARC record"+env("MAX_RECORD_BYTES"))
+	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "messages per sink write"+env("BATCH_SIZE"))
+	fs.StringVar(&o.Checkpoint, "checkpoint", o.Checkpoint, "checkpoint file of input positions; empty: none"+env("CHECKPOINT"))
+	fs.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "follow mode poll period"+env("POLL_INTERVAL"))
+	fs.DurationVar(&o.ProgressInterval, "progress-interval", o.ProgressInterval, "period of the progress log line; negative: none"+env("PROGRESS_INTERVAL"))
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "bound of the last batch write after SIGTERM"+env("DRAIN_TIMEOUT"))
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "exit at the latest this long after SIGTERM"+env("SHUTDOWN_TIMEOUT"))
+	fs.StringVar(&o.ObservationsTopic, "observations-topic", o.ObservationsTopic, "observations topic"+env("OBSERVATIONS_TOPIC"))
+	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", o.DeadLetterTopic, "dead-letter topic"+env("DEAD_LETTER_TOPIC"))
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, `listen address of /metrics and /healthz, e.g. ":9100"; empty: none`+env("METRICS_ADDR"))
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error"+env("LOG_LEVEL"))
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text|json"+env("LOG_FORMAT"))
+	fs.BoolVar(&o.Report, "report", o.Report, "print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end"+env("REPORT"))
+	brokers := strings.Join(k.Brokers, ",")
+	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka bootstrap brokers, comma-separated (env "+kafkaEnvPrefix+"_BROKERS; other Kafka options: "+kafkaEnvPrefix+"_*)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: ingest --format=FORMAT [--out=-|kafka] [options] FILE|DIR|GLOB|- ...\n\nformats:\n")
+		for _, f := range parse.Formats() {
+			fmt.Fprintf(fs.Output(), "  %-14s %s\n", f[0], f[1])
+		}
+		fmt.Fprintf(fs.Output(), "\noptions:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, k, nil, err
+	}
+	k.Brokers = nil
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			k.Brokers = append(k.Brokers, b)
+		}
+	}
+	paths := o.Paths
+	if fs.NArg() > 0 {
+		paths = fs.Args()
+	}
+	if o.Format == "" {
+		return o, k, nil, cfgErr("%s_FORMAT (--format) is required", envPrefix)
+	}
+	switch o.Out {
+	case "-":
+	case "kafka":
+		if err := k.Validate(); err != nil {
+			return o, k, nil, cfgErr("%s_* (--kafka-brokers): %v", kafkaEnvPrefix, err)
+		}
+	default:
+		return o, k, nil, cfgErr("%s_OUT (--out) must be - or kafka, got %q", envPrefix, o.Out)
+	}
+	if len(paths) == 0 {
+		return o, k, nil, cfgErr("no input: give FILE... arguments or %s_PATHS (use - for stdin)", envPrefix)
+	}
+	if o.ShutdownTimeout <= 0 {
+		return o, k, nil, cfgErr("%s_SHUTDOWN_TIMEOUT (--shutdown-timeout) must be > 0", envPrefix)
+	}
+	return o, k, paths, nil
+}
+
+func newLogger(o options, w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return nil, cfgErr("%s_LOG_LEVEL (--log-level): %v", envPrefix, err)
+	}
+	hopts := &slog.HandlerOptions{Level: lvl}
+	switch o.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, cfgErr("%s_LOG_FORMAT (--log-format) must be text or json, got %q", envPrefix, o.LogFormat)
+}
+
+// ingestConfig builds and validates the library config, naming the
+// variable of any invalid value.
+func ingestConfig(o options, paths []string) (ingest.Config, error) {
+	var zone *time.Location
+	if o.Zone != "" {
+		z, err := time.LoadLocation(o.Zone)
+		if err != nil {
+			return ingest.Config{}, cfgErr("%s_ZONE (--zone): %v", envPrefix, err)
+		}
+		zone = z
+	}
+	cfg := ingest.Config{
+		Format: o.Format, Paths: paths, Follow: o.Follow,
+		Parse:        parse.Config{Zone: zone, Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat},
+		PollInterval: o.PollInterval, MaxLineBytes: o.MaxLineBytes, MaxDecompressedBytes: o.MaxDecompressedBytes,
+		MaxRecordBytes: o.MaxRecordBytes, BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
+		ObservationsTopic: o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
+		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
+	}
+	checks := []struct {
+		bad  bool
+		name string
+		msg  string
+	}{
+		{o.MaxLineBytes < 64, "MAX_LINE_BYTES (--max-line-bytes)", "must be >= 64"},
+		{o.MaxDecompressedBytes <= 0, "MAX_DECOMPRESSED_BYTES (--max-decompressed-bytes)", "must be > 0"},
+		{o.MaxRecordBytes <= 0, "MAX_RECORD_BYTES (--max-record-bytes)", "must be > 0"},
+		{o.BatchSize <= 0, "BATCH_SIZE (--batch-size)", "must be > 0"},
+		{o.PollInterval <= 0, "POLL_INTERVAL (--poll-interval)", "must be > 0"},
+		{o.DrainTimeout <= 0, "DRAIN_TIMEOUT (--drain-timeout)", "must be > 0"},
+		{o.ObservationsTopic == "", "OBSERVATIONS_TOPIC (--observations-topic)", "must not be empty"},
+		{o.DeadLetterTopic == "", "DEAD_LETTER_TOPIC (--dead-letter-topic)", "must not be empty"},
+	}
+	for _, c := range checks {
+		if c.bad {
+			return cfg, cfgErr("%s_%s %s", envPrefix, c.name, c.msg)
+		}
+	}
+	if err := (parse.Config{Profile: o.Profile}).Validate(); err != nil {
+		return cfg, cfgErr("%s_PROFILE (--profile): %v", envPrefix, err)
+	}
+	if err := (parse.Config{BaseURL: o.BaseURL}).Validate(); err != nil {
+		return cfg, cfgErr("%s_BASE_URL (--base-url): %v", envPrefix, err)
+	}
+	if err := (parse.Config{SquidLogformat: o.SquidLogformat}).Validate(); err != nil {
+		return cfg, cfgErr("%s_SQUID_LOGFORMAT (--squid-logformat): %v", envPrefix, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		if strings.Contains(err.Error(), "Format") {
+			return cfg, cfgErr("%s_FORMAT (--format): %v", envPrefix, err)
+		}
+		return cfg, cfgErr("%v", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,104 @@
+package ingest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Position is where reading of one input stopped: the file's identity and
+// the offset just after the last acknowledged line (bytes of decompressed
+// data for line formats, records for WARC).
+type Position struct {
+	Dev    uint64 `json:"dev"`
+	Ino    uint64 `json:"ino"`
+	Offset int64  `json:"offset"`
+	// Gzip is true when Offset counts decompressed bytes of a gzip file.
+	Gzip bool `json:"gzip,omitempty"`
+	// Lines is the number of lines (records) read up to Offset.
+	Lines int64 `json:"lines"`
+}
+
+type checkpointFile struct {
+	Version int                 `json:"version"`
+	Format  string              `json:"format"`
+	Inputs  map[string]Position `json:"inputs"`
+}
+
+// checkpoint is the in-memory checkpoint; safe for concurrent use.
+type checkpoint struct {
+	path   string
+	format string
+	mu     sync.Mutex
+	pos    map[string]Position
+}
+
+func loadCheckpoint(path, format string) (*checkpoint, error) {
+	c := &checkpoint{path: path, format: format, pos: map[string]Position{}}
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest: read checkpoint: %w", err)
+	}
+	var f checkpointFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("ingest: checkpoint %s is corrupt: %w", path, err)
+	}
+	if f.Version != 1 {
+		return nil, fmt.Errorf("ingest: checkpoint %s has version %d, want 1", path, f.Version)
+	}
+	if f.Format != format {
+		return nil, fmt.Errorf("ingest: checkpoint %s is for format %q, not %q", path, f.Format, format)
+	}
+	for k, v := range f.Inputs {
+		c.pos[k] = v
+	}
+	return c, nil
+}
+
+func (c *checkpoint) get(key string) (Position, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.pos[key]
+	return p, ok
+}
+
+// set records a position and writes the checkpoint file atomically
+// (temporary file, fsync, rename).
+func (c *checkpoint) set(key string, p Position) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pos[key] = p
+	if c.path == "" {
+		return nil
+	}
+	b, err := json.Marshal(checkpointFile{Version: 1, Format: c.format, Inputs: c.pos})
+	if err != nil {
+		return fmt.Errorf("ingest: encode checkpoint: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("ingest: write checkpoint: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("ingest: write checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), c.path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("ingest: write checkpoint: %w", err)
+	}
+	return nil
+}

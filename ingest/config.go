@@ -1,0 +1,171 @@
+// Package ingest is the reading pipeline of cmd/ingest: it reads log files
+// (plain or gzip), directories, globs or stdin, parses each line (or WARC
+// record) with package parse, and writes observations and dead letters to a
+// stream.Sink in batches, keyed by object so that one object always lands on
+// one partition.
+//
+// Delivery: a batch is written with one Sink.Write call; the position of
+// each input after the batch's last line is recorded in the checkpoint only
+// after that call returned nil. A restart with the same checkpoint resumes
+// at the first line not acknowledged, so nothing is lost and, as long as
+// the checkpoint file survives, nothing is repeated (the checkpoint is
+// rewritten atomically after every acknowledged batch).
+//
+// Bad input never stops ingest: each rejected line is counted (metric
+// changerate_ingest_rejects_total{format,reason}) and written, with its
+// reason and position, as a records.DeadLetter to the dead-letter topic.
+// Lines without an observation (comments, CONNECT tunnels, ...) are counted
+// in changerate_ingest_skipped_total and dropped.
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/stream"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxLineBytes         = 1 << 20  // 1 MiB
+	DefaultMaxDecompressedBytes = 64 << 30 // 64 GiB per input
+	DefaultBatchSize            = 1000
+	DefaultPollInterval         = 250 * time.Millisecond
+	DefaultProgressInterval     = 10 * time.Second
+	DefaultDrainTimeout         = 10 * time.Second
+	DefaultMaxRecordBytes       = 256 << 20 // 256 MiB per WARC record
+)
+
+// ErrConfig is wrapped by every Config.Validate error.
+var ErrConfig = errors.New("ingest: invalid config")
+
+// Config configures Run. Zero values select the documented defaults.
+type Config struct {
+	// Format is the input format (see parse.Formats). Required.
+	Format string
+	// Paths are the inputs: files, directories (every regular file below,
+	// in lexical order, except hidden ones), glob patterns, or "-" for
+	// stdin. A file named twice is read once. Required.
+	Paths []string
+	// Parse configures the parsers (zone, canonicalisation profile, ...).
+	Parse parse.Config
+	// Follow keeps reading plain files after their end, like tail -F: it
+	// waits for new lines, reopens a file that was rotated (its path now
+	// names another file, after the old one is read to its end) and starts
+	// again from the top of a file that was truncated. Gzip files and stdin
+	// are read once. Default false.
+	Follow bool
+	// PollInterval is how often a followed file is checked for new data.
+	// Default 250ms.
+	PollInterval time.Duration
+	// MaxLineBytes caps a line; longer lines are rejected with reason
+	// "too-long" (their first bytes go to the dead letter). Default 1 MiB.
+	MaxLineBytes int
+	// MaxDecompressedBytes caps the decompressed size of one gzip input;
+	// beyond it the input is abandoned with reason "too-large" (one dead
+	// letter) and ingest goes on with the next input. Default 64 GiB.
+	MaxDecompressedBytes int64
+	// MaxRecordBytes caps one WARC record (header and block); larger
+	// records are rejected with reason "too-large". Default 256 MiB.
+	MaxRecordBytes int64
+	// BatchSize is the number of messages per Sink.Write. Default 1000.
+	BatchSize int
+	// CheckpointPath is the file that keeps each input's position. Default
+	// "": no checkpoint (every run reads every input from the start).
+	CheckpointPath string
+	// ObservationsTopic and DeadLetterTopic name the output topics.
+	// Defaults stream.TopicObservations and stream.TopicDeadLetter.
+	ObservationsTopic string
+	DeadLetterTopic   string
+	// ProgressInterval is the period of the progress log line (lines/s,
+	// observations, rejects). Default 10s; negative disables it.
+	ProgressInterval time.Duration
+	// DrainTimeout bounds the final flush after the context is cancelled.
+	// Default 10s.
+	DrainTimeout time.Duration
+}
+
+func (c *Config) withDefaults() Config {
+	d := *c
+	if d.PollInterval == 0 {
+		d.PollInterval = DefaultPollInterval
+	}
+	if d.MaxLineBytes == 0 {
+		d.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if d.MaxDecompressedBytes == 0 {
+		d.MaxDecompressedBytes = DefaultMaxDecompressedBytes
+	}
+	if d.MaxRecordBytes == 0 {
+		d.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if d.BatchSize == 0 {
+		d.BatchSize = DefaultBatchSize
+	}
+	if d.ObservationsTopic == "" {
+		d.ObservationsTopic = stream.TopicObservations
+	}
+	if d.DeadLetterTopic == "" {
+		d.DeadLetterTopic = stream.TopicDeadLetter
+	}
+	if d.ProgressInterval == 0 {
+		d.ProgressInterval = DefaultProgressInterval
+	}
+	if d.DrainTimeout == 0 {
+		d.DrainTimeout = DefaultDrainTimeout
+	}
+	return d
+}
+
+// Validate checks the configuration. Errors wrap ErrConfig and name the
+// field.
+func (c Config) Validate() error {
+	known := false
+	for _, f := range parse.Formats() {
+		if f[0] == c.Format {
+			known = true
+		}
+	}
+	if !known {
+		names := ""
+		for i, f := range parse.Formats() {
+			if i > 0 {
+				names += ", "
+			}
+			names += f[0]
+		}
+		return fmt.Errorf("%w: Format %q is not one of %s", ErrConfig, c.Format, names)
+	}
+	if len(c.Paths) == 0 {
+		return fmt.Errorf("%w: Paths is empty (give files, directories, globs or -)", ErrConfig)
+	}
+	if err := c.Parse.Validate(); err != nil {
+		return fmt.Errorf("%w: Parse: %w", ErrConfig, err)
+	}
+	switch {
+	case c.PollInterval < 0:
+		return fmt.Errorf("%w: PollInterval %v < 0", ErrConfig, c.PollInterval)
+	case c.MaxLineBytes < 0 || (c.MaxLineBytes > 0 && c.MaxLineBytes < 64):
+		return fmt.Errorf("%w: MaxLineBytes %d must be >= 64", ErrConfig, c.MaxLineBytes)
+	case c.MaxDecompressedBytes < 0:
+		return fmt.Errorf("%w: MaxDecompressedBytes %d < 0", ErrConfig, c.MaxDecompressedBytes)
+	case c.MaxRecordBytes < 0:
+		return fmt.Errorf("%w: MaxRecordBytes %d < 0", ErrConfig, c.MaxRecordBytes)
+	case c.BatchSize < 0:
+		return fmt.Errorf("%w: BatchSize %d < 0", ErrConfig, c.BatchSize)
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("%w: DrainTimeout %v < 0", ErrConfig, c.DrainTimeout)
+	}
+	stdin := 0
+	for _, p := range c.Paths {
+		if p == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return fmt.Errorf("%w: Paths names stdin (-) %d times", ErrConfig, stdin)
+	}
+	return nil
+}

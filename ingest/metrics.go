@@ -1,0 +1,65 @@
+package ingest
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	lines        *prometheus.CounterVec
+	observations *prometheus.CounterVec
+	rejects      *prometheus.CounterVec
+	skipped      *prometheus.CounterVec
+	bytes        *prometheus.CounterVec
+	batchSize    prometheus.Histogram
+	writeSeconds prometheus.Histogram
+	checkpoints  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_lines_total",
+			Help: "Input lines (or WARC records) read, by format."}, []string{"format"}),
+		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_observations_total",
+			Help: "Observations written (acknowledged by the sink), by format."}, []string{"format"}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_rejects_total",
+			Help: "Rejected input lines (sent to the dead-letter output), by format and reason."}, []string{"format", "reason"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_skipped_total",
+			Help: "Well-formed input lines without an observation (comments, CONNECT, ...), by format and reason."}, []string{"format", "reason"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_bytes_total",
+			Help: "Input bytes read (after decompression), by format."}, []string{"format"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "changerate_ingest_batch_messages",
+			Help: "Messages per sink write.", Buckets: prometheus.ExponentialBuckets(1, 4, 8)}),
+		writeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "changerate_ingest_sink_write_seconds",
+			Help: "Latency of one sink write (until acknowledged).", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "changerate_ingest_checkpoints_total",
+			Help: "Checkpoint files written."}),
+	}
+	if reg == nil {
+		return m
+	}
+	m.lines = register(reg, m.lines)
+	m.observations = register(reg, m.observations)
+	m.rejects = register(reg, m.rejects)
+	m.skipped = register(reg, m.skipped)
+	m.bytes = register(reg, m.bytes)
+	m.batchSize = register(reg, m.batchSize)
+	m.writeSeconds = register(reg, m.writeSeconds)
+	m.checkpoints = register(reg, m.checkpoints)
+	return m
+}
+
+// register registers c, or returns the collector already registered under
+// the same name (a second Run on one registry shares the counters).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if ex, ok := are.ExistingCollector.(C); ok {
+				return ex
+			}
+		}
+	}
+	return c
+}

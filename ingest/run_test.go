@@ -1,0 +1,254 @@
+package ingest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/stream"
+)
+
+const squidLines = `1157689320.327   2864 10.105.21.199 TCP_MISS/200 10182 GET http://www.goonernews.com/ badeyek DIRECT/175.16.199.61 text/html
+1157689320.343   1357 10.105.21.199 TCP_REFRESH_HIT/304 214 GET http://www.goonernews.com/styles.css badeyek DIRECT/175.16.199.61 -
+1157689312.049   5006 10.105.21.199 TCP_MISS/200 19763 CONNECT login.yahoo.com:443 badeyek DIRECT/175.16.199.115 -
+this line is broken
+1157689321.315      1 10.105.21.199 TCP_HIT/200 1464 GET http://www.goonernews.com/styles.css badeyek NONE/- text/css
+`
+
+func writeFile(t *testing.T, dir, name, content string, gz bool) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	var b []byte
+	if gz {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		w.Write([]byte(content))
+		w.Close()
+		b = buf.Bytes()
+	} else {
+		b = []byte(content)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func objects(t *testing.T, s *stream.MemorySink) []string {
+	t.Helper()
+	var out []string
+	for _, m := range s.Messages(stream.TopicObservations) {
+		o, err := records.DecodeObservation(m.Value)
+		if err != nil {
+			t.Fatalf("bad observation %s: %v", m.Value, err)
+		}
+		if string(m.Key) != o.Object {
+			t.Fatalf("key %q != object %q", m.Key, o.Object)
+		}
+		out = append(out, o.Object)
+	}
+	return out
+}
+
+func deadLetters(t *testing.T, s *stream.MemorySink) []records.DeadLetter {
+	t.Helper()
+	var out []records.DeadLetter
+	for _, m := range s.Messages(stream.TopicDeadLetter) {
+		var d records.DeadLetter
+		if err := json.Unmarshal(m.Value, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func TestRunPlainAndGzip(t *testing.T) {
+	dir := t.TempDir()
+	plain := writeFile(t, dir, "a.log", squidLines, false)
+	gz := writeFile(t, dir, "b.log.gz", squidLines, true)
+	sink := stream.NewMemorySink()
+	reg := prometheus.NewRegistry()
+	sum, err := Run(context.Background(), Config{Format: "squid", Paths: []string{plain, gz}, BatchSize: 2, ProgressInterval: -1}, sink, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://www.goonernews.com/", "http://www.goonernews.com/styles.css", "http://www.goonernews.com/styles.css"}
+	got := objects(t, sink)
+	if fmt.Sprint(got) != fmt.Sprint(append(want, want...)) {
+		t.Fatalf("objects %v", got)
+	}
+	dl := deadLetters(t, sink)
+	if len(dl) != 2 || dl[0].Reason != "fields" || dl[0].Position != plain+":4" || dl[0].Input != "this line is broken" || dl[1].Position != gz+":4" {
+		t.Fatalf("dead letters %+v", dl)
+	}
+	if len(sum.Inputs) != 2 || sum.Inputs[1].Lines != 5 || sum.Inputs[1].Observations != 3 || sum.Inputs[1].Skipped["connect"] != 1 || sum.Inputs[1].Rejects["fields"] != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if v := metricValue(t, reg, "changerate_ingest_rejects_total", "squid", "fields"); v != 2 {
+		t.Fatalf("rejects metric %v", v)
+	}
+	if v := metricValue(t, reg, "changerate_ingest_lines_total", "squid"); v != 10 {
+		t.Fatalf("lines metric %v", v)
+	}
+	if v := metricValue(t, reg, "changerate_ingest_observations_total", "squid"); v != 6 {
+		t.Fatalf("observations metric %v", v)
+	}
+}
+
+func TestRunDirectoryGlobAndMissing(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "logs")
+	os.Mkdir(sub, 0o755)
+	writeFile(t, sub, "2.log", squidLines, false)
+	writeFile(t, sub, "1.log", squidLines, false)
+	writeFile(t, sub, ".hidden", "garbage\n", false)
+	sink := stream.NewMemorySink()
+	sum, err := Run(context.Background(), Config{Format: "squid", Paths: []string{sub, filepath.Join(sub, "1.*"), filepath.Join(dir, "missing.log")}, ProgressInterval: -1}, sink, nil, nil)
+	if !errors.Is(err, ErrInput) {
+		t.Fatalf("err = %v, want ErrInput", err)
+	}
+	if len(sum.Inputs) != 3 || filepath.Base(sum.Inputs[0].Name) != "1.log" || filepath.Base(sum.Inputs[1].Name) != "2.log" ||
+		sum.Inputs[2].Err == "" {
+		t.Fatalf("inputs %+v", sum.Inputs)
+	}
+	if n := len(objects(t, sink)); n != 6 {
+		t.Fatalf("%d observations, want 6: %+v", n, sum)
+	}
+	if _, err := Run(context.Background(), Config{Format: "squid", Paths: []string{filepath.Join(dir, "*.nothing")}}, sink, nil, nil); !errors.Is(err, ErrConfig) {
+		t.Fatalf("empty glob: %v", err)
+	}
+}
+
+func TestRunLongLinesAndNoFinalNewline(t *testing.T) {
+	dir := t.TempDir()
+	long := "1157689320.327 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/" + strings.Repeat("x", 500) + " - - -"
+	content := long + "\n" + strings.TrimSuffix(squidLines, "\n") // no final newline
+	p := writeFile(t, dir, "a.log", content, false)
+	sink := stream.NewMemorySink()
+	sum, err := Run(context.Background(), Config{Format: "squid", Paths: []string{p}, MaxLineBytes: 200, ProgressInterval: -1}, sink, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := deadLetters(t, sink)
+	if len(dl) != 2 || dl[0].Reason != ReasonTooLong || len(dl[0].Input) != 200 || dl[0].Position != p+":1" {
+		t.Fatalf("dead letters %+v", dl)
+	}
+	if sum.Inputs[0].Lines != 6 || len(objects(t, sink)) != 3 {
+		t.Fatalf("summary %+v", sum.Inputs[0])
+	}
+}
+
+// failingSink fails every write after the first n.
+type failingSink struct {
+	*stream.MemorySink
+	n int
+}
+
+func (s *failingSink) Write(ctx context.Context, msgs ...stream.Message) error {
+	if s.n <= 0 {
+		return errors.New("broker down")
+	}
+	s.n--
+	return s.MemorySink.Write(ctx, msgs...)
+}
+
+func TestCheckpointResumeNeitherLosesNorRepeats(t *testing.T) {
+	dir := t.TempDir()
+	var all strings.Builder
+	for i := 0; i < 25; i++ {
+		fmt.Fprintf(&all, "1157689320.%03d 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/%d - - -\n", i, i)
+	}
+	p := writeFile(t, dir, "a.log", all.String(), false)
+	gz := writeFile(t, dir, "b.log.gz", all.String(), true)
+	cp := filepath.Join(dir, "cp.json")
+	cfg := Config{Format: "squid", Paths: []string{p, gz}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1}
+
+	// First run: the sink acknowledges two batches (20 lines), then fails.
+	s1 := &failingSink{MemorySink: stream.NewMemorySink(), n: 2}
+	if _, err := Run(context.Background(), cfg, s1, nil, nil); err == nil || !strings.Contains(err.Error(), "broker down") {
+		t.Fatalf("err = %v", err)
+	}
+	// Second run resumes after the acknowledged lines.
+	s2 := stream.NewMemorySink()
+	if _, err := Run(context.Background(), cfg, s2, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := append(objects(t, s1.MemorySink), objects(t, s2)...)
+	if len(got) != 50 {
+		t.Fatalf("%d observations over two runs, want 50: %v", len(got), got)
+	}
+	for i := 0; i < 50; i++ {
+		if want := fmt.Sprintf("http://a.example/%d", i%25); got[i] != want {
+			t.Fatalf("observation %d = %s, want %s", i, got[i], want)
+		}
+	}
+	// Third run: nothing new. Then append lines: only those come.
+	s3 := stream.NewMemorySink()
+	if _, err := Run(context.Background(), cfg, s3, nil, nil); err != nil || len(objects(t, s3)) != 0 {
+		t.Fatalf("third run: %v, %v", err, objects(t, s3))
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("1157689399.000 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/new - - -\n")
+	f.Close()
+	s4 := stream.NewMemorySink()
+	if _, err := Run(context.Background(), cfg, s4, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := objects(t, s4); len(got) != 1 || got[0] != "http://a.example/new" {
+		t.Fatalf("after append: %v", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{Format: "nope", Paths: []string{"-"}},
+		{Format: "squid"},
+		{Format: "squid", Paths: []string{"-", "-"}},
+		{Format: "squid", Paths: []string{"-"}, MaxLineBytes: 10},
+		{Format: "squid", Paths: []string{"-"}, BatchSize: -1},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}
+
+// metricValue returns the value of the counter name whose label values are
+// labels (in label-name order).
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for i, l := range m.GetLabel() {
+				if l.GetValue() != labels[i] {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, labels)
+	return 0
+}

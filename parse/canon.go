@@ -1,0 +1,286 @@
+package parse
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nlnwa/whatwg-url/canonicalizer"
+	"github.com/nlnwa/whatwg-url/url"
+)
+
+// Canonicalisation profiles accepted by Config.Profile.
+const (
+	// ProfileChangerate is the default: WHATWG URL parsing (scheme and host
+	// lower-case, IDNA to punycode, default port dropped, dot segments
+	// resolved, invalid characters percent-encoded) plus: fragment dropped,
+	// percent-encoding normalised by repeated decoding and re-encoding of
+	// only the bytes that must be encoded (so %7e and ~ are the same object,
+	// and %2F in a path becomes /), lax host parsing and acceptance of
+	// invalid code points (real logs contain them). The query order is kept:
+	// reordering parameters changes the resource on many servers.
+	ProfileChangerate = "changerate"
+	// ProfileWHATWG is plain WHATWG parsing with the fragment dropped.
+	ProfileWHATWG = "whatwg"
+	// ProfileSemantic is nlnwa's canonicalizer.Semantic profile (also sorts
+	// query parameters, drops user info, collapses repeated slashes).
+	ProfileSemantic = "semantic"
+)
+
+// DefaultCacheEntries is the default bound of a Canonicalizer's intern cache.
+const DefaultCacheEntries = 1 << 16
+
+type canonEntry struct {
+	object, site string
+	err          error
+}
+
+// Canonicalizer turns raw URLs into object identities with the
+// github.com/nlnwa/whatwg-url library, with two shortcuts that do not change
+// the result: a bounded intern cache keyed by the raw bytes (a hit allocates
+// nothing), and a fast path for URLs that are already canonical (checked
+// byte by byte; FuzzCanonical checks that the fast path agrees with the
+// library). It is not safe for concurrent use.
+type Canonicalizer struct {
+	p       url.Parser
+	fast    bool
+	cache   map[string]canonEntry
+	max     int
+	scratch []byte
+}
+
+// NewCanonicalizer returns a canonicalizer for profile ("" means
+// ProfileChangerate) with an intern cache of cacheEntries entries (0 means
+// DefaultCacheEntries, negative disables it). An unknown profile falls back
+// to ProfileChangerate; Config.Validate rejects it earlier.
+func NewCanonicalizer(profile string, cacheEntries int) *Canonicalizer {
+	c := &Canonicalizer{}
+	switch profile {
+	case ProfileWHATWG:
+		c.p = canonicalizer.New(canonicalizer.WithRemoveFragment())
+		c.fast = true
+	case ProfileSemantic:
+		c.p = canonicalizer.Semantic
+	default:
+		c.p = canonicalizer.New(
+			url.WithLaxHostParsing(),
+			url.WithAcceptInvalidCodepoints(),
+			url.WithPercentEncodeSinglePercentSign(),
+			url.WithSkipEqualsForEmptySearchParamsValue(),
+			canonicalizer.WithRemoveFragment(),
+			canonicalizer.WithRepeatedPercentDecoding(),
+		)
+		c.fast = true
+	}
+	if cacheEntries == 0 {
+		cacheEntries = DefaultCacheEntries
+	}
+	if cacheEntries > 0 {
+		c.max = cacheEntries
+		c.cache = make(map[string]canonEntry, min(cacheEntries, 4096))
+	}
+	return c
+}
+
+// Canonical returns the canonical object and its site (host name, empty for
+// URLs without a host such as "dns:example.com"). raw is not retained. An
+// error is a *Error with reason "url".
+func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
+	if c.cache != nil {
+		if e, ok := c.cache[string(raw)]; ok {
+			return e.object, e.site, e.err
+		}
+	}
+	key := string(raw)
+	var e canonEntry
+	if c.fast {
+		if hostEnd, ok := fastCanonical(raw); ok {
+			e.object = key
+			e.site = key[strings.Index(key, "//")+2 : hostEnd]
+		}
+	}
+	if e.object == "" {
+		e.object, e.site, e.err = c.canonicalSlow(key)
+	}
+	if c.cache != nil {
+		if len(c.cache) >= c.max {
+			clear(c.cache)
+		}
+		c.cache[key] = e
+	}
+	return e.object, e.site, e.err
+}
+
+// CanonicalRef resolves ref (a path such as "/a/b?c", or an absolute URL)
+// against base and canonicalises the result. base must end without a slash
+// ("http://example.com"). It shares the cache with Canonical.
+func (c *Canonicalizer) CanonicalRef(base string, ref []byte) (object, site string, err error) {
+	if len(ref) > 0 && ref[0] == '/' && !(len(ref) > 1 && ref[1] == '/') {
+		c.scratch = append(append(c.scratch[:0], base...), ref...)
+		return c.Canonical(c.scratch)
+	}
+	return c.Canonical(ref)
+}
+
+func (c *Canonicalizer) canonicalSlow(raw string) (object, site string, err error) {
+	u, perr := c.p.Parse(raw)
+	if perr != nil {
+		msg := perr.Error()
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+		return "", "", &Error{Reason: ReasonURL, Err: fmt.Errorf("%s", msg)}
+	}
+	object = u.Href(true)
+	site = u.Hostname()
+	if object == "" {
+		return "", "", &Error{Reason: ReasonURL, Err: fmt.Errorf("empty URL")}
+	}
+	return object, site, nil
+}
+
+// Byte classes for the fast path.
+var (
+	hostByte [256]bool // a-z 0-9 - .
+	pathByte [256]bool // bytes that no profile step changes in a path
+	qryByte  [256]bool // bytes that no profile step changes in a query
+)
+
+func init() {
+	for b := 'a'; b <= 'z'; b++ {
+		hostByte[b] = true
+	}
+	for b := '0'; b <= '9'; b++ {
+		hostByte[b] = true
+	}
+	hostByte['-'], hostByte['.'] = true, true
+	for b := 'a'; b <= 'z'; b++ {
+		pathByte[b], qryByte[b] = true, true
+	}
+	for b := 'A'; b <= 'Z'; b++ {
+		pathByte[b], qryByte[b] = true, true
+	}
+	for b := '0'; b <= '9'; b++ {
+		pathByte[b], qryByte[b] = true, true
+	}
+	for _, b := range []byte("-._~!$&'()*,;=:@/") {
+		pathByte[b] = true
+	}
+	for _, b := range []byte("-._~=&/:,") {
+		qryByte[b] = true
+	}
+}
+
+// fastCanonical reports whether raw is already canonical under the
+// changerate and whatwg profiles, and where its host ends. It accepts only
+// a conservative subset: lower-case http or https, a plain lower-case
+// host name whose last label does not start with a digit (IPv4 parsing) and
+// has no punycode, no port, no user info, a path of unreserved bytes
+// without dot segments, an optional simple query, no fragment and no
+// percent sign.
+func fastCanonical(raw []byte) (hostEnd int, ok bool) {
+	var i int
+	switch {
+	case len(raw) > 8 && string(raw[:8]) == "https://":
+		i = 8
+	case len(raw) > 7 && string(raw[:7]) == "http://":
+		i = 7
+	default:
+		return 0, false
+	}
+	hs := i
+	label := i
+	for i < len(raw) && raw[i] != '/' {
+		b := raw[i]
+		if !hostByte[b] {
+			return 0, false
+		}
+		if b == '.' {
+			if i == label { // empty label
+				return 0, false
+			}
+			label = i + 1
+		}
+		i++
+	}
+	if i == hs || i == label || i == len(raw) { // empty host, trailing dot, no path
+		return 0, false
+	}
+	if c := raw[label]; c >= '0' && c <= '9' {
+		return 0, false
+	}
+	if hasPunycode(raw[hs:i]) || raw[hs] == '-' {
+		return 0, false
+	}
+	hostEnd = i
+	// Path.
+	seg := i + 1
+	for i < len(raw) && raw[i] != '?' {
+		b := raw[i]
+		if !pathByte[b] {
+			return 0, false
+		}
+		if b == '/' && i > hostEnd {
+			if isDotSeg(raw[seg:i]) {
+				return 0, false
+			}
+			seg = i + 1
+		}
+		i++
+	}
+	if isDotSeg(raw[seg:i]) {
+		return 0, false
+	}
+	if i == len(raw) {
+		return hostEnd, true
+	}
+	// Query: simple name=value pairs only.
+	i++
+	q := i
+	for ; i < len(raw); i++ {
+		if !qryByte[raw[i]] {
+			return 0, false
+		}
+	}
+	return hostEnd, simpleQuery(raw[q:])
+}
+
+func isDotSeg(s []byte) bool {
+	return (len(s) == 1 && s[0] == '.') || (len(s) == 2 && s[0] == '.' && s[1] == '.')
+}
+
+func hasPunycode(h []byte) bool {
+	for i := 0; i+4 <= len(h); i++ {
+		if h[i] == 'x' && h[i+1] == 'n' && h[i+2] == '-' && h[i+3] == '-' {
+			return true
+		}
+	}
+	return false
+}
+
+// simpleQuery accepts "" or name=value pairs separated by single '&' with
+// non-empty names and exactly one '='.
+func simpleQuery(q []byte) bool {
+	if len(q) == 0 {
+		return true
+	}
+	start := 0
+	for i := 0; i <= len(q); i++ {
+		if i == len(q) || q[i] == '&' {
+			pair := q[start:i]
+			eq := -1
+			for j, b := range pair {
+				if b == '=' {
+					if eq >= 0 {
+						return false
+					}
+					eq = j
+				}
+			}
+			if eq <= 0 {
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return true
+}

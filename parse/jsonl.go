@@ -1,0 +1,72 @@
+package parse
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/changerate/changerate/records"
+)
+
+// JSON lines in the project's own observation schema (records.Observation,
+// decoded and validated by records.DecodeObservation; unknown fields are
+// rejected). The record says what it says; the parser only canonicalises an
+// object that is an absolute http or https URL (other identities are kept as
+// given), fills Site from it when the record has none, and sets Format to
+// "jsonl" when the record names no format. Lines starting with '#' are
+// comments.
+type jsonlParser struct {
+	canon *Canonicalizer
+}
+
+func newJSONL(cfg Config) (Parser, error) {
+	return &jsonlParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
+}
+
+func (p *jsonlParser) Format() string { return "jsonl" }
+
+func (p *jsonlParser) Parse(line []byte, obs *records.Observation) error {
+	*obs = records.Observation{}
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 {
+		return skip(ReasonEmpty)
+	}
+	if t[0] == '#' {
+		return skip(ReasonComment)
+	}
+	if t[0] != '{' {
+		return reject(ReasonJSON, "not a JSON object")
+	}
+	o, err := records.DecodeObservation(t)
+	if err != nil {
+		reason := ReasonInvalid
+		if strings.Contains(err.Error(), "invalid character") || strings.Contains(err.Error(), "unexpected EOF") ||
+			strings.Contains(err.Error(), "trailing data") || strings.Contains(err.Error(), "cannot unmarshal") ||
+			strings.Contains(err.Error(), "unknown field") {
+			reason = ReasonJSON
+		}
+		return &Error{Reason: reason, Err: err}
+	}
+	if strings.HasPrefix(o.Object, "http://") || strings.HasPrefix(o.Object, "https://") ||
+		strings.HasPrefix(o.Object, "HTTP://") || strings.HasPrefix(o.Object, "HTTPS://") {
+		obj, site, cerr := p.canon.Canonical([]byte(o.Object))
+		if cerr != nil {
+			return cerr
+		}
+		o.Object = obj
+		if o.Site == "" {
+			o.Site = site
+		}
+	}
+	if o.Format == "" {
+		o.Format = "jsonl"
+	}
+	o.Time = o.Time.UTC()
+	if !o.LastModified.IsZero() {
+		o.LastModified = o.LastModified.UTC()
+	}
+	if !o.LastEvent.IsZero() {
+		o.LastEvent = o.LastEvent.UTC()
+	}
+	*obs = o
+	return nil
+}
