@@ -21,7 +21,7 @@ import (
 // assigns this member a set of partitions (a claim each); each claim is
 // handled in its own goroutine and fetches with plain fetch requests from
 // the offset its handler seeks to. The group's committed offsets are never
-// used as a starting point (Claim.Seek decides), and the source never
+// used as a starting point (Claim.SeekTo decides), and the source never
 // silently resets an offset that is out of range: Fetch fails with an
 // error wrapping ErrFatal instead.
 //
@@ -306,7 +306,7 @@ func (s *KafkaSource) newClaim(topic string, partition int32, gen int64) *kafkaC
 	return c
 }
 
-// kafkaClaim is one partition of one generation. Seek and Fetch are meant
+// kafkaClaim is one partition of one generation. SeekTo and Fetch are meant
 // for the handler's goroutine; they are serialised by mu.
 type kafkaClaim struct {
 	src       *KafkaSource
@@ -342,10 +342,10 @@ func (c *kafkaClaim) MarkCommitted(next int64) {
 	}
 }
 
-// Seek sets the next offset Fetch returns; negative means the earliest
+// SeekTo sets the next offset Fetch returns; negative means the earliest
 // retained offset. It may be called again later (dropping buffered
 // messages). Range checks happen at the next Fetch.
-func (c *kafkaClaim) Seek(offset int64) error {
+func (c *kafkaClaim) SeekTo(offset int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if offset < 0 {
@@ -373,7 +373,7 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.seeked {
-		return nil, fmt.Errorf("stream: kafka fetch %s/%d: Seek was not called", c.topic, c.partition)
+		return nil, fmt.Errorf("stream: kafka fetch %s/%d: SeekTo was not called", c.topic, c.partition)
 	}
 	if c.hctx.Err() != nil || ctx.Err() != nil {
 		return nil, c.revokedErr(ctx)

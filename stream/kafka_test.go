@@ -127,7 +127,7 @@ func (c *collector) handle(ctx context.Context, cl stream.Claim) error {
 	if !ok {
 		off = -1
 	}
-	if err := cl.Seek(off); err != nil {
+	if err := cl.SeekTo(off); err != nil {
 		return err
 	}
 	for {
@@ -296,4 +296,232 @@ func metricSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// owners tracks which member handles each partition right now, and fails
+// the test if two handlers of one partition overlap.
+type owners struct {
+	t       *testing.T
+	mu      sync.Mutex
+	current map[int32]string
+	gens    map[string][]claimInfo // per member, every claim ever started
+	ends    map[string][]error     // per member, the errors handlers returned
+}
+
+func newOwners(t *testing.T) *owners {
+	return &owners{t: t, current: map[int32]string{}, gens: map[string][]claimInfo{}, ends: map[string][]error{}}
+}
+
+func (o *owners) handler(member string) func(context.Context, stream.Claim) error {
+	return func(ctx context.Context, cl stream.Claim) error {
+		p := cl.Partition()
+		o.mu.Lock()
+		if other, ok := o.current[p]; ok {
+			o.t.Errorf("partition %d claimed by %s (generation %d) while %s still handles it", p, member, cl.Generation(), other)
+		}
+		o.current[p] = member
+		o.gens[member] = append(o.gens[member], claimInfo{p, cl.Generation()})
+		o.mu.Unlock()
+		err := func() error {
+			if err := cl.SeekTo(-1); err != nil {
+				return err
+			}
+			for {
+				if _, err := cl.Fetch(ctx, 1000); err != nil {
+					return err
+				}
+			}
+		}()
+		o.mu.Lock()
+		delete(o.current, p)
+		o.ends[member] = append(o.ends[member], err)
+		o.mu.Unlock()
+		return err
+	}
+}
+
+// latest returns the member's highest generation and its partitions in it.
+func (o *owners) latest(member string) (int64, map[int32]bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var g int64 = -1
+	for _, c := range o.gens[member] {
+		g = max(g, c.generation)
+	}
+	ps := map[int32]bool{}
+	for _, c := range o.gens[member] {
+		if c.generation == g {
+			ps[c.partition] = true
+		}
+	}
+	return g, ps
+}
+
+func (o *owners) active() map[int32]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[int32]string{}
+	for p, m := range o.current {
+		out[p] = m
+	}
+	return out
+}
+
+func TestKafkaGroupTwoMembersShareFourPartitions(t *testing.T) {
+	const topic = "observations"
+	c := kafkatest.Start(t, kafkatest.Topic{Name: topic, Partitions: 4})
+	var recs []kafkatest.Record
+	for i := 0; i < 200; i++ {
+		recs = append(recs, kafkatest.Record{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")})
+	}
+	c.Produce(t, topic, recs...)
+	cfg := testConfig(c, "share")
+	o := newOwners(t)
+
+	regA := prometheus.NewRegistry()
+	stopA := runSource(t, newSource(t, cfg, topic, regA), o.handler("A"))
+	waitFor(t, "A owns all 4 partitions", func() bool { return len(o.active()) == 4 })
+	g1, psA := o.latest("A")
+	if len(psA) != 4 {
+		t.Fatalf("A alone owns %v in generation %d, want 4 partitions", psA, g1)
+	}
+	if got := metricSum(t, regA, "changerate_kafka_owned_partitions"); got != 4 {
+		t.Errorf("owned partitions metric = %v, want 4", got)
+	}
+
+	stopB := runSource(t, newSource(t, cfg, topic, nil), o.handler("B"))
+	waitFor(t, "A and B share the partitions", func() bool {
+		gA, pA := o.latest("A")
+		gB, pB := o.latest("B")
+		act := o.active()
+		return gA == gB && gA > g1 && len(pA) == 2 && len(pB) == 2 && len(act) == 4
+	})
+	g2, pA := o.latest("A")
+	_, pB := o.latest("B")
+	for p := range pA {
+		if pB[p] {
+			t.Errorf("partition %d assigned to both members in generation %d", p, g2)
+		}
+	}
+	// A's first-generation handlers ended with ErrRevoked.
+	o.mu.Lock()
+	endsA := append([]error(nil), o.ends["A"]...)
+	o.mu.Unlock()
+	if len(endsA) != 4 {
+		t.Errorf("A's handlers ended %d times after the rebalance, want 4", len(endsA))
+	}
+	for _, err := range endsA {
+		if !errors.Is(err, stream.ErrRevoked) {
+			t.Errorf("A's revoked handler got %v, want ErrRevoked", err)
+		}
+	}
+
+	// B leaves: A gets all partitions back in a later generation.
+	if err := stopB(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("B's Run returned %v", err)
+	}
+	waitFor(t, "A owns all partitions again", func() bool {
+		g, ps := o.latest("A")
+		return g > g2 && len(ps) == 4 && len(o.active()) == 4
+	})
+	if err := stopA(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("A's Run returned %v", err)
+	}
+	if act := o.active(); len(act) != 0 {
+		t.Errorf("handlers still active after Run returned: %v", act)
+	}
+}
+
+// fetchUntil seeks cl to from and fetches until it has seen offset last.
+func fetchUntil(ctx context.Context, cl stream.Claim, from, last int64) ([]stream.Message, error) {
+	if err := cl.SeekTo(from); err != nil {
+		return nil, err
+	}
+	var out []stream.Message
+	for len(out) == 0 || out[len(out)-1].Offset < last {
+		msgs, err := cl.Fetch(ctx, 7) // small max: exercises buffering
+		if err != nil {
+			return out, err
+		}
+		if len(msgs) == 0 || len(msgs) > 7 {
+			return out, fmt.Errorf("Fetch returned %d messages, want 1..7", len(msgs))
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
+
+func TestKafkaSeek(t *testing.T) {
+	const topic = "seek"
+	c := kafkatest.Start(t, kafkatest.Topic{Name: topic, Partitions: 1})
+	var recs []kafkatest.Record
+	for i := 0; i < 100; i++ {
+		recs = append(recs, kafkatest.Record{Key: []byte("k"), Value: []byte(strconv.Itoa(i))})
+	}
+	c.ProduceTo(t, topic, 0, recs...)
+	c.DeleteRecords(t, topic, 0, 10) // log start offset 10
+
+	cases := []struct {
+		name      string
+		seek      int64
+		wantFirst int64
+		wantFatal bool
+	}{
+		{"stored offset", 37, 37, false},
+		{"log start", 10, 10, false},
+		{"last", 99, 99, false},
+		{"negative means earliest", -1, 10, false},
+		{"earliest constant", -2, 10, false},
+		{"below log start", 9, 0, true},
+		{"beyond high watermark", 101, 0, true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newSource(t, testConfig(c, fmt.Sprint("seek-", i)), topic, nil)
+			type result struct {
+				msgs []stream.Message
+				err  error
+			}
+			res := make(chan result, 1)
+			stop := runSource(t, src, func(ctx context.Context, cl stream.Claim) error {
+				msgs, err := fetchUntil(ctx, cl, tc.seek, 99)
+				res <- result{msgs, err}
+				return err
+			})
+			var r result
+			select {
+			case r = <-res:
+			case <-time.After(waitLimit):
+				t.Fatal("no result")
+			}
+			runErr := stop()
+			if tc.wantFatal {
+				if !errors.Is(r.err, stream.ErrFatal) {
+					t.Fatalf("Fetch error %v, want ErrFatal", r.err)
+				}
+				if !errors.Is(runErr, stream.ErrFatal) {
+					t.Fatalf("Run returned %v, want the fatal error", runErr)
+				}
+				if len(r.msgs) != 0 {
+					t.Fatalf("got %d messages before the fatal error", len(r.msgs))
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if !errors.Is(runErr, context.Canceled) {
+				t.Fatalf("Run returned %v", runErr)
+			}
+			for j, m := range r.msgs {
+				want := tc.wantFirst + int64(j)
+				if m.Offset != want || string(m.Value) != strconv.Itoa(int(want)) || m.Partition != 0 {
+					t.Fatalf("message %d: offset %d value %q, want offset and value %d", j, m.Offset, m.Value, want)
+				}
+			}
+			if n := int64(len(r.msgs)); n != 100-tc.wantFirst {
+				t.Fatalf("got %d messages, want %d", n, 100-tc.wantFirst)
+			}
+		})
+	}
 }
