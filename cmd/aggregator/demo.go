@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/internal/sample"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
+)
+
+// runDemo is the embedded default: an in-process Kafka-protocol broker
+// (kfake), the in-memory store, and generated sample logs with known rates,
+// through the real ingest → Kafka → aggregator → Kafka path.
+func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
+	topics := []string{cfg.TopicObservations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topics...),
+		kfake.SeedTopics(1, cfg.TopicDeadLetter))
+	if err != nil {
+		return fmt.Errorf("demo: start in-process Kafka: %w", err)
+	}
+	defer broker.Close()
+	kc := cfg.kafkaConfig()
+	kc.Brokers = broker.ListenAddrs()
+	logger.Info("demo: in-process Kafka broker started", "brokers", strings.Join(kc.Brokers, ","))
+
+	dir, err := os.MkdirTemp("", "changerate-demo-")
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	sc := sample.Default()
+	crawlLog, squidLog := filepath.Join(dir, "crawl.log"), filepath.Join(dir, "access.log")
+	if err := writeFile(crawlLog, sc.WriteCrawlLog); err != nil {
+		return err
+	}
+	if err := writeFile(squidLog, sc.WriteSquidLog); err != nil {
+		return err
+	}
+
+	store, err := state.NewMemory(state.MemoryConfig{IdleTTL: cfg.IdleTTL, Now: time.Now}, reg)
+	if err != nil {
+		return err
+	}
+	sink, err := stream.NewKafkaSink(kc, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	src, err := stream.NewKafkaSource(kc, []string{cfg.TopicObservations}, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(runCtx)
+	var srv *httpServer
+	if cfg.HTTPAddr != "" {
+		srv = newHTTPServer(cfg.HTTPAddr, reg, proc, logger)
+		if err := srv.listen(); err != nil {
+			return err
+		}
+		g.Go(func() error { return srv.run(gctx) })
+	}
+	g.Go(func() error {
+		if srv != nil {
+			srv.setReady(true)
+		}
+		err := src.Run(gctx, proc.Handle)
+		if errors.Is(err, context.Canceled) || errors.Is(err, stream.ErrClosed) {
+			return nil
+		}
+		return err
+	})
+	g.Go(func() error {
+		start := time.Now()
+		for _, in := range []struct{ format, path string }{{"heritrix", crawlLog}, {"squid", squidLog}} {
+			icfg := ingest.Config{Format: in.format, Paths: []string{in.path}, ObservationsTopic: cfg.TopicObservations,
+				DeadLetterTopic: cfg.TopicDeadLetter, ProgressInterval: -1}
+			if _, err := ingest.Run(gctx, icfg, sink, logger, nil); err != nil {
+				return fmt.Errorf("demo: ingest %s: %w", in.format, err)
+			}
+		}
+		total, err := endOffsets(gctx, kc.Brokers[0], cfg.TopicObservations)
+		if err != nil {
+			return err
+		}
+		logger.Info("demo: sample logs ingested", "observations", total, "took", time.Since(start).Round(time.Millisecond))
+		for proc.Committed() < total {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		logger.Info("demo: aggregator caught up", "took", time.Since(start).Round(time.Millisecond))
+		latest, err := readLatest(gctx, kc.Brokers[0], cfg.TopicEstimates)
+		if err != nil {
+			return err
+		}
+		if err := printDemo(stdout, sc, latest); err != nil {
+			return err
+		}
+		if srv != nil && !cfg.DemoExit {
+			fmt.Fprintf(stdout, "\nServing http://%s/metrics, /healthz and /readyz; in-process Kafka at %s. Ctrl-C to stop.\n",
+				srv.Addr(), strings.Join(kc.Brokers, ","))
+			<-gctx.Done()
+			return nil
+		}
+		cancel()
+		return nil
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func writeFile(path string, gen func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := gen(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// endOffsets returns the sum of the high watermarks of topic's partitions:
+// the number of messages written to it (nothing is deleted in the demo).
+func endOffsets(ctx context.Context, broker, topic string) (int64, error) {
+	client := &kafka.Client{Addr: kafka.TCP(broker)}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, fmt.Errorf("demo: metadata: %w", err)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+		}
+	}
+	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return 0, fmt.Errorf("demo: list offsets: %w", err)
+	}
+	var total int64
+	for _, po := range res.Topics[topic] {
+		if po.Error != nil {
+			return 0, fmt.Errorf("demo: list offsets of %s/%d: %w", topic, po.Partition, po.Error)
+		}
+		total += po.LastOffset
+	}
+	return total, nil
+}
+
+// readLatest reads topic from the beginning to its end and returns the last
+// value of every key: what the compacted estimates topic converges to.
+func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, error) {
+	client := &kafka.Client{Addr: kafka.TCP(broker)}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("demo: metadata: %w", err)
+	}
+	out := map[string][]byte{}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(p.ID)}}})
+			if err != nil {
+				return nil, fmt.Errorf("demo: list offsets: %w", err)
+			}
+			end := res.Topics[topic][0].LastOffset
+			if end == 0 {
+				continue
+			}
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					r.Close()
+					return nil, fmt.Errorf("demo: read %s/%d: %w", topic, p.ID, err)
+				}
+				out[string(m.Key)] = m.Value
+				if m.Offset+1 >= end {
+					break
+				}
+			}
+			r.Close()
+		}
+	}
+	return out, nil
+}
+
+// human formats seconds as a short duration.
+func human(s float64) string {
+	switch {
+	case math.IsInf(s, 1) || math.IsNaN(s):
+		return "∞"
+	case s < 120:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 2*3600:
+		return fmt.Sprintf("%.1fm", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%.1fh", s/3600)
+	default:
+		return fmt.Sprintf("%.1fd", s/86400)
+	}
+}
+
+// printDemo prints the change estimates next to the truth, then the access
+// estimates.
+func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
+	truth := map[string]sample.Page{}
+	for _, p := range append(sc.Pages(), sc.ProxyPages()...) {
+		truth[p.URL] = p
+	}
+	var change, access []records.Estimate
+	for _, v := range latest {
+		var e records.Estimate
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("demo: decode estimate: %w", err)
+		}
+		if e.Kind == records.EstimateAccess {
+			access = append(access, e)
+		} else {
+			change = append(change, e)
+		}
+	}
+	sort.Slice(change, func(i, j int) bool { return change[i].Object < change[j].Object })
+	sort.Slice(access, func(i, j int) bool { return access[i].Object < access[j].Object })
+
+	fmt.Fprintf(w, "\nchangerate demo: %d crawled pages (Heritrix crawl.log, hourly visits) and %d proxied pages (Squid access.log,\n"+
+		"revalidations at irregular times), %s of simulated traffic; true change intervals are known.\n\n",
+		len(sc.Pages()), len(sc.ProxyPages()), human(sc.Duration.Seconds()))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tTRUE INTERVAL\tESTIMATED\t95% CI\tESTIMATOR\tVISITS\tCHANGES\tWINDOW\tTTL")
+	var errs []float64
+	for _, e := range change {
+		est, ci := "-", "-"
+		if e.RatePerS != nil && *e.RatePerS > 0 {
+			est = human(1 / *e.RatePerS)
+			if tp, ok := truth[e.Object]; ok {
+				errs = append(errs, math.Abs(math.Log(*e.RatePerS/tp.ChangeRate)))
+			}
+		}
+		if e.CI95 != nil {
+			ci = "[" + human(1/e.CI95[1]) + ", " + human(1/e.CI95[0]) + "]"
+		}
+		tru := "?"
+		if tp, ok := truth[e.Object]; ok {
+			tru = human(1 / tp.ChangeRate)
+		}
+		win, ttl := "-", "-"
+		if e.Window != nil {
+			win = e.Window.State
+		}
+		if e.TTLS != nil {
+			ttl = human(*e.TTLS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.Object, tru, est, ci, e.Estimator, e.Observations, e.Changes, win, ttl)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		sort.Float64s(errs)
+		fmt.Fprintf(w, "\nmedian |log(estimated/true rate)| over %d objects: %.3f (0 is perfect; 0.1 is about 10%% off)\n",
+			len(errs), errs[len(errs)/2])
+	}
+	fmt.Fprintln(w, "\naccess rates (proxied pages):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tTRUE MEAN GAP\tESTIMATED\tESTIMATOR\tACCESSES")
+	for _, e := range access {
+		est := "-"
+		if e.RatePerS != nil && *e.RatePerS > 0 {
+			est = human(1 / *e.RatePerS)
+		}
+		tru := "?"
+		if tp, ok := truth[e.Object]; ok && tp.AccessRate > 0 {
+			tru = human(1 / tp.AccessRate)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", e.Object, tru, est, e.Estimator, e.Observations)
+	}
+	return tw.Flush()
+}

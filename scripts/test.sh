@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The project's test command (README: `make test`). It makes sure the real
+# third-party programs the tests drive are installed — redis-server and
+# redis-cli (state/ and pipeline tests start their own servers on free ports)
+# and kcat (a non-Go Kafka client reading our topics) — then runs go vet and
+# every test with the race detector. With CHANGERATE_REQUIRE_* set, a test
+# that would need a missing program fails instead of skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "test.sh: missing ${need[*]}; install them (apt-get install ${need[*]}) or the tests that need them skip" >&2
+  fi
+fi
+if command -v redis-server >/dev/null 2>&1; then export CHANGERATE_REQUIRE_REDIS=1; fi
+if command -v kcat >/dev/null 2>&1; then export CHANGERATE_REQUIRE_KCAT=1; fi
+
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...
