@@ -181,7 +181,9 @@ func nasaSection(e *Env) {
 	for k, v := range byURL {
 		urls = append(urls, u{k, len(v)})
 	}
-	sort.Slice(urls, func(i, j int) bool { return urls[i].n > urls[j].n || urls[i].n == urls[j].n && urls[i].url < urls[j].url })
+	sort.Slice(urls, func(i, j int) bool {
+		return urls[i].n > urls[j].n || urls[i].n == urls[j].n && urls[i].url < urls[j].url
+	})
 	r.P("%d requests to %d URLs over %.1f hours. The direct count N/T of each URL's requests is the truth; the indirect estimators only see, "+
 		"at the end of each period τ, the time of the URL's last request (Matloff's setting). Times in minutes as in the paper.", func() int {
 		s := 0
