@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -106,34 +105,17 @@ func waitExpired(t *testing.T, r *state.Redis, n uint64) uint64 {
 type redisClient = redis.UniversalClient
 
 // impls returns the implementations under test: Memory, a standalone Redis
-// and a 3-master Redis Cluster (started lazily, once per top-level test).
-func impls(t *testing.T) []impl {
-	var (
-		onceS, onceC sync.Once
-		srv          *redistest.Server
-		cl           *redistest.Cluster
-	)
+// and a 3-master Redis Cluster (shared by the package's tests).
+func impls() []impl {
 	return []impl{
 		memoryImpl(),
-		redisImpl("redis", func(st *testing.T) redisClient {
-			onceS.Do(func() { srv = redistest.Start(t) })
-			if srv == nil {
-				st.Skip("no redis server")
-			}
-			return srv.Client
-		}),
-		redisImpl("cluster", func(st *testing.T) redisClient {
-			onceC.Do(func() { cl = redistest.StartCluster(t, 3) })
-			if cl == nil {
-				st.Skip("no redis cluster")
-			}
-			return cl.Client
-		}),
+		redisImpl("redis", func(t *testing.T) redisClient { return sharedServer(t).Client }),
+		redisImpl("cluster", func(t *testing.T) redisClient { return sharedCluster(t).Client }),
 	}
 }
 
 func forEachImpl(t *testing.T, ttl time.Duration, f func(t *testing.T, e env)) {
-	for _, im := range impls(t) {
+	for _, im := range impls() {
 		t.Run(im.name, func(t *testing.T) { f(t, im.open(t, ttl)) })
 	}
 }
