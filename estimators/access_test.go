@@ -226,3 +226,11 @@ func ExampleTTL() {
 	fmt.Printf("%.0f s\n", ttl)
 	// Output: 9103 s
 }
+
+func BenchmarkChangeBest(b *testing.B) {
+	c, cfg := benchChange(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Estimate(c.last, cfg, nil)
+	}
+}

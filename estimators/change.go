@@ -175,107 +175,190 @@ func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 
 // Estimate computes every defined change-rate estimator as of asOf
 // (seconds; the visit estimators depend only on the visits, asOf is
-// accepted for symmetry with windows) into out (which is Reset first; nil
-// is allowed) and returns the best estimate under the rule of the package
-// documentation; ok=false when there is too little data for a best
-// estimate. It does not allocate.
+// accepted for symmetry with windows) into out (which is Reset first) and
+// returns the best estimate under the rule of the package documentation;
+// ok=false when there is too little data for a best estimate. With out ==
+// nil only the best estimate is computed (about 5× cheaper). It does not
+// allocate.
 func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
-	var local Estimates
-	if out == nil {
-		out = &local
-	}
-	out.Reset()
 	_ = asOf
-	pLo, pHi := cfg.tails()
-	z := cfg.z()
-	n := c.Intervals()
-	T := c.Span()
-	X := c.changes
-
-	var naive, improved, irr, lastmod Estimate
-	var haveImproved, haveIrr, haveLastMod bool
-	if n > 0 && T > 0 {
-		// CGM §4.1: X/T; Garwood interval on the detected-change count.
-		lo, hi := garwood(float64(X), pLo, pHi)
-		naive = Estimate{Key: KeyNaive, Rate: float64(X) / T, Lo: lo / T, Hi: hi / T, HasCI: true}
-		out.add(naive)
-
-		f := float64(n) / T
-		// CGM §4.2: r̂ = −log((X̄+0.5)/(n+0.5)), λ̂ = r̂·f; Clopper–Pearson
-		// interval for θ = 1−e^{−r} mapped through r = −log(1−θ). No
-		// interval at X = n (the upper bound is +∞).
-		improved = Estimate{Key: KeyCGMImproved, Rate: ImprovedRatio(n, X) * f}
-		if X < n {
-			tl, th := clopperPearson(n, X, pLo, pHi)
-			improved.Lo, improved.Hi, improved.HasCI = thetaToRatio(tl)*f, thetaToRatio(th)*f, true
-		}
-		haveImproved = true
-		out.add(improved)
-
-		// CGM App. B: θ̂ = (X+α)/(n+α+β), λ̂ = −f·log(1−θ̂); equal-tailed
-		// credible interval from the Beta(X+α, n−X+β) posterior.
-		a, b := float64(X)+cfg.BetaAlpha, float64(n-X)+cfg.BetaBeta
-		th := BayesTheta(n, X, cfg.BetaAlpha, cfg.BetaBeta)
-		out.add(Estimate{Key: KeyBayesBeta, Rate: thetaToRatio(th) * f,
-			Lo: thetaToRatio(betaQuantile(a, b, pLo)) * f, Hi: thetaToRatio(betaQuantile(a, b, pHi)) * f, HasCI: true})
-
-		// CGM §4.3, eq. 2 over the bucketed changed intervals.
-		var ts, ws [NumBuckets]float64
-		k := c.changedBuckets(&ts, &ws)
-		if l, info, ok := solveIrregular(ts[:k], ws[:k], c.unchanged); ok {
-			irr = Estimate{Key: KeyCGMIrregularMLE, Rate: l}
-			if l > 0 && info > 0 {
-				// Wald interval on log λ: λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))).
-				e := z / (l * math.Sqrt(info))
-				irr.Lo, irr.Hi, irr.HasCI = l*math.Exp(-e), l*math.Exp(e), true
-			} else if l == 0 {
-				// No change seen: likelihood e^{−λU}; one-sided bound.
-				_, hi := garwood(0, pLo, pHi)
-				irr.Hi, irr.HasCI = hi/c.unchanged, true
+	if out != nil {
+		out.Reset()
+		for _, f := range [...]func(*Change, *Config, bool) (Estimate, bool){
+			(*Change).naiveEst, (*Change).improvedEst, (*Change).bayesEst, (*Change).irregularEst,
+			(*Change).malcolmNoLMEst, (*Change).lastModEst, (*Change).malcolmLMEst,
+		} {
+			if e, ok := f(c, cfg, true); ok {
+				out.add(e)
 			}
-			haveIrr = true
-			out.add(irr)
-		}
-
-		// Malcolm & Armitage eq. 3 (rate = 1/avgChgInterval'); no CI.
-		if r, _, ok := MalcolmNoLastModRate(T, c.unchanged, X); ok {
-			out.add(Estimate{Key: KeyMalcolmNoLastMod, Rate: r})
 		}
 	}
-
-	if c.lmN >= 2 && c.lmT > 0 {
-		// CGM §5, Fig. 10 with the Estimate() of Fig. 13: X'/T, for N ≥ 2
-		// (App. D's correction n/(n−1), n·log(n/(n−1)) needs n ≥ 2). The
-		// likelihood of the Fig. 10 data is exactly λ^X e^{−λT}, so the
-		// Garwood (Gamma) interval for X over exposure T is used.
-		xp := LastModXPrime(c.lmN, c.lmX)
-		lo, hi := garwood(float64(c.lmX), pLo, pHi)
-		lastmod = Estimate{Key: KeyCGMLastMod, Rate: xp / c.lmT, Lo: lo / c.lmT, Hi: hi / c.lmT, HasCI: true}
-		haveLastMod = true
-		out.add(lastmod)
-	}
-	if c.ageN > 0 && c.ageSum > 0 {
-		// Malcolm & Armitage eq. 2: mean age = totalAges/visits, as a
-		// rate visits/totalAges; no CI (ages at successive visits share
-		// the same last change, so they are not independent).
-		out.add(Estimate{Key: KeyMalcolmLastMod, Rate: float64(c.ageN) / c.ageSum})
-	}
-
 	mat, matOK := c.mat.estimates(cfg, out)
+	return c.best(cfg, mat, matOK, true)
+}
 
-	// Best-estimate rule (see doc.go).
+// best applies the best-estimate rule (see doc.go); withCI=false skips the
+// interval of the chosen estimator.
+func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool) (Estimate, bool) {
 	minN := int64(cfg.MinIntervals)
-	switch {
-	case haveLastMod && c.lmN >= minN && c.hasLastMod(cfg):
-		return lastmod, true
-	case n >= minN && haveImproved && (c.Regular(cfg) || !haveIrr):
-		return improved, true
-	case n >= minN && haveIrr:
-		return irr, true
-	case matOK && c.mat.n >= minN:
+	n := c.Intervals()
+	if c.lmN >= minN && c.hasLastMod(cfg) {
+		if e, ok := c.lastModEst(cfg, withCI); ok {
+			return e, true
+		}
+	}
+	if n >= minN {
+		if !c.Regular(cfg) {
+			if e, ok := c.irregularEst(cfg, withCI); ok {
+				return e, true
+			}
+		}
+		if e, ok := c.improvedEst(cfg, withCI); ok {
+			return e, true
+		}
+	}
+	if matOK && c.mat.n >= minN {
 		return mat, true
 	}
 	return Estimate{}, false
+}
+
+// bestRate is the best estimate's rate without any interval (for the
+// schedules).
+func (c *Change) bestRate(cfg *Config) (float64, bool) {
+	var mat Estimate
+	var matOK bool
+	if c.mat.n >= int64(cfg.MinIntervals) {
+		mat, matOK = c.mat.estimates(cfg, nil)
+	}
+	e, ok := c.best(cfg, mat, matOK, false)
+	return e.Rate, ok
+}
+
+// visitBase returns n, T and whether the visit estimators are defined
+// (n ≥ 1, T > 0).
+func (c *Change) visitBase() (n int64, T float64, ok bool) {
+	n, T = c.Intervals(), c.Span()
+	return n, T, n > 0 && T > 0
+}
+
+// naiveEst is CGM §4.1, X/T, with the Garwood interval of the
+// detected-change count.
+func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
+	_, T, ok := c.visitBase()
+	if !ok {
+		return Estimate{}, false
+	}
+	e := Estimate{Key: KeyNaive, Rate: float64(c.changes) / T}
+	if withCI {
+		pLo, pHi := cfg.tails()
+		lo, hi := garwood(float64(c.changes), pLo, pHi)
+		e.Lo, e.Hi, e.HasCI = lo/T, hi/T, true
+	}
+	return e, true
+}
+
+// improvedEst is CGM §4.2: r̂ = −log((X̄+0.5)/(n+0.5)), λ̂ = r̂·f, with the
+// Clopper–Pearson interval for θ = 1−e^{−r} mapped through r = −log(1−θ);
+// no interval at X = n (the upper bound is +∞).
+func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
+	n, T, ok := c.visitBase()
+	if !ok {
+		return Estimate{}, false
+	}
+	f := float64(n) / T
+	X := c.changes
+	e := Estimate{Key: KeyCGMImproved, Rate: ImprovedRatio(n, X) * f}
+	if withCI && X < n {
+		pLo, pHi := cfg.tails()
+		tl, th := clopperPearson(n, X, pLo, pHi)
+		e.Lo, e.Hi, e.HasCI = thetaToRatio(tl)*f, thetaToRatio(th)*f, true
+	}
+	return e, true
+}
+
+// bayesEst is CGM App. B: θ̂ = (X+α)/(n+α+β), λ̂ = −f·log(1−θ̂), with the
+// equal-tailed credible interval of the Beta(X+α, n−X+β) posterior.
+func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
+	n, T, ok := c.visitBase()
+	if !ok {
+		return Estimate{}, false
+	}
+	f := float64(n) / T
+	X := c.changes
+	th := BayesTheta(n, X, cfg.BetaAlpha, cfg.BetaBeta)
+	e := Estimate{Key: KeyBayesBeta, Rate: thetaToRatio(th) * f}
+	if withCI {
+		pLo, pHi := cfg.tails()
+		a, b := float64(X)+cfg.BetaAlpha, float64(n-X)+cfg.BetaBeta
+		e.Lo, e.Hi, e.HasCI = thetaToRatio(betaQuantile(a, b, pLo))*f, thetaToRatio(betaQuantile(a, b, pHi))*f, true
+	}
+	return e, true
+}
+
+// irregularEst is CGM §4.3, eq. 2, over the bucketed changed intervals,
+// with a Wald interval on log λ from the observed information; with no
+// change, λ̂ = 0 and the one-sided bound of the likelihood e^{−λU}.
+func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
+	if _, _, ok := c.visitBase(); !ok {
+		return Estimate{}, false
+	}
+	var ts, ws [NumBuckets]float64
+	k := c.changedBuckets(&ts, &ws)
+	l, info, ok := solveIrregular(ts[:k], ws[:k], c.unchanged)
+	if !ok {
+		return Estimate{}, false
+	}
+	e := Estimate{Key: KeyCGMIrregularMLE, Rate: l}
+	if withCI {
+		switch {
+		case l > 0 && info > 0:
+			// λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))).
+			w := cfg.z() / (l * math.Sqrt(info))
+			e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
+		case l == 0:
+			pLo, pHi := cfg.tails()
+			_, hi := garwood(0, pLo, pHi)
+			e.Hi, e.HasCI = hi/c.unchanged, true
+		}
+	}
+	return e, true
+}
+
+// malcolmNoLMEst is Malcolm & Armitage eq. 3 as a rate; no interval.
+func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
+	if _, _, ok := c.visitBase(); !ok {
+		return Estimate{}, false
+	}
+	r, _, ok := MalcolmNoLastModRate(c.Span(), c.unchanged, c.changes)
+	return Estimate{Key: KeyMalcolmNoLastMod, Rate: r}, ok
+}
+
+// lastModEst is CGM §5, Fig. 10 with the Estimate() of Fig. 13: X'/T, for
+// N ≥ 2 (App. D's correction needs n ≥ 2). The likelihood of the Fig. 10
+// data is exactly λ^X e^{−λT}, so the interval is the Garwood (Gamma)
+// interval for X over exposure T.
+func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
+	if c.lmN < 2 || !(c.lmT > 0) {
+		return Estimate{}, false
+	}
+	e := Estimate{Key: KeyCGMLastMod, Rate: LastModXPrime(c.lmN, c.lmX) / c.lmT}
+	if withCI {
+		pLo, pHi := cfg.tails()
+		lo, hi := garwood(float64(c.lmX), pLo, pHi)
+		e.Lo, e.Hi, e.HasCI = lo/c.lmT, hi/c.lmT, true
+	}
+	return e, true
+}
+
+// malcolmLMEst is Malcolm & Armitage eq. 2, mean age = totalAges/visits,
+// as the rate visits/totalAges; no interval (ages at successive visits
+// share the same last change, so they are not independent).
+func (c *Change) malcolmLMEst(_ *Config, _ bool) (Estimate, bool) {
+	if c.ageN == 0 || !(c.ageSum > 0) {
+		return Estimate{}, false
+	}
+	return Estimate{Key: KeyMalcolmLastMod, Rate: float64(c.ageN) / c.ageSum}, true
 }
 
 // ClassPosterior writes into out[:len(cfg.Classes)] the posterior

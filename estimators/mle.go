@@ -108,7 +108,7 @@ func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool)
 				continue
 			}
 			f += w * t / e
-			d -= w * t * t / (e * -math.Expm1(-x))
+			d -= w * t * t / (e * (e / (1 + e))) // 1 − e^{−x} = e/(1+e)
 		}
 		return f, d
 	}

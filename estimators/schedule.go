@@ -98,9 +98,8 @@ func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
 
 // cgmInterval is CGM Example 4's rule with the best estimate.
 func (c *Change) cgmInterval(cfg *Config) float64 {
-	best, ok := c.Estimate(c.last, cfg, nil)
-	if ok && best.Rate > 0 {
-		return c.clamp(cfg.CGMRatio/best.Rate, cfg)
+	if rate, ok := c.bestRate(cfg); ok && rate > 0 {
+		return c.clamp(cfg.CGMRatio/rate, cfg)
 	}
 	return c.clamp(math.Max(cfg.InitialInterval, c.Span()), cfg)
 }
