@@ -21,9 +21,15 @@ func TestKafkaConfigValidate(t *testing.T) {
 		{"minimal", func(*stream.KafkaConfig) {}, ""},
 		{"no brokers", func(c *stream.KafkaConfig) { c.Brokers = nil }, "Brokers"},
 		{"broker without port", func(c *stream.KafkaConfig) { c.Brokers = []string{"localhost"} }, "Brokers"},
-		{"plain", func(c *stream.KafkaConfig) { c.SASL = stream.KafkaSASLConfig{Mechanism: "PLAIN", Username: "u", Password: "p"} }, ""},
-		{"scram-256", func(c *stream.KafkaConfig) { c.SASL = stream.KafkaSASLConfig{Mechanism: "SCRAM-SHA-256", Username: "u"} }, ""},
-		{"scram-512", func(c *stream.KafkaConfig) { c.SASL = stream.KafkaSASLConfig{Mechanism: "SCRAM-SHA-512", Username: "u"} }, ""},
+		{"plain", func(c *stream.KafkaConfig) {
+			c.SASL = stream.KafkaSASLConfig{Mechanism: "PLAIN", Username: "u", Password: "p"}
+		}, ""},
+		{"scram-256", func(c *stream.KafkaConfig) {
+			c.SASL = stream.KafkaSASLConfig{Mechanism: "SCRAM-SHA-256", Username: "u"}
+		}, ""},
+		{"scram-512", func(c *stream.KafkaConfig) {
+			c.SASL = stream.KafkaSASLConfig{Mechanism: "SCRAM-SHA-512", Username: "u"}
+		}, ""},
 		{"sasl without user", func(c *stream.KafkaConfig) { c.SASL.Mechanism = "PLAIN" }, "SASL.Username"},
 		{"unknown mechanism", func(c *stream.KafkaConfig) { c.SASL.Mechanism = "GSSAPI" }, "SASL.Mechanism"},
 		{"cert without key", func(c *stream.KafkaConfig) { c.TLS = stream.KafkaTLSConfig{Enable: true, CertFile: "c.pem"} }, "TLS.CertFile"},
