@@ -26,6 +26,8 @@ type Env struct {
 	Seed  uint64
 	Data  string
 	Procs int
+	// php holds the real-data scores by (length index, schedule index).
+	php map[[2]int]map[string]*realScore
 }
 
 // reps scales a replication count down in quick mode.

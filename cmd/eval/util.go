@@ -124,3 +124,5 @@ func newEstConfig() *estimators.Config {
 	}
 	return &c
 }
+
+func mathExp(x float64) float64 { return math.Exp(x) }

@@ -1,0 +1,13 @@
+# Evaluation targets (owner: evaluation). Included by the top-level Makefile.
+# `make eval` regenerates docs/eval/REPORT.md and its plots (a few minutes on
+# 2 cores); `make eval-quick` is the CI variant (well under a minute) and
+# writes to a scratch directory so the committed report is not replaced.
+EVAL_DATA ?= $(abspath ../shared/data)
+EVAL_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/changerate-eval-quick
+
+.PHONY: eval eval-quick
+eval:
+	go run ./cmd/eval --out docs/eval --data $(EVAL_DATA)
+
+eval-quick:
+	go run ./cmd/eval --quick --out $(EVAL_QUICK_OUT) --data $(EVAL_DATA)
