@@ -72,11 +72,11 @@ type config struct {
 	Partitions          int           `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
 	ReplicationFactor   int           `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
 
-	TopicObservations  string `envconfig:"TOPIC_OBSERVATIONS" default:"observations" desc:"input topic"`
-	TopicEstimates     string `envconfig:"TOPIC_ESTIMATES" default:"estimates" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
-	TopicAccessReports string `envconfig:"TOPIC_ACCESS_REPORTS" default:"access-reports" desc:"output topic of per-period access reports"`
-	TopicAlerts        string `envconfig:"TOPIC_ALERTS" default:"alerts" desc:"output topic of rate-shift alerts"`
-	TopicDeadLetter    string `envconfig:"TOPIC_DEAD_LETTER" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
+	TopicObservations  string `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"input topic"`
+	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" default:"estimates" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
+	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" default:"access-reports" desc:"output topic of per-period access reports"`
+	TopicAlerts        string `envconfig:"ALERTS_TOPIC" default:"alerts" desc:"output topic of rate-shift alerts"`
+	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
 
 	RedisAddrs    []string `envconfig:"REDIS_ADDRS" desc:"comma-separated Redis addresses (host:port); several with REDIS_CLUSTER for a cluster"`
 	RedisCluster  bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
