@@ -40,9 +40,11 @@
 //     is defined at X = n (that is the point of the +0.5, App. B).
 //   - cgm_irregular_mle keeps the changed intervals in 128 log-spaced
 //     buckets (4 per octave, 1/16 s to 8.5 years), each standing for its
-//     geometric centre; U is exact. It is singular (absent) when U = 0. On
-//     the same data the bucketed root differs from the exact root
-//     (IrregularMLE) by 0.24% on average, at most 3.4%, and always by less than a tenth of its standard error (TestIrregularBucketError).
+//     geometric centre, all scaled so that their total equals the exact
+//     Σ t_ci; U is exact. It is singular (absent) when U = 0. On the same
+//     data the bucketed root differs from the exact root (IrregularMLE) by
+//     0.24% on average and at most 3.4% (few changes with λt ≫ 1), always
+//     less than a tenth of its own standard error (TestIrregularBucketError).
 //   - cgm_lastmod uses the intervals whose closing visit carried
 //     Last-Modified; T_i = Time − LastModified, the interval counts as
 //     changed when T_i < I_i. X' = 0 at X = 0 (footnote 5), X' = N−1 at
@@ -90,6 +92,22 @@
 //     choice across τ on real data (§6.2, §8).
 //
 // With fewer observations there is no best estimate (ok=false).
+//
+// Evaluation (TestBestRuleEvaluation, 2000 seeded objects per regime;
+// relative bias / relative RMSE of the chosen estimator, then rivals):
+//
+//	regular, no LM, r=1.5, n=30   cgm_improved +0.6%/0.25   naive −48%/0.48, bayes_beta −1.3%/0.22
+//	regular, no LM, r=0.3, n=30   cgm_improved −0.4%/0.36   naive −14%/0.30
+//	regular, LM, r=3, n=20        cgm_lastmod  −1.1%/0.23   cgm_improved −5.9%/0.24, malcolm_lastmod +6.6%/0.26
+//	regular, LM, r=0.5, n=20      cgm_lastmod  −0.9%/0.37   cgm_improved −1.0%/0.37
+//	irregular, no LM, r=1.5, n=60 cgm_irregular_mle +3.5%/0.22  cgm_improved −39%/0.40, malcolm_nolastmod −11%/0.19
+//	irregular, LM, r=1.5, n=30    cgm_lastmod  +1.0%/0.25   cgm_irregular_mle +5.9%/0.33
+//
+// Where a rival has a smaller RMSE, naive (small r) and malcolm_nolastmod
+// (irregular visits) pay with a bias that does not vanish with more data
+// (Thm 4.1; eq. 3 reduces to the MLE only for regular visits), and
+// bayes_beta depends on its prior (it shrinks θ towards α/(α+β)); the rule
+// prefers the prior-free, consistent estimator, as CGM do.
 // Access.Estimate names naive (direct data, at least MinIntervals accesses
 // after the first), else matloff_max.
 //
