@@ -13,9 +13,9 @@ type Access struct {
 
 // Access records one access at time t (seconds). Accesses may arrive out of
 // order; only the count and the earliest and latest times are kept.
-// Non-finite times are ignored.
+// Times outside ±MaxTime (or NaN) are ignored.
 func (a *Access) Access(t float64) {
-	if !finite(t) {
+	if !validTime(t) {
 		return
 	}
 	if a.n == 0 {
@@ -75,9 +75,9 @@ func (a *Access) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 	minN := int64(cfg.MinIntervals)
 	switch {
 	case haveNaive && a.n-1 >= minN:
-		return naive, true
+		return sane(naive, true)
 	case matOK && a.mat.n >= minN:
-		return mat, true
+		return sane(mat, true)
 	}
 	return Estimate{}, false
 }

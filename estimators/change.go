@@ -39,7 +39,7 @@ type Change struct {
 }
 
 // Visit records one visit in O(1) without allocation. The first accepted
-// visit is the baseline. A visit whose Time is not finite, or not later
+// visit is the baseline. A visit whose Time is not within ±MaxTime, or not later
 // than the latest visit (duplicates, out-of-order input), is ignored, which
 // the caller can detect through Visits(). Under Last-Modified, the time to
 // the previous change is T_i = Time − LastModified (clamped at 0); the
@@ -47,10 +47,10 @@ type Change struct {
 // independently of Changed.
 func (c *Change) Visit(v Visit) {
 	t := v.Time
-	if !finite(t) {
+	if !validTime(t) {
 		return
 	}
-	hasLM := v.HasLastModified && finite(v.LastModified)
+	hasLM := v.HasLastModified && validTime(v.LastModified)
 	age := 0.0
 	if hasLM {
 		age = t - v.LastModified
@@ -194,7 +194,7 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 		}
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return c.best(cfg, mat, matOK, true)
+	return sane(c.best(cfg, mat, matOK, true))
 }
 
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
@@ -231,7 +231,7 @@ func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := c.best(cfg, mat, matOK, false)
+	e, ok := sane(c.best(cfg, mat, matOK, false))
 	return e.Rate, ok
 }
 

@@ -148,8 +148,12 @@ func FuzzChangeDecode(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 		cfg := DefaultConfig()
-		c.Estimate(0, &cfg, nil)
-		c.NextVisit(0, &cfg)
+		var out Estimates
+		c.Estimate(0, &cfg, &out)
+		checkWellFormed(t, &out)
+		if tv, ok := c.NextVisit(0, &cfg); ok && !finite(tv) {
+			t.Fatalf("next visit %v", tv)
+		}
 	})
 }
 
@@ -173,6 +177,20 @@ func FuzzAccessDecode(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 		cfg := DefaultConfig()
-		a.Estimate(0, &cfg, nil)
+		var out Estimates
+		a.Estimate(0, &cfg, &out)
+		checkWellFormed(t, &out)
 	})
+}
+
+// checkWellFormed fails on an estimate that is not finite and non-negative
+// or lies outside its interval.
+func checkWellFormed(t *testing.T, out *Estimates) {
+	t.Helper()
+	for i := 0; i < out.Len(); i++ {
+		e := out.At(i)
+		if !finite(e.Rate) || e.Rate < 0 || (e.HasCI && !(finite(e.Lo) && finite(e.Hi) && e.Lo <= e.Rate*(1+1e-9) && e.Rate <= e.Hi*(1+1e-9))) {
+			t.Fatalf("bad estimate %+v", e)
+		}
+	}
 }

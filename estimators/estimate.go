@@ -1,5 +1,7 @@
 package estimators
 
+import "math"
+
 // Machine names of the estimators; they are the keys of every output.
 const (
 	KeyNaive            = "naive"
@@ -62,10 +64,28 @@ func (e *Estimates) Get(key string) (Estimate, bool) {
 	return Estimate{}, false
 }
 
-// add appends x; estimates beyond the capacity are dropped (cannot happen
-// with the keys of this package).
+// sane enforces the Estimate contract on a computed estimate: a rate that
+// is not finite and ≥ 0 makes the estimator undefined; an interval that is
+// not finite or does not contain the rate (possible only for states far
+// outside the models' range, e.g. decoded from crafted bytes) is dropped.
+func sane(x Estimate, ok bool) (Estimate, bool) {
+	if !ok || !(x.Rate >= 0) || math.IsInf(x.Rate, 1) {
+		return Estimate{}, false
+	}
+	if x.HasCI && !(x.Lo >= 0 && x.Lo <= x.Rate*(1+1e-12) && x.Rate <= x.Hi*(1+1e-12) && !math.IsInf(x.Hi, 1)) {
+		x.Lo, x.Hi, x.HasCI = 0, 0, false
+	}
+	if !x.HasCI {
+		x.Lo, x.Hi = 0, 0
+	}
+	return x, true
+}
+
+// add appends x after sane; estimates beyond the capacity are dropped
+// (cannot happen with the keys of this package).
 func (e *Estimates) add(x Estimate) {
-	if e == nil || e.n >= MaxEstimates {
+	x, ok := sane(x, true)
+	if e == nil || !ok || e.n >= MaxEstimates {
 		return
 	}
 	e.e[e.n] = x

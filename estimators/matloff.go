@@ -36,13 +36,21 @@ type matloffState struct {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
+// MaxTime bounds the magnitude of accepted times and durations (seconds,
+// about 317,000 years), so that no sum of squares or count product in the
+// state can overflow.
+const MaxTime = 1e13
+
+// validTime reports whether |t| < MaxTime (false for NaN).
+func validTime(t float64) bool { return t > -MaxTime && t < MaxTime }
+
 func (s *matloffState) add(p Snapshot) {
-	if !posFinite(p.Period) || !finite(p.Time) {
+	if !(p.Period > 0 && p.Period < MaxTime) || !validTime(p.Time) {
 		return
 	}
 	s.n++
 	s.sumTau += p.Period
-	if !p.HasEvent || !finite(p.LastEvent) {
+	if !p.HasEvent || !validTime(p.LastEvent) {
 		return
 	}
 	start := p.Time - p.Period
