@@ -21,6 +21,9 @@ type Position struct {
 	Gzip bool `json:"gzip,omitempty"`
 	// Lines is the number of lines (records) read up to Offset.
 	Lines int64 `json:"lines"`
+	// Epoch counts truncations of a followed file (same inode, read again
+	// from the start); it is part of the observations' Source.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 type checkpointFile struct {

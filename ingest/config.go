@@ -11,6 +11,15 @@
 // the checkpoint file survives, nothing is repeated (the checkpoint is
 // rewritten atomically after every acknowledged batch).
 //
+// Every observation carries its Source and Offset (records.Observation):
+// Source is "absolute-path@inode" of the input file (with ".N" after the
+// N-th truncation of a followed file), Offset the byte offset just after its
+// line in the (decompressed) input, or the 1-based record number for WARC;
+// offsets grow strictly along a source, so the aggregator can drop
+// observations delivered again after a crash between a Sink.Write and the
+// checkpoint. Stdin has no Source (its offsets mean nothing across runs).
+// A jsonl line that already names a source keeps its own.
+//
 // Bad input never stops ingest: each rejected line is counted (metric
 // changerate_ingest_rejects_total{format,reason}) and written, with its
 // reason and position, as a records.DeadLetter to the dead-letter topic.

@@ -65,6 +65,14 @@ func AppendObservation(dst []byte, o *records.Observation) []byte {
 		dst = append(dst, `,"format":`...)
 		dst = appendString(dst, o.Format)
 	}
+	if o.Source != "" {
+		dst = append(dst, `,"source":`...)
+		dst = appendString(dst, o.Source)
+	}
+	if o.Offset != 0 {
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, o.Offset, 10)
+	}
 	return append(dst, '}')
 }
 

@@ -15,7 +15,8 @@ func encodeCases() []records.Observation {
 	return []records.Observation{
 		{Object: "http://a.example/", Time: t0, Kind: records.KindAccess},
 		{Object: "http://a.example/<x>&\"\\\u2028\u2029\x00\x1f\b\f\n\r\t\xff", Site: "a.example", Time: t0, Kind: records.KindVisit,
-			Changed: records.Changed, Digest: "sha1:X", LastModified: t0.Add(-time.Hour), Status: -5003, Format: "heritrix"},
+			Changed: records.Changed, Digest: "sha1:X", LastModified: t0.Add(-time.Hour), Status: -5003, Format: "heritrix",
+			Source: "/var/log/a.log@12", Offset: 123456789},
 		{Object: "o", Time: t0, Kind: records.KindRevalidation, Changed: records.Unchanged, Status: 304},
 		{Object: "o", Time: t0, Kind: records.KindSnapshot, PeriodS: 86400, LastEvent: t0.Add(-time.Minute), Event: records.EventAccess},
 		{Object: "o", Time: t0, Kind: records.KindSnapshot, PeriodS: 1e-7, Event: records.EventModification},
@@ -50,6 +51,7 @@ func FuzzAppendObservation(f *testing.F) {
 	f.Add("http://a/", "a", "sha1:x", "squid", int64(0), int64(1), 200, 1.5, int8(1))
 	f.Add("\xff<>&\u2028", "", "", "", int64(-1e9), int64(5), -5003, 1e-9, int8(2))
 	f.Fuzz(func(t *testing.T, object, site, digest, format string, sec, lm int64, status int, period float64, ch int8) {
+		source, offset := format+site, lm-sec
 		if math.IsNaN(period) || math.IsInf(period, 0) {
 			return
 		}
@@ -58,7 +60,7 @@ func FuzzAppendObservation(f *testing.F) {
 			return
 		}
 		o := records.Observation{Object: object, Site: site, Time: tm, Kind: records.KindVisit, Digest: digest, Format: format,
-			Status: status, PeriodS: period, Changed: records.Change(((ch % 3) + 3) % 3)}
+			Status: status, PeriodS: period, Changed: records.Change(((ch % 3) + 3) % 3), Source: source, Offset: offset}
 		if lm > 0 {
 			o.LastModified = time.Unix(lm%253402300799, 0).UTC()
 		}

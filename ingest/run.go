@@ -287,6 +287,10 @@ type worker struct {
 	arena []byte
 	sum   *InputSummary
 
+	// source and offset of the current line, written into observations
+	source string
+	epoch  int64
+	offset int64
 	// position to checkpoint once the pending batch is acknowledged
 	key      string
 	pos      Position
@@ -436,6 +440,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 	lr := newLineReader(o.br, w.r.cfg.MaxLineBytes, start.Offset)
 	lineNo := start.Lines
 	w.key = key
+	w.setSource(key, o, start.Epoch)
 	rotated := false
 	prefix := name
 	if name == "-" {
@@ -448,7 +453,8 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 		line, tooLong, err := lr.next(!follow || rotated)
 		if err == nil {
 			lineNo++
-			w.pos = Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Gzip: o.gz, Lines: lineNo}
+			w.pos = Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Gzip: o.gz, Lines: lineNo, Epoch: w.epoch}
+			w.offset = lr.off
 			w.dirtyPos = true
 			if err := w.line(ctx, prefix, lineNo, line, tooLong); err != nil {
 				return err
@@ -475,6 +481,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			o = no
 			lr.reset(o.br, 0)
 			lineNo = 0
+			w.setSource(key, o, 0)
 			rotated = false
 			w.r.log.Info("ingest: followed file was rotated; reading the new one", "input", name)
 			continue
@@ -498,6 +505,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			o.br.Reset(o.f)
 			lr.reset(o.br, 0)
 			lineNo = 0
+			w.setSource(key, o, w.epoch+1)
 		}
 	}
 }
@@ -524,8 +532,27 @@ func (w *worker) line(ctx context.Context, prefix string, lineNo int64, line []b
 	return w.deadLetter(ctx, prefix, lineNo, reason, err, line)
 }
 
+// setSource sets the Source of the observations of the current input:
+// "path@inode" (plus ".epoch" after truncations), so that a rotated or
+// truncated file, whose offsets start again at 0, is another source. Stdin
+// has no source: its offsets mean nothing across runs.
+func (w *worker) setSource(key string, o *opened, epoch int64) {
+	w.epoch = epoch
+	if key == "-" {
+		w.source = ""
+		return
+	}
+	w.source = key + "@" + strconv.FormatUint(o.ino, 10)
+	if epoch > 0 {
+		w.source += "." + strconv.FormatInt(epoch, 10)
+	}
+}
+
 func (w *worker) emit(ctx context.Context) error {
 	o := &w.obs
+	if o.Source == "" {
+		o.Source, o.Offset = w.source, w.offset
+	}
 	ks := len(w.arena)
 	w.arena = append(w.arena, o.Object...)
 	vs := len(w.arena)

@@ -88,6 +88,17 @@ func TestRunPlainAndGzip(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(append(want, want...)) {
 		t.Fatalf("objects %v", got)
 	}
+	var lastOff int64
+	for i, m := range sink.Messages(stream.TopicObservations)[:3] {
+		o, _ := records.DecodeObservation(m.Value)
+		if !strings.HasPrefix(o.Source, plain+"@") || o.Offset <= lastOff {
+			t.Fatalf("observation %d: source %q offset %d (previous %d)", i, o.Source, o.Offset, lastOff)
+		}
+		lastOff = o.Offset
+	}
+	if want := int64(len(strings.SplitAfterN(squidLines, "\n", 3)[0]) + len(strings.SplitAfterN(squidLines, "\n", 3)[1])); lastOff <= want {
+		t.Fatalf("third offset %d", lastOff)
+	}
 	dl := deadLetters(t, sink)
 	if len(dl) != 2 || dl[0].Reason != "fields" || dl[0].Position != plain+":4" || dl[0].Input != "this line is broken" || dl[1].Position != gz+":4" {
 		t.Fatalf("dead letters %+v", dl)

@@ -110,11 +110,14 @@ func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
 	return e.object, e.site, e.err
 }
 
-// CanonicalRef resolves ref (a path such as "/a/b?c", or an absolute URL)
-// against base and canonicalises the result. base must end without a slash
-// ("http://example.com"). It shares the cache with Canonical.
+// CanonicalRef resolves an HTTP request target against base and
+// canonicalises the result: an origin-form target (starting with '/', also
+// "//x", which is a path in a request line, not a network-path reference)
+// is appended to base; anything else is taken as an absolute URL. base must
+// end without a slash ("http://example.com"). It shares the cache with
+// Canonical.
 func (c *Canonicalizer) CanonicalRef(base string, ref []byte) (object, site string, err error) {
-	if len(ref) > 0 && ref[0] == '/' && !(len(ref) > 1 && ref[1] == '/') {
+	if len(ref) > 0 && ref[0] == '/' {
 		c.scratch = append(append(c.scratch[:0], base...), ref...)
 		return c.Canonical(c.scratch)
 	}

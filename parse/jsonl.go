@@ -46,8 +46,7 @@ func (p *jsonlParser) Parse(line []byte, obs *records.Observation) error {
 		}
 		return &Error{Reason: reason, Err: err}
 	}
-	if strings.HasPrefix(o.Object, "http://") || strings.HasPrefix(o.Object, "https://") ||
-		strings.HasPrefix(o.Object, "HTTP://") || strings.HasPrefix(o.Object, "HTTPS://") {
+	if hasHTTPPrefix([]byte(o.Object)) {
 		obj, site, cerr := p.canon.Canonical([]byte(o.Object))
 		if cerr != nil {
 			return cerr

@@ -69,21 +69,20 @@ func (e *Error) Unwrap() error { return e.Err }
 // Reasons used by the parsers. They are stable: dashboards and alerts use
 // them as label values.
 const (
-	ReasonFields    = "fields"     // wrong number or shape of fields
-	ReasonTime      = "time"       // unparsable timestamp
-	ReasonNoZone    = "no-zone"    // timestamp without a zone and no Config.Zone
-	ReasonURL       = "url"        // URL that the canonicaliser rejects
-	ReasonStatus    = "status"     // unparsable status or result code
-	ReasonNumber    = "number"     // other unparsable number
-	ReasonJSON      = "json"       // malformed JSON
-	ReasonInvalid   = "invalid"    // a record that decodes but fails validation
-	ReasonEncoding  = "encoding"   // not valid UTF-8 where it must be
-	ReasonWARC      = "warc"       // malformed WARC record
-	ReasonComment   = "comment"    // skipped: comment or header line
-	ReasonEmpty     = "empty"      // skipped: blank line
-	ReasonConnect   = "connect"    // skipped: CONNECT tunnel (no object URL)
-	ReasonNoObject  = "no-object"  // skipped: a record that names no object
-	ReasonNotStored = "not-stored" // skipped: store.log action without content
+	ReasonFields   = "fields"    // wrong number or shape of fields
+	ReasonTime     = "time"      // unparsable timestamp
+	ReasonNoZone   = "no-zone"   // timestamp without a zone and no Config.Zone
+	ReasonURL      = "url"       // URL that the canonicaliser rejects
+	ReasonStatus   = "status"    // unparsable status or result code
+	ReasonNumber   = "number"    // other unparsable number
+	ReasonJSON     = "json"      // malformed JSON
+	ReasonInvalid  = "invalid"   // a record that decodes but fails validation
+	ReasonEncoding = "encoding"  // not valid UTF-8 where it must be
+	ReasonWARC     = "warc"      // malformed WARC record
+	ReasonComment  = "comment"   // skipped: comment or header line
+	ReasonEmpty    = "empty"     // skipped: blank line
+	ReasonConnect  = "connect"   // skipped: CONNECT tunnel (no object URL)
+	ReasonNoObject = "no-object" // skipped: a record that names no object
 )
 
 func reject(reason string, format string, args ...any) error {
@@ -160,10 +159,17 @@ type factory struct {
 
 func factories() map[string]factory {
 	return map[string]factory{
-		"squid":    {doc: "Squid native access.log, or a custom logformat (Config.SquidLogformat)", line: newSquid},
-		"heritrix": {doc: "Heritrix crawl.log (H1 and H3)", line: newHeritrix},
-		"jsonl":    {doc: "the project's JSON-lines observation schema", line: newJSONL},
-		"warc":     {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (a record format: NewRecordReader)", isRec: true},
+		"squid":         {doc: "Squid native access.log, or a custom logformat (Config.SquidLogformat)", line: newSquid},
+		"heritrix":      {doc: "Heritrix crawl.log (H1 and H3)", line: newHeritrix},
+		"jsonl":         {doc: "the project's JSON-lines observation schema", line: newJSONL},
+		"clf":           {doc: "Common and Combined Log Format (Apache, nginx), also with a leading vhost", line: newCLF},
+		"storelog":      {doc: "Squid store.log", line: newStoreLog},
+		"heritrix-json": {doc: "Heritrix KafkaCrawlLogFeed JSON, one message per line", line: newHeritrixJSON},
+		"snapshot":      {doc: "snapshot lines of indirect data (Matloff): object poll_time period last_event|- access|modification", line: newSnapshot},
+		"nasa-tsv":      {doc: "Indeed's TSV of the NASA-HTTP trace (host logname time method url response bytes ...)", line: newNASATSV},
+		"worldcup-csv":  {doc: "WorldCup98 CSV (ClientID,DD/Mon/YYYY,HH:MM:SS,URL,Status,Bytes); needs a zone (UTC)", line: newWorldCupCSV},
+		"changes-tsv":   {doc: "path<TAB>unix-time lines of true change times (git history): a visit that saw a change", line: newChangesTSV},
+		"warc":          {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (a record format: NewRecordReader)", isRec: true},
 	}
 }
 
