@@ -402,3 +402,24 @@ func (c *Change) ClassPosterior(cfg *Config, out []float64) bool {
 	}
 	return true
 }
+
+// MeanAge is Malcolm & Armitage eq. 2 as an interval: the mean object age
+// (seconds) over the visits that carried Last-Modified; ok=false without
+// such visits or with zero total age.
+func (c *Change) MeanAge() (seconds float64, ok bool) {
+	if c.ageN == 0 || !(c.ageSum > 0) {
+		return 0, false
+	}
+	return c.ageSum / float64(c.ageN), true
+}
+
+// NoLastModInterval is Malcolm & Armitage eq. 3's bias-corrected average
+// change interval avgChgInterval = I'/(1 + I'/P) (seconds); ok=false when
+// eq. 3 is undefined (no change, or no unchanged time).
+func (c *Change) NoLastModInterval() (seconds float64, ok bool) {
+	if _, _, ok := c.visitBase(); !ok {
+		return 0, false
+	}
+	_, iv, ok := MalcolmNoLastModRate(c.Span(), c.unchanged, c.changes)
+	return iv, ok
+}

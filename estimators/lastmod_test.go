@@ -153,4 +153,9 @@ func TestCGMLastModByHand(t *testing.T) {
 	// Malcolm & Armitage eq. 2: ages 2, 4, 14, 3 h → mean 5.75 h.
 	ml, _ := out.Get(KeyMalcolmLastMod)
 	near(t, "malcolm_lastmod interval h", 1/(ml.Rate*hour), 23.0/4, 1e-12)
+	age, ok := c.MeanAge()
+	near(t, "MeanAge h", age/hour, 23.0/4, 1e-12)
+	if !ok {
+		t.Error("MeanAge undefined")
+	}
 }

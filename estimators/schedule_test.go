@@ -67,7 +67,7 @@ func TestListing2(t *testing.T) {
 	cfg := mustCfg(t)
 	// est ≤ SOFT_MAX: interval = est (eq. 3 bias-corrected interval).
 	c := regular(hour, []bool{true, false, true, false, false, true, false, false})
-	_, est, _ := MalcolmNoLastModRate(c.Span(), c.unchanged, c.changes)
+	est, _ := c.NoLastModInterval()
 	iv, _ := c.NextInterval(cfg)
 	near(t, "est", iv, est, 1e-9)
 	// est > SOFT_MAX_INTERVAL: cap at 2 days unless est/3 is larger.
