@@ -2,6 +2,8 @@ package state
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +54,7 @@ type Redis struct {
 	owned   bool // Close closes c
 	cfg     RedisConfig
 	ttlMS   string
+	compact bool
 	log     *slog.Logger
 	metrics *metrics
 
@@ -73,27 +76,42 @@ const (
 	codeOK       = 0
 	codeFenced   = 1
 	codeMismatch = 2
+	codeOwner    = 3
 )
 
-// claimScript: KEYS[1] meta; ARGV[1] epoch. Returns {code, stored epoch,
-// stored next}; "" for none.
+// claimScript: KEYS[1] meta; ARGV[1] epoch, ARGV[2] owner (compact keys:
+// the partition's full name, checked against collisions; "" otherwise).
+// Returns {code, stored epoch or owner, stored next}; "" for none.
 var claimScript = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'epoch', 'next')
+local st = redis.call('HMGET', KEYS[1], 'epoch', 'next', 'owner')
+if ARGV[2] ~= '' and st[3] and st[3] ~= ARGV[2] then
+  return {3, st[3], ''}
+end
 if st[1] and tonumber(st[1]) > tonumber(ARGV[1]) then
   return {1, st[1], st[2] or ''}
 end
 if st[1] ~= ARGV[1] then
   redis.call('HSET', KEYS[1], 'epoch', ARGV[1])
 end
+if ARGV[2] ~= '' and not st[3] then
+  redis.call('HSET', KEYS[1], 'owner', ARGV[2])
+end
 return {0, ARGV[1], st[2] or ''}
 `)
 
 // commitScript: KEYS[1] meta, KEYS[2..] objects; ARGV[1] epoch, ARGV[2]
 // from, ARGV[3] to, ARGV[4] TTL in ms (0: none), ARGV[5] one byte per
-// object ('s' set, 'd' delete), ARGV[6..] the values of the 's' objects in
-// order. Returns {code, stored epoch, stored next}.
+// object ('s' set, 'd' delete), ARGV[6] owner (as for claimScript),
+// ARGV[7..] the values of the 's' objects in order. Returns {code, stored
+// epoch or owner, stored next}.
 var commitScript = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'epoch', 'next')
+local st = redis.call('HMGET', KEYS[1], 'epoch', 'next', 'owner')
+if ARGV[6] ~= '' and st[3] ~= ARGV[6] then
+  if st[3] then
+    return {3, st[3], ''}
+  end
+  return {1, '', ''}
+end
 if not st[1] or st[1] ~= ARGV[1] then
   return {1, st[1] or '', st[2] or ''}
 end
@@ -103,7 +121,7 @@ if nxt ~= ARGV[2] then
 end
 local ttl = tonumber(ARGV[4])
 local ops = ARGV[5]
-local v = 6
+local v = 7
 for i = 1, #ops do
   if string.byte(ops, i) == 115 then
     if ttl > 0 then
@@ -156,7 +174,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 		return nil, err
 	}
 	r := &Redis{c: c, owned: owned, cfg: cfg, ttlMS: strconv.FormatInt(cfg.IdleTTL.Milliseconds(), 10),
-		log: logger.With("component", "state.redis"), metrics: m}
+		compact: cfg.KeyFormat == KeyFormatCompact, log: logger.With("component", "state.redis"), metrics: m}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -266,15 +284,6 @@ func (r *Redis) subscribeExpired(ctx context.Context) error {
 	return nil
 }
 
-// isObjectKey reports whether key is an object key of this store's prefix.
-func (r *Redis) isObjectKey(key string) bool {
-	if len(key) < 2 || key[0] != '{' || !strings.HasPrefix(key[1:], r.cfg.KeyPrefix) {
-		return false
-	}
-	end := strings.IndexByte(key, '}')
-	return end > 0 && strings.HasPrefix(key[end+1:], ":o:")
-}
-
 // Expired returns how many of this store's objects (by KeyPrefix) expired
 // since NewRedis, as seen through keyspace notifications (see Redis).
 func (r *Redis) Expired() uint64 { return r.expired.Load() }
@@ -282,9 +291,33 @@ func (r *Redis) Expired() uint64 { return r.expired.Load() }
 // Client returns the underlying client.
 func (r *Redis) Client() redis.UniversalClient { return r.c }
 
-// tag returns "{<prefix><topic>:<id>}".
+// b64 is the alphabet of compact tags: no '{', '}' or glob characters.
+const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// compactKeyLen is the length of a compact object key: Redis stores a key
+// of at most 14 bytes (1-byte sds header + NUL) in a 16-byte allocation.
+const compactKeyLen = 14
+
+// tag returns the hash tag of p's keys, braces included: readable
+// "{<prefix><topic>:<id>}"; compact "{" + one character for prefix+topic +
+// the ID in base 64 (little-endian digits) + "}".
 func (r *Redis) tag(p Partition) string {
 	var b strings.Builder
+	if r.compact {
+		h := sha256.Sum256([]byte(r.cfg.KeyPrefix + p.Topic))
+		b.WriteByte('{')
+		b.WriteByte(b64[h[0]&63])
+		id := uint32(p.ID)
+		for {
+			b.WriteByte(b64[id&63])
+			id >>= 6
+			if id == 0 {
+				break
+			}
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
 	b.Grow(len(r.cfg.KeyPrefix) + len(p.Topic) + 14)
 	b.WriteByte('{')
 	b.WriteString(r.cfg.KeyPrefix)
@@ -295,11 +328,56 @@ func (r *Redis) tag(p Partition) string {
 	return b.String()
 }
 
-// MetaKey returns the key of p's epoch and offset hash.
+// owner is what compact keys record in the meta hash to detect two
+// partitions with the same tag; "" for readable keys, whose tags are unique.
+func (r *Redis) owner(p Partition) string {
+	if !r.compact {
+		return ""
+	}
+	return r.cfg.KeyPrefix + p.Topic + ":" + strconv.Itoa(int(p.ID))
+}
+
+// objectKey returns the key of object under tag.
+func (r *Redis) objectKey(tag, object string) string {
+	if !r.compact {
+		return tag + ":o:" + object
+	}
+	h := sha256.Sum256([]byte(object))
+	n := compactKeyLen - len(tag)
+	return tag + string(h[:n])
+}
+
+// MetaKey returns the key of p's hash of epoch, next offset and (compact
+// keys) owner.
 func (r *Redis) MetaKey(p Partition) string { return r.tag(p) + ":meta" }
 
 // ObjectKey returns the key of object's value in p.
-func (r *Redis) ObjectKey(p Partition, object string) string { return r.tag(p) + ":o:" + object }
+func (r *Redis) ObjectKey(p Partition, object string) string { return r.objectKey(r.tag(p), object) }
+
+// SnapshotName returns the name under which Snapshot reports object:
+// object itself for readable keys, "#" + hex of its key's hash for compact
+// keys (which do not store the name).
+func (r *Redis) SnapshotName(p Partition, object string) string {
+	if !r.compact {
+		return object
+	}
+	tag := r.tag(p)
+	return "#" + hex.EncodeToString([]byte(r.objectKey(tag, object)[len(tag):]))
+}
+
+// isObjectKey reports whether key is an object key of this store: for
+// readable keys, one with this KeyPrefix; for compact keys, any compact key
+// (they do not carry the prefix).
+func (r *Redis) isObjectKey(key string) bool {
+	if len(key) < 2 || key[0] != '{' {
+		return false
+	}
+	end := strings.IndexByte(key, '}')
+	if r.compact {
+		return len(key) == compactKeyLen && end >= 3 && end <= 5
+	}
+	return end > 0 && strings.HasPrefix(key[1:], r.cfg.KeyPrefix) && strings.HasPrefix(key[end+1:], ":o:")
+}
 
 func (r *Redis) observe(op string, start time.Time, err error) {
 	r.metrics.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
@@ -330,7 +408,7 @@ func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, err
 		return 0, err
 	}
 	start := time.Now()
-	v, err := claimScript.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10)).Result()
+	v, err := claimScript.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10), r.owner(p)).Result()
 	r.observe("claim", start, err)
 	if err != nil {
 		return 0, fmt.Errorf("state: claim %v: %w", p, err)
@@ -339,9 +417,15 @@ func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	if code == codeFenced {
+	switch code {
+	case codeOK:
+	case codeFenced:
 		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
 		return 0, fmt.Errorf("state: claim %v with epoch %d, stored epoch %s: %w", p, epoch, stored, ErrFenced)
+	case codeOwner:
+		return 0, fmt.Errorf("state: claim %v: its compact keys are used by %q: %w", p, stored, ErrKeyCollision)
+	default:
+		return 0, fmt.Errorf("state: claim %v: unexpected script code %d", p, code)
 	}
 	if next == "" {
 		return -1, nil
@@ -361,10 +445,10 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 	if len(objects) == 0 {
 		return dst, nil
 	}
-	tag := r.tag(p) + ":o:"
+	tag := r.tag(p)
 	keys := make([]string, len(objects))
 	for i, o := range objects {
-		keys[i] = tag + o
+		keys[i] = r.objectKey(tag, o)
 	}
 	start := time.Now()
 	vals, err := r.c.MGet(ctx, keys...).Result()
@@ -399,13 +483,14 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 	keys := make([]string, 1, len(writes)+1)
 	keys[0] = tag + ":meta"
 	ops := make([]byte, len(writes))
-	args := make([]any, 5, 5+len(writes))
+	args := make([]any, 6, 6+len(writes))
 	args[0] = strconv.FormatInt(epoch, 10)
 	args[1] = strconv.FormatInt(from, 10)
 	args[2] = strconv.FormatInt(to, 10)
 	args[3] = r.ttlMS
+	args[5] = r.owner(p)
 	for i, w := range writes {
-		keys = append(keys, tag+":o:"+w.Object)
+		keys = append(keys, r.objectKey(tag, w.Object))
 		if w.Value == nil {
 			ops[i] = 'd'
 			continue
@@ -438,6 +523,8 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 	case codeMismatch:
 		r.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
 		return fmt.Errorf("state: commit %v from offset %d, stored %s: %w", p, from, next, ErrOffsetMismatch)
+	case codeOwner:
+		return fmt.Errorf("state: commit %v: its compact keys are used by %q: %w", p, storedEpoch, ErrKeyCollision)
 	default:
 		return fmt.Errorf("state: commit %v: unexpected script code %d", p, code)
 	}
@@ -504,7 +591,11 @@ func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapsh
 			}
 		}
 	}
-	prefix := r.tag(p) + ":o:"
+	tag := r.tag(p)
+	prefix := tag + ":o:"
+	if r.compact {
+		prefix = tag
+	}
 	var cursor uint64
 	for {
 		keys, next, err := node.Scan(ctx, cursor, escapeGlob(prefix)+"*", 1000).Result()
@@ -517,9 +608,18 @@ func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapsh
 				return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: %w", p, err)
 			}
 			for i, v := range vals {
-				if s, ok := v.(string); ok {
-					snap.Objects[strings.TrimPrefix(keys[i], prefix)] = []byte(s)
+				s, ok := v.(string)
+				if !ok {
+					continue
 				}
+				name := strings.TrimPrefix(keys[i], prefix)
+				if r.compact {
+					if len(keys[i]) != compactKeyLen {
+						continue // the meta key
+					}
+					name = "#" + hex.EncodeToString([]byte(name))
+				}
+				snap.Objects[name] = []byte(s)
 			}
 		}
 		if next == 0 {

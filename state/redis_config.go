@@ -33,6 +33,16 @@ type RedisConfig struct {
 	// are "{<KeyPrefix><topic>:<id>}:meta" and "{...}:o:<object>". It may
 	// not contain '{' or '}'. Default "cr:".
 	KeyPrefix string
+	// KeyFormat selects the object key layout (see Redis):
+	//   "readable" (default): "{<KeyPrefix><topic>:<id>}:o:<object>".
+	//   "compact": 14 bytes, "{<tag>}<hash>", where tag (2-4 characters)
+	//              is one character for KeyPrefix+topic and the partition
+	//              ID in base 64, and hash the first 8-10 bytes of
+	//              SHA-256(object) (10 for IDs < 64, 9 below 4096), so that
+	//              a 180-byte value takes 248 bytes in MEMORY USAGE. Two
+	//              topics whose tags collide (chance 1/64 per pair) are
+	//              detected at Claim (ErrKeyCollision): change KeyPrefix.
+	KeyFormat string
 	// IdleTTL is how long an object lives after its last Commit (SET ...
 	// PX). Default 0: objects never expire. At least 1ms when set.
 	IdleTTL time.Duration
@@ -73,6 +83,12 @@ type RedisTLS struct {
 	InsecureSkipVerify bool
 }
 
+// Key formats of RedisConfig.KeyFormat.
+const (
+	KeyFormatReadable = "readable"
+	KeyFormatCompact  = "compact"
+)
+
 // Expiry event modes of RedisConfig.ExpiryEvents.
 const (
 	ExpiryEventsConfig    = "config"
@@ -86,6 +102,9 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	}
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = "cr:"
+	}
+	if c.KeyFormat == "" {
+		c.KeyFormat = KeyFormatReadable
 	}
 	if c.ExpiryEvents == "" {
 		c.ExpiryEvents = ExpiryEventsConfig
@@ -122,6 +141,11 @@ func (c RedisConfig) Validate() error {
 	}
 	if c.IdleTTL < 0 || (c.IdleTTL > 0 && c.IdleTTL < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("IdleTTL: %v must be 0 (never) or at least 1ms", c.IdleTTL))
+	}
+	switch c.KeyFormat {
+	case KeyFormatReadable, KeyFormatCompact:
+	default:
+		errs = append(errs, fmt.Errorf("KeyFormat: %q is not readable or compact", c.KeyFormat))
 	}
 	switch c.ExpiryEvents {
 	case ExpiryEventsConfig, ExpiryEventsSubscribe, ExpiryEventsOff:

@@ -29,6 +29,11 @@ var ErrFenced = errors.New("state: partition owned by a newer epoch")
 // (Claim again) before processing more.
 var ErrOffsetMismatch = errors.New("state: stored offset differs from the batch start")
 
+// ErrKeyCollision is returned by a Redis store with compact keys when two
+// partitions (different KeyPrefix+topic, same tag) would share keys: choose
+// another KeyPrefix. Nothing was written.
+var ErrKeyCollision = errors.New("state: partitions share compact Redis keys")
+
 // Partition names one partition of one input topic. All keys of a partition
 // share one Redis Cluster hash slot.
 type Partition struct {

@@ -26,6 +26,8 @@ type env struct {
 	// expired waits until the store has counted at least n expired objects
 	// (Redis counts asynchronously) and returns the count.
 	expired func(t *testing.T, n uint64) uint64
+	// name maps an object to its name in Snapshot.
+	name func(p state.Partition, object string) string
 }
 
 // impl builds an env for a test; ttl 0 means no expiry.
@@ -55,7 +57,7 @@ func memoryImpl() impl {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return env{store: m, reg: reg, advance: clk.Add, expired: func(t *testing.T, n uint64) uint64 {
+		return env{store: m, reg: reg, advance: clk.Add, name: func(_ state.Partition, o string) string { return o }, expired: func(t *testing.T, n uint64) uint64 {
 			m.Sweep()
 			return m.Expired()
 		}}
@@ -78,15 +80,22 @@ func uniquePrefix(t *testing.T) string {
 
 // redisImpl runs the suite against one server (or cluster) shared by all
 // subtests of the parent test, each with its own key prefix.
-func redisImpl(name string, client func(t *testing.T) redisClient) impl {
+func redisImpl(name, format string, client func(t *testing.T) redisClient) impl {
 	return impl{name: name, open: func(t *testing.T, ttl time.Duration) env {
 		reg := prometheus.NewRegistry()
-		r, err := state.NewRedisFromClient(client(t), state.RedisConfig{KeyPrefix: uniquePrefix(t), IdleTTL: ttl}, nil, reg)
+		c := client(t)
+		if format == state.KeyFormatCompact {
+			// Compact keys do not carry the prefix: with many prefixes on
+			// one server, tags would collide (ErrKeyCollision). Tests run
+			// one at a time, so start each from an empty server.
+			flushAll(t, c)
+		}
+		r, err := state.NewRedisFromClient(c, state.RedisConfig{KeyPrefix: uniquePrefix(t), IdleTTL: ttl, KeyFormat: format}, nil, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = r.Close() })
-		return env{store: r, reg: reg, advance: time.Sleep, expired: func(t *testing.T, n uint64) uint64 {
+		return env{store: r, reg: reg, advance: time.Sleep, name: r.SnapshotName, expired: func(t *testing.T, n uint64) uint64 {
 			return waitExpired(t, r, n)
 		}}
 	}}
@@ -109,8 +118,10 @@ type redisClient = redis.UniversalClient
 func impls() []impl {
 	return []impl{
 		memoryImpl(),
-		redisImpl("redis", func(t *testing.T) redisClient { return sharedServer(t).Client }),
-		redisImpl("cluster", func(t *testing.T) redisClient { return sharedCluster(t).Client }),
+		redisImpl("redis", state.KeyFormatReadable, func(t *testing.T) redisClient { return sharedServer(t).Client }),
+		redisImpl("cluster", state.KeyFormatReadable, func(t *testing.T) redisClient { return sharedCluster(t).Client }),
+		redisImpl("redis-compact", state.KeyFormatCompact, func(t *testing.T) redisClient { return sharedServer(t).Client }),
+		redisImpl("cluster-compact", state.KeyFormatCompact, func(t *testing.T) redisClient { return sharedCluster(t).Client }),
 	}
 }
 
@@ -356,8 +367,8 @@ func TestWritesDeletesAndGetOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if snap.Next != 250 || snap.Epoch != 1 || len(snap.Objects) != 3 || string(snap.Objects["b"]) != "b2" ||
-			string(snap.Objects["http://example.com/a?x={y}"]) != "va" || snap.Objects["c"] == nil {
+		if snap.Next != 250 || snap.Epoch != 1 || len(snap.Objects) != 3 || string(snap.Objects[e.name(part, "b")]) != "b2" ||
+			string(snap.Objects[e.name(part, "http://example.com/a?x={y}")]) != "va" || snap.Objects[e.name(part, "c")] == nil {
 			t.Fatalf("snapshot = %+v", snap)
 		}
 	})
@@ -502,4 +513,18 @@ func TestCanceledContext(t *testing.T) {
 			t.Fatalf("errors must be prefixed")
 		}
 	})
+}
+
+// flushAll empties every master of c.
+func flushAll(t *testing.T, c redis.UniversalClient) {
+	t.Helper()
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+	} else {
+		err = c.FlushAll(ctx).Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,236 @@
+package state_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/internal/redistest"
+	"github.com/changerate/changerate/state"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// valueSize is the size of a realistic encoded object state.
+const valueSize = 180
+
+// objectName returns a realistic URL of object i.
+func objectName(i int) string {
+	return fmt.Sprintf("https://www.example.org/articles/%07d/index.html", i)
+}
+
+// fill commits n objects with valueSize-byte pseudo-random values to p in
+// batches of 1000, starting from offset -1 (p must be claimed with epoch
+// 1 and empty), and returns the next offset.
+func fill(tb testing.TB, s state.Store, p state.Partition, n int, seed uint64) int64 {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	from := int64(-1)
+	w := make([]state.Write, 0, 1000)
+	for i := 0; i < n; i += 1000 {
+		w = w[:0]
+		for j := i; j < i+1000 && j < n; j++ {
+			v := make([]byte, valueSize)
+			for k := range v {
+				v[k] = byte(rng.Uint32())
+			}
+			w = append(w, state.Write{Object: objectName(j), Value: v})
+		}
+		to := from + int64(len(w)) + 1
+		if err := s.Commit(ctx, p, 1, from, to, w); err != nil {
+			tb.Fatal(err)
+		}
+		from = to
+	}
+	return from
+}
+
+// memoryPerObject returns the mean MEMORY USAGE of sample objects of the
+// n in p, chosen evenly.
+func memoryPerObject(tb testing.TB, r *state.Redis, p state.Partition, n, sample int) float64 {
+	tb.Helper()
+	if sample > n {
+		sample = n
+	}
+	var sum int64
+	for i := 0; i < sample; i++ {
+		u, err := r.MemoryUsage(ctx, p, objectName(i*n/sample))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if u == 0 {
+			tb.Fatalf("object %d not stored", i*n/sample)
+		}
+		sum += u
+	}
+	return float64(sum) / float64(sample)
+}
+
+// TestMemoryUsage writes 20,000 objects with 180-byte values and checks
+// MEMORY USAGE per object against the budget of 256 bytes for each key
+// format that is meant to meet it.
+func TestMemoryUsage(t *testing.T) {
+	s := redistest.Start(t)
+	for _, c := range []struct {
+		format string
+		budget float64 // 0: report only
+	}{
+		{state.KeyFormatReadable, 0},
+		{state.KeyFormatCompact, 256},
+	} {
+		t.Run(c.format, func(t *testing.T) {
+			r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mu:", KeyFormat: c.format, IdleTTL: 24 * time.Hour})
+			if _, err := r.Claim(ctx, part, 1); err != nil {
+				t.Fatal(err)
+			}
+			const n = 20000
+			fill(t, r, part, n, 1)
+			if u, err := r.MemoryUsage(ctx, part, "missing"); err != nil || u != 0 {
+				t.Fatalf("MemoryUsage of a missing object = %d, %v; want 0, nil", u, err)
+			}
+			avg := memoryPerObject(t, r, part, n, 2000)
+			t.Logf("%s keys, %d-byte values: MEMORY USAGE %.1f bytes/object (e.g. key %q)", c.format, valueSize, avg, r.ObjectKey(part, objectName(0)))
+			if avg < valueSize {
+				t.Fatalf("MEMORY USAGE %.1f is less than the value", avg)
+			}
+			if c.budget > 0 && avg > c.budget {
+				t.Fatalf("MEMORY USAGE %.1f bytes/object exceeds the budget %v", avg, c.budget)
+			}
+		})
+	}
+}
+
+// BenchmarkMemoryPerObject writes 1,000,000 objects with 180-byte values
+// through Commit (batches of 1000, IdleTTL set) into a fresh redis-server
+// per key format and reports the mean MEMORY USAGE of 10,000 sampled keys
+// and the server's used_memory growth per object. It does the work once per
+// process; run with -benchtime=1x:
+//
+//	go test -bench MemoryPerObject -benchtime=1x -run '^$' ./state
+func BenchmarkMemoryPerObject(b *testing.B) {
+	for _, format := range []string{state.KeyFormatReadable, state.KeyFormatCompact} {
+		b.Run(format, func(b *testing.B) {
+			res := memoryResult(b, format)
+			for b.Loop() {
+			}
+			b.ReportMetric(res.usage, "bytes/object")
+			b.ReportMetric(res.used, "used_memory/object")
+			b.ReportMetric(res.objPerSec, "objects/s")
+		})
+	}
+}
+
+type memRes struct{ usage, used, objPerSec float64 }
+
+var memOnce sync.Map // format → *memRes
+
+func memoryResult(b *testing.B, format string) memRes {
+	if v, ok := memOnce.Load(format); ok {
+		return *v.(*memRes)
+	}
+	const n = 1_000_000
+	s := redistest.Start(b)
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyFormat: format, IdleTTL: 24 * time.Hour, ExpiryEvents: state.ExpiryEventsOff}, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Claim(ctx, part, 1); err != nil {
+		b.Fatal(err)
+	}
+	before := usedMemory(b, s)
+	start := time.Now()
+	fill(b, r, part, n, 1)
+	el := time.Since(start)
+	res := &memRes{
+		usage:     memoryPerObject(b, r, part, n, 10000),
+		used:      float64(usedMemory(b, s)-before) / n,
+		objPerSec: n / el.Seconds(),
+	}
+	memOnce.Store(format, res)
+	return *res
+}
+
+func usedMemory(tb testing.TB, s *redistest.Server) int64 {
+	tb.Helper()
+	v, err := s.Client.Do(ctx, "MEMORY", "STATS").Slice()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i+1 < len(v); i += 2 {
+		if v[i] == "total.allocated" {
+			return v[i+1].(int64)
+		}
+	}
+	tb.Fatal("no total.allocated in MEMORY STATS")
+	return 0
+}
+
+// benchStores are the stores benchmarked: Memory and a fresh Redis.
+func benchStores(b *testing.B) map[string]state.Store {
+	m, err := state.NewMemory(state.MemoryConfig{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := redistest.Start(b)
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{IdleTTL: time.Hour, ExpiryEvents: state.ExpiryEventsOff}, nil, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close() })
+	return map[string]state.Store{"memory": m, "redis": r}
+}
+
+// BenchmarkCommit1000 commits batches of 1000 objects with 180-byte
+// values (one Lua script per batch) and reports objects/s.
+func BenchmarkCommit1000(b *testing.B) {
+	for name, s := range benchStores(b) {
+		b.Run(name, func(b *testing.B) {
+			const batch = 1000
+			if _, err := s.Claim(ctx, part, 1); err != nil {
+				b.Fatal(err)
+			}
+			w := make([]state.Write, batch)
+			for i := range w {
+				w[i] = state.Write{Object: objectName(i), Value: make([]byte, valueSize)}
+			}
+			from := fill(b, s, part, 0, 0)
+			b.SetBytes(batch * valueSize)
+			b.ResetTimer()
+			for b.Loop() {
+				if err := s.Commit(ctx, part, 1, from, from+batch, w); err != nil {
+					b.Fatal(err)
+				}
+				from += batch
+			}
+			b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "objects/s")
+		})
+	}
+}
+
+// BenchmarkGet1000 reads 1000 stored objects per call (one MGET).
+func BenchmarkGet1000(b *testing.B) {
+	for name, s := range benchStores(b) {
+		b.Run(name, func(b *testing.B) {
+			p := state.Partition{Topic: "get", ID: 0}
+			if _, err := s.Claim(ctx, p, 1); err != nil {
+				b.Fatal(err)
+			}
+			fill(b, s, p, 1000, 2)
+			names := make([]string, 1000)
+			for i := range names {
+				names[i] = objectName(i)
+			}
+			dst := make([][]byte, 0, len(names))
+			b.ResetTimer()
+			for b.Loop() {
+				var err error
+				if dst, err = s.Get(ctx, p, names, dst[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "objects/s")
+		})
+	}
+}
