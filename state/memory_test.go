@@ -1,0 +1,124 @@
+package state_test
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/state"
+)
+
+// TestMemoryIdleTTL: every commit of an object restarts its TTL, on the
+// injected clock; expiry is counted once, whether found by Get, Commit,
+// Snapshot or Sweep.
+func TestMemoryIdleTTL(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	m, err := state.NewMemory(state.MemoryConfig{IdleTTL: 10 * time.Second, Now: clk.Now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Claim(ctx, part, 1); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(from, to int64, objs ...string) {
+		t.Helper()
+		var w []state.Write
+		for _, o := range objs {
+			w = append(w, state.Write{Object: o, Value: []byte(o)})
+		}
+		if err := m.Commit(ctx, part, 1, from, to, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(-1, 1, "a", "b", "c", "d") // t=0: all expire at 10s
+	clk.Add(6 * time.Second)          // t=6
+	commit(1, 2, "b")                 // b now expires at 16
+	clk.Add(4 * time.Second)          // t=10: a, c, d expire exactly now
+	if g := get(t, m, part, "a", "b"); g[0] != nil || string(g[1]) != "b" {
+		t.Fatalf("t=10: %q; want [nil b]", g)
+	}
+	if n := m.Expired(); n != 1 {
+		t.Fatalf("expired after Get = %d; want 1 (a)", n)
+	}
+	commit(2, 3, "c") // overwriting an expired c counts it, then stores a new c
+	if n := m.Expired(); n != 2 {
+		t.Fatalf("expired after Commit = %d; want 2", n)
+	}
+	if n := m.Sweep(); n != 1 { // d
+		t.Fatalf("Sweep = %d; want 1", n)
+	}
+	clk.Add(5*time.Second + time.Nanosecond) // t=15+: b alive until 16, c until 20
+	snap, err := m.Snapshot(ctx, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Objects) != 2 || snap.Next != 3 {
+		t.Fatalf("snapshot at t=15 = %v", snap)
+	}
+	clk.Add(time.Second) // t=16+: b expired
+	if n := m.Sweep(); n != 1 || m.Expired() != 4 {
+		t.Fatalf("Sweep = %d, total %d; want 1, 4", n, m.Expired())
+	}
+	if ps := m.Partitions(); len(ps) != 1 || ps[0] != part {
+		t.Fatalf("Partitions = %v", ps)
+	}
+}
+
+// TestMemoryNoTTL: with IdleTTL 0 nothing expires.
+func TestMemoryNoTTL(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(0, 0)}
+	m, _ := state.NewMemory(state.MemoryConfig{Now: clk.Now}, nil)
+	if _, err := m.Claim(ctx, part, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(ctx, part, 1, -1, 0, []state.Write{{Object: "a", Value: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(100 * 365 * 24 * time.Hour)
+	if n := m.Sweep(); n != 0 || string(get(t, m, part, "a")[0]) != "x" {
+		t.Fatalf("object expired without IdleTTL")
+	}
+}
+
+// TestCompactKeyCollision: two partitions of different topics whose compact
+// tags coincide cannot both claim; the second gets ErrKeyCollision and
+// cannot commit.
+func TestCompactKeyCollision(t *testing.T) {
+	s := sharedServer(t)
+	flushAll(t, s.Client)
+	// Find a second topic whose tag character equals that of "alpha".
+	code := func(topic string) byte { h := sha256.Sum256([]byte("cr:" + topic)); return h[0] & 63 }
+	other := ""
+	for i := 0; other == ""; i++ {
+		if c := fmt.Sprintf("topic%d", i); code(c) == code("alpha") {
+			other = c
+		}
+	}
+	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatCompact})
+	a := state.Partition{Topic: "alpha", ID: 5}
+	b := state.Partition{Topic: other, ID: 5}
+	if r.MetaKey(a) != r.MetaKey(b) {
+		t.Fatalf("tags differ: %q %q", r.MetaKey(a), r.MetaKey(b))
+	}
+	if _, err := r.Claim(ctx, a, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(ctx, a, 1, -1, 1, []state.Write{{Object: "x", Value: []byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Claim(ctx, b, 1); !errors.Is(err, state.ErrKeyCollision) {
+		t.Fatalf("Claim of a colliding partition = %v; want ErrKeyCollision", err)
+	}
+	if err := r.Commit(ctx, b, 1, 1, 2, []state.Write{{Object: "x", Value: []byte("b")}}); !errors.Is(err, state.ErrKeyCollision) {
+		t.Fatalf("Commit of a colliding partition = %v; want ErrKeyCollision", err)
+	}
+	if g := get(t, r, a, "x"); string(g[0]) != "a" {
+		t.Fatalf("value overwritten: %q", g[0])
+	}
+	// Another partition ID of the colliding topic has its own tag.
+	if _, err := r.Claim(ctx, state.Partition{Topic: other, ID: 6}, 1); err != nil {
+		t.Fatal(err)
+	}
+}
