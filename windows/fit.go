@@ -64,13 +64,15 @@ func (w *win) weibull() (beta, eta float64, ok bool) {
 // weibullRate is λ̌(x) = ((n−3)n/(n−2))·β̃·x^{β̃−1}/x_n^{β̃} (§3.2), the
 // estimator the paper uses, evaluated at local time x > 0.
 func (w *win) weibullRate(x float64) (float64, bool) {
-	beta, _, ok := w.weibull()
-	if !ok || !(x > 0) {
+	if w.n < 4 || !(w.a > 0) || !(w.x > 0) || !(x > 0) {
 		return 0, false
 	}
 	n := float64(w.n)
-	l := math.Log((n-3)*n/(n-2)) + math.Log(beta) + (beta-1)*math.Log(x) - beta*math.Log(float64(w.x))
-	r := math.Exp(l)
+	beta := (n - 2) / float64(w.a)
+	r := (n - 3) * n / (n - 2) * beta / float64(w.x) // λ̌(x_n)
+	if x != float64(w.x) {
+		r *= math.Exp((beta - 1) * math.Log(x/float64(w.x)))
+	}
 	return r, r > 0 && !math.IsInf(r, 0)
 }
 
