@@ -69,6 +69,10 @@ type Object struct {
 	// period length) and periodCount the accesses seen in it.
 	periodIdx   int64
 	periodCount uint32
+	// lastEmit is when the object's estimate was last due for publication
+	// (Unix milliseconds; 0: never). It depends only on the observation
+	// sequence, so it is the same however the input is batched.
+	lastEmit int64
 
 	Change    estimators.Change
 	Access    estimators.Access
@@ -115,8 +119,11 @@ type Effects struct {
 	// Reordered counts observations that arrived out of order within the
 	// tolerance and were applied at the object's latest time.
 	Reordered int
-	// Visits and Accesses count what this batch applied.
+	// Visits and Accesses say what the observation applied.
 	Visits, Accesses bool
+	// Due says that the object's estimate is due for publication: its
+	// previous one is at least Model.EmitInterval older (event time).
+	Due bool
 }
 
 // Period is one completed access reporting period.
@@ -132,7 +139,7 @@ func (e *Effects) Reset() {
 	e.AccessShifts = e.AccessShifts[:0]
 	e.Periods = e.Periods[:0]
 	e.Reordered = 0
-	e.Visits, e.Accesses = false, false
+	e.Visits, e.Accesses, e.Due = false, false, false
 }
 
 // Model holds the configuration Apply and the estimate builders need.
@@ -144,6 +151,12 @@ type Model struct {
 	LateTolerance time.Duration
 	// ReportPeriod is the access reporting period. Default 1h.
 	ReportPeriod time.Duration
+	// EmitInterval is the least event time between two publications of an
+	// object's estimate in EmitUpdate mode: an estimate is published after a
+	// batch when one of the object's observations in it came at least this
+	// long after the previous publication. 0 publishes after every batch.
+	// Default 10m.
+	EmitInterval time.Duration
 	// PStale is the target probability that a cached copy served within
 	// its TTL is stale; the TTL of an estimate is chosen for it. Default 0.1.
 	PStale     float64
@@ -157,6 +170,7 @@ func DefaultModel() Model {
 		LateTolerance: time.Hour,
 		ReportPeriod:  time.Hour,
 		PStale:        0.1,
+		EmitInterval:  10 * time.Minute,
 		Estimators:    estimators.DefaultConfig(),
 		Windows:       windows.DefaultConfig(),
 	}
@@ -166,6 +180,9 @@ func DefaultModel() Model {
 func (m *Model) Validate() error {
 	if m.LateTolerance < 0 {
 		return fmt.Errorf("aggregate: LateTolerance must not be negative, got %s", m.LateTolerance)
+	}
+	if m.EmitInterval < 0 {
+		return fmt.Errorf("aggregate: EmitInterval must not be negative, got %s", m.EmitInterval)
 	}
 	if m.ReportPeriod < time.Second {
 		return fmt.Errorf("aggregate: ReportPeriod must be at least 1s, got %s", m.ReportPeriod)
@@ -255,6 +272,10 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 	o.lastTime = t
 	o.dedupHash, o.dedupOff = dh, doff
 	o.flags |= hasDedup
+	if o.lastEmit == 0 || t-o.lastEmit >= m.EmitInterval.Milliseconds() {
+		o.lastEmit = t
+		eff.Due = true
+	}
 	ts := seconds(t)
 
 	outcome := Applied
@@ -420,6 +441,7 @@ func Site(object string) string {
 func (o *Object) AppendBinary(dst []byte) []byte {
 	dst = append(dst, encodingVersion, o.flags)
 	dst = binary.AppendVarint(dst, o.lastTime)
+	dst = binary.AppendVarint(dst, o.lastTime-o.lastEmit)
 	if o.flags&hasDedup != 0 {
 		dst = binary.LittleEndian.AppendUint32(dst, o.dedupHash)
 		dst = binary.AppendVarint(dst, o.dedupOff)
@@ -462,6 +484,7 @@ func (o *Object) DecodeBinary(src []byte) error {
 	o.flags = src[1]
 	d := decoder{b: src[2:]}
 	o.lastTime = d.varint()
+	o.lastEmit = o.lastTime - d.varint()
 	if o.flags&hasDedup != 0 {
 		o.dedupHash = d.uint32()
 		o.dedupOff = d.varint()

@@ -268,8 +268,9 @@ func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, 
 type pending struct {
 	name    string
 	obj     Object
-	visits  bool // emit a change estimate
-	access  bool // emit an access estimate
+	visits  bool // the batch applied visits
+	access  bool // the batch applied accesses
+	due     bool // the estimate is due for publication
 	changed bool // state to write
 }
 
@@ -358,6 +359,7 @@ func (w *worker) batch(ctx context.Context, msgs []stream.Message) error {
 		pd.changed = true
 		pd.visits = pd.visits || w.effs.Visits
 		pd.access = pd.access || w.effs.Accesses
+		pd.due = pd.due || w.effs.Due
 		for _, sh := range w.effs.ChangeShifts {
 			p.metrics.alerts.WithLabelValues(records.EstimateChange).Inc()
 			out = append(out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateChange, sh)))
@@ -377,7 +379,7 @@ func (w *worker) batch(ctx context.Context, msgs []stream.Message) error {
 		if !pd.changed {
 			continue
 		}
-		if p.cfg.Emit == EmitUpdate {
+		if p.cfg.Emit == EmitUpdate && pd.due {
 			out = w.appendEstimates(out, pd.name, &pd.obj, pd.visits, pd.access)
 		}
 		v := pd.obj.AppendBinary(nil)

@@ -154,6 +154,7 @@ func TestEmitModesAgree(t *testing.T) {
 	want := sf.Latest(stream.TopicEstimates)
 	for _, bs := range []int{1, 7, 5000} {
 		upd := DefaultConfig()
+		upd.Model.EmitInterval = 0
 		upd.BatchSize, upd.CacheObjects = bs, 5 // a small cache forces store reads
 		pu, su := newTestProcessor(t, upd, newMemory(t))
 		runReader(t, pu, in)
@@ -230,5 +231,38 @@ func TestResumeFromStoredOffset(t *testing.T) {
 	}
 	if p1.Committed() == 0 || len(s1.Messages(stream.TopicEstimates)) == 0 {
 		t.Fatal("first run did nothing")
+	}
+}
+
+// TestStateIndependentOfBatching: for a given configuration the stored
+// states are byte-identical whatever the batch size and cache size, and
+// throttled publication publishes fewer estimates.
+func TestStateIndependentOfBatching(t *testing.T) {
+	in, _ := truthLog(11, 20, 5)
+	published := map[time.Duration]int{}
+	for _, emit := range []time.Duration{0, 3 * time.Hour, 24 * time.Hour} {
+		var want map[string][]byte
+		for _, c := range []struct{ batch, cache int }{{1, 3}, {13, 200000}, {256, 1}, {5000, 0}} {
+			cfg := DefaultConfig()
+			cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = c.batch, c.cache, emit
+			store := newMemory(t)
+			p, sink := newTestProcessor(t, cfg, store)
+			runReader(t, p, in)
+			snap, err := store.Snapshot(context.Background(), state.Partition{Topic: stream.TopicObservations, ID: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want == nil {
+				want = snap.Objects
+				published[emit] = len(sink.Messages(stream.TopicEstimates))
+			} else if !reflect.DeepEqual(snap.Objects, want) {
+				t.Errorf("emit %s, batch %d, cache %d: stored states differ from batch 1", emit, c.batch, c.cache)
+			}
+		}
+	}
+	// Hourly visits, batch size 1: every visit publishes with interval 0,
+	// about every third with 3h and every 24th with a day.
+	if !(published[3*time.Hour] < published[0]/2 && published[24*time.Hour] < published[3*time.Hour]/4) {
+		t.Errorf("published estimates %v: throttling had no effect", published)
 	}
 }

@@ -93,6 +93,7 @@ type config struct {
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
 	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"observations this much older than an object's latest are applied at its latest time; older ones are dropped as late"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
+	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
@@ -162,6 +163,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.LateTolerance = c.LateTolerance
 	pc.Model.ReportPeriod = c.ReportPeriod
 	pc.Model.PStale = c.PStale
+	pc.Model.EmitInterval = c.EmitInterval
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
 	pc.DrainTimeout = c.DrainTimeout
