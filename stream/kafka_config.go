@@ -39,7 +39,7 @@ const (
 	DefaultKafkaRebalanceTimeout  = 30 * time.Second
 	DefaultKafkaJoinGroupBackoff  = 2 * time.Second
 	DefaultKafkaFetchMaxWait      = 500 * time.Millisecond
-	DefaultKafkaFetchMaxBytes     = 8 << 20 // 8 MiB
+	DefaultKafkaFetchMaxBytes     = 1 << 20 // 1 MiB
 	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
 	DefaultKafkaCommitInterval    = time.Second
 )
@@ -138,7 +138,7 @@ type KafkaConfig struct {
 	// new messages. Default 500ms.
 	FetchMaxWait time.Duration
 	// FetchMaxBytes is the maximum number of bytes one fetch returns for
-	// one partition. Default 8 MiB.
+	// one partition (Kafka's max.partition.fetch.bytes). Default 1 MiB.
 	FetchMaxBytes int
 	// RetryBackoff is the pause before retrying a failed fetch or offset
 	// lookup (the source retries transient errors until the claim ends).

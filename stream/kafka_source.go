@@ -468,9 +468,28 @@ func (c *kafkaClaim) take(limit int) []Message {
 	return out
 }
 
-// decode converts the records at or after c.pos.
+// decode converts the records at or after c.pos. Keys and values are
+// copied into shared slabs (one allocation per ~64 KiB instead of two per
+// message); each is capped (s[i:j:j]) so appending to one cannot clobber
+// another.
 func (c *kafkaClaim) decode(rr kafka.RecordReader) ([]Message, error) {
 	var msgs []Message
+	var slab []byte
+	copyOut := func(b kafka.Bytes) ([]byte, error) {
+		if b == nil {
+			return nil, nil
+		}
+		n := b.Len()
+		if n > cap(slab)-len(slab) {
+			slab = make([]byte, 0, max(n, 64<<10))
+		}
+		start := len(slab)
+		slab = slab[:start+n]
+		if _, err := io.ReadFull(b, slab[start:]); err != nil {
+			return nil, err
+		}
+		return slab[start : start+n : start+n], nil
+	}
 	for {
 		r, err := rr.ReadRecord()
 		if err == io.EOF {
@@ -482,11 +501,11 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader) ([]Message, error) {
 		if r.Offset < c.pos {
 			continue
 		}
-		key, err := kafka.ReadAll(r.Key)
+		key, err := copyOut(r.Key)
 		if err != nil {
 			return nil, err
 		}
-		value, err := kafka.ReadAll(r.Value)
+		value, err := copyOut(r.Value)
 		if err != nil {
 			return nil, err
 		}
