@@ -224,6 +224,9 @@ func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCau
 	defer s.m.lag.DeleteLabelValues(c.topic, strconv.Itoa(int(c.partition)))
 
 	err := handle(hctx, c)
+	c.mu.Lock()
+	c.stopFetcher()
+	c.mu.Unlock()
 	log := s.log.With("topic", c.topic, "partition", c.partition, "generation", c.gen)
 	switch {
 	case hctx.Err() != nil && (err == nil || errors.Is(err, ErrRevoked) || errors.Is(err, context.Canceled)):
@@ -308,6 +311,12 @@ func (s *KafkaSource) newClaim(topic string, partition int32, gen int64) *kafkaC
 
 // kafkaClaim is one partition of one generation. SeekTo and Fetch are meant
 // for the handler's goroutine; they are serialised by mu.
+//
+// Fetching is pipelined: after SeekTo, the first Fetch starts a fetcher
+// goroutine that keeps one fetch request in flight and one response
+// buffered ahead of the handler, so that fetching overlaps the handler's
+// processing. The fetcher stops at the next SeekTo, when the claim ends,
+// and after an error it cannot retry (out of range).
 type kafkaClaim struct {
 	src       *KafkaSource
 	topic     string
@@ -319,10 +328,23 @@ type kafkaClaim struct {
 	read      prometheus.Counter
 	marked    atomic.Int64
 
-	mu     sync.Mutex
-	seeked bool
-	pos    int64 // next offset to return; negative: earliest, unresolved
-	buf    []Message
+	mu      sync.Mutex
+	seeked  bool
+	pos     int64     // where the next fetcher starts; negative: earliest
+	buf     []Message // fetched, not yet returned
+	fetcher *fetcher  // nil until the first Fetch after SeekTo
+	err     error     // sticky fetcher error
+}
+
+type fetcher struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	out    chan fetchResult
+}
+
+type fetchResult struct {
+	msgs []Message
+	err  error
 }
 
 var _ Claim = (*kafkaClaim)(nil)
@@ -343,16 +365,26 @@ func (c *kafkaClaim) MarkCommitted(next int64) {
 }
 
 // SeekTo sets the next offset Fetch returns; negative means the earliest
-// retained offset. It may be called again later (dropping buffered
-// messages). Range checks happen at the next Fetch.
+// retained offset. It may be called again later (dropping buffered and
+// in-flight messages). Range checks happen at the next Fetch.
 func (c *kafkaClaim) SeekTo(offset int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if offset < 0 {
 		offset = -1
 	}
-	c.pos, c.seeked, c.buf = offset, true, nil
+	c.stopFetcher()
+	c.pos, c.seeked, c.buf, c.err = offset, true, nil, nil
 	return nil
+}
+
+// stopFetcher cancels the fetcher and waits for it. Called with mu held.
+func (c *kafkaClaim) stopFetcher() {
+	if f := c.fetcher; f != nil {
+		f.cancel()
+		<-f.done
+		c.fetcher = nil
+	}
 }
 
 func (c *kafkaClaim) revokedErr(ctx context.Context) error {
@@ -363,9 +395,9 @@ func (c *kafkaClaim) revokedErr(ctx context.Context) error {
 }
 
 // Fetch implements Claim. Transient errors (connection loss, leader
-// changes) are logged, counted and retried every cfg.RetryBackoff until ctx
-// or the claim ends. An out-of-range offset returns an error wrapping
-// ErrFatal; the position is not changed.
+// changes) are logged, counted and retried every cfg.RetryBackoff until the
+// claim ends. An out-of-range offset returns an error wrapping ErrFatal,
+// and so does every later Fetch until the next SeekTo.
 func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("stream: kafka fetch: max must be positive, got %d", limit)
@@ -381,32 +413,53 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 	if len(c.buf) > 0 {
 		return c.take(limit), nil
 	}
-	// One context for the requests: done when ctx is, or the claim ends.
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.hctx, cancel)
-	defer stop()
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.fetcher == nil {
+		fctx, cancel := context.WithCancel(c.hctx)
+		f := &fetcher{cancel: cancel, done: make(chan struct{}), out: make(chan fetchResult, 1)}
+		go func(pos int64) {
+			defer close(f.done)
+			c.fetchLoop(fctx, pos, f.out)
+		}(c.pos)
+		c.fetcher = f
+	}
+	select {
+	case r := <-c.fetcher.out:
+		if r.err != nil {
+			c.err = r.err
+			return nil, r.err
+		}
+		c.buf = r.msgs
+		return c.take(limit), nil
+	case <-ctx.Done():
+		return nil, c.revokedErr(ctx)
+	case <-c.hctx.Done():
+		return nil, c.revokedErr(ctx)
+	}
+}
 
+// fetchLoop fetches from pos on and sends non-empty batches to out until
+// ctx ends or a non-retriable error (sent to out) occurs.
+func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchResult) {
 	cfg := &c.src.k.cfg
-	for {
-		if c.pos < 0 {
-			first, err := c.firstOffset(fctx)
+	for ctx.Err() == nil {
+		if pos < 0 {
+			first, _, err := c.bounds(ctx)
 			if err != nil {
-				if fctx.Err() != nil {
-					return nil, c.revokedErr(ctx)
-				}
-				if err := c.retryWait(fctx, "list_offsets", err); err != nil {
-					return nil, c.revokedErr(ctx)
+				if c.retryWait(ctx, "list_offsets", pos, err) != nil {
+					return
 				}
 				continue
 			}
-			c.pos = first
+			pos = first
 		}
 		start := time.Now()
-		resp, err := c.src.k.client.Fetch(fctx, &kafka.FetchRequest{
+		resp, err := c.src.k.client.Fetch(ctx, &kafka.FetchRequest{
 			Topic:     c.topic,
 			Partition: int(c.partition),
-			Offset:    c.pos,
+			Offset:    pos,
 			MinBytes:  1,
 			MaxBytes:  int64(cfg.FetchMaxBytes),
 			MaxWait:   cfg.FetchMaxWait,
@@ -416,45 +469,53 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 			err = resp.Error
 		}
 		if err != nil {
-			if fctx.Err() != nil {
-				return nil, c.revokedErr(ctx)
+			if ctx.Err() != nil {
+				return
 			}
 			if errors.Is(err, kafka.OffsetOutOfRange) {
 				c.src.m.fetchErrors.WithLabelValues(c.topic, "offset_out_of_range").Inc()
-				return nil, c.outOfRange(fctx, err)
+				c.src.log.Error("offset out of range; not resetting", "topic", c.topic, "partition", c.partition, "offset", pos)
+				select {
+				case out <- fetchResult{err: c.outOfRange(ctx, pos, err)}:
+				case <-ctx.Done():
+				}
+				return
 			}
-			if err := c.retryWait(fctx, "fetch", err); err != nil {
-				return nil, c.revokedErr(ctx)
+			if c.retryWait(ctx, "fetch", pos, err) != nil {
+				return
 			}
 			continue
 		}
-		msgs, err := c.decode(resp.Records)
+		msgs, err := c.decode(resp.Records, pos)
 		if err != nil {
-			if err := c.retryWait(fctx, "decode", err); err != nil {
-				return nil, c.revokedErr(ctx)
+			if c.retryWait(ctx, "decode", pos, err) != nil {
+				return
 			}
 			continue
 		}
 		if len(msgs) > 0 {
-			c.pos = msgs[len(msgs)-1].Offset + 1
+			pos = msgs[len(msgs)-1].Offset + 1
 		}
-		c.lag.Set(float64(max(resp.HighWatermark-c.pos, 0)))
+		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
 		if len(msgs) == 0 {
-			if resp.HighWatermark > c.pos {
+			if resp.HighWatermark > pos {
 				// Only records we skip (control batches, or a batch
 				// truncated by FetchMaxBytes): do not spin.
 				c.src.log.Warn("fetch below the high watermark returned no records", "topic", c.topic,
-					"partition", c.partition, "offset", c.pos, "high_watermark", resp.HighWatermark)
-				if err := sleepCtx(fctx, cfg.RetryBackoff); err != nil {
-					return nil, c.revokedErr(ctx)
+					"partition", c.partition, "offset", pos, "high_watermark", resp.HighWatermark)
+				if sleepCtx(ctx, cfg.RetryBackoff) != nil {
+					return
 				}
 			}
 			continue
 		}
 		c.src.m.batchLen.Observe(float64(len(msgs)))
 		c.read.Add(float64(len(msgs)))
-		c.buf = msgs
-		return c.take(limit), nil
+		select {
+		case out <- fetchResult{msgs: msgs}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -468,11 +529,11 @@ func (c *kafkaClaim) take(limit int) []Message {
 	return out
 }
 
-// decode converts the records at or after c.pos. Keys and values are
+// decode converts the records at or after pos. Keys and values are
 // copied into shared slabs (one allocation per ~64 KiB instead of two per
 // message); each is capped (s[i:j:j]) so appending to one cannot clobber
 // another.
-func (c *kafkaClaim) decode(rr kafka.RecordReader) ([]Message, error) {
+func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error) {
 	var msgs []Message
 	var slab []byte
 	copyOut := func(b kafka.Bytes) ([]byte, error) {
@@ -498,7 +559,7 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader) ([]Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.Offset < c.pos {
+		if r.Offset < pos {
 			continue
 		}
 		key, err := copyOut(r.Key)
@@ -520,16 +581,11 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader) ([]Message, error) {
 	}
 }
 
-func (c *kafkaClaim) retryWait(ctx context.Context, kind string, err error) error {
+func (c *kafkaClaim) retryWait(ctx context.Context, kind string, pos int64, err error) error {
 	c.src.m.fetchErrors.WithLabelValues(c.topic, kind).Inc()
 	c.src.log.Warn("kafka "+kind+" failed; retrying", "topic", c.topic, "partition", c.partition,
-		"offset", c.pos, "err", err)
+		"offset", pos, "err", err)
 	return sleepCtx(ctx, c.src.k.cfg.RetryBackoff)
-}
-
-func (c *kafkaClaim) firstOffset(ctx context.Context) (int64, error) {
-	first, _, err := c.bounds(ctx)
-	return first, err
 }
 
 // bounds returns the log start offset and the high watermark.
@@ -554,12 +610,12 @@ func (c *kafkaClaim) bounds(ctx context.Context) (first, last int64, err error) 
 	return 0, 0, fmt.Errorf("no offsets for %s/%d in the response", c.topic, c.partition)
 }
 
-func (c *kafkaClaim) outOfRange(ctx context.Context, cause error) error {
+func (c *kafkaClaim) outOfRange(ctx context.Context, pos int64, cause error) error {
 	first, last, err := c.bounds(ctx)
 	if err != nil {
-		return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range: %w: %w", c.topic, c.partition, c.pos, cause, ErrFatal)
+		return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range: %w: %w", c.topic, c.partition, pos, cause, ErrFatal)
 	}
-	return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range [%d, %d]: %w: %w", c.topic, c.partition, c.pos, first, last, cause, ErrFatal)
+	return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range [%d, %d]: %w: %w", c.topic, c.partition, pos, first, last, cause, ErrFatal)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
