@@ -1,0 +1,526 @@
+package e2e
+
+// Harness of the fault-injection tests (faults_test.go): a seeded workload
+// of observations produced straight into kfake, aggregator child processes
+// that can be killed, paused and terminated, and byte-exact dumps of the
+// Redis state.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/changerate/changerate/internal/kafkatest"
+	"github.com/changerate/changerate/records"
+)
+
+// envFull makes the fault tests replay 1 million observations instead of
+// the default smaller workload.
+const envFull = "CHANGERATE_E2E_FULL"
+
+// workloadSize is the number of observations of the fault tests.
+func workloadSize() int {
+	if os.Getenv(envFull) != "" {
+		return 1_000_000
+	}
+	return 200_000
+}
+
+// truthObject is one generated object and the rates it was generated with.
+type truthObject struct {
+	URL                    string
+	ChangeRate, AccessRate float64 // per second
+	VisitEvery             time.Duration
+}
+
+// workload is a seeded stream of observations: visits (with content
+// digests that change as a Poisson process) and accesses (a Poisson
+// process), for many objects, in time order.
+type workload struct {
+	Objects []truthObject
+	Obs     []records.Observation
+	Values  [][]byte // JSON of Obs
+}
+
+// genWorkload returns n observations of about n/160 objects over 30 days.
+// Objects are visited every 6–24 h; their content changes at a rate
+// log-uniform in [1/10 d, 1/12 h] and they are accessed at a rate
+// log-uniform in [1/48 h, 1/2 h].
+func genWorkload(seed uint64, n int) *workload {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	const span = 30 * 24 * time.Hour
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	logUniform := func(lo, hi float64) float64 { return math.Exp(math.Log(lo) + rng.Float64()*(math.Log(hi)-math.Log(lo))) }
+	w := &workload{}
+	nObj := n/160 + 1
+	for i := 0; len(w.Obs) < n+n/5 || i < nObj; i++ {
+		site := fmt.Sprintf("site%02d.example.org", i%37)
+		o := truthObject{
+			URL:        fmt.Sprintf("http://%s/page/%06d.html", site, i),
+			ChangeRate: logUniform(1/(10*86400.0), 1/(12*3600.0)),
+			AccessRate: logUniform(1/(48*3600.0), 1/(2*3600.0)),
+			VisitEvery: time.Duration(6+rng.IntN(19)) * time.Hour,
+		}
+		w.Objects = append(w.Objects, o)
+		// Content changes.
+		var changes []time.Duration
+		for t := time.Duration(rng.ExpFloat64() / o.ChangeRate * 1e9); t < span; t += time.Duration(rng.ExpFloat64() / o.ChangeRate * 1e9) {
+			changes = append(changes, t)
+		}
+		h := fnv.New64a()
+		h.Write([]byte(o.URL))
+		tag := h.Sum64()
+		// Visits at a random phase, with ±10 min jitter.
+		phase := time.Duration(rng.Int64N(int64(o.VisitEvery)))
+		k := 0
+		for t := phase; t < span; t += o.VisitEvery {
+			vt := t + time.Duration(rng.Int64N(int64(20*time.Minute))) - 10*time.Minute
+			if vt < 0 {
+				vt = 0
+			}
+			for k < len(changes) && changes[k] <= vt {
+				k++
+			}
+			w.Obs = append(w.Obs, records.Observation{Object: o.URL, Site: site, Time: start.Add(vt),
+				Kind: records.KindVisit, Digest: fmt.Sprintf("sha1:%016x%08d", tag, k), Status: 200, Format: "heritrix"})
+		}
+		for t := time.Duration(rng.ExpFloat64() / o.AccessRate * 1e9); t < span; t += time.Duration(rng.ExpFloat64() / o.AccessRate * 1e9) {
+			w.Obs = append(w.Obs, records.Observation{Object: o.URL, Site: site, Time: start.Add(t).Truncate(time.Millisecond),
+				Kind: records.KindAccess, Status: 200, Format: "squid"})
+		}
+	}
+	sort.SliceStable(w.Obs, func(i, j int) bool { return w.Obs[i].Time.Before(w.Obs[j].Time) })
+	w.Obs = w.Obs[:n]
+	w.Values = make([][]byte, n)
+	for i := range w.Obs {
+		b, err := json.Marshal(&w.Obs[i])
+		if err != nil {
+			panic(err)
+		}
+		w.Values[i] = b
+	}
+	return w
+}
+
+// produce writes the workload into topic, keyed by object (murmur2, as
+// kafka-go's and the Java client's partitioners), and returns the high
+// watermark of every partition.
+func (w *workload) produce(t *testing.T, kc *kafkatest.Cluster, topic string) map[int32]int64 {
+	t.Helper()
+	cl := kc.Client(t, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50000))
+	const chunk = 20000
+	ctx := context.Background()
+	for i := 0; i < len(w.Values); i += chunk {
+		recs := make([]*kgo.Record, 0, chunk)
+		for j := i; j < min(i+chunk, len(w.Values)); j++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(w.Obs[j].Object), Value: w.Values[j]})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	return highWatermarks(t, kc, topic)
+}
+
+func highWatermarks(t *testing.T, kc *kafkatest.Cluster, topic string) map[int32]int64 {
+	t.Helper()
+	hw := map[int32]int64{}
+	for p, b := range kc.Offsets(t, topic) {
+		hw[p] = b.End
+	}
+	return hw
+}
+
+// syncBuffer is a goroutine-safe log buffer that keeps the last 64 KiB.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	if len(s.b) > 1<<16 {
+		s.b = append([]byte(nil), s.b[len(s.b)-1<<15:]...)
+	}
+	return len(p), nil
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
+// aggProc is one aggregator child process.
+type aggProc struct {
+	t       *testing.T
+	name    string
+	cmd     *exec.Cmd
+	log     *syncBuffer
+	http    string
+	done    chan struct{}
+	waitErr error
+}
+
+// aggEnv returns the environment of an aggregator of the tests: service
+// mode, no topic creation, short sessions, warnings only. extra
+// overrides.
+func aggEnv(brokers, redisAddrs, group, suffix string, extra ...string) []string {
+	env := []string{
+		"CHANGERATE_KAFKA_BROKERS=" + brokers,
+		"CHANGERATE_REDIS_ADDRS=" + redisAddrs,
+		"CHANGERATE_KAFKA_GROUP=" + group,
+		"CHANGERATE_CREATE_TOPICS=false",
+		"CHANGERATE_KAFKA_SESSION_TIMEOUT=3s",
+		"CHANGERATE_KAFKA_HEARTBEAT=300ms",
+		"CHANGERATE_LOG_LEVEL=warn",
+		"CHANGERATE_ESTIMATES_TOPIC=estimates" + suffix,
+		"CHANGERATE_ACCESS_REPORTS_TOPIC=access-reports" + suffix,
+		"CHANGERATE_ALERTS_TOPIC=alerts" + suffix,
+		"CHANGERATE_DEAD_LETTER_TOPIC=dead-letter" + suffix,
+	}
+	return append(env, extra...)
+}
+
+// outputTopics creates the output topics of one run (see aggEnv).
+func outputTopics(t *testing.T, kc *kafkatest.Cluster, suffix string) {
+	t.Helper()
+	kc.CreateTopic(t, "estimates"+suffix, 4, "cleanup.policy", "compact")
+	kc.CreateTopic(t, "access-reports"+suffix, 4)
+	kc.CreateTopic(t, "alerts"+suffix, 4)
+	kc.CreateTopic(t, "dead-letter"+suffix, 1)
+}
+
+// startAgg starts the aggregator binary with env (plus a free HTTP
+// address). The process is killed at cleanup if still running.
+func startAgg(t *testing.T, bin, name string, env []string) *aggProc {
+	t.Helper()
+	a := &aggProc{t: t, name: name, log: &syncBuffer{}, http: freeAddr(t), done: make(chan struct{})}
+	a.cmd = exec.Command(bin)
+	a.cmd.Env = append(append(os.Environ(), env...), "CHANGERATE_HTTP_ADDR="+a.http)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { a.waitErr = a.cmd.Wait(); close(a.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-a.done:
+		default:
+			_ = a.cmd.Process.Signal(syscall.SIGCONT)
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", a.name, a.log.String())
+		}
+	})
+	return a
+}
+
+func (a *aggProc) exited() bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill9 sends SIGKILL and waits for the process to end.
+func (a *aggProc) kill9() {
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+}
+
+// signal sends sig to the process.
+func (a *aggProc) signal(sig syscall.Signal) {
+	if err := a.cmd.Process.Signal(sig); err != nil {
+		a.t.Fatalf("%s: signal %v: %v", a.name, sig, err)
+	}
+}
+
+// terminate sends SIGTERM and fails the test unless the process exits
+// cleanly within timeout.
+func (a *aggProc) terminate(timeout time.Duration) {
+	a.t.Helper()
+	a.signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+		if a.waitErr != nil {
+			a.t.Fatalf("%s exited with %v after SIGTERM\n%s", a.name, a.waitErr, a.log.String())
+		}
+	case <-time.After(timeout):
+		a.t.Fatalf("%s did not exit within %v of SIGTERM\n%s", a.name, timeout, a.log.String())
+	}
+}
+
+// metrics returns the samples of the process's /metrics whose name (with
+// labels) starts with prefix, or nil if it does not answer.
+func (a *aggProc) metrics(prefix string) map[string]float64 {
+	return scrape("http://"+a.http+"/metrics", prefix)
+}
+
+func scrape(url, prefix string) map[string]float64 {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// metric returns the sum of the samples of name (any labels) in m.
+func metricSum(m map[string]float64, name string) float64 {
+	var s float64
+	for k, v := range m {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			s += v
+		}
+	}
+	return s
+}
+
+// redisNext returns the stored next offset of every partition (absent:
+// none stored).
+func redisNext(ctx context.Context, c redis.UniversalClient, topic string, partitions int32) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	for p := int32(0); p < partitions; p++ {
+		v, err := c.HGet(ctx, fmt.Sprintf("{cr:%s:%d}:meta", topic, p), "next").Result()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		out[p] = n
+	}
+	return out, nil
+}
+
+// progress returns how many messages the stored offsets cover.
+func progress(next map[int32]int64) int64 {
+	var s int64
+	for _, n := range next {
+		s += n
+	}
+	return s
+}
+
+// waitCaughtUp waits until Redis stores every partition's high watermark
+// as its next offset. It fails the test after timeout, or when every
+// process of procs has exited.
+func waitCaughtUp(t *testing.T, c redis.UniversalClient, topic string, hw map[int32]int64, timeout time.Duration, procs ...*aggProc) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var want int64
+	for _, e := range hw {
+		want += e
+	}
+	for {
+		next, err := redisNext(context.Background(), c, topic, int32(len(hw)))
+		done := err == nil
+		for p, e := range hw {
+			if next[p] != e {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, a := range procs {
+				fmt.Fprintf(&logs, "--- %s:\n%s\n", a.name, a.log.String())
+			}
+			t.Fatalf("not caught up within %v: stored offsets %v (%d of %d), err %v\n%s", timeout, next, progress(next), want, err, logs.String())
+		}
+		alive := len(procs) == 0
+		for _, a := range procs {
+			alive = alive || !a.exited()
+		}
+		if !alive {
+			var logs strings.Builder
+			for _, a := range procs {
+				fmt.Fprintf(&logs, "--- %s (%v):\n%s\n", a.name, a.waitErr, a.log.String())
+			}
+			t.Fatalf("every aggregator exited before catching up: offsets %v\n%s", next, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// dump is a Redis state: every key's value; hashes as their sorted
+// "field=value" lines without the "epoch" field (the consumer-group
+// generation, which depends on the group's history, not on the input).
+type dump map[string]string
+
+// dumpRedis reads every key of every master with SCAN and GET/HGETALL.
+// TTLs are ignored.
+func dumpRedis(t *testing.T, c redis.UniversalClient) dump {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	d := dump{}
+	one := func(ctx context.Context, n *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := n.Scan(ctx, cursor, "*", 2000).Result()
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				typ, err := n.Type(ctx, k).Result()
+				if err != nil {
+					return err
+				}
+				var v string
+				switch typ {
+				case "string":
+					v, err = n.Get(ctx, k).Result()
+				case "hash":
+					var h map[string]string
+					h, err = n.HGetAll(ctx, k).Result()
+					var lines []string
+					for f, x := range h {
+						if f != "epoch" {
+							lines = append(lines, f+"="+x)
+						}
+					}
+					sort.Strings(lines)
+					v = "hash:" + strings.Join(lines, ",")
+				default:
+					err = fmt.Errorf("key %q has unexpected type %s", k, typ)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", k, err)
+				}
+				mu.Lock()
+				d[k] = v
+				mu.Unlock()
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	var err error
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		err = cc.ForEachMaster(ctx, one)
+	case *redis.Client:
+		err = one(ctx, cc)
+	default:
+		t.Fatalf("dumpRedis: client %T", c)
+	}
+	if err != nil {
+		t.Fatalf("dumpRedis: %v", err)
+	}
+	return d
+}
+
+// epochs returns the stored epoch of every partition's meta key.
+func epochs(t *testing.T, c redis.UniversalClient, topic string, partitions int32) map[int32]int64 {
+	t.Helper()
+	out := map[int32]int64{}
+	for p := int32(0); p < partitions; p++ {
+		v, err := c.HGet(context.Background(), fmt.Sprintf("{cr:%s:%d}:meta", topic, p), "epoch").Result()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return out
+}
+
+// compareDumps fails t if got differs from want, listing a few of the
+// differences.
+func compareDumps(t *testing.T, what string, want, got dump) {
+	t.Helper()
+	var diffs []string
+	for k, v := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("missing %q", k))
+		case g != v:
+			diffs = append(diffs, fmt.Sprintf("differs %q: want %q got %q", k, clip(v), clip(g)))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("extra %q", k))
+		}
+	}
+	if len(diffs) == 0 {
+		return
+	}
+	sort.Strings(diffs)
+	t.Errorf("%s: %d of %d keys differ from the clean run; first ones:\n%s", what, len(diffs), len(want),
+		strings.Join(diffs[:min(len(diffs), 10)], "\n"))
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// dumpStats summarises a dump: objects, meta keys and value bytes.
+func dumpStats(d dump) (objects, metas, bytes int) {
+	for k, v := range d {
+		if strings.HasSuffix(k, ":meta") {
+			metas++
+			continue
+		}
+		objects++
+		bytes += len(v)
+	}
+	return
+}
