@@ -63,8 +63,16 @@ type Config struct {
 	// Follow keeps reading plain files after their end, like tail -F: it
 	// waits for new lines, reopens a file that was rotated (its path now
 	// names another file, after the old one is read to its end) and starts
-	// again from the top of a file that was truncated. Gzip files and stdin
-	// are read once. Default false.
+	// again from the top of a file that was truncated. Gzip files, WARC and
+	// stdin are read once. Default false.
+	//
+	// Limits (those of tail -F): a truncation is noticed when the file is
+	// found shorter than the read position, so a file truncated and
+	// refilled beyond that position between two polls is read on from the
+	// old position; lines appended to a rotated file after the next file
+	// appeared and the old one was read to its end are not read; and a
+	// rotation while ingest is not running is seen at the next start as a
+	// new file (read from its start), the rest of the old one is not read.
 	Follow bool
 	// PollInterval is how often a followed file is checked for new data.
 	// Default 250ms.

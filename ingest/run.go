@@ -423,8 +423,8 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 		} else {
 			fi, _ := o.f.Stat()
 			if fi != nil && fi.Size() < start.Offset {
-				w.r.log.Warn("ingest: file shorter than its checkpoint; reading from the start", "input", name)
-				start = Position{}
+				w.r.log.Warn("ingest: file shorter than its checkpoint (truncated); reading from the start", "input", name)
+				start = Position{Epoch: start.Epoch + 1}
 			} else {
 				if _, err := o.f.Seek(start.Offset, io.SeekStart); err != nil {
 					return &inputError{err}

@@ -3,6 +3,7 @@ package parse
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nlnwa/whatwg-url/canonicalizer"
 	"github.com/nlnwa/whatwg-url/url"
@@ -99,7 +100,7 @@ func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
 		}
 	}
 	if e.object == "" {
-		e.object, e.site, e.err = c.canonicalSlow(key)
+		e.object, e.site, e.err = c.canonicalStable(key)
 	}
 	if c.cache != nil {
 		if len(c.cache) >= c.max {
@@ -124,7 +125,53 @@ func (c *Canonicalizer) CanonicalRef(base string, ref []byte) (object, site stri
 	return c.Canonical(ref)
 }
 
+// canonicalStable canonicalises with the library until the result is a
+// fixed point (the library is not idempotent on some odd inputs:
+// "http:%2F0" → "http:///0/" → "http://0.0.0.0/"), so that an object read
+// back from jsonl stays the same object. A result the fast path accepts is
+// a fixed point (FuzzCanonical checks that), which saves the second run in
+// the common case. An http(s) URL without a host is rejected.
+func (c *Canonicalizer) canonicalStable(raw string) (object, site string, err error) {
+	object, site, err = c.canonicalSlow(raw)
+	for i := 0; err == nil; i++ {
+		if c.fast {
+			if _, ok := fastCanonical([]byte(object)); ok {
+				break
+			}
+		}
+		if site == "" && hasHTTPPrefix([]byte(object)) {
+			return "", "", &Error{Reason: ReasonURL, Err: fmt.Errorf("URL %q has no host", truncS(raw))}
+		}
+		if i == 3 {
+			return "", "", &Error{Reason: ReasonURL, Err: fmt.Errorf("URL %q has no stable canonical form", truncS(raw))}
+		}
+		again, againSite, aerr := c.canonicalSlow(object)
+		if aerr != nil {
+			return "", "", aerr
+		}
+		if again == object {
+			break
+		}
+		object, site = again, againSite
+	}
+	return object, site, err
+}
+
+// canonicalSlow runs the library. Bytes that are not valid UTF-8 are
+// percent-encoded first (the library works on code points and, with
+// invalid code points accepted, indexes past the end of some such inputs:
+// FuzzCanonical found "A://\xef\xd1"); a panic of the library is recovered
+// and reported as a "url" rejection, so one URL can never stop ingest.
 func (c *Canonicalizer) canonicalSlow(raw string) (object, site string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			object, site = "", ""
+			err = &Error{Reason: ReasonURL, Err: fmt.Errorf("URL canonicaliser failed on %q: %v", truncS(raw), r)}
+		}
+	}()
+	if !utf8.ValidString(raw) {
+		raw = encodeInvalidUTF8(raw)
+	}
 	u, perr := c.p.Parse(raw)
 	if perr != nil {
 		msg := perr.Error()
@@ -261,7 +308,7 @@ func hasPunycode(h []byte) bool {
 }
 
 // simpleQuery accepts "" or name=value pairs separated by single '&' with
-// non-empty names and exactly one '='.
+// non-empty names and values and exactly one '='.
 func simpleQuery(q []byte) bool {
 	if len(q) == 0 {
 		return true
@@ -279,11 +326,35 @@ func simpleQuery(q []byte) bool {
 					eq = j
 				}
 			}
-			if eq <= 0 {
+			if eq <= 0 || eq == len(pair)-1 { // empty name or value ("a=" becomes "a")
 				return false
 			}
 			start = i + 1
 		}
 	}
 	return true
+}
+
+// encodeInvalidUTF8 percent-encodes the bytes of s that are not part of a
+// valid UTF-8 sequence.
+func encodeInvalidUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+size])
+		i += size
+	}
+	return b.String()
+}
+
+func truncS(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

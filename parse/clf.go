@@ -31,7 +31,7 @@ type clfParser struct {
 	vbuf  []byte
 }
 
-func newCLF(cfg Config) (Parser, error) {
+func newCLF(cfg Config) (lineParser, error) {
 	return &clfParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), base: baseOf(cfg)}, nil
 }
 
@@ -45,7 +45,7 @@ func baseOf(cfg Config) string {
 
 func (p *clfParser) Format() string { return "clf" }
 
-func (p *clfParser) Parse(line []byte, obs *records.Observation) error {
+func (p *clfParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)

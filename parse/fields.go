@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"bytes"
 	"errors"
 	"time"
 )
@@ -19,10 +20,15 @@ func nextField(b []byte, i int) (field []byte, next int) {
 		i++
 	}
 	s := i
-	for i < len(b) && !isSpace(b[i]) {
-		i++
+	rest := b[s:]
+	e := bytes.IndexByte(rest, ' ')
+	if e < 0 {
+		e = len(rest)
 	}
-	return b[s:i], i
+	if t := bytes.IndexByte(rest[:e], '\t'); t >= 0 {
+		e = t
+	}
+	return rest[:e], s + e
 }
 
 // splitFields fills dst with up to len(dst) blank-separated fields of b and

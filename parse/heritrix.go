@@ -33,13 +33,13 @@ type heritrixParser struct {
 	f     [12][]byte
 }
 
-func newHeritrix(cfg Config) (Parser, error) {
+func newHeritrix(cfg Config) (lineParser, error) {
 	return &heritrixParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
 }
 
 func (p *heritrixParser) Format() string { return "heritrix" }
 
-func (p *heritrixParser) Parse(line []byte, obs *records.Observation) error {
+func (p *heritrixParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)

@@ -32,13 +32,13 @@ type crawlFeedMessage struct {
 	Annotations   json.RawMessage `json:"annotations"`
 }
 
-func newHeritrixJSON(cfg Config) (Parser, error) {
+func newHeritrixJSON(cfg Config) (lineParser, error) {
 	return &heritrixJSONParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
 }
 
 func (p *heritrixJSONParser) Format() string { return "heritrix-json" }
 
-func (p *heritrixJSONParser) Parse(line []byte, obs *records.Observation) error {
+func (p *heritrixJSONParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	t := bytes.TrimSpace(line)
 	if len(t) == 0 {

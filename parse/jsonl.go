@@ -18,13 +18,13 @@ type jsonlParser struct {
 	canon *Canonicalizer
 }
 
-func newJSONL(cfg Config) (Parser, error) {
+func newJSONL(cfg Config) (lineParser, error) {
 	return &jsonlParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
 }
 
 func (p *jsonlParser) Format() string { return "jsonl" }
 
-func (p *jsonlParser) Parse(line []byte, obs *records.Observation) error {
+func (p *jsonlParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	t := bytes.TrimSpace(line)
 	if len(t) == 0 {

@@ -7,7 +7,7 @@
 //
 // A Parser is not safe for concurrent use (it owns a canonicalisation cache);
 // create one per goroutine with New. Parse fills a caller-owned Observation
-// (it resets every field first) and, on the hot path of the line formats,
+// (every field; a failed Parse leaves it zero) and, on the hot path of the line formats,
 // allocates nothing: numbers and times are parsed from the bytes, and URLs go
 // through a bounded intern cache, so a URL seen before costs a map lookup.
 // The strings it stores in the Observation are immutable and stay valid after
@@ -153,7 +153,7 @@ func (c Config) Validate() error {
 
 type factory struct {
 	doc   string
-	line  func(cfg Config) (Parser, error)
+	line  func(cfg Config) (lineParser, error)
 	isRec bool
 }
 
@@ -209,5 +209,26 @@ func New(format string, cfg Config) (Parser, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return fa.line(cfg)
+	p, err := fa.line(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return zeroing{p}, nil
+}
+
+// lineParser is what each format implements; New wraps it so that a failed
+// Parse leaves a zero Observation.
+type lineParser interface {
+	Format() string
+	parse(line []byte, obs *records.Observation) error
+}
+
+type zeroing struct{ lineParser }
+
+func (z zeroing) Parse(line []byte, obs *records.Observation) error {
+	err := z.parse(line, obs)
+	if err != nil {
+		*obs = records.Observation{}
+	}
+	return err
 }

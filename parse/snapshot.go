@@ -44,13 +44,13 @@ type snapshotParser struct {
 	f     [6][]byte
 }
 
-func newSnapshot(cfg Config) (Parser, error) {
+func newSnapshot(cfg Config) (lineParser, error) {
 	return &snapshotParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), zone: cfg.Zone}, nil
 }
 
 func (p *snapshotParser) Format() string { return "snapshot" }
 
-func (p *snapshotParser) Parse(line []byte, obs *records.Observation) error {
+func (p *snapshotParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)

@@ -48,7 +48,7 @@ type squidParser struct {
 	canon  *Canonicalizer
 	fields []squidField // nil: native format
 	cfg    Config
-	native [10][]byte
+	native [7][]byte
 }
 
 type squidField int
@@ -66,7 +66,7 @@ const (
 	sqRequest
 )
 
-func newSquid(cfg Config) (Parser, error) {
+func newSquid(cfg Config) (lineParser, error) {
 	p := &squidParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), cfg: cfg}
 	if cfg.SquidLogformat != "" {
 		f, err := compileSquidFormat(cfg.SquidLogformat)
@@ -137,33 +137,34 @@ func nextToken(b []byte, i int) (tok []byte, next int, quoted bool) {
 	switch b[i] {
 	case '"':
 		i++
-		for i < len(b) {
-			if b[i] == '\\' && i+1 < len(b) {
-				i += 2
-				continue
+		for {
+			j := bytes.IndexByte(b[i:], '"')
+			if j < 0 {
+				return b[s:], len(b), true // unterminated: the caller decides
 			}
-			if b[i] == '"' {
+			i += j
+			// An odd number of backslashes before it escapes the quote.
+			k := i - 1
+			for k > s && b[k] == '\\' {
+				k--
+			}
+			if (i-1-k)%2 == 0 {
 				return b[s : i+1], i + 1, true
 			}
 			i++
 		}
-		return b[s:], len(b), true // unterminated: the caller decides
 	case '[':
-		for i < len(b) && b[i] != ']' {
-			i++
+		j := bytes.IndexByte(b[i:], ']')
+		if j < 0 {
+			return b[s:], len(b), true
 		}
-		if i < len(b) {
-			return b[s : i+1], i + 1, true
-		}
-		return b[s:], len(b), true
+		return b[s : i+j+1], i + j + 1, true
 	}
-	for i < len(b) && !isSpace(b[i]) {
-		i++
-	}
-	return b[s:i], i, false
+	f, next := nextField(b, i)
+	return f, next, false
 }
 
-func (p *squidParser) Parse(line []byte, obs *records.Observation) error {
+func (p *squidParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(line) == 0 {
 		return skip(ReasonEmpty)

@@ -36,13 +36,13 @@ const (
 	ReasonEvicted = "evicted"
 )
 
-func newStoreLog(cfg Config) (Parser, error) {
+func newStoreLog(cfg Config) (lineParser, error) {
 	return &storeLogParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
 }
 
 func (p *storeLogParser) Format() string { return "storelog" }
 
-func (p *storeLogParser) Parse(line []byte, obs *records.Observation) error {
+func (p *storeLogParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)

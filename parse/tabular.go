@@ -19,7 +19,7 @@ type nasaTSVParser struct {
 	f     [10][]byte
 }
 
-func newNASATSV(cfg Config) (Parser, error) {
+func newNASATSV(cfg Config) (lineParser, error) {
 	return &nasaTSVParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), base: baseOf(cfg)}, nil
 }
 
@@ -40,7 +40,7 @@ func splitTabs(b []byte, dst [][]byte) int {
 	return n + 1 // more fields than dst holds
 }
 
-func (p *nasaTSVParser) Parse(line []byte, obs *records.Observation) error {
+func (p *nasaTSVParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)
@@ -88,13 +88,13 @@ type worldCupParser struct {
 	ts    [20]byte
 }
 
-func newWorldCupCSV(cfg Config) (Parser, error) {
+func newWorldCupCSV(cfg Config) (lineParser, error) {
 	return &worldCupParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), base: baseOf(cfg), cfg: cfg}, nil
 }
 
 func (p *worldCupParser) Format() string { return "worldcup-csv" }
 
-func (p *worldCupParser) Parse(line []byte, obs *records.Observation) error {
+func (p *worldCupParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)
@@ -168,13 +168,13 @@ type changesTSVParser struct {
 	intern map[string]string
 }
 
-func newChangesTSV(cfg Config) (Parser, error) {
+func newChangesTSV(cfg Config) (lineParser, error) {
 	return &changesTSVParser{intern: map[string]string{}}, nil
 }
 
 func (p *changesTSVParser) Format() string { return "changes-tsv" }
 
-func (p *changesTSVParser) Parse(line []byte, obs *records.Observation) error {
+func (p *changesTSVParser) parse(line []byte, obs *records.Observation) error {
 	*obs = records.Observation{}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return skip(ReasonEmpty)

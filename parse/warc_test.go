@@ -96,11 +96,11 @@ func TestWARCRecords(t *testing.T) {
 			Kind: records.KindVisit, Changed: records.Unchanged, Status: 304, Format: "warc"}},
 		{obs: records.Observation{Object: "http://b.example/", Site: "b.example", Time: time.Date(2006, 1, 1, 0, 0, 0, 0, time.UTC),
 			Kind: records.KindVisit, Status: 200, Format: "warc"}},
-		{reason: ReasonWARC},                          // garbage, then resync
-		{reason: ReasonTime},                          // bad date
-		{reason: ReasonWARC},                          // no target URI
-		{reason: ReasonWARC},                          // bad header line
-		{reason: ReasonTooLarge},                      // 1000 > 500 bytes
+		{reason: ReasonWARC},     // garbage, then resync
+		{reason: ReasonTime},     // bad date
+		{reason: ReasonWARC},     // no target URI
+		{reason: ReasonWARC},     // bad header line
+		{reason: ReasonTooLarge}, // 1000 > 500 bytes
 		{obs: records.Observation{Object: "http://e.example/", Site: "e.example", Time: time.Date(2014, 1, 26, 20, 6, 24, 0, time.UTC), Kind: records.KindVisit, Format: "warc"}},
 	}
 	if len(got) != len(want) {
