@@ -483,18 +483,31 @@ func TestKafkaSeek(t *testing.T) {
 				err  error
 			}
 			res := make(chan result, 1)
-			stop := runSource(t, src, func(ctx context.Context, cl stream.Claim) error {
-				msgs, err := fetchUntil(ctx, cl, tc.seek, 99)
-				res <- result{msgs, err}
-				return err
-			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			runErrc := make(chan error, 1)
+			go func() {
+				runErrc <- src.Run(ctx, func(ctx context.Context, cl stream.Claim) error {
+					msgs, err := fetchUntil(ctx, cl, tc.seek, 99)
+					res <- result{msgs, err}
+					return err
+				})
+			}()
 			var r result
 			select {
 			case r = <-res:
 			case <-time.After(waitLimit):
 				t.Fatal("no result")
 			}
-			runErr := stop()
+			if !tc.wantFatal {
+				cancel() // a fatal error stops Run by itself
+			}
+			var runErr error
+			select {
+			case runErr = <-runErrc:
+			case <-time.After(waitLimit):
+				t.Fatal("Run did not return")
+			}
 			if tc.wantFatal {
 				if !errors.Is(r.err, stream.ErrFatal) {
 					t.Fatalf("Fetch error %v, want ErrFatal", r.err)
