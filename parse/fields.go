@@ -142,9 +142,11 @@ func month3(b []byte) (time.Month, bool) {
 }
 
 // civil builds a time from fields and checks that none overflowed (time.Date
-// normalises 31 Feb to 3 Mar; a log line with 31 Feb is broken).
+// normalises 31 Feb to 3 Mar; a log line with 31 Feb is broken). Years
+// before 1970 are rejected: no log of this kind predates Unix time, and the
+// zero time.Time (year 1) means "missing" in records.
 func civil(y int, mo time.Month, d, h, mi, s, ns int) (time.Time, bool) {
-	if y < 1 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 {
+	if y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 {
 		return time.Time{}, false
 	}
 	if s == 60 { // leap second: clamp
