@@ -3,7 +3,11 @@ package state_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,16 +30,17 @@ func objectName(i int) string {
 func fill(tb testing.TB, s state.Store, p state.Partition, n int, seed uint64) int64 {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
+	pool := make([]byte, 1<<16)
+	for k := range pool {
+		pool[k] = byte(rng.Uint32())
+	}
 	from := int64(-1)
 	w := make([]state.Write, 0, 1000)
 	for i := 0; i < n; i += 1000 {
 		w = w[:0]
 		for j := i; j < i+1000 && j < n; j++ {
-			v := make([]byte, valueSize)
-			for k := range v {
-				v[k] = byte(rng.Uint32())
-			}
-			w = append(w, state.Write{Object: objectName(j), Value: v})
+			off := rng.IntN(len(pool) - valueSize)
+			w = append(w, state.Write{Object: objectName(j), Value: pool[off : off+valueSize]})
 		}
 		to := from + int64(len(w)) + 1
 		if err := s.Commit(ctx, p, 1, from, to, w); err != nil {
@@ -154,16 +159,20 @@ func memoryResult(b *testing.B, format string) memRes {
 
 func usedMemory(tb testing.TB, s *redistest.Server) int64 {
 	tb.Helper()
-	v, err := s.Client.Do(ctx, "MEMORY", "STATS").Slice()
+	info, err := s.Client.Info(ctx, "memory").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for i := 0; i+1 < len(v); i += 2 {
-		if v[i] == "total.allocated" {
-			return v[i+1].(int64)
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return n
 		}
 	}
-	tb.Fatal("no total.allocated in MEMORY STATS")
+	tb.Fatal("no used_memory in INFO memory")
 	return 0
 }
 
@@ -204,6 +213,40 @@ func BenchmarkCommit1000(b *testing.B) {
 				}
 				from += batch
 			}
+			b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "objects/s")
+		})
+	}
+}
+
+// BenchmarkCommit1000Parallel commits batches of 1000 objects to 8
+// partitions from 8 goroutines, as the handlers of 8 partitions do, and
+// reports the total objects/s.
+func BenchmarkCommit1000Parallel(b *testing.B) {
+	for name, s := range benchStores(b) {
+		b.Run(name, func(b *testing.B) {
+			const batch, parts = 1000, 8
+			w := make([]state.Write, batch)
+			for i := range w {
+				w[i] = state.Write{Object: objectName(i), Value: make([]byte, valueSize)}
+			}
+			var next atomic.Int32
+			b.SetParallelism((parts + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				p := state.Partition{Topic: "par", ID: next.Add(1)}
+				from, err := s.Claim(ctx, p, 1)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for pb.Next() {
+					if err := s.Commit(ctx, p, 1, from, from+batch+1, w); err != nil {
+						b.Error(err)
+						return
+					}
+					from += batch + 1
+				}
+			})
 			b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "objects/s")
 		})
 	}

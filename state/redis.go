@@ -42,8 +42,11 @@ import (
 // (__keyevent@<db>__:expired) by one background subscription per master
 // (see RedisConfig.ExpiryEvents). Limits: notifications are fire-and-forget,
 // so expiries while the subscription is down (reconnects, failovers) are
-// not counted; masters added to a Cluster after NewRedis are not
-// subscribed; Redis expires a key when it is accessed or found by its
+// not counted (go-redis resubscribes after a reconnect, and a goroutine
+// re-adds the flags every ExpiryEventsRecheck, since a restarted Redis
+// forgets a CONFIG SET); masters added to a Cluster after NewRedis are not
+// subscribed; with compact keys every compact-format key of the server is
+// counted, whatever its KeyPrefix; Redis expires a key when it is accessed or found by its
 // active expiry cycle, so the count lags the TTL by up to seconds and
 // every expiry is counted by every Redis store subscribed to the same
 // server. Close stops the subscriptions.
@@ -60,6 +63,7 @@ type Redis struct {
 
 	expired atomic.Uint64
 	subs    []*redis.PubSub
+	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
 	closeMu sync.Mutex
 	closed  bool
@@ -174,7 +178,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 		return nil, err
 	}
 	r := &Redis{c: c, owned: owned, cfg: cfg, ttlMS: strconv.FormatInt(cfg.IdleTTL.Milliseconds(), 10),
-		compact: cfg.KeyFormat == KeyFormatCompact, log: logger.With("component", "state.redis"), metrics: m}
+		compact: cfg.KeyFormat == KeyFormatCompact, done: make(chan struct{}), log: logger.With("component", "state.redis"), metrics: m}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -250,14 +254,7 @@ func (r *Redis) subscribeExpired(ctx context.Context) error {
 	for _, n := range nodes {
 		addr := n.Options().Addr
 		if r.cfg.ExpiryEvents == ExpiryEventsConfig {
-			v, err := n.ConfigGet(ctx, "notify-keyspace-events").Result()
-			if err == nil {
-				old := v["notify-keyspace-events"]
-				if nw := withExpiredFlags(old); nw != old {
-					err = n.ConfigSet(ctx, "notify-keyspace-events", nw).Err()
-				}
-			}
-			if err != nil {
+			if err := enableExpiredEvents(ctx, n); err != nil {
 				r.log.Warn("cannot enable expired-key notifications; expiries are counted only if the server sends them",
 					"addr", addr, "err", err)
 			}
@@ -281,7 +278,46 @@ func (r *Redis) subscribeExpired(ctx context.Context) error {
 			}
 		}()
 	}
+	if r.cfg.ExpiryEvents == ExpiryEventsConfig {
+		r.wg.Add(1)
+		go r.recheckExpiredEvents(nodes)
+	}
 	return nil
+}
+
+// enableExpiredEvents adds "Ex" to n's notify-keyspace-events if missing.
+func enableExpiredEvents(ctx context.Context, n *redis.Client) error {
+	v, err := n.ConfigGet(ctx, "notify-keyspace-events").Result()
+	if err != nil {
+		return err
+	}
+	old := v["notify-keyspace-events"]
+	if nw := withExpiredFlags(old); nw != old {
+		return n.ConfigSet(ctx, "notify-keyspace-events", nw).Err()
+	}
+	return nil
+}
+
+// recheckExpiredEvents re-enables the notifications every
+// ExpiryEventsRecheck until Close.
+func (r *Redis) recheckExpiredEvents(nodes []*redis.Client) {
+	defer r.wg.Done()
+	t := time.NewTicker(r.cfg.ExpiryEventsRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+		}
+		for _, n := range nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReadTimeout)
+			if err := enableExpiredEvents(ctx, n); err != nil {
+				r.log.Debug("recheck of expired-key notifications failed", "addr", n.Options().Addr, "err", err)
+			}
+			cancel()
+		}
+	}
 }
 
 // Expired returns how many of this store's objects (by KeyPrefix) expired
@@ -630,6 +666,11 @@ func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapsh
 }
 
 func (r *Redis) stopSubs() {
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
+	}
 	for _, ps := range r.subs {
 		_ = ps.Close()
 	}

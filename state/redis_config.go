@@ -54,6 +54,11 @@ type RedisConfig struct {
 	//            (managed Redis services often disable CONFIG).
 	//   "off": do not count.
 	ExpiryEvents string
+	// ExpiryEventsRecheck is how often, with ExpiryEvents "config", the
+	// masters' notify-keyspace-events are checked and "Ex" added again
+	// (a restarted Redis forgets a CONFIG SET unless its config file has
+	// it). Default 1m.
+	ExpiryEventsRecheck time.Duration
 	// PoolSize is the connection pool size per node. Default 0: go-redis's
 	// default (10 per GOMAXPROCS).
 	PoolSize int
@@ -109,6 +114,9 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	if c.ExpiryEvents == "" {
 		c.ExpiryEvents = ExpiryEventsConfig
 	}
+	if c.ExpiryEventsRecheck == 0 {
+		c.ExpiryEventsRecheck = time.Minute
+	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 5 * time.Second
 	}
@@ -155,7 +163,7 @@ func (c RedisConfig) Validate() error {
 	if c.PoolSize < 0 {
 		errs = append(errs, fmt.Errorf("PoolSize: %d is negative", c.PoolSize))
 	}
-	for name, d := range map[string]time.Duration{"DialTimeout": c.DialTimeout, "ReadTimeout": c.ReadTimeout, "WriteTimeout": c.WriteTimeout} {
+	for name, d := range map[string]time.Duration{"ExpiryEventsRecheck": c.ExpiryEventsRecheck, "DialTimeout": c.DialTimeout, "ReadTimeout": c.ReadTimeout, "WriteTimeout": c.WriteTimeout} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %v is negative", name, d))
 		}

@@ -406,3 +406,106 @@ func TestExpiredCountsOnlyOwnPrefix(t *testing.T) {
 		t.Fatalf("dbsize = %d; want 2", n)
 	}
 }
+
+// TestExpiryCountedAcrossRestart: after redis-server is killed and
+// restarted (forgetting notify-keyspace-events), the store re-enables the
+// notifications and its subscription reconnects, so expiries are counted.
+func TestExpiryCountedAcrossRestart(t *testing.T) {
+	s := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{IdleTTL: 100 * time.Millisecond, ExpiryEventsRecheck: 50 * time.Millisecond}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	commit := func(from, to int64) {
+		t.Helper()
+		if _, err := r.Claim(ctx, part, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Commit(ctx, part, 1, from, to, []state.Write{{Object: "a", Value: []byte("1")}, {Object: "b", Value: []byte("2")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(-1, 1)
+	if n := waitExpired(t, r, 2); n != 2 {
+		t.Fatalf("expired before restart = %d; want 2", n)
+	}
+	s.Kill()
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the flags are back (the recheck) before writing again.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.Client.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"], "x") {
+		if time.Now().After(deadline) {
+			t.Fatal("notify-keyspace-events not re-enabled after restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The store's subscription reconnects on its own; keep writing batches
+	// until expiries are counted again (a batch may expire before the
+	// subscription is back).
+	from := int64(-1) // no AOF: the restart emptied Redis
+	for i := 0; r.Expired() < 4; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("expired after restart = %d; want 4", r.Expired())
+		}
+		commit(from, from+2)
+		from += 2
+		time.Sleep(150 * time.Millisecond)
+	}
+	if got := gatherValue(t, reg, "changerate_state_expired_objects_total"); got != float64(r.Expired()) {
+		t.Fatalf("metric %v != Expired() %d", got, r.Expired())
+	}
+}
+
+// TestRedisMetrics: latency by op, batch sizes and rejections are exported.
+func TestRedisMetrics(t *testing.T) {
+	s := sharedServer(t)
+	reg := prometheus.NewRegistry()
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyPrefix: uniquePrefix(t)}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Claim(ctx, part, 2); err != nil {
+		t.Fatal(err)
+	}
+	w := []state.Write{{Object: "a", Value: []byte("1")}, {Object: "b", Value: []byte("2")}, {Object: "c", Value: nil}}
+	if err := r.Commit(ctx, part, 2, -1, 3, w); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Commit(ctx, part, 2, -1, 3, w) // mismatch
+	_ = r.Commit(ctx, part, 1, 3, 4, w)  // fenced
+	if _, err := r.Get(ctx, part, []string{"a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]uint64{}
+	var batchSum float64
+	var batchCount uint64
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "changerate_state_redis_command_seconds":
+			for _, m := range mf.GetMetric() {
+				ops[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+			}
+		case "changerate_state_commit_batch_objects":
+			batchSum = mf.GetMetric()[0].GetHistogram().GetSampleSum()
+			batchCount = mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	if ops["claim"] != 1 || ops["commit"] != 3 || ops["get"] != 1 {
+		t.Fatalf("latency samples by op = %v; want claim 1, commit 3, get 1", ops)
+	}
+	if batchCount != 1 || batchSum != 3 {
+		t.Fatalf("batch histogram: %d samples, sum %v; want 1, 3", batchCount, batchSum)
+	}
+	if f, m := labeledCounter(t, reg, "changerate_state_commit_rejected_total", "fenced"), labeledCounter(t, reg, "changerate_state_commit_rejected_total", "offset_mismatch"); f != 1 || m != 1 {
+		t.Fatalf("rejected fenced %v mismatch %v; want 1, 1", f, m)
+	}
+}

@@ -53,15 +53,26 @@ type Write struct {
 type Store interface {
 	// Claim makes epoch the owner of p (if epoch is not older than the
 	// stored one) and returns p's stored next offset, or -1 when none is
-	// stored. It returns ErrFenced if a newer epoch owns p.
+	// stored. It returns ErrFenced if a newer epoch owns p. Claiming again
+	// with the stored epoch is allowed and changes nothing.
 	Claim(ctx context.Context, p Partition, epoch int64) (next int64, err error)
 	// Get appends to dst the stored values of objects of partition p, in
-	// order, with nil for objects that have none, and returns dst.
+	// order, with nil for objects that have none (never stored, deleted or
+	// expired), and returns dst. The values are the caller's to keep and
+	// modify. Get does not refresh expiry.
 	Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error)
 	// Commit atomically checks that p is owned by epoch and its stored next
 	// offset is from (-1: none stored), then writes every value, refreshes
 	// their expiry, and stores to as p's next offset. On ErrFenced or
-	// ErrOffsetMismatch nothing was written.
+	// ErrOffsetMismatch nothing was written. It requires -1 <= from <= to
+	// and 0 <= to. A non-nil empty Value is stored (and read back) as an
+	// empty, non-nil value. Commit copies the values.
+	//
+	// On any other error (e.g. a timeout) the commit may or may not have
+	// been applied; retrying it is safe (a repeat gets ErrOffsetMismatch),
+	// and Claim tells the stored offset. Commit with an epoch other than
+	// the stored one, newer or older, or on a partition never claimed,
+	// returns ErrFenced.
 	Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error
 	// Close releases the store's connections.
 	Close() error

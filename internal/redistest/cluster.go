@@ -38,7 +38,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	dir := tb.TempDir()
 	c, err := launchCluster(dir, n, opts...)
 	if err != nil {
-		tb.Fatalf("redistest: %v", err)
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		if err := c.Stop(); err != nil {

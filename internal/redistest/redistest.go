@@ -132,6 +132,9 @@ type Server struct {
 // findBinary returns the redis-server to run.
 func findBinary(o *options) (string, error) {
 	if o.binary != "" {
+		if _, err := os.Stat(o.binary); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrNoRedis, err)
+		}
 		return o.binary, nil
 	}
 	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
@@ -161,7 +164,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	}
 	s, err := Launch(opts...)
 	if err != nil {
-		tb.Fatalf("redistest: %v", err)
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		if err := s.Stop(); err != nil {

@@ -2,6 +2,9 @@ package redistest_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -60,5 +63,67 @@ func TestCluster(t *testing.T) {
 		if err := c.Client.Set(ctx, k, i, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMissingBinary runs a child test that starts a server from a missing
+// binary: it must be skipped without CHANGERATE_REQUIRE_REDIS and fail with
+// it.
+func TestMissingBinary(t *testing.T) {
+	if os.Getenv("REDISTEST_CHILD") != "" {
+		redistest.Start(t, redistest.WithBinary("/nonexistent/redis-server"))
+		t.Log("not reached")
+		return
+	}
+	for _, c := range []struct {
+		require  string
+		wantFail bool
+		wantOut  string
+	}{
+		{"", false, "--- SKIP: TestMissingBinary"},
+		{"1", true, "--- FAIL: TestMissingBinary"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingBinary$", "-test.v")
+		cmd.Env = append(withoutVar(os.Environ(), redistest.RequireEnv), "REDISTEST_CHILD=1")
+		if c.require != "" {
+			cmd.Env = append(cmd.Env, redistest.RequireEnv+"="+c.require)
+		}
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != c.wantFail || !strings.Contains(string(out), c.wantOut) || strings.Contains(string(out), "not reached") {
+			t.Errorf("%s=%q: err %v, output:\n%s", redistest.RequireEnv, c.require, err, out)
+		}
+	}
+}
+
+func withoutVar(env []string, name string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, name+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestLaunchWithoutTB(t *testing.T) {
+	if !redistest.Available() {
+		t.Skip("no redis-server")
+	}
+	s, err := redistest.Launch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Dir
+	if err := s.Client.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("directory %s not removed: %v", dir, err)
+	}
+	if _, err := redistest.Launch(redistest.WithBinary("/nonexistent")); !errors.Is(err, redistest.ErrNoRedis) {
+		t.Fatalf("Launch with a missing binary = %v; want ErrNoRedis", err)
 	}
 }
