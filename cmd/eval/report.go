@@ -169,6 +169,8 @@ func (r *Report) Bars(file, title, ylabel string, groups []string, series []Seri
 	}
 	p.NominalX(groups...)
 	p.Add(plotter.NewGrid())
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Left = true
 	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(r.dir, file)); err != nil {
 		fmt.Fprintln(os.Stderr, "eval: plot", file, err)
 		return
