@@ -42,6 +42,7 @@ const (
 	DefaultKafkaFetchMaxBytes     = 1 << 20 // 1 MiB
 	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
 	DefaultKafkaCommitInterval    = time.Second
+	DefaultKafkaMetadataInterval  = 5 * time.Second
 )
 
 // KafkaTLSConfig configures TLS towards the brokers.
@@ -148,6 +149,12 @@ type KafkaConfig struct {
 	// Claim.MarkCommitted to the group (for lag monitoring only). Default
 	// 1s.
 	CommitInterval time.Duration
+	// MetadataInterval is how long cached cluster metadata (partition
+	// counts, leaders) is used before it is refreshed, and how often a
+	// source checks its topics' partition counts: a topic that appears or
+	// grows makes the member rejoin so that the new partitions get owners.
+	// Default 5s.
+	MetadataInterval time.Duration
 }
 
 // Validate reports the first invalid field, naming it. It does not modify
@@ -184,7 +191,7 @@ func (c KafkaConfig) Validate() error {
 		{"SessionTimeout", c.SessionTimeout}, {"HeartbeatInterval", c.HeartbeatInterval},
 		{"RebalanceTimeout", c.RebalanceTimeout}, {"JoinGroupBackoff", c.JoinGroupBackoff},
 		{"FetchMaxWait", c.FetchMaxWait}, {"RetryBackoff", c.RetryBackoff},
-		{"CommitInterval", c.CommitInterval},
+		{"CommitInterval", c.CommitInterval}, {"MetadataInterval", c.MetadataInterval},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("stream: KafkaConfig.%s: negative duration %v", d.name, d.v)
@@ -246,6 +253,7 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	setDur(&c.FetchMaxWait, DefaultKafkaFetchMaxWait)
 	setDur(&c.RetryBackoff, DefaultKafkaRetryBackoff)
 	setDur(&c.CommitInterval, DefaultKafkaCommitInterval)
+	setDur(&c.MetadataInterval, DefaultKafkaMetadataInterval)
 	return c
 }
 
@@ -343,6 +351,7 @@ func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
 	transport := &kafka.Transport{
 		Dial:        (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		DialTimeout: cfg.DialTimeout,
+		MetadataTTL: cfg.MetadataInterval,
 		ClientID:    cfg.ClientID,
 		TLS:         tc,
 		SASL:        mech,

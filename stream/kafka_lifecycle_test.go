@@ -185,3 +185,35 @@ func TestKafkaLagMetric(t *testing.T) {
 		t.Errorf("owned partitions: %v, want 1", got)
 	}
 }
+
+// A source started before its topic exists idles (no rejoin storm) and
+// takes the partitions once the topic is created; added partitions are
+// picked up the same way.
+func TestKafkaSourceTopicCreatedLater(t *testing.T) {
+	c := kafkatest.Start(t)
+	cfg := testConfig(c, "late")
+	cfg.MetadataInterval = 50 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	o := newOwners(t)
+	stop := runSource(t, newSource(t, cfg, "late", reg), o.handler("A"))
+	waitFor(t, "the first generation", func() bool { return metricSum(t, reg, "changerate_kafka_group_generations_total") >= 1 })
+	// Several metadata intervals without the topic.
+	for i := 0; i < 5; i++ {
+		c.Partitions(t, "late")
+		time.Sleep(cfg.MetadataInterval)
+	}
+	if n := metricSum(t, reg, "changerate_kafka_group_generations_total"); n != 1 {
+		t.Fatalf("%v generations while the topic is missing, want 1 (no rejoin loop)", n)
+	}
+	c.CreateTopic(t, "late", 3)
+	waitFor(t, "3 claims", func() bool { return len(o.active()) == 3 })
+	if n := metricSum(t, reg, "changerate_kafka_group_generations_total"); n != 2 {
+		t.Errorf("%v generations after the topic appeared, want 2", n)
+	}
+	c.AddPartitions(t, "late", 5)
+	waitFor(t, "5 claims", func() bool { return len(o.active()) == 5 })
+	if n := metricSum(t, reg, "changerate_kafka_group_generations_total"); n != 3 {
+		t.Errorf("%v generations after partitions were added, want 3", n)
+	}
+	_ = stop()
+}

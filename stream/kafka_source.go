@@ -131,12 +131,13 @@ func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, 
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
-		// Rebalance when partitions are added, so new partitions get owners.
-		WatchPartitionChanges: true,
-		StartOffset:           kafka.FirstOffset,
-		Timeout:               cfg.RequestTimeout,
-		Logger:                kafka.LoggerFunc(func(f string, a ...any) { s.log.Debug(fmt.Sprintf(f, a...)) }),
-		ErrorLogger:           kafka.LoggerFunc(func(f string, a ...any) { s.log.Warn(fmt.Sprintf(f, a...)) }),
+		// kafka-go's own partition watcher (WatchPartitionChanges) ends
+		// every generation at once while a topic does not exist, a hot
+		// rejoin loop; watchPartitions replaces it.
+		StartOffset: kafka.FirstOffset,
+		Timeout:     cfg.RequestTimeout,
+		Logger:      kafka.LoggerFunc(func(f string, a ...any) { s.log.Debug(fmt.Sprintf(f, a...)) }),
+		ErrorLogger: kafka.LoggerFunc(func(f string, a ...any) { s.log.Warn(fmt.Sprintf(f, a...)) }),
 	})
 	if err != nil {
 		return fmt.Errorf("stream: kafka consumer group: %w", err)
@@ -204,6 +205,7 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 		owned[i] = c.topic + "/" + strconv.Itoa(int(c.partition))
 	}
 	s.log.Info("consumer group: generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", owned)
+	gen.Start(func(gctx context.Context) { s.watchPartitions(gctx, gen.ID) })
 	if len(claims) == 0 {
 		return
 	}
@@ -247,6 +249,64 @@ func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCau
 		t.Stop()
 		// Returning ends the generation: kafka-go rejoins the group.
 	}
+}
+
+// watchPartitions returns (ending the generation, so that the member rejoins
+// and the group is rebalanced) when the partition count of a topic differs
+// from the one seen at the generation's start; a missing topic counts 0.
+// Metadata errors are logged and retried at the next tick.
+func (s *KafkaSource) watchPartitions(gctx context.Context, gen int32) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := context.AfterFunc(gctx, cancel)
+	defer stop()
+	var base map[string]int
+	t := time.NewTicker(s.k.cfg.MetadataInterval)
+	defer t.Stop()
+	for {
+		counts, err := s.partitionCounts(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("partition watch: metadata failed", "err", err)
+		case base == nil:
+			base = counts
+		default:
+			for topic, n := range counts {
+				if n != base[topic] {
+					s.log.Info("partition count changed; rejoining the group", "topic", topic,
+						"before", base[topic], "after", n, "generation", gen)
+					return
+				}
+			}
+		}
+		select {
+		case <-t.C:
+		case <-gctx.Done():
+			return
+		}
+	}
+}
+
+func (s *KafkaSource) partitionCounts(ctx context.Context) (map[string]int, error) {
+	meta, err := s.k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: s.topics})
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int, len(s.topics))
+	for _, t := range s.topics {
+		counts[t] = 0
+	}
+	for _, t := range meta.Topics {
+		if t.Error == nil {
+			counts[t.Name] = len(t.Partitions)
+		} else if !errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+	}
+	return counts, nil
 }
 
 // commitLoop commits the offsets marked by the generation's claims every

@@ -173,6 +173,28 @@ func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int32, confi
 	}
 }
 
+// AddPartitions grows topic to total partitions.
+func (c *Cluster) AddPartitions(t testing.TB, topic string, total int32) {
+	t.Helper()
+	cl := c.Client(t)
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, total
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("kafkatest: CreatePartitions %s: %v", topic, err)
+	}
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			t.Fatalf("kafkatest: CreatePartitions %s: %v", topic, err)
+		}
+	}
+}
+
 // TopicConfig returns the topic's configuration values that were set
 // explicitly (DescribeConfigs, non-default entries).
 func (c *Cluster) TopicConfig(t testing.TB, topic string) map[string]string {
