@@ -61,11 +61,10 @@ func (w *worker) readRecords(ctx context.Context, name string) error {
 			return &inputError{fmt.Errorf("read: %w", err)}
 		}
 		rec := rr.Records()
-		w.pos = Position{Dev: o.dev, Ino: o.ino, Offset: rec, Gzip: o.gz, Lines: rec}
-		w.dirtyPos = true
+		w.setPos(Position{Dev: o.dev, Ino: o.ino, Offset: rec, Gzip: o.gz, Lines: rec})
 		w.offset = rec
-		w.pendLines++
-		w.pendBytes += int64(len(input))
+		w.cur.lines++
+		w.cur.bytes += int64(len(input))
 		w.sum.Lines++
 		if err == nil {
 			if err := w.emit(ctx); err != nil {

@@ -83,6 +83,9 @@ type runner struct {
 	obs    atomic.Int64
 	rejs   atomic.Int64
 	format string
+	// writeCtx is the context of sink writes: cancelled DrainTimeout after
+	// Run's context.
+	writeCtx context.Context
 	// per-format metric children, resolved once
 	mLines, mObs, mBytes prometheus.Counter
 }
@@ -115,6 +118,17 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 		return Summary{}, err
 	}
 	r := &runner{cfg: c, sink: sink, log: logger, m: newMetrics(reg), cp: cp, format: c.Format}
+	// Writes outlive a cancellation by DrainTimeout, so that the batches in
+	// hand are delivered and checkpointed on SIGTERM.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer wcancel()
+	r.writeCtx = wctx
+	stopDrain := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(c.DrainTimeout, wcancel)
+		<-wctx.Done()
+		t.Stop()
+	})
+	defer stopDrain()
 	r.mLines = r.m.lines.WithLabelValues(c.Format)
 	r.mObs = r.m.observations.WithLabelValues(c.Format)
 	r.mBytes = r.m.bytes.WithLabelValues(c.Format)
@@ -278,29 +292,51 @@ func expandPaths(paths []string) ([]string, error) {
 	return dedup, nil
 }
 
-// worker reads inputs one at a time and owns one parser and one batch.
+// worker reads inputs one at a time and owns one parser. It fills one
+// batch while the previous one is being written (at most one write in
+// flight, so batches reach the sink in order and messages of one key keep
+// their order).
 type worker struct {
-	r     *runner
-	p     parse.Parser
-	obs   records.Observation
-	msgs  []stream.Message
-	arena []byte
-	sum   *InputSummary
+	r   *runner
+	p   parse.Parser
+	obs records.Observation
+	sum *InputSummary
 
 	// source and offset of the current line, written into observations
 	source string
 	epoch  int64
 	offset int64
-	// position to checkpoint once the pending batch is acknowledged
+	key    string // checkpoint key of the current input
+
+	cur, spare *batch
+	inflight   chan error // result of the write of flying, nil when none
+	flying     *batch
+}
+
+// batch is the messages of a group of lines and what to record once the
+// sink acknowledged them.
+type batch struct {
+	msgs  []stream.Message
+	arena []byte
+	// position to checkpoint once the batch is acknowledged
 	key      string
 	pos      Position
 	dirtyPos bool
-	// lines/observations not yet added to the shared counters
-	pendLines, pendObs, pendBytes int64
+	// lines/observations/bytes to add to the shared counters
+	lines, obs, bytes int64
+}
+
+func (b *batch) reset() {
+	clear(b.msgs)
+	b.msgs = b.msgs[:0]
+	b.arena = b.arena[:0]
+	b.dirtyPos = false
+	b.lines, b.obs, b.bytes = 0, 0, 0
 }
 
 func (r *runner) newWorker() (*worker, error) {
-	w := &worker{r: r, msgs: make([]stream.Message, 0, r.cfg.BatchSize)}
+	w := &worker{r: r, cur: &batch{msgs: make([]stream.Message, 0, r.cfg.BatchSize)},
+		spare: &batch{msgs: make([]stream.Message, 0, r.cfg.BatchSize)}}
 	if !parse.IsRecordFormat(r.cfg.Format) {
 		p, err := parse.New(r.cfg.Format, r.cfg.Parse)
 		if err != nil {
@@ -318,7 +354,7 @@ func (w *worker) input(ctx context.Context, name string) (InputSummary, error) {
 	sum := InputSummary{Name: name, Skipped: map[string]int64{}, Rejects: map[string]int64{}}
 	w.sum = &sum
 	err := w.readInput(ctx, name)
-	if ferr := w.flush(ctx); ferr != nil && err == nil {
+	if ferr := w.flush(ctx, true); ferr != nil && err == nil {
 		err = ferr
 	}
 	w.sum = nil
@@ -453,9 +489,8 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 		line, tooLong, err := lr.next(!follow || rotated)
 		if err == nil {
 			lineNo++
-			w.pos = Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Gzip: o.gz, Lines: lineNo, Epoch: w.epoch}
+			w.setPos(Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Gzip: o.gz, Lines: lineNo, Epoch: w.epoch})
 			w.offset = lr.off
-			w.dirtyPos = true
 			if err := w.line(ctx, prefix, lineNo, line, tooLong); err != nil {
 				return err
 			}
@@ -468,7 +503,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			return nil
 		}
 		// Following: the end of the file for now.
-		if err := w.flush(ctx); err != nil {
+		if err := w.flush(ctx, true); err != nil {
 			return err
 		}
 		if rotated {
@@ -512,8 +547,8 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 
 // line handles one input line.
 func (w *worker) line(ctx context.Context, prefix string, lineNo int64, line []byte, tooLong bool) error {
-	w.pendLines++
-	w.pendBytes += int64(len(line)) + 1
+	w.cur.lines++
+	w.cur.bytes += int64(len(line)) + 1
 	w.sum.Lines++
 	if tooLong {
 		return w.deadLetter(ctx, prefix, lineNo, ReasonTooLong,
@@ -548,22 +583,28 @@ func (w *worker) setSource(key string, o *opened, epoch int64) {
 	}
 }
 
+// setPos records the position after the current line in the batch.
+func (w *worker) setPos(p Position) {
+	w.cur.key, w.cur.pos, w.cur.dirtyPos = w.key, p, true
+}
+
 func (w *worker) emit(ctx context.Context) error {
 	o := &w.obs
 	if o.Source == "" {
 		o.Source, o.Offset = w.source, w.offset
 	}
-	ks := len(w.arena)
-	w.arena = append(w.arena, o.Object...)
-	vs := len(w.arena)
-	w.arena = AppendObservation(w.arena, o)
+	b := w.cur
+	ks := len(b.arena)
+	b.arena = append(b.arena, o.Object...)
+	vs := len(b.arena)
+	b.arena = AppendObservation(b.arena, o)
 	// Slices into the arena stay valid if it grows: the old array lives on.
-	w.msgs = append(w.msgs, stream.Message{Topic: w.r.cfg.ObservationsTopic,
-		Key: w.arena[ks:vs:vs], Value: w.arena[vs:len(w.arena):len(w.arena)]})
+	b.msgs = append(b.msgs, stream.Message{Topic: w.r.cfg.ObservationsTopic,
+		Key: b.arena[ks:vs:vs], Value: b.arena[vs:len(b.arena):len(b.arena)]})
 	w.sum.Observations++
-	w.pendObs++
-	if len(w.msgs) >= w.r.cfg.BatchSize {
-		return w.flush(ctx)
+	b.obs++
+	if len(b.msgs) >= w.r.cfg.BatchSize {
+		return w.flush(ctx, false)
 	}
 	return nil
 }
@@ -573,53 +614,89 @@ func (w *worker) deadLetter(ctx context.Context, prefix string, lineNo int64, re
 	w.r.m.rejects.WithLabelValues(w.r.format, reason).Inc()
 	w.r.rejs.Add(1)
 	dl := records.NewDeadLetter(time.Now(), "ingest", w.r.format, prefix+":"+strconv.FormatInt(lineNo, 10), reason, err, input)
-	b, merr := json.Marshal(dl)
+	v, merr := json.Marshal(dl)
 	if merr != nil {
 		return fmt.Errorf("ingest: encode dead letter: %w", merr)
 	}
-	vs := len(w.arena)
-	w.arena = append(w.arena, b...)
-	w.msgs = append(w.msgs, stream.Message{Topic: w.r.cfg.DeadLetterTopic, Value: w.arena[vs:len(w.arena):len(w.arena)]})
-	if len(w.msgs) >= w.r.cfg.BatchSize {
-		return w.flush(ctx)
+	b := w.cur
+	vs := len(b.arena)
+	b.arena = append(b.arena, v...)
+	b.msgs = append(b.msgs, stream.Message{Topic: w.r.cfg.DeadLetterTopic, Value: b.arena[vs:len(b.arena):len(b.arena)]})
+	if len(b.msgs) >= w.r.cfg.BatchSize {
+		return w.flush(ctx, false)
 	}
 	return nil
 }
 
-// flush writes the pending batch and, once acknowledged, records the
-// position. After ctx is cancelled it still tries, within DrainTimeout.
-func (w *worker) flush(ctx context.Context) error {
-	if len(w.msgs) > 0 {
-		wctx := ctx
-		if ctx.Err() != nil {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), w.r.cfg.DrainTimeout)
-			defer cancel()
-		}
-		start := time.Now()
-		if err := w.r.sink.Write(wctx, w.msgs...); err != nil {
-			return fmt.Errorf("ingest: sink write: %w", err)
-		}
-		w.r.m.writeSeconds.Observe(time.Since(start).Seconds())
-		w.r.m.batchSize.Observe(float64(len(w.msgs)))
-		clear(w.msgs)
-		w.msgs = w.msgs[:0]
-		w.arena = w.arena[:0]
+// flush hands the current batch to the sink. It first waits for the write
+// in flight and, once that one is acknowledged, records its position. With
+// wait false the current batch is then written in the background (the
+// caller goes on filling the other buffer); with wait true flush returns
+// only after it too is acknowledged and recorded. Writes use the runner's
+// write context, which outlives a cancelled ctx by DrainTimeout.
+func (w *worker) flush(ctx context.Context, wait bool) error {
+	if err := w.settle(); err != nil {
+		return err
 	}
-	if w.pendLines > 0 || w.pendObs > 0 {
-		w.r.mLines.Add(float64(w.pendLines))
-		w.r.mObs.Add(float64(w.pendObs))
-		w.r.mBytes.Add(float64(w.pendBytes))
-		w.r.lines.Add(w.pendLines)
-		w.r.obs.Add(w.pendObs)
-		w.pendLines, w.pendObs, w.pendBytes = 0, 0, 0
+	b := w.cur
+	if len(b.msgs) == 0 {
+		return w.ack(b)
 	}
-	if w.dirtyPos && w.key != "-" {
-		if err := w.r.cp.set(w.key, w.pos); err != nil {
+	if !wait {
+		w.flying, w.cur, w.spare = b, w.spare, nil
+		w.inflight = make(chan error, 1)
+		go func(ch chan<- error) { ch <- w.write(b) }(w.inflight)
+		return nil
+	}
+	if err := w.write(b); err != nil {
+		return err
+	}
+	return w.ack(b)
+}
+
+// settle waits for the write in flight, if any, and records it.
+func (w *worker) settle() error {
+	if w.inflight == nil {
+		return nil
+	}
+	err := <-w.inflight
+	b := w.flying
+	w.inflight, w.flying = nil, nil
+	if err != nil {
+		return err
+	}
+	if err := w.ack(b); err != nil {
+		return err
+	}
+	w.spare = b
+	return nil
+}
+
+func (w *worker) write(b *batch) error {
+	start := time.Now()
+	if err := w.r.sink.Write(w.r.writeCtx, b.msgs...); err != nil {
+		return fmt.Errorf("ingest: sink write: %w", err)
+	}
+	w.r.m.writeSeconds.Observe(time.Since(start).Seconds())
+	w.r.m.batchSize.Observe(float64(len(b.msgs)))
+	return nil
+}
+
+// ack records an acknowledged (or empty) batch: counters, checkpoint.
+func (w *worker) ack(b *batch) error {
+	if b.lines > 0 || b.obs > 0 {
+		w.r.mLines.Add(float64(b.lines))
+		w.r.mObs.Add(float64(b.obs))
+		w.r.mBytes.Add(float64(b.bytes))
+		w.r.lines.Add(b.lines)
+		w.r.obs.Add(b.obs)
+	}
+	if b.dirtyPos && b.key != "-" {
+		if err := w.r.cp.set(b.key, b.pos); err != nil {
 			return err
 		}
 		w.r.m.checkpoints.Inc()
 	}
-	w.dirtyPos = false
+	b.reset()
 	return nil
 }

@@ -358,3 +358,13 @@ func truncS(s string) string {
 	}
 	return s
 }
+
+// validString returns b as a string, with bytes that are not valid UTF-8
+// percent-encoded: an identity must survive JSON (which would replace them
+// with U+FFFD) and equal its Kafka key.
+func validString(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return encodeInvalidUTF8(string(b))
+}

@@ -106,7 +106,7 @@ func normDigest(d []byte) string {
 	if len(d) == 32 && isBase32(d) {
 		return "sha1:" + string(d)
 	}
-	return string(d)
+	return validString(d)
 }
 
 func isBase32(d []byte) bool {

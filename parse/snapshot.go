@@ -86,7 +86,7 @@ func (p *snapshotParser) parse(line []byte, obs *records.Observation) error {
 	default:
 		return reject(ReasonFields, "snapshot event %q is not access or modification", trunc(f[4]))
 	}
-	obj, site := string(f[0]), ""
+	obj, site := validString(f[0]), ""
 	if hasHTTPPrefix(f[0]) {
 		if obj, site, err = p.canon.Canonical(f[0]); err != nil {
 			return err

@@ -196,8 +196,8 @@ func (p *changesTSVParser) parse(line []byte, obs *records.Observation) error {
 		if len(p.intern) >= DefaultCacheEntries {
 			clear(p.intern)
 		}
-		obj = string(path)
-		p.intern[obj] = obj
+		obj = validString(path)
+		p.intern[string(path)] = obj
 	}
 	obs.Object, obs.Time, obs.Kind, obs.Changed, obs.Format = obj, t, records.KindVisit, records.Changed, "changes-tsv"
 	return nil
