@@ -31,7 +31,7 @@ const (
 	DefaultKafkaRequestTimeout    = 30 * time.Second
 	DefaultKafkaBatchSize         = 1000
 	DefaultKafkaBatchBytes        = 1 << 20 // 1 MiB
-	DefaultKafkaLinger            = 5 * time.Millisecond
+	DefaultKafkaLinger            = time.Millisecond
 	DefaultKafkaWriteAttempts     = 10
 	DefaultKafkaGroupID           = "changerate-aggregator"
 	DefaultKafkaSessionTimeout    = 30 * time.Second
@@ -106,9 +106,10 @@ type KafkaConfig struct {
 	// partition; a single larger message is rejected. Default 1 MiB.
 	BatchBytes int64
 	// Linger is how long the sink waits for an incomplete batch to fill
-	// before sending it. Sink.Write returns only after acknowledgement, so
-	// this adds up to Linger to the latency of a Write that does not fill
-	// its batches. Default 5ms.
+	// (with messages of concurrent Writes) before sending it. Write returns
+	// only after acknowledgement, and kafka-go sends a batch early only
+	// when it is full, so every Write that does not fill all its
+	// partitions' batches takes at least Linger. Default 1ms.
 	Linger time.Duration
 	// WriteAttempts is how many times the sink tries a produce request
 	// before failing the Write. Default 10.

@@ -197,7 +197,9 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 	var claims []*kafkaClaim
 	for _, topic := range s.topics {
 		for _, pa := range gen.Assignments[topic] {
-			claims = append(claims, s.newClaim(topic, int32(pa.ID), int64(gen.ID)))
+			c := s.newClaim(topic, int32(pa.ID), int64(gen.ID))
+			c.groupOffset = pa.Offset // kafka-go: FirstOffset (-2) when none
+			claims = append(claims, c)
 		}
 	}
 	owned := make([]string, len(claims))
@@ -387,6 +389,9 @@ type kafkaClaim struct {
 	lag       prometheus.Gauge
 	read      prometheus.Counter
 	marked    atomic.Int64
+	// groupOffset is the offset committed to the group when the
+	// generation started; negative when none.
+	groupOffset int64
 
 	mu      sync.Mutex
 	seeked  bool
@@ -412,6 +417,25 @@ var _ Claim = (*kafkaClaim)(nil)
 func (c *kafkaClaim) Topic() string     { return c.topic }
 func (c *kafkaClaim) Partition() int32  { return c.partition }
 func (c *kafkaClaim) Generation() int64 { return c.gen }
+
+// GroupCommitter is implemented by the claims of a KafkaSource. A consumer
+// that keeps no offsets of its own (at-least-once, e.g. reading a feed) can
+// resume from the group's committed offset:
+//
+//	off, ok := c.(stream.GroupCommitter).GroupOffset()
+//	if !ok { off = -1 }
+//	c.SeekTo(off)
+type GroupCommitter interface {
+	// GroupOffset returns the offset committed to the consumer group for
+	// the partition when the claim's generation started, and whether
+	// there was one.
+	GroupOffset() (offset int64, ok bool)
+}
+
+var _ GroupCommitter = (*kafkaClaim)(nil)
+
+// GroupOffset implements GroupCommitter.
+func (c *kafkaClaim) GroupOffset() (int64, bool) { return c.groupOffset, c.groupOffset >= 0 }
 
 // MarkCommitted records next for the periodic group commit. It never
 // blocks; values lower than an earlier mark are ignored.

@@ -278,6 +278,29 @@ func TestKafkaRoundTripOrderPerKey(t *testing.T) {
 			t.Errorf("partition %d: committed %d, end %d", p, committed[p], b.End)
 		}
 	}
+
+	// A later generation reports the committed offsets (GroupCommitter).
+	src2 := newSource(t, cfg, topic, nil)
+	var mu sync.Mutex
+	seen := map[int32]int64{}
+	stop2 := runSource(t, src2, func(ctx context.Context, cl stream.Claim) error {
+		off, ok := cl.(stream.GroupCommitter).GroupOffset()
+		if !ok {
+			off = -100
+		}
+		mu.Lock()
+		seen[cl.Partition()] = off
+		mu.Unlock()
+		<-ctx.Done()
+		return nil
+	})
+	waitFor(t, "claims", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == len(bounds) })
+	_ = stop2()
+	for p, b := range bounds {
+		if seen[p] != b.End {
+			t.Errorf("partition %d: GroupOffset %d, want %d", p, seen[p], b.End)
+		}
+	}
 }
 
 // metricSum sums the counter or gauge values of a metric family in reg.
