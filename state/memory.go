@@ -50,6 +50,9 @@ type memPart struct {
 	epoch    int64
 	hasEpoch bool
 	next     int64 // -1: none stored
+	prev     int64 // from of the last commit
+	prevEp   int64 // epoch of the last commit
+	hasPrev  bool
 	objects  map[string]memEntry
 }
 
@@ -170,6 +173,9 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 	}
 	if mp.next != from {
 		m.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
+		if mp.next == to && mp.hasPrev && mp.prev == from && mp.prevEp == epoch {
+			return fmt.Errorf("state: commit %v from offset %d to %d: %w", p, from, to, errRepeat)
+		}
 		return fmt.Errorf("state: commit %v from offset %d, stored %d: %w", p, from, mp.next, ErrOffsetMismatch)
 	}
 	var expires int64
@@ -184,7 +190,7 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 		}
 		mp.objects[w.Object] = memEntry{value: clone(w.Value), expires: expires}
 	}
-	mp.next = to
+	mp.next, mp.prev, mp.prevEp, mp.hasPrev = to, from, epoch, true
 	m.metrics.batch.Observe(float64(len(writes)))
 	return nil
 }

@@ -81,6 +81,7 @@ const (
 	codeFenced   = 1
 	codeMismatch = 2
 	codeOwner    = 3
+	codeRepeat   = 4 // offset mismatch: the batch is the last one applied
 )
 
 // claimScript: KEYS[1] meta; ARGV[1] epoch, ARGV[2] owner (compact keys:
@@ -109,7 +110,7 @@ return {0, ARGV[1], st[2] or ''}
 // ARGV[7..] the values of the 's' objects in order. Returns {code, stored
 // epoch or owner, stored next}.
 var commitScript = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'epoch', 'next', 'owner')
+local st = redis.call('HMGET', KEYS[1], 'epoch', 'next', 'owner', 'prev', 'pe')
 if ARGV[6] ~= '' and st[3] ~= ARGV[6] then
   if st[3] then
     return {3, st[3], ''}
@@ -121,6 +122,9 @@ if not st[1] or st[1] ~= ARGV[1] then
 end
 local nxt = st[2] or '-1'
 if nxt ~= ARGV[2] then
+  if nxt == ARGV[3] and st[4] == ARGV[2] and st[5] == ARGV[1] then
+    return {4, st[1], nxt}
+  end
   return {2, st[1], nxt}
 end
 local ttl = tonumber(ARGV[4])
@@ -138,7 +142,7 @@ for i = 1, #ops do
     redis.call('DEL', KEYS[i+1])
   end
 end
-redis.call('HSET', KEYS[1], 'next', ARGV[3])
+redis.call('HSET', KEYS[1], 'next', ARGV[3], 'prev', ARGV[2], 'pe', ARGV[1])
 return {0, st[1], ARGV[3]}
 `)
 
@@ -559,6 +563,9 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 	case codeMismatch:
 		r.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
 		return fmt.Errorf("state: commit %v from offset %d, stored %s: %w", p, from, next, ErrOffsetMismatch)
+	case codeRepeat:
+		r.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
+		return fmt.Errorf("state: commit %v from offset %d to %d: %w", p, from, to, errRepeat)
 	case codeOwner:
 		return fmt.Errorf("state: commit %v: its compact keys are used by %q: %w", p, storedEpoch, ErrKeyCollision)
 	default:

@@ -18,6 +18,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // ErrFenced is returned when a newer epoch owns the partition: the caller
@@ -28,6 +29,17 @@ var ErrFenced = errors.New("state: partition owned by a newer epoch")
 // one the batch started from: the caller's view is stale and it must reload
 // (Claim again) before processing more.
 var ErrOffsetMismatch = errors.New("state: stored offset differs from the batch start")
+
+// ErrAlreadyCommitted is returned by Commit, together with
+// ErrOffsetMismatch (errors.Is matches both), when the stored offset is not
+// from but the last commit applied was exactly from → to with the same
+// epoch: typically a retry of a commit whose reply was lost (a timeout),
+// which had in fact been applied. Nothing was written; a caller that
+// checks for it may continue from to.
+var ErrAlreadyCommitted = errors.New("state: batch already committed")
+
+// errRepeat wraps both ErrOffsetMismatch and ErrAlreadyCommitted.
+var errRepeat = fmt.Errorf("%w: %w", ErrAlreadyCommitted, ErrOffsetMismatch)
 
 // ErrKeyCollision is returned by a Redis store with compact keys when two
 // partitions (different KeyPrefix+topic, same tag) would share keys: choose
@@ -69,8 +81,9 @@ type Store interface {
 	// empty, non-nil value. Commit copies the values.
 	//
 	// On any other error (e.g. a timeout) the commit may or may not have
-	// been applied; retrying it is safe (a repeat gets ErrOffsetMismatch),
-	// and Claim tells the stored offset. Commit with an epoch other than
+	// been applied; retrying it is safe: a repeat of an applied commit gets
+	// ErrOffsetMismatch and ErrAlreadyCommitted, and Claim tells the stored
+	// offset. Commit with an epoch other than
 	// the stored one, newer or older, or on a partition never claimed,
 	// returns ErrFenced.
 	Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error

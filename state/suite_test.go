@@ -167,6 +167,7 @@ type step struct {
 	to     int64 // commit
 	val    string
 	want   error // nil, ErrFenced or ErrOffsetMismatch
+	repeat bool  // commit: want ErrAlreadyCommitted too
 	next   int64 // claim: wanted offset when want == nil
 	stored string
 }
@@ -199,8 +200,20 @@ func TestCASAndFencing(t *testing.T) {
 			{op: "claim", epoch: 1, next: -1},
 			{op: "commit", epoch: 1, from: -1, to: 5, val: "a", stored: "a"},
 			{op: "commit", epoch: 1, from: 5, to: 9, val: "b", stored: "b"},
-			{op: "commit", epoch: 1, from: 5, to: 9, val: "x", want: state.ErrOffsetMismatch, stored: "b"},
+			{op: "commit", epoch: 1, from: 5, to: 9, val: "x", want: state.ErrOffsetMismatch, repeat: true, stored: "b"},
 			{op: "commit", epoch: 1, from: -1, to: 5, val: "y", want: state.ErrOffsetMismatch, stored: "b"},
+			{op: "commit", epoch: 1, from: 4, to: 9, val: "y", want: state.ErrOffsetMismatch, stored: "b"},
+		}},
+		{"a repeat is recognised only for the epoch that committed", []step{
+			{op: "claim", epoch: 1, next: -1},
+			{op: "commit", epoch: 1, from: -1, to: 5, val: "a", stored: "a"},
+			{op: "claim", epoch: 2, next: 5},
+			{op: "commit", epoch: 2, from: 5, to: 9, val: "b", stored: "b"},
+			{op: "commit", epoch: 2, from: 5, to: 9, val: "b", want: state.ErrOffsetMismatch, repeat: true, stored: "b"},
+			{op: "claim", epoch: 3, next: 9},
+			{op: "commit", epoch: 3, from: 5, to: 9, val: "c", want: state.ErrOffsetMismatch, stored: "b"},
+			{op: "commit", epoch: 3, from: 9, to: 9, val: "d", stored: "d"},
+			{op: "commit", epoch: 3, from: 9, to: 9, val: "e", stored: "e"},
 		}},
 		{"older epoch cannot commit after a newer claim", []step{
 			{op: "claim", epoch: 1, next: -1},
@@ -250,6 +263,9 @@ func TestCASAndFencing(t *testing.T) {
 					err := e.store.Commit(ctx, p, s.epoch, s.from, s.to, []state.Write{{Object: "obj", Value: []byte(s.val)}})
 					if !errors.Is(err, s.want) {
 						t.Fatalf("%s: step %d: Commit(%d, %d→%d) = %v; want %v", c.name, j, s.epoch, s.from, s.to, err, s.want)
+					}
+					if errors.Is(err, state.ErrAlreadyCommitted) != s.repeat {
+						t.Fatalf("%s: step %d: Commit = %v; want ErrAlreadyCommitted: %v", c.name, j, err, s.repeat)
 					}
 					if (err == nil) != (s.want == nil) {
 						t.Fatalf("%s: step %d: err %v, want %v", c.name, j, err, s.want)
