@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/changerate/changerate/estimators"
 )
 
@@ -32,9 +30,9 @@ func bestSection(e *Env) {
 		"else λ̂\" (Matloff's own simulated crossover, Fig. 1–2: λτ ≈ 3–3.7) is the best or close to the best column at every τ. " +
 		"**Recommendation:** best = `matloff_count` when it exists and λ̌τ < 3, otherwise `matloff_lastmod`.")
 	r.P("6. **`windows` rates** (`window (LM)`, `window (no LM)` rows) have medians like the others on real data but rare enormous outliers " +
-		"(mean ratio ≫ 1 for daily 365-day crawls): the Weibull λ̌(t) evaluated at asOf can explode when β̃ is small. They should not be a best estimate " +
-		"without a sanity bound (e.g. fall back to the intuitive N(t)/t when λ̌ exceeds a multiple of it).")
-	_ = fmt.Sprint
+		"(mean ratio up to 10⁶ for 365-day crawls): the Weibull λ̌(t) = n·β̃·t^{β̃−1}/t_n^{β̃} grows like (t/t_n)^{β̃−1} " +
+		"when a window ends in a burst (large β̃) and asOf lies well after its last update point t_n. They should not be a best estimate without a sanity " +
+		"bound (recommendation to the windows owner: cap λ̌(asOf) by the rate at t_n, or fall back to N(t)/t once asOf − t_n exceeds the window's MTBU).")
 }
 
 // expMedian is the median ratio − 1 of a score.
