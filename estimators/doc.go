@@ -89,9 +89,14 @@
 //     by the information it carries (§4.3); the regular estimators are then
 //     biased (see above). The simulation test with exponential visit
 //     intervals shows it unbiased where cgm_improved is not.
-//  4. matloff_max, when only Matloff snapshots were seen (at least
-//     MinIntervals periods): Matloff found max(λ̌, λ̂) the best general
-//     choice across τ on real data (§6.2, §8).
+//  4. matloff_count when only Matloff snapshots were seen (at least
+//     MinIntervals periods) and λ̌τ < 3, else matloff_lastmod: Matloff §6.1
+//     finds λ̌ better for small λτ and λ̂ for large λτ, crossing near
+//     λτ ≈ 3 (Fig. 2; cmd/eval reproduces 2.9). The paper's general advice
+//     max(λ̌, λ̂) (§6.2, §8), still published as matloff_max, over-estimated
+//     the real NASA access rates at small τ in docs/eval/REPORT.md (error
+//     1.54 against 0.011 for λ̌ at τ = 0.5 min), while this rule was the
+//     best or close to the best at every τ.
 //
 // With fewer observations there is no best estimate (ok=false).
 //
@@ -123,7 +128,7 @@
 // cgm_lastmod has the best median (1.02 weekly) but a wider spread, since
 // bursts make the ages short. The rule is not tuned to this one data set.
 // Access.Estimate names naive (direct data, at least MinIntervals accesses
-// after the first), else matloff_max.
+// after the first), else the snapshot rule of item 4.
 //
 // # Schedules
 //

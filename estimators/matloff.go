@@ -70,7 +70,13 @@ func (s *matloffState) add(p Snapshot) {
 
 // estimates adds matloff_count, matloff_lastmod, matloff_max and
 // matloff_kernel to out (those that are defined) and returns the best of
-// them: matloff_max (Matloff §6.2, §8).
+// them for snapshot data: matloff_count when it is defined and λ̌τ < 3,
+// otherwise matloff_lastmod, otherwise whichever is defined. Matloff §6.1
+// finds λ̌ more accurate for small λτ and λ̂ for large λτ, with the
+// crossover near λτ ≈ 3 (Fig. 2, reproduced by cmd/eval at 2.9); on the
+// real NASA trace (docs/eval/REPORT.md) this rule is the best or close to
+// the best at every τ, whereas max(λ̌, λ̂) (§6.2, §8, still published as
+// matloff_max) over-estimates badly at small τ.
 func (s *matloffState) estimates(cfg *Config, out *Estimates) (best Estimate, ok bool) {
 	if s.n == 0 {
 		return Estimate{}, false
@@ -122,6 +128,14 @@ func (s *matloffState) estimates(cfg *Config, out *Estimates) (best Estimate, ok
 		mx.Key = KeyMatloffMax
 		out.add(mx)
 	}
+	switch {
+	case cntOK && cnt*tau < MatloffCrossover:
+		best = cEst
+	case lOK:
+		best = lEst
+	case cntOK:
+		best = cEst
+	}
 
 	// §5.4.1, eq. 27: b̂(0) = #(0,h)/(nh) with h = KernelFraction·τ; exact
 	// Poisson (Garwood) interval for the count #(0,h) over n·h.
@@ -130,5 +144,10 @@ func (s *matloffState) estimates(cfg *Config, out *Estimates) (best Estimate, ok
 	lo, hi := garwood(k, pLo, pHi)
 	out.add(Estimate{Key: KeyMatloffKernel, Rate: k / nh, Lo: lo / nh, Hi: hi / nh, HasCI: true})
 
-	return mx, mxOK
+	return best, mxOK
 }
+
+// MatloffCrossover is the value of λτ below which the count estimator λ̌ is
+// preferred to the conditional MLE λ̂ as the best snapshot estimate
+// (Matloff §6.1, Fig. 2).
+const MatloffCrossover = 3.0

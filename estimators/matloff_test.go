@@ -198,13 +198,13 @@ func TestMatloffEdgeCases(t *testing.T) {
 	}
 	var out Estimates
 	best, ok := a.Estimate(50, cfg, &out)
-	if !ok || best.Key != KeyMatloffMax || best.Rate != 0 || best.HasCI {
+	if !ok || best.Key != KeyMatloffCount || best.Rate != 0 || best.HasCI {
 		t.Errorf("all empty: best %+v %v", best, ok)
 	}
 	if _, ok := out.Get(KeyMatloffLastMod); ok {
 		t.Error("λ̂ defined without events")
 	}
-	// All periods non-empty: λ̌ undefined, max = λ̂.
+	// All periods non-empty: λ̌ undefined, best = max = λ̂.
 	var b Access
 	for i := 1; i <= 5; i++ {
 		b.Snapshot(Snapshot{Time: float64(i) * 10, Period: 10, LastEvent: float64(i)*10 - 1, HasEvent: true})
@@ -215,8 +215,11 @@ func TestMatloffEdgeCases(t *testing.T) {
 	}
 	// W = 9 of 10 each time: solve r(λ)·10 = 9.
 	want, _ := MatloffSolve(9, 10)
-	if !ok || best.Key != KeyMatloffMax || math.Abs(best.Rate-want) > 1e-15 {
+	if !ok || best.Key != KeyMatloffLastMod || math.Abs(best.Rate-want) > 1e-15 {
 		t.Errorf("all non-empty: best %+v, want %v", best, want)
+	}
+	if mx, ok := out.Get(KeyMatloffMax); !ok || mx.Rate != best.Rate {
+		t.Errorf("matloff_max %+v, want λ̂ %v", mx, want)
 	}
 	// A LastEvent before the period means an empty period.
 	var c Access
