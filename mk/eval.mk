@@ -6,8 +6,8 @@ EVAL_DATA ?= $(abspath ../shared/data)
 EVAL_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/changerate-eval-quick
 
 .PHONY: eval eval-quick
-eval:
+eval: ## regenerate docs/eval/REPORT.md and its plots from simulations and ../shared/data (a few minutes)
 	go run ./cmd/eval --out docs/eval --data $(EVAL_DATA)
 
-eval-quick:
+eval-quick: ## the evaluation in --quick mode (CI size), into a scratch directory
 	go run ./cmd/eval --quick --out $(EVAL_QUICK_OUT) --data $(EVAL_DATA)
