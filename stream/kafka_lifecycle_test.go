@@ -217,3 +217,26 @@ func TestKafkaSourceTopicCreatedLater(t *testing.T) {
 	}
 	_ = stop()
 }
+
+// The sink waits (up to 2×MetadataInterval) for a topic created after its
+// metadata was cached, and fails for one that never appears.
+func TestKafkaSinkWaitsForNewTopic(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Topic{Name: "early", Partitions: 1})
+	cfg := testConfig(c, "g")
+	cfg.MetadataInterval = 200 * time.Millisecond
+	sink := newSink(t, cfg, nil)
+	ctx := context.Background()
+	if err := sink.Write(ctx, stream.Message{Topic: "early", Value: []byte("1")}); err != nil {
+		t.Fatal(err) // caches the metadata
+	}
+	c.CreateTopic(t, "late", 2)
+	if err := sink.Write(ctx, stream.Message{Topic: "late", Key: []byte("k"), Value: []byte("1")}); err != nil {
+		t.Fatalf("write to a topic created after the sink started: %v", err)
+	}
+	if got := c.ReadAll(t, "late"); len(got) != 1 {
+		t.Fatalf("late topic holds %d records, want 1", len(got))
+	}
+	if err := sink.Write(ctx, stream.Message{Topic: "never", Value: []byte("1")}); err == nil {
+		t.Fatal("write to a missing topic succeeded")
+	}
+}

@@ -72,7 +72,8 @@ func NewKafkaSink(cfg KafkaConfig, logger *slog.Logger, reg prometheus.Registere
 
 // Write produces msgs and returns nil when all of them are acknowledged by
 // all in-sync replicas. Each message must name its Topic; Partition and
-// Offset are ignored, a zero Time means "now". On error any subset may have
+// Offset are ignored, a zero Time means "now". A topic that does not exist
+// is waited for up to 2×MetadataInterval (nothing is written meanwhile). On error any subset may have
 // been written; the error wraps kafka-go's error (for a partial failure a
 // kafka.WriteErrors with one entry per message). If ctx ends first, Write
 // returns ctx.Err() and the messages may still be written.
@@ -94,6 +95,16 @@ func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 	}
 	start := time.Now()
 	err := s.w.WriteMessages(ctx, km...)
+	// kafka-go looks partition counts up in its metadata cache before
+	// writing anything and fails at once for a topic it does not know; the
+	// cache is refreshed every MetadataInterval, so a topic created
+	// shortly before is found by waiting, as the Java producer does.
+	for deadline := start.Add(2 * s.k.cfg.MetadataInterval); errors.Is(err, kafka.UnknownTopicOrPartition) && time.Now().Before(deadline); {
+		if sleepCtx(ctx, s.k.cfg.RetryBackoff) != nil {
+			break
+		}
+		err = s.w.WriteMessages(ctx, km...)
+	}
 	s.m.latency.Observe(time.Since(start).Seconds())
 	s.m.batchLen.Observe(float64(len(msgs)))
 	if err == nil {
