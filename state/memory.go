@@ -217,6 +217,35 @@ func (m *Memory) Sweep() int {
 	return n
 }
 
+// RunSweeper calls Sweep every interval (of real time; expiry itself is
+// judged on the configured clock) until ctx is done, so that a long-running
+// Memory store frees and counts idle objects that nobody reads. Run it in
+// its own goroutine; it returns ctx.Err().
+func (m *Memory) RunSweeper(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			m.Sweep()
+		}
+	}
+}
+
+// Len returns the number of stored objects, including expired ones not
+// yet removed.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, mp := range m.parts {
+		n += len(mp.objects)
+	}
+	return n
+}
+
 // Expired returns how many objects have expired and been removed so far.
 func (m *Memory) Expired() uint64 {
 	m.mu.Lock()

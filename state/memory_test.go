@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -120,5 +121,32 @@ func TestCompactKeyCollision(t *testing.T) {
 	// Another partition ID of the colliding topic has its own tag.
 	if _, err := r.Claim(ctx, state.Partition{Topic: other, ID: 6}, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMemorySweeper: RunSweeper removes expired objects without reads.
+func TestMemorySweeper(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(0, 0)}
+	m, _ := state.NewMemory(state.MemoryConfig{IdleTTL: time.Second, Now: clk.Now}, nil)
+	if _, err := m.Claim(ctx, part, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(ctx, part, 1, -1, 0, []state.Write{{Object: "a", Value: []byte("x")}, {Object: "b", Value: []byte("y")}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(2 * time.Second)
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- m.RunSweeper(c, time.Millisecond) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for m.Len() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunSweeper = %v", err)
+	}
+	if m.Expired() != 2 {
+		t.Fatalf("expired = %d; want 2", m.Expired())
 	}
 }

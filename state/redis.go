@@ -127,19 +127,41 @@ if nxt ~= ARGV[2] then
   end
   return {2, st[1], nxt}
 end
-local ttl = tonumber(ARGV[4])
-local ops = ARGV[5]
+local call, keys, argv, byte = redis.call, KEYS, ARGV, string.byte
+local ttl, ops = argv[4], argv[5]
 local v = 7
-for i = 1, #ops do
-  if string.byte(ops, i) == 115 then
-    if ttl > 0 then
-      redis.call('SET', KEYS[i+1], ARGV[v], 'PX', ttl)
+if ttl ~= '0' then
+  for i = 1, #ops do
+    if byte(ops, i) == 115 then
+      call('SET', keys[i+1], argv[v], 'PX', ttl)
+      v = v + 1
     else
-      redis.call('SET', KEYS[i+1], ARGV[v])
+      call('DEL', keys[i+1])
     end
-    v = v + 1
-  else
-    redis.call('DEL', KEYS[i+1])
+  end
+else
+  -- No expiry: one MSET per 256 values, DEL for deletes, in order.
+  local a, n = {}, 0
+  for i = 1, #ops do
+    if byte(ops, i) == 115 then
+      a[n+1] = keys[i+1]
+      a[n+2] = argv[v]
+      n = n + 2
+      v = v + 1
+      if n == 512 then
+        call('MSET', unpack(a, 1, n))
+        n = 0
+      end
+    else
+      if n > 0 then
+        call('MSET', unpack(a, 1, n))
+        n = 0
+      end
+      call('DEL', keys[i+1])
+    end
+  end
+  if n > 0 then
+    call('MSET', unpack(a, 1, n))
   end
 end
 redis.call('HSET', KEYS[1], 'next', ARGV[3], 'prev', ARGV[2], 'pe', ARGV[1])

@@ -544,3 +544,37 @@ func flushAll(t *testing.T, c redis.UniversalClient) {
 		t.Fatal(err)
 	}
 }
+
+// TestBatchOrder: a batch is applied in order, also when an object occurs
+// more than once and with more values than one MSET chunk (no TTL).
+func TestBatchOrder(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprint("ttl=", ttl), func(t *testing.T) {
+			forEachImpl(t, ttl, func(t *testing.T, e env) {
+				if _, err := e.store.Claim(ctx, part, 1); err != nil {
+					t.Fatal(err)
+				}
+				var w []state.Write
+				for i := 0; i < 700; i++ {
+					w = append(w, state.Write{Object: fmt.Sprint("n", i), Value: []byte(fmt.Sprint(i))})
+				}
+				w = append(w,
+					state.Write{Object: "x", Value: []byte("1")},
+					state.Write{Object: "x", Value: nil},
+					state.Write{Object: "x", Value: []byte("2")},
+					state.Write{Object: "y", Value: []byte("1")},
+					state.Write{Object: "y", Value: nil},
+					state.Write{Object: "n5", Value: nil},
+					state.Write{Object: "n6", Value: []byte("six")},
+				)
+				if err := e.store.Commit(ctx, part, 1, -1, 1, w); err != nil {
+					t.Fatal(err)
+				}
+				g := get(t, e.store, part, "x", "y", "n5", "n6", "n699", "n0")
+				if string(g[0]) != "2" || g[1] != nil || g[2] != nil || string(g[3]) != "six" || string(g[4]) != "699" || string(g[5]) != "0" {
+					t.Fatalf("got %q", g)
+				}
+			})
+		})
+	}
+}
