@@ -55,6 +55,9 @@ func (s *countingSink) Close() error { return nil }
 // Every reject listed here was inspected and is a genuinely broken input
 // line; any other reject is a bug. Run with -v for the per-file report.
 func TestRealData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 10 MB of real data; skipped with -short")
+	}
 	dir := dataDir()
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("real data folder %s not present", dir)

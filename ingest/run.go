@@ -86,6 +86,7 @@ type runner struct {
 	// writeCtx is the context of sink writes: cancelled DrainTimeout after
 	// Run's context.
 	writeCtx context.Context
+	stop     func()
 	// per-format metric children, resolved once
 	mLines, mObs, mBytes prometheus.Counter
 }
@@ -117,21 +118,8 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 	if err != nil {
 		return Summary{}, err
 	}
-	r := &runner{cfg: c, sink: sink, log: logger, m: newMetrics(reg), cp: cp, format: c.Format}
-	// Writes outlive a cancellation by DrainTimeout, so that the batches in
-	// hand are delivered and checkpointed on SIGTERM.
-	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer wcancel()
-	r.writeCtx = wctx
-	stopDrain := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(c.DrainTimeout, wcancel)
-		<-wctx.Done()
-		t.Stop()
-	})
-	defer stopDrain()
-	r.mLines = r.m.lines.WithLabelValues(c.Format)
-	r.mObs = r.m.observations.WithLabelValues(c.Format)
-	r.mBytes = r.m.bytes.WithLabelValues(c.Format)
+	r := newRunner(ctx, c, sink, logger, reg, cp)
+	defer r.stop()
 
 	stopProgress := r.progress(ctx)
 	defer stopProgress()
@@ -194,6 +182,27 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 		return sum, fmt.Errorf("%w: %s", ErrInput, strings.Join(failed, "; "))
 	}
 	return sum, nil
+}
+
+func newRunner(ctx context.Context, c Config, sink stream.Sink, logger *slog.Logger, reg prometheus.Registerer, cp *checkpoint) *runner {
+	r := &runner{cfg: c, sink: sink, log: logger, m: newMetrics(reg), cp: cp, format: c.Format}
+	r.mLines = r.m.lines.WithLabelValues(c.Format)
+	r.mObs = r.m.observations.WithLabelValues(c.Format)
+	r.mBytes = r.m.bytes.WithLabelValues(c.Format)
+	// Writes outlive a cancellation by DrainTimeout, so that the batches in
+	// hand are delivered and checkpointed on SIGTERM.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.writeCtx = wctx
+	stopDrain := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(c.DrainTimeout, wcancel)
+		<-wctx.Done()
+		t.Stop()
+	})
+	r.stop = func() {
+		stopDrain()
+		wcancel()
+	}
+	return r
 }
 
 // progress logs a progress line every ProgressInterval until stopped.
@@ -324,6 +333,9 @@ type batch struct {
 	dirtyPos bool
 	// lines/observations/bytes to add to the shared counters
 	lines, obs, bytes int64
+	// claim and next offset to mark committed (source mode)
+	claim stream.Claim
+	next  int64
 }
 
 func (b *batch) reset() {
@@ -332,6 +344,7 @@ func (b *batch) reset() {
 	b.arena = b.arena[:0]
 	b.dirtyPos = false
 	b.lines, b.obs, b.bytes = 0, 0, 0
+	b.claim, b.next = nil, 0
 }
 
 func (r *runner) newWorker() (*worker, error) {
@@ -613,7 +626,11 @@ func (w *worker) deadLetter(ctx context.Context, prefix string, lineNo int64, re
 	w.sum.Rejects[reason]++
 	w.r.m.rejects.WithLabelValues(w.r.format, reason).Inc()
 	w.r.rejs.Add(1)
-	dl := records.NewDeadLetter(time.Now(), "ingest", w.r.format, prefix+":"+strconv.FormatInt(lineNo, 10), reason, err, input)
+	sep := ":"
+	if w.cur.claim != nil {
+		sep = "@" // topic/partition@offset
+	}
+	dl := records.NewDeadLetter(time.Now(), "ingest", w.r.format, prefix+sep+strconv.FormatInt(lineNo, 10), reason, err, input)
 	v, merr := json.Marshal(dl)
 	if merr != nil {
 		return fmt.Errorf("ingest: encode dead letter: %w", merr)
@@ -696,6 +713,9 @@ func (w *worker) ack(b *batch) error {
 			return err
 		}
 		w.r.m.checkpoints.Inc()
+	}
+	if b.claim != nil {
+		b.claim.MarkCommitted(b.next)
 	}
 	b.reset()
 	return nil

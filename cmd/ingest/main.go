@@ -4,6 +4,7 @@
 // "observations", key = object) or, with --out=-, as JSON lines to stdout.
 //
 //	go run ./cmd/ingest --format=squid|clf|storelog|heritrix|heritrix-json|warc|jsonl|snapshot --out=- FILE...
+//	go run ./cmd/ingest --format=heritrix-json --in-topic=heritrix-crawl-log --out=kafka --kafka-brokers=HOST:PORT
 //
 // Lines that cannot be parsed go, with the reason, to the dead-letter
 // output: topic "dead-letter" in Kafka mode; in --out=- mode the file named
@@ -82,6 +83,7 @@ type options struct {
 	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text"`
 	Report               bool          `envconfig:"REPORT"`
+	InTopic              string        `envconfig:"IN_TOPIC"`
 }
 
 type configError struct{ msg string }
@@ -107,6 +109,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
 		return 2
+	}
+	if o.InTopic != "" {
+		paths = []string{"-"} // unused by RunSource; satisfies validation
 	}
 	cfg, err := ingestConfig(o, paths)
 	if err != nil {
@@ -159,17 +164,37 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	// The shutdown bound: a read from stdin cannot be interrupted, so give
 	// Run ShutdownTimeout after the signal and then exit anyway.
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
 		t := time.NewTimer(o.ShutdownTimeout)
 		defer t.Stop()
-		<-t.C
-		logger.Error("ingest: shutdown timeout exceeded; exiting without a clean drain")
-		os.Exit(1)
+		select {
+		case <-finished:
+		case <-t.C:
+			logger.Error("ingest: shutdown timeout exceeded; exiting without a clean drain")
+			os.Exit(1)
+		}
 	}()
 
 	_ = stdin // Run reads os.Stdin for "-"
-	sum, err := ingest.Run(ctx, cfg, sink, logger, reg)
+	var sum ingest.Summary
+	if o.InTopic != "" {
+		src, serr := stream.NewKafkaSource(kcfg, []string{o.InTopic}, logger, reg)
+		if serr != nil {
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_*: %v\n", kafkaEnvPrefix, serr)
+			return 2
+		}
+		defer src.Close()
+		sum, err = ingest.RunSource(ctx, cfg, src, sink, logger, reg)
+	} else {
+		sum, err = ingest.Run(ctx, cfg, sink, logger, reg)
+	}
 	cerr := sink.Close()
 	closeDL()
 	if o.Report {
@@ -268,6 +293,7 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, `listen address of /metrics and /healthz, e.g. ":9100"; empty: none`+env("METRICS_ADDR"))
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error"+env("LOG_LEVEL"))
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text|json"+env("LOG_FORMAT"))
+	fs.StringVar(&o.InTopic, "in-topic", o.InTopic, `read lines from this Kafka topic instead of files (e.g. "heritrix-crawl-log" with --format=heritrix-json); group `+kafkaEnvPrefix+`_GROUPID, default "changerate-ingest"`+env("IN_TOPIC"))
 	fs.BoolVar(&o.Report, "report", o.Report, "print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end"+env("REPORT"))
 	brokers := strings.Join(k.Brokers, ",")
 	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka bootstrap brokers, comma-separated (env "+kafkaEnvPrefix+"_BROKERS; other Kafka options: "+kafkaEnvPrefix+"_*)")
@@ -303,6 +329,21 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		}
 	default:
 		return o, k, nil, cfgErr("%s_OUT (--out) must be - or kafka, got %q", envPrefix, o.Out)
+	}
+	if o.InTopic != "" {
+		if len(paths) > 0 {
+			return o, k, nil, cfgErr("%s_IN_TOPIC (--in-topic) reads Kafka: give no FILE arguments or %s_PATHS", envPrefix, envPrefix)
+		}
+		if parse.IsRecordFormat(o.Format) {
+			return o, k, nil, cfgErr("%s_FORMAT (--format) %s is not a line format; --in-topic needs one (heritrix-json, jsonl, ...)", envPrefix, o.Format)
+		}
+		if k.GroupID == "" {
+			k.GroupID = "changerate-ingest"
+		}
+		if err := k.Validate(); err != nil {
+			return o, k, nil, cfgErr("%s_* (--kafka-brokers) for %s_IN_TOPIC: %v", kafkaEnvPrefix, envPrefix, err)
+		}
+		return o, k, nil, nil
 	}
 	if len(paths) == 0 {
 		return o, k, nil, cfgErr("no input: give FILE... arguments or %s_PATHS (use - for stdin)", envPrefix)

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/records"
 )
 
@@ -78,5 +83,102 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	}
 	if n := strings.Count(stdout.String(), "\n"); n != 2 {
 		t.Fatalf("%d observations", n)
+	}
+}
+
+// TestSIGTERMDrains follows a file, sends SIGTERM to the process and
+// checks that ingest exits 0 with every line written and the checkpoint at
+// the end of the file.
+func TestSIGTERMDrains(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "access.log")
+	os.WriteFile(p, []byte(squid), 0o644)
+	cp := filepath.Join(dir, "cp.json")
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"--format=squid", "--follow", "--poll-interval=5ms", "--checkpoint=" + cp, "--dead-letter=/dev/null", p}, nil, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(stdout.String(), "\n") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no output: %s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ingest did not stop on SIGTERM")
+	}
+	b, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), fmt.Sprintf(`"offset":%d`, len(squid))) {
+		t.Fatalf("checkpoint %s does not point at the end (%d)", b, len(squid))
+	}
+	if !strings.Contains(stderr.String(), "interrupted=true") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOutKafka ingests into a Kafka-protocol broker (kfake): observations
+// are keyed by object, so each object lands on one partition, and the dead
+// letter goes to its own topic.
+func TestOutKafka(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Topic{Name: "observations", Partitions: 4}, kafkatest.Topic{Name: "dead-letter", Partitions: 1})
+	dir := t.TempDir()
+	p := filepath.Join(dir, "access.log")
+	var lines strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&lines, "1157689320.%03d 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/%d - - -\n", i, i%7)
+	}
+	lines.WriteString("broken\n")
+	os.WriteFile(p, []byte(lines.String()), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--format=squid", "--out=kafka", "--kafka-brokers=" + c.Addr(), "--batch-size=8", p}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	recs := c.ReadAll(t, "observations")
+	if len(recs) != 40 {
+		t.Fatalf("%d observations", len(recs))
+	}
+	partOf := map[string]int32{}
+	for _, r := range recs {
+		o, err := records.DecodeObservation(r.Value)
+		if err != nil || o.Object != string(r.Key) {
+			t.Fatalf("record %s key %s: %v", r.Value, r.Key, err)
+		}
+		if q, ok := partOf[o.Object]; ok && q != r.Partition {
+			t.Fatalf("object %s on partitions %d and %d", o.Object, q, r.Partition)
+		}
+		partOf[o.Object] = r.Partition
+	}
+	if dl := c.ReadAll(t, "dead-letter"); len(dl) != 1 || !strings.Contains(string(dl[0].Value), `"reason":"fields"`) {
+		t.Fatalf("dead letters %v", dl)
 	}
 }
