@@ -20,20 +20,32 @@ import (
 // Redis is a Store in Redis, standalone or Cluster (any
 // redis.UniversalClient).
 //
-// Layout: every key of partition p starts with the hash tag
-// "{<KeyPrefix><topic>:<id>}", so all of them hash to one Cluster slot and
-// one Lua script can touch them atomically:
+// Layout: every key of partition p starts with one hash tag, so all of them
+// hash to one Cluster slot and one Lua script can touch them atomically.
+// With the default readable key format:
 //
-//	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset)
+//	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset),
+//	                        "prev" and "pe" (from and epoch of the last
+//	                        commit, to recognise its repeat)
 //	{cr:obs:3}:o:<object>   string: the object's value, PX IdleTTL
+//
+// With the compact key format (RedisConfig.KeyFormat) the tag is 2-4
+// characters, the meta hash also holds "owner" (KeyPrefix+topic:id, to
+// detect two partitions with the same tag), and an object's key is the tag
+// followed by 8-10 bytes of SHA-256 of its name, 14 bytes in all.
 //
 // Claim and Commit are Lua scripts (EVALSHA, falling back to EVAL when the
 // script is not cached), so each is one atomic step on one node. Get is one
-// MGET. Values are opaque bytes.
+// MGET. Values are opaque bytes. While a Cluster slot migrates, commits to
+// its partitions may fail (TRYAGAIN/ASK); they changed nothing then and may
+// be retried.
 //
 // Durability: a commit's values and offset are one script, which Redis
 // writes to its AOF as one MULTI/EXEC block; after a crash the AOF loads
-// whole blocks only, so values and offsets rewind together.
+// whole blocks only (aof-load-truncated drops a torn last block), so
+// values and offsets rewind together. With appendfsync everysec an OS
+// crash loses about the last second of commits; a replay from the
+// rewound offset restores them.
 //
 // Redis must not evict keys (maxmemory-policy noeviction): eviction would
 // drop state silently. NewRedis logs a warning otherwise.
@@ -41,15 +53,16 @@ import (
 // Expired objects are counted from keyspace notifications
 // (__keyevent@<db>__:expired) by one background subscription per master
 // (see RedisConfig.ExpiryEvents). Limits: notifications are fire-and-forget,
-// so expiries while the subscription is down (reconnects, failovers) are
-// not counted (go-redis resubscribes after a reconnect, and a goroutine
-// re-adds the flags every ExpiryEventsRecheck, since a restarted Redis
-// forgets a CONFIG SET); masters added to a Cluster after NewRedis are not
+// so expiries while a subscription is down (reconnects, failovers) are not
+// counted (go-redis resubscribes after a reconnect, and a goroutine re-adds
+// the flags every ExpiryEventsRecheck, since a restarted Redis forgets a
+// CONFIG SET); masters added to a Cluster after NewRedis are not
 // subscribed; with compact keys every compact-format key of the server is
-// counted, whatever its KeyPrefix; Redis expires a key when it is accessed or found by its
-// active expiry cycle, so the count lags the TTL by up to seconds and
-// every expiry is counted by every Redis store subscribed to the same
-// server. Close stops the subscriptions.
+// counted, whatever its KeyPrefix; Redis expires a key when it is accessed
+// or found by its active expiry cycle, so the count lags the TTL by up to
+// seconds; and every expiry is counted by every Redis store subscribed to
+// the same server (sum the metric over one replica of the aggregator only,
+// or use max). Close stops the subscriptions.
 //
 // Redis is safe for concurrent use.
 type Redis struct {
