@@ -19,7 +19,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every validation error of this package, so callers
@@ -194,7 +196,26 @@ func (o *Observation) Validate() error {
 // DecodeObservation parses one JSON observation and validates it. Unknown
 // fields are rejected so that a typo in a hand-written line is not silently
 // ignored. Errors wrap ErrInvalid.
+//
+// It has the semantics of encoding/json (a Decoder with
+// DisallowUnknownFields, then a check for trailing data) but decodes the
+// usual form of an observation — what ingest writes: exact field names, no
+// escapes, no nulls, no duplicate fields — without reflection; any other
+// input takes the encoding/json path, so results and error messages are
+// those of encoding/json (FuzzDecodeObservation checks the equivalence).
 func DecodeObservation(b []byte) (Observation, error) {
+	var o Observation
+	if decodeFast(b, &o) {
+		if err := o.Validate(); err != nil {
+			return Observation{}, err
+		}
+		return o, nil
+	}
+	return decodeObservationJSON(b)
+}
+
+// decodeObservationJSON is DecodeObservation with encoding/json only.
+func decodeObservationJSON(b []byte) (Observation, error) {
 	var o Observation
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -332,4 +353,301 @@ func NewDeadLetter(now time.Time, stage, format, position, reason string, err er
 	}
 	return DeadLetter{Time: now.UTC(), Stage: stage, Format: format, Position: position,
 		Reason: reason, Error: msg, Input: string(bytes.ToValidUTF8(input, []byte("\uFFFD")))}
+}
+
+// Fields of an observation, as bits for duplicate detection in decodeFast.
+const (
+	fObject = 1 << iota
+	fSite
+	fTime
+	fKind
+	fChanged
+	fDigest
+	fLastModified
+	fStatus
+	fPeriodS
+	fLastEvent
+	fEvent
+	fFormat
+	fSource
+	fOffset
+)
+
+// decodeFast decodes the usual form of a JSON observation into o without
+// reflection and reports whether it did. It accepts only input that
+// encoding/json (as used by decodeObservationJSON) accepts with the same
+// result: one object, exact field names, each at most once, strings
+// without escapes or control characters and with valid UTF-8, integers
+// without fraction or exponent, changed true or false, times parsed by
+// time.Time.UnmarshalJSON, optional whitespace around tokens, nothing after
+// the object. It returns false for anything else (which may or may not be
+// valid) and leaves o unspecified then.
+func decodeFast(b []byte, o *Observation) bool {
+	d := fastDecoder{b: b}
+	d.ws()
+	if !d.byte('{') {
+		return false
+	}
+	d.ws()
+	if d.byte('}') {
+		d.ws()
+		return d.i == len(d.b)
+	}
+	var seen uint32
+	for {
+		d.ws()
+		key, ok := d.str()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return false
+		}
+		d.ws()
+		var bit uint32
+		switch string(key) {
+		case "object":
+			bit = fObject
+			o.Object, ok = d.strValue()
+		case "site":
+			bit = fSite
+			o.Site, ok = d.strValue()
+		case "time":
+			bit = fTime
+			ok = d.timeValue(&o.Time)
+		case "kind":
+			bit = fKind
+			var s []byte
+			s, ok = d.str()
+			o.Kind = Kind(intern(s))
+		case "changed":
+			bit = fChanged
+			switch {
+			case d.literal("true"):
+				o.Changed = Changed
+			case d.literal("false"):
+				o.Changed = Unchanged
+			default:
+				ok = false
+			}
+		case "digest":
+			bit = fDigest
+			o.Digest, ok = d.strValue()
+		case "last_modified":
+			bit = fLastModified
+			ok = d.timeValue(&o.LastModified)
+		case "status":
+			bit = fStatus
+			var v int64
+			v, ok = d.intValue()
+			o.Status = int(v)
+			ok = ok && int64(o.Status) == v
+		case "period_s":
+			bit = fPeriodS
+			o.PeriodS, ok = d.floatValue()
+		case "last_event":
+			bit = fLastEvent
+			ok = d.timeValue(&o.LastEvent)
+		case "event":
+			bit = fEvent
+			var s []byte
+			s, ok = d.str()
+			o.Event = Event(intern(s))
+		case "format":
+			bit = fFormat
+			var s []byte
+			s, ok = d.str()
+			o.Format = intern(s)
+		case "source":
+			bit = fSource
+			o.Source, ok = d.strValue()
+		case "offset":
+			bit = fOffset
+			o.Offset, ok = d.intValue()
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		if !d.byte('}') {
+			return false
+		}
+		d.ws()
+		return d.i == len(d.b)
+	}
+}
+
+type fastDecoder struct {
+	b []byte
+	i int
+}
+
+// ws skips JSON whitespace.
+func (d *fastDecoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *fastDecoder) byte(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+func (d *fastDecoder) literal(s string) bool {
+	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
+		d.i += len(s)
+		return true
+	}
+	return false
+}
+
+// str returns the contents of a string without escapes or control
+// characters and with valid UTF-8.
+func (d *fastDecoder) str() ([]byte, bool) {
+	if !d.byte('"') {
+		return nil, false
+	}
+	n := bytes.IndexByte(d.b[d.i:], '"')
+	if n < 0 {
+		return nil, false
+	}
+	s := d.b[d.i : d.i+n]
+	ascii := true
+	for _, c := range s {
+		if c == '\\' || c < 0x20 {
+			return nil, false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(s) {
+		return nil, false
+	}
+	d.i += n + 1
+	return s, true
+}
+
+// intern returns s as a string, without allocating for the usual kinds,
+// events and input formats.
+func intern(s []byte) string {
+	switch string(s) {
+	case "access":
+		return "access"
+	case "visit":
+		return "visit"
+	case "revalidation":
+		return "revalidation"
+	case "snapshot":
+		return "snapshot"
+	case "modification":
+		return "modification"
+	case "squid":
+		return "squid"
+	case "heritrix":
+		return "heritrix"
+	case "heritrix-json":
+		return "heritrix-json"
+	case "clf":
+		return "clf"
+	case "storelog":
+		return "storelog"
+	case "warc":
+		return "warc"
+	case "jsonl":
+		return "jsonl"
+	}
+	return string(s)
+}
+
+func (d *fastDecoder) strValue() (string, bool) {
+	s, ok := d.str()
+	if !ok {
+		return "", false
+	}
+	return string(s), true
+}
+
+// timeValue decodes a string with time.Time's own UnmarshalJSON, as
+// encoding/json does.
+func (d *fastDecoder) timeValue(t *time.Time) bool {
+	start := d.i
+	if _, ok := d.str(); !ok {
+		return false
+	}
+	return t.UnmarshalJSON(d.b[start:d.i]) == nil
+}
+
+// number returns a JSON number literal; integer reports that it has no
+// fraction or exponent.
+func (d *fastDecoder) number() (lit []byte, integer, ok bool) {
+	start := d.i
+	d.byte('-')
+	switch {
+	case d.byte('0'):
+	case d.i < len(d.b) && d.b[d.i] >= '1' && d.b[d.i] <= '9':
+		d.digits()
+	default:
+		return nil, false, false
+	}
+	integer = true
+	if d.byte('.') {
+		integer = false
+		if !d.digits() {
+			return nil, false, false
+		}
+	}
+	if d.byte('e') || d.byte('E') {
+		integer = false
+		if !d.byte('+') {
+			d.byte('-')
+		}
+		if !d.digits() {
+			return nil, false, false
+		}
+	}
+	return d.b[start:d.i], integer, true
+}
+
+// digits skips one or more decimal digits.
+func (d *fastDecoder) digits() bool {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i > start
+}
+
+func (d *fastDecoder) intValue() (int64, bool) {
+	lit, integer, ok := d.number()
+	if !ok || !integer {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(lit), 10, 64)
+	return v, err == nil
+}
+
+func (d *fastDecoder) floatValue() (float64, bool) {
+	lit, _, ok := d.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(lit), 64)
+	return v, err == nil
 }

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/changerate/changerate/internal/redistest"
+	"github.com/changerate/changerate/stream"
+)
+
+// env is the shared infrastructure of one benchreport process: one
+// redis-server child process and one in-process kfake broker.
+type env struct {
+	redis   *redistest.Server
+	rc      *redis.Client
+	kafka   *kfake.Cluster
+	brokers []string
+	parts   int
+}
+
+// outputTopics are the output topic names of one run.
+type outputTopics struct{ estimates, reports, alerts, dead string }
+
+func topicsFor(run string) outputTopics {
+	return outputTopics{estimates: "estimates-" + run, reports: "access-reports-" + run, alerts: "alerts-" + run, dead: "dead-letter-" + run}
+}
+
+func startEnv(parts int, runs []string) (*env, error) {
+	srv, err := redistest.Launch(redistest.WithArgs("--maxmemory-policy", "noeviction"))
+	if err != nil {
+		return nil, err
+	}
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ClusterID("benchreport"),
+		kfake.GroupMinSessionTimeout(100 * time.Millisecond),
+		kfake.SeedTopics(int32(parts), stream.TopicObservations),
+	}
+	for _, r := range runs {
+		t := topicsFor(r)
+		opts = append(opts, kfake.SeedTopics(int32(parts), t.estimates, t.reports, t.alerts), kfake.SeedTopics(1, t.dead),
+			kfake.SeedTopics(int32(parts), latencyTopic+"-"+r))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("kfake: %w", err)
+	}
+	rc := redis.NewClient(srv.ClientOptions())
+	return &env{redis: srv, rc: rc, kafka: c, brokers: c.ListenAddrs(), parts: parts}, nil
+}
+
+func (e *env) close() {
+	_ = e.rc.Close()
+	e.kafka.Close()
+	_ = e.redis.Stop()
+}
+
+func (e *env) kafkaConfig(group string) stream.KafkaConfig {
+	return stream.KafkaConfig{Brokers: e.brokers, GroupID: group, ClientID: "benchreport",
+		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second, JoinGroupBackoff: 200 * time.Millisecond}
+}
+
+func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(e.brokers...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.MaxBufferedRecords(1 << 20),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.FetchMaxBytes(64 << 20),
+	}
+	return kgo.NewClient(append(base, opts...)...)
+}
+
+// produceAll writes msgs to the observations topic, keyed by object, and
+// returns the produce rate.
+func (e *env) produceAll(ctx context.Context, msgs []message) (float64, error) {
+	cl, err := e.client(kgo.ProducerLinger(5 * time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	start := time.Now()
+	var firstErr atomic.Value
+	for i := range msgs {
+		r := &kgo.Record{Topic: stream.TopicObservations, Key: msgs[i].key, Value: msgs[i].value}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, err
+	}
+	if v := firstErr.Load(); v != nil {
+		return 0, fmt.Errorf("produce: %w", v.(error))
+	}
+	return float64(len(msgs)) / time.Since(start).Seconds(), nil
+}
+
+// murmur2 is Kafka's (Java client's) key hash.
+func murmur2(data []byte) int32 {
+	const seed, m, r = uint32(0x9747b28c), uint32(0x5bd1e995), 24
+	n := len(data)
+	h := seed ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := n &^ 3
+	switch n % 4 {
+	case 3:
+		h ^= uint32(data[tail+2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[tail+1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[tail])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h)
+}
+
+func partitionOf(key string, parts int) int32 {
+	return int32((murmur2([]byte(key)) & 0x7fffffff) % int32(parts))
+}
+
+// machine describes the host for the report.
+type machine struct {
+	CPUs       int
+	GOMAXPROCS int
+	CPUModel   string
+	GoVersion  string
+	Redis      string
+	LoadBefore string
+	LoadAfter  string
+	Kernel     string
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), LoadBefore: loadavg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if _, v, ok := strings.Cut(l, ":"); ok {
+					m.CPUModel = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("nproc").Output(); err == nil {
+		m.CPUModel = fmt.Sprintf("%s (nproc %s)", m.CPUModel, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		m.Redis = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// counter sums the samples of the counter name (all label values) in reg.
+func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return -1
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metric
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				sum += c.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// histMean returns the mean and count of the histogram name (all label
+// values matching labels) in reg.
+func histMean(reg *prometheus.Registry, name string, labels ...string) (mean float64, count uint64) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metric
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				sum += h.GetSampleSum()
+				count += h.GetSampleCount()
+			}
+		}
+	}
+	if count == 0 {
+		return 0, 0
+	}
+	return sum / float64(count), count
+}

@@ -1,0 +1,257 @@
+// Command benchreport measures the aggregator end to end on this machine and
+// writes the performance report (docs/bench.md; `make bench` runs it through
+// scripts/bench.sh, which appends the hot-path `go test -bench` results).
+//
+// It starts a real redis-server (internal/redistest) and an in-process
+// Kafka-protocol broker (kfake), produces a seeded synthetic workload of
+// proxy-like and crawl-like observations into the observations topic, and
+// measures, in one process and one run:
+//
+//   - sustained throughput of the real path: stream.KafkaSource →
+//     aggregate.Processor → state.Redis (one Lua commit per batch) and
+//     stream.KafkaSink, from the first partition claim until every message
+//     is committed, over several runs;
+//   - the same workload through a naive design with one Redis round trip
+//     per observation (GET + one Lua compare-and-set write, and a variant
+//     with an in-process cache whose only round trip is the Lua write),
+//     interleaved with the pipeline runs so that ratios compare runs made
+//     under the same machine load;
+//   - latency from produce to estimate at half the measured throughput
+//     (event time = produce time, EmitInterval 0);
+//   - MEMORY USAGE per object in Redis for crawl-like, proxy-like and mixed
+//     objects, after a throughput run and for objects with long histories.
+//
+// Usage:
+//
+//	go run ./cmd/benchreport [-out docs/bench.md] [-runs 3] [-observations 1000000] [-objects 100000]
+//
+// Only this command reads flags; it does not read the environment.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/changerate/changerate/aggregate"
+)
+
+type options struct {
+	out          string
+	runs         int
+	observations int
+	objects      int
+	partitions   int
+	span         time.Duration
+	naiveLimit   time.Duration
+	latDur       time.Duration
+	latWarm      time.Duration
+	matureObjs   int
+	matureDays   int
+	sample       int
+	cpuprofile   string
+	batch        int
+	skipLatency  bool
+	skipNaive    bool
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
+	fs.StringVar(&o.out, "out", "docs/bench.md", "report file (- for stdout)")
+	fs.IntVar(&o.runs, "runs", 3, "measured runs of the pipeline and of each naive design (medians are reported)")
+	fs.IntVar(&o.observations, "observations", 1000000, "observations in the throughput workload")
+	fs.IntVar(&o.objects, "objects", 100000, "objects in the throughput workload")
+	fs.IntVar(&o.partitions, "partitions", 12, "partitions of the observations topic")
+	fs.DurationVar(&o.span, "span", 5*time.Minute, "event time covered by the throughput workload")
+	fs.DurationVar(&o.naiveLimit, "naive-time", 8*time.Second, "how long each naive run is measured")
+	fs.DurationVar(&o.latDur, "latency-time", 20*time.Second, "duration of the latency run")
+	fs.DurationVar(&o.latWarm, "latency-warmup", 3*time.Second, "latency samples of the first part of the run are dropped")
+	fs.IntVar(&o.matureObjs, "mature-objects", 30000, "objects per class with long histories for the memory table")
+	fs.IntVar(&o.matureDays, "mature-days", 30, "days of history of those objects")
+	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the pipeline runs to this file")
+	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
+	fs.BoolVar(&o.skipLatency, "skip-latency", false, "skip the latency run")
+	fs.BoolVar(&o.skipNaive, "skip-naive", false, "skip the naive runs")
+	_ = fs.Parse(os.Args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+// report collects everything the Markdown report shows.
+type report struct {
+	opts       options
+	machine    machine
+	started    time.Time
+	elapsed    time.Duration
+	produceR   float64
+	estimates  int
+	kinds      map[string]int
+	classes    [numClasses]int
+	pipeline   []runResult
+	naive      []runResult
+	naiveCache []runResult
+	latency    *latResult
+	afterRun   [numClasses]dist
+	mature     matureResult
+	notes      []string
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, o options) error {
+	rep := &report{opts: o, machine: describeMachine(), started: time.Now()}
+	var names []string
+	for i := range o.runs {
+		names = append(names, "r"+strconv.Itoa(i+1))
+	}
+	names = append(names, "lat")
+	e, err := startEnv(o.partitions, names)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+
+	logf("generating %d observations over %d objects", o.observations, o.objects)
+	wcfg := workloadConfig{Seed: 1, Objects: o.objects, Observations: o.observations,
+		Start: time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC), Span: o.span, Zipf: 0.8}
+	w := newWorkload(wcfg)
+	msgs := w.generate()
+	counts := map[string]int{}
+	rep.kinds = map[string]int{}
+	cls := w.classes()
+	for _, m := range msgs {
+		counts[string(m.key)]++
+	}
+	for n := range counts {
+		rep.classes[cls[n]]++
+	}
+	for _, m := range msgs {
+		rep.kinds[kindOf(m.value)]++
+	}
+	logf("producing into kfake (%d partitions)", o.partitions)
+	if rep.produceR, err = e.produceAll(ctx, msgs); err != nil {
+		return err
+	}
+	logf("produced at %.0f obs/s", rep.produceR)
+
+	mutate := func(c *aggregate.Config) {
+		if o.batch > 0 {
+			c.BatchSize = o.batch
+		}
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	want := int64(len(msgs))
+	for i := range o.runs {
+		name := names[i]
+		pr, err := runPipeline(ctx, e, name, want, mutate, 5*time.Minute)
+		if err != nil {
+			return err
+		}
+		logf("pipeline %s: %d in %s: %.0f obs/s (total incl. group join %s); %0.f estimates", name, pr.Committed, pr.Elapsed.Round(time.Millisecond), pr.rate(), pr.Total.Round(time.Millisecond), pr.Estimates)
+		logf("  %d batches, mean %.1f ms: output write %.1f ms, store get %.1f ms, commit %.1f ms", pr.Batches, pr.BatchS*1e3, pr.SinkS*1e3, pr.GetS*1e3, pr.CommitS*1e3)
+		rep.pipeline = append(rep.pipeline, pr)
+		if i == o.runs-1 {
+			// Keep the last run's state for the memory sample.
+			logf("sampling MEMORY USAGE after the run")
+			if rep.afterRun, err = memoryAfterRun(ctx, e, w, counts, o.sample); err != nil {
+				return err
+			}
+		}
+		if o.skipNaive {
+			continue
+		}
+		nr, err := runNaive(ctx, e, name+"-get", false, want, o.naiveLimit)
+		if err != nil {
+			return err
+		}
+		logf("naive GET+Lua %s: %d in %s: %.0f obs/s", name, nr.Committed, nr.Elapsed.Round(time.Millisecond), nr.rate())
+		rep.naive = append(rep.naive, nr)
+		nc, err := runNaive(ctx, e, name+"-cache", true, want, o.naiveLimit)
+		if err != nil {
+			return err
+		}
+		logf("naive cached Lua %s: %d in %s: %.0f obs/s", name, nc.Committed, nc.Elapsed.Round(time.Millisecond), nc.rate())
+		rep.naiveCache = append(rep.naiveCache, nc)
+	}
+	if o.cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if !o.skipLatency {
+		rates := make([]float64, len(rep.pipeline))
+		for i, r := range rep.pipeline {
+			rates[i] = r.rate()
+		}
+		half := median(rates) / 2
+		lw := newWorkload(workloadConfig{Seed: 2, Objects: o.objects, Observations: 1, Start: time.Now(), Span: time.Second, Zipf: 0.8})
+		logf("latency at %.0f obs/s for %s", half, o.latDur)
+		lr, err := runLatency(ctx, e, "lat", lw, half, o.latDur, o.latWarm, 0)
+		if err != nil {
+			return err
+		}
+		logf("latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d)", lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd)
+		rep.latency = &lr
+	}
+	logf("memory: %d objects per class with %d days of history", o.matureObjs, o.matureDays)
+	if rep.mature, err = memoryMature(ctx, e, o.matureObjs, o.matureDays, o.sample); err != nil {
+		return err
+	}
+	rep.machine.LoadAfter = loadavg()
+	rep.elapsed = time.Since(rep.started)
+	var out io.Writer = os.Stdout
+	if o.out != "-" {
+		f, err := os.Create(o.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	return rep.write(out)
+}
+
+func kindOf(v []byte) string {
+	for _, k := range []string{"access", "visit", "revalidation", "snapshot"} {
+		if bytes.Contains(v, []byte(`"kind":"`+k+`"`)) {
+			return k
+		}
+	}
+	return "?"
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
