@@ -3,6 +3,7 @@ package parse
 import (
 	"bytes"
 	"strings"
+	"time"
 
 	"github.com/changerate/changerate/records"
 )
@@ -12,8 +13,9 @@ import (
 // rejected). The record says what it says; the parser only canonicalises an
 // object that is an absolute http or https URL (other identities are kept as
 // given), fills Site from it when the record has none, and sets Format to
-// "jsonl" when the record names no format. Lines starting with '#' are
-// comments.
+// "jsonl" when the record names no format. Times before 1970 or after 9999
+// are rejected (reason "time"), as by every other parser. Lines starting
+// with '#' are comments.
 type jsonlParser struct {
 	canon *Canonicalizer
 }
@@ -54,6 +56,11 @@ func (p *jsonlParser) parse(line []byte, obs *records.Observation) error {
 		o.Object = obj
 		if o.Site == "" {
 			o.Site = site
+		}
+	}
+	for _, tm := range []time.Time{o.Time, o.LastModified, o.LastEvent} {
+		if !tm.IsZero() && (tm.Year() < 1970 || tm.Year() > 9999) {
+			return reject(ReasonTime, "time %s is before 1970 or after 9999", tm.Format(time.RFC3339))
 		}
 	}
 	if o.Format == "" {
