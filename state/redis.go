@@ -67,7 +67,7 @@ import (
 // Redis is safe for concurrent use.
 type Redis struct {
 	c       redis.UniversalClient
-	owned   bool // Close closes c
+	ownsC   bool // Close closes c
 	cfg     RedisConfig
 	ttlMS   string
 	compact bool
@@ -75,6 +75,8 @@ type Redis struct {
 	metrics *metrics
 
 	expired atomic.Uint64
+	ownMu   sync.RWMutex
+	owned   map[string]bool // tags of claimed, not fenced partitions
 	subs    []*redis.PubSub
 	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
@@ -216,7 +218,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{c: c, owned: owned, cfg: cfg, ttlMS: strconv.FormatInt(cfg.IdleTTL.Milliseconds(), 10),
+	r := &Redis{c: c, ownsC: owned, owned: map[string]bool{}, cfg: cfg, ttlMS: strconv.FormatInt(cfg.IdleTTL.Milliseconds(), 10),
 		compact: cfg.KeyFormat == KeyFormatCompact, done: make(chan struct{}), log: logger.With("component", "state.redis"), metrics: m}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
 	defer cancel()
@@ -310,7 +312,7 @@ func (r *Redis) subscribeExpired(ctx context.Context) error {
 		go func() {
 			defer r.wg.Done()
 			for msg := range ch {
-				if r.isObjectKey(msg.Payload) {
+				if r.isObjectKey(msg.Payload) && r.inScope(msg.Payload) {
 					r.expired.Add(1)
 					r.metrics.expired.Inc()
 				}
@@ -356,6 +358,28 @@ func (r *Redis) recheckExpiredEvents(nodes []*redis.Client) {
 			}
 			cancel()
 		}
+	}
+}
+
+// inScope reports whether an expired object key counts (ExpiryScope).
+func (r *Redis) inScope(key string) bool {
+	if r.cfg.ExpiryScope == ExpiryScopeAll {
+		return true
+	}
+	end := strings.IndexByte(key, '}')
+	r.ownMu.RLock()
+	defer r.ownMu.RUnlock()
+	return r.owned[key[:end+1]]
+}
+
+// own records whether this store owns the partition with tag.
+func (r *Redis) own(tag string, owned bool) {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if owned {
+		r.owned[tag] = true
+	} else {
+		delete(r.owned, tag)
 	}
 }
 
@@ -494,7 +518,9 @@ func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, err
 	}
 	switch code {
 	case codeOK:
+		r.own(r.tag(p), true)
 	case codeFenced:
+		r.own(r.tag(p), false)
 		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
 		return 0, fmt.Errorf("state: claim %v with epoch %d, stored epoch %s: %w", p, epoch, stored, ErrFenced)
 	case codeOwner:
@@ -589,6 +615,7 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 		r.metrics.batch.Observe(float64(len(writes)))
 		return nil
 	case codeFenced:
+		r.own(tag, false)
 		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
 		if storedEpoch == "" {
 			return fencedError(p, epoch, false, 0)
@@ -730,7 +757,7 @@ func (r *Redis) Close() error {
 	}
 	r.closed = true
 	r.stopSubs()
-	if r.owned {
+	if r.ownsC {
 		if err := r.c.Close(); err != nil {
 			return fmt.Errorf("state: close redis: %w", err)
 		}

@@ -54,6 +54,15 @@ type RedisConfig struct {
 	//            (managed Redis services often disable CONFIG).
 	//   "off": do not count.
 	ExpiryEvents string
+	// ExpiryScope selects which expired objects this store counts:
+	//   "owned" (default): objects of partitions this store has claimed and
+	//            not since been fenced from, so that several aggregator
+	//            processes sharing a Redis count each expiry about once
+	//            (twice at most, briefly, after a partition moves; not at
+	//            all while nobody owns a partition).
+	//   "all": every object key of this KeyPrefix (compact: every compact
+	//            key) on the server.
+	ExpiryScope string
 	// ExpiryEventsRecheck is how often, with ExpiryEvents "config", the
 	// masters' notify-keyspace-events are checked and "Ex" added again
 	// (a restarted Redis forgets a CONFIG SET unless its config file has
@@ -88,6 +97,12 @@ type RedisTLS struct {
 	InsecureSkipVerify bool
 }
 
+// Expiry scopes of RedisConfig.ExpiryScope.
+const (
+	ExpiryScopeOwned = "owned"
+	ExpiryScopeAll   = "all"
+)
+
 // Key formats of RedisConfig.KeyFormat.
 const (
 	KeyFormatReadable = "readable"
@@ -113,6 +128,9 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	}
 	if c.ExpiryEvents == "" {
 		c.ExpiryEvents = ExpiryEventsConfig
+	}
+	if c.ExpiryScope == "" {
+		c.ExpiryScope = ExpiryScopeOwned
 	}
 	if c.ExpiryEventsRecheck == 0 {
 		c.ExpiryEventsRecheck = time.Minute
@@ -159,6 +177,9 @@ func (c RedisConfig) Validate() error {
 	case ExpiryEventsConfig, ExpiryEventsSubscribe, ExpiryEventsOff:
 	default:
 		errs = append(errs, fmt.Errorf("ExpiryEvents: %q is not config, subscribe or off", c.ExpiryEvents))
+	}
+	if c.ExpiryScope != ExpiryScopeOwned && c.ExpiryScope != ExpiryScopeAll {
+		errs = append(errs, fmt.Errorf("ExpiryScope: %q is not owned or all", c.ExpiryScope))
 	}
 	if c.PoolSize < 0 {
 		errs = append(errs, fmt.Errorf("PoolSize: %d is negative", c.PoolSize))

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -378,7 +379,7 @@ func TestExpiryEventFlagsKept(t *testing.T) {
 // keys expiring are not counted.
 func TestExpiredCountsOnlyOwnPrefix(t *testing.T) {
 	s := redistest.Start(t)
-	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:"})
+	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:", ExpiryScope: state.ExpiryScopeAll})
 	other := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "other:", IdleTTL: 50 * time.Millisecond})
 	mine := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:", IdleTTL: 50 * time.Millisecond, ExpiryEvents: state.ExpiryEventsOff})
 	for _, st := range []*state.Redis{other, mine} {
@@ -507,5 +508,62 @@ func TestRedisMetrics(t *testing.T) {
 	}
 	if f, m := labeledCounter(t, reg, "changerate_state_commit_rejected_total", "fenced"), labeledCounter(t, reg, "changerate_state_commit_rejected_total", "offset_mismatch"); f != 1 || m != 1 {
 		t.Fatalf("rejected fenced %v mismatch %v; want 1, 1", f, m)
+	}
+}
+
+// TestExpiryScopeOwned: two stores (as two aggregator processes) on one
+// server each count the expiries of the partitions they own, and a store
+// stops counting a partition once it is fenced from it.
+func TestExpiryScopeOwned(t *testing.T) {
+	s := redistest.Start(t)
+	const ttl = 50 * time.Millisecond
+	a := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", IdleTTL: ttl})
+	b := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", IdleTTL: ttl})
+	p0, p1 := state.Partition{Topic: "obs", ID: 0}, state.Partition{Topic: "obs", ID: 1}
+	write := func(st *state.Redis, p state.Partition, epoch, from, to int64, n int) error {
+		var w []state.Write
+		for i := 0; i < n; i++ {
+			w = append(w, state.Write{Object: fmt.Sprint("o", i), Value: []byte("v")})
+		}
+		return st.Commit(ctx, p, epoch, from, to, w)
+	}
+	for _, c := range []struct {
+		st *state.Redis
+		p  state.Partition
+		n  int
+	}{{a, p0, 3}, {b, p1, 5}} {
+		if _, err := c.st.Claim(ctx, c.p, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := write(c.st, c.p, 1, -1, 0, c.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if na, nb := waitExpired(t, a, 3), waitExpired(t, b, 5); na != 3 || nb != 5 {
+		t.Fatalf("expired a=%d b=%d; want 3, 5", na, nb)
+	}
+	// p0 moves to b; a learns it at its next commit.
+	if _, err := b.Claim(ctx, p0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(a, p0, 1, 0, 1, 1); !errors.Is(err, state.ErrFenced) {
+		t.Fatalf("commit of the old owner = %v; want ErrFenced", err)
+	}
+	if err := write(b, p0, 2, 0, 1, 7); err != nil {
+		t.Fatal(err)
+	}
+	if nb := waitExpired(t, b, 12); nb != 12 {
+		t.Fatalf("expired b=%d; want 12", nb)
+	}
+	// Let any late notification arrive (the keys are gone: DBSIZE counts the
+	// two meta hashes only) before checking that a did not count p0's.
+	for s.Client.DBSize(ctx).Val() != 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.Client.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if na := a.Expired(); na != 3 {
+		t.Fatalf("expired a=%d after losing p0; want 3", na)
 	}
 }
