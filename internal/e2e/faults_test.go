@@ -1,0 +1,639 @@
+package e2e
+
+// Fault-injection tests of the effectively-once aggregation (issue 6): the
+// real aggregator binary as child processes, real redis-server processes
+// (standalone with AOF, and a 3-master Cluster) and the in-process kfake
+// broker. Every scenario ends with the whole Redis state (every object value
+// and every partition's next offset, read with SCAN + GET/HGETALL, TTLs
+// ignored) equal byte for byte to the state of one clean run, and to an
+// independent oracle that applies the same observations in process with
+// aggregate.Object.Apply.
+//
+// The workload has 200,000 observations by default and 1,000,000 with
+// CHANGERATE_E2E_FULL=1. The tests are skipped with -short.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/kafkatest"
+	"github.com/changerate/changerate/internal/redistest"
+	"github.com/changerate/changerate/records"
+)
+
+const (
+	obsTopic      = "observations"
+	obsPartitions = 8
+	// faultSeed seeds the workload and the fault points; override with
+	// CHANGERATE_E2E_SEED to explore other schedules.
+	faultSeed = 20261121
+)
+
+func seedFromEnv() uint64 {
+	if s := os.Getenv("CHANGERATE_E2E_SEED"); s != "" {
+		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return v
+		}
+	}
+	return faultSeed
+}
+
+// fixture is what the scenarios of TestFaults share: one kfake broker with
+// the observations topic, the workload, and the clean run's state.
+type fixture struct {
+	aggBin string
+	kc     *kafkatest.Cluster
+	w      *workload
+	place  map[int32][]int // per partition, workload indices in offset order
+	hw     map[int32]int64
+	total  int64
+	seed   uint64
+
+	ref    dump              // state of the clean run
+	refEst map[string]string // the clean run's latest estimate per key
+}
+
+// produceTracked produces the workload into topic (keyed by object) and
+// returns where each observation went.
+func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *workload, extra func(i int) []*kgo.Record) map[int32][]int {
+	t.Helper()
+	cl := kc.Client(t, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50000))
+	type rec struct {
+		r   *kgo.Record
+		idx int // -1: an extra record
+	}
+	var all []rec
+	for i := range w.Values {
+		if extra != nil {
+			for _, x := range extra(i) {
+				all = append(all, rec{x, -1})
+			}
+		}
+		all = append(all, rec{&kgo.Record{Topic: topic, Key: []byte(w.Obs[i].Object), Value: w.Values[i]}, i})
+	}
+	const chunk = 20000
+	for i := 0; i < len(all); i += chunk {
+		krs := make([]*kgo.Record, 0, chunk)
+		for _, r := range all[i:min(i+chunk, len(all))] {
+			krs = append(krs, r.r)
+		}
+		if err := cl.ProduceSync(context.Background(), krs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	type po struct {
+		off int64
+		idx int
+	}
+	byPart := map[int32][]po{}
+	for _, r := range all {
+		if r.idx >= 0 {
+			byPart[r.r.Partition] = append(byPart[r.r.Partition], po{r.r.Offset, r.idx})
+		}
+	}
+	place := map[int32][]int{}
+	for p, l := range byPart {
+		sort.Slice(l, func(i, j int) bool { return l[i].off < l[j].off })
+		for k, x := range l {
+			if extra == nil && x.off != int64(k) {
+				t.Fatalf("partition %d: observation %d at offset %d", p, k, x.off)
+			}
+			place[p] = append(place[p], x.idx)
+		}
+	}
+	return place
+}
+
+// oracle returns the state that applying, per partition p, the first
+// next[p] observations of the topic gives: the objects' encoded values
+// (aggregate.Object.AppendBinary after Apply of each observation in offset
+// order, with the aggregator's default model) and each partition's meta.
+// The workload's observations must occupy consecutive offsets from 0.
+func oracle(w *workload, topic string, place map[int32][]int, next map[int32]int64) dump {
+	m := aggregate.DefaultModel()
+	var eff aggregate.Effects
+	d := dump{}
+	for p, n := range next {
+		tag := fmt.Sprintf("{cr:%s:%d}", topic, p)
+		d[tag+":meta"] = "hash:next=" + strconv.FormatInt(n, 10)
+		objs := map[string]*aggregate.Object{}
+		touched := map[string]bool{}
+		for _, i := range place[p][:n] {
+			o := &w.Obs[i]
+			ob := objs[o.Object]
+			if ob == nil {
+				ob = &aggregate.Object{}
+				objs[o.Object] = ob
+			}
+			eff.Reset()
+			if oc := ob.Apply(o, &m, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
+				touched[o.Object] = true
+			}
+		}
+		for name, ob := range objs {
+			if touched[name] {
+				d[tag+":o:"+name] = string(ob.AppendBinary(nil))
+			}
+		}
+	}
+	return d
+}
+
+// metaNext reads the partitions' next offsets from a dump.
+func metaNext(t *testing.T, d dump, topic string, partitions int32) map[int32]int64 {
+	t.Helper()
+	out := map[int32]int64{}
+	for p := int32(0); p < partitions; p++ {
+		v, ok := d[fmt.Sprintf("{cr:%s:%d}:meta", topic, p)]
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(strings.TrimPrefix(v, "hash:"), ",") {
+			if n, ok := strings.CutPrefix(f, "next="); ok {
+				x, err := strconv.ParseInt(n, 10, 64)
+				if err != nil {
+					t.Fatalf("meta of partition %d: %q", p, v)
+				}
+				out[p] = x
+			}
+		}
+	}
+	return out
+}
+
+// checkConsistent fails t unless d is exactly the state of the offsets it
+// stores: no partial batch, no value ahead of or behind its offset.
+func (f *fixture) checkConsistent(t *testing.T, what string, d dump) map[int32]int64 {
+	t.Helper()
+	next := metaNext(t, d, obsTopic, obsPartitions)
+	want := oracle(f.w, obsTopic, f.place, next)
+	for p := int32(0); p < obsPartitions; p++ {
+		// A partition claimed (epoch stored) before its first commit.
+		k := fmt.Sprintf("{cr:%s:%d}:meta", obsTopic, p)
+		if _, ok := next[p]; !ok && d[k] == "hash:" {
+			want[k] = "hash:"
+		}
+	}
+	compareDumps(t, what+" (oracle at the stored offsets)", want, d)
+	return next
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	_, aggBin := buildBinaries(t)
+	f := &fixture{aggBin: aggBin, seed: seedFromEnv()}
+	t0 := time.Now()
+	f.w = genWorkload(f.seed, workloadSize())
+	t.Logf("workload: %d observations of %d objects (seed %d), generated in %v", len(f.w.Obs), len(f.w.Objects), f.seed, time.Since(t0).Round(time.Millisecond))
+	f.kc = kafkatest.Start(t, kafkatest.Topic{Name: obsTopic, Partitions: obsPartitions})
+	t0 = time.Now()
+	f.place = produceTracked(t, f.kc, obsTopic, f.w, nil)
+	f.hw = highWatermarks(t, f.kc, obsTopic)
+	for p, e := range f.hw {
+		f.total += e
+		if int(e) != len(f.place[p]) {
+			t.Fatalf("partition %d: high watermark %d, produced %d", p, e, len(f.place[p]))
+		}
+	}
+	t.Logf("produced into %d partitions in %v; high watermarks %v", obsPartitions, time.Since(t0).Round(time.Millisecond), f.hw)
+	return f
+}
+
+// cleanRun runs one aggregator on a fresh Redis from start to end and
+// keeps its state and estimates as the reference.
+func (f *fixture) cleanRun(t *testing.T) {
+	rds := redistest.Start(t)
+	outputTopics(t, f.kc, "-ref")
+	t0 := time.Now()
+	a := startAgg(t, f.aggBin, "clean", aggEnv(f.kc.Addr(), rds.Addr, "clean", "-ref"))
+	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 10*time.Minute, a)
+	el := time.Since(t0)
+	m := a.metrics("changerate_aggregator_")
+	a.terminate(30 * time.Second)
+	f.ref = dumpRedis(t, rds.Client)
+	objs, metas, bytes := dumpStats(f.ref)
+	t.Logf("clean run: %d observations in %v (%.0f obs/s incl. start-up), %d objects, %d partition metas, %d value bytes; committed %v, fenced %v",
+		f.total, el.Round(time.Millisecond), float64(f.total)/el.Seconds(), objs, metas, bytes,
+		metricSum(m, "changerate_aggregator_messages_committed_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"))
+	if objs != len(f.w.Objects) || metas != obsPartitions {
+		t.Fatalf("clean run stored %d objects and %d metas, want %d and %d", objs, metas, len(f.w.Objects), obsPartitions)
+	}
+	// The clean run equals the in-process oracle: the comparisons below
+	// check against both.
+	compareDumps(t, "clean run vs oracle", oracle(f.w, obsTopic, f.place, f.hw), f.ref)
+	f.refEst = readLatest(t, f.kc, "estimates-ref")
+}
+
+// readLatest reads a topic and returns the last value per key.
+func readLatest(t *testing.T, kc *kafkatest.Cluster, topic string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, r := range kc.ReadAll(t, topic) {
+		m[string(r.Key)] = string(r.Value)
+	}
+	return m
+}
+
+// progressOf returns the messages covered by the stored offsets (0 while
+// Redis does not answer).
+func progressOf(c redis.UniversalClient) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	next, err := redisNext(ctx, c, obsTopic, obsPartitions)
+	if err != nil {
+		return 0
+	}
+	return progress(next)
+}
+
+// waitProgress waits until the stored offsets cover at least target
+// messages.
+func waitProgress(t *testing.T, c redis.UniversalClient, target int64, timeout time.Duration, procs ...*aggProc) int64 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		p := progressOf(c)
+		if p >= target {
+			return p
+		}
+		for _, a := range procs {
+			if a.exited() {
+				t.Fatalf("%s exited (%v) at progress %d, waiting for %d\n%s", a.name, a.waitErr, p, target, a.log.String())
+			}
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, a := range procs {
+				fmt.Fprintf(&logs, "--- %s:\n%s\n", a.name, a.log.String())
+			}
+			t.Fatalf("progress %d, want %d within %v\n%s", p, target, timeout, logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFaults runs the fault scenarios of issue 6 on one shared workload.
+func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end fault tests")
+	}
+	f := newFixture(t)
+	f.cleanRun(t)
+	if t.Failed() {
+		return
+	}
+	t.Run("KillAggregator", f.testKillAggregator)
+	t.Run("ScaleOut", f.testScaleOut)
+	t.Run("PausedMemberFenced", f.testPaused)
+	t.Run("KillRedisAOF", f.testKillRedis)
+	t.Run("RedisCluster", f.testCluster)
+}
+
+// finish waits for the replay to end, stops the processes with SIGTERM
+// and compares the final state with the clean run.
+func (f *fixture) finish(t *testing.T, c redis.UniversalClient, procs ...*aggProc) dump {
+	t.Helper()
+	waitCaughtUp(t, c, obsTopic, f.hw, 10*time.Minute, procs...)
+	for _, a := range procs {
+		if !a.exited() {
+			a.terminate(30 * time.Second)
+		}
+	}
+	d := dumpRedis(t, c)
+	compareDumps(t, "final state", f.ref, d)
+	return d
+}
+
+// 1. kill -9 of the aggregator at seeded random points of the replay,
+// restarting it each time.
+func (f *fixture) testKillAggregator(t *testing.T) {
+	const kills = 6
+	rng := rand.New(rand.NewPCG(f.seed, 1))
+	rds := redistest.Start(t)
+	outputTopics(t, f.kc, "-kill")
+	env := aggEnv(f.kc.Addr(), rds.Addr, "kill", "-kill")
+	t0 := time.Now()
+	var gens []int64
+	for i := 0; i < kills; i++ {
+		a := startAgg(t, f.aggBin, fmt.Sprintf("kill-%d", i), env)
+		// Kill i lands in the i-th sixth of the first 90% of the replay,
+		// then after a random 0–150 ms (mid-batch, mid-commit, mid-join).
+		target := int64((float64(i) + rng.Float64()) / kills * 0.9 * float64(f.total))
+		at := waitProgress(t, rds.Client, target, 5*time.Minute, a)
+		time.Sleep(time.Duration(rng.Int64N(int64(150 * time.Millisecond))))
+		a.kill9()
+		d := dumpRedis(t, rds.Client)
+		next := f.checkConsistent(t, fmt.Sprintf("after kill %d", i+1), d)
+		ep := epochs(t, rds.Client, obsTopic, obsPartitions)
+		var maxEp int64
+		for _, e := range ep {
+			maxEp = max(maxEp, e)
+		}
+		gens = append(gens, maxEp)
+		t.Logf("kill -9 #%d at stored progress %d (target %d), state consistent at %d; epochs %v", i+1, at, target, progress(next), ep)
+	}
+	last := startAgg(t, f.aggBin, "kill-final", env)
+	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 10*time.Minute, last)
+	m := last.metrics("changerate_")
+	f.finish(t, rds.Client, last)
+	t.Logf("%d kills, replay finished in %v; last process: committed %v, fenced commits %v, state rejections %v; epochs over time %v",
+		kills, time.Since(t0).Round(time.Millisecond), metricSum(m, "changerate_aggregator_messages_committed_total"),
+		metricSum(m, "changerate_aggregator_fenced_commits_total"), metricSum(m, "changerate_state_commit_rejected_total"), gens)
+}
+
+var committedRE = regexp.MustCompile(`msg="aggregator stopped" committed=(\d+)`)
+
+// committedAtExit parses the count of committed messages an aggregator
+// logs when it stops (LOG_LEVEL=info).
+func committedAtExit(t *testing.T, a *aggProc) int64 {
+	t.Helper()
+	m := committedRE.FindStringSubmatch(a.log.String())
+	if m == nil {
+		t.Fatalf("%s logged no \"aggregator stopped\" line:\n%s", a.name, a.log.String())
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// 2. scaling 1 → 3 → 1 during the replay.
+func (f *fixture) testScaleOut(t *testing.T) {
+	rds := redistest.Start(t)
+	outputTopics(t, f.kc, "-scale")
+	env := aggEnv(f.kc.Addr(), rds.Addr, "scale", "-scale", "CHANGERATE_LOG_LEVEL=info", "CHANGERATE_BATCH_SIZE=200")
+	t0 := time.Now()
+	a := startAgg(t, f.aggBin, "scale-a", env)
+	waitProgress(t, rds.Client, f.total/5, 5*time.Minute, a)
+	b := startAgg(t, f.aggBin, "scale-b", env)
+	c := startAgg(t, f.aggBin, "scale-c", env)
+	// Both newcomers must own partitions and commit before the replay ends.
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, x := range []*aggProc{b, c} {
+		for metricSum(x.metrics("changerate_aggregator_messages_committed_total"), "changerate_aggregator_messages_committed_total") < 1 {
+			if time.Now().After(deadline) || x.exited() || progressOf(rds.Client) >= f.total {
+				t.Fatalf("%s committed nothing before the replay ended (progress %d of %d)\n%s", x.name, progressOf(rds.Client), f.total, x.log.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	at3 := progressOf(rds.Client)
+	// Let the three run together for a while, then scale back to one.
+	waitProgress(t, rds.Client, min(at3+f.total/10, f.total*8/10), 5*time.Minute, a, b, c)
+	at1 := progressOf(rds.Client)
+	var wg sync.WaitGroup
+	for _, x := range []*aggProc{b, c} {
+		wg.Add(1)
+		go func() { defer wg.Done(); x.signal(syscall.SIGTERM); <-x.done }()
+	}
+	wg.Wait()
+	for _, x := range []*aggProc{b, c} {
+		if x.waitErr != nil {
+			t.Fatalf("%s: exit after SIGTERM: %v\n%s", x.name, x.waitErr, x.log.String())
+		}
+	}
+	if progressOf(rds.Client) >= f.total {
+		t.Errorf("the replay ended before the scale-in: the test did not exercise 3 → 1")
+	}
+	f.finish(t, rds.Client, a)
+	ca, cb, cc := committedAtExit(t, a), committedAtExit(t, b), committedAtExit(t, c)
+	t.Logf("scale 1→3 at progress %d, 3→1 at %d, done in %v; committed by a %d, b %d, c %d (sum %d, messages %d)",
+		at3, at1, time.Since(t0).Round(time.Millisecond), ca, cb, cc, ca+cb+cc, f.total)
+	// Each offset range is committed by exactly one process: nothing was
+	// applied twice (and nothing skipped).
+	if ca+cb+cc != f.total {
+		t.Errorf("processes committed %d messages in all, want exactly %d", ca+cb+cc, f.total)
+	}
+	if cb == 0 || cc == 0 {
+		t.Errorf("a scaled-out process committed nothing: b %d, c %d", cb, cc)
+	}
+}
+
+// 3. a paused aggregator (SIGSTOP past the session timeout) cannot write
+// after its partitions moved.
+func (f *fixture) testPaused(t *testing.T) {
+	rds := redistest.Start(t)
+	outputTopics(t, f.kc, "-pause")
+	env := aggEnv(f.kc.Addr(), rds.Addr, "pause", "-pause", "CHANGERATE_BATCH_SIZE=200")
+	a := startAgg(t, f.aggBin, "pause-a", env)
+	b := startAgg(t, f.aggBin, "pause-b", env)
+	const committed = "changerate_aggregator_messages_committed_total"
+	var fencedA, rejectedA float64
+	var cycles int
+	for cycles = 1; cycles <= 3 && fencedA == 0; cycles++ {
+		// Both members must be committing.
+		deadline := time.Now().Add(2 * time.Minute)
+		for metricSum(a.metrics(committed), committed) < 1 || metricSum(b.metrics(committed), committed) < 1 {
+			if time.Now().After(deadline) || progressOf(rds.Client) >= f.total {
+				t.Fatalf("both members did not commit before the replay ended")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		epBefore := epochs(t, rds.Client, obsTopic, obsPartitions)
+		before := metricSum(a.metrics(committed), committed)
+		a.signal(syscall.SIGSTOP)
+		// Past the 3 s session timeout: b gets every partition in a newer
+		// generation and claims them (the stored epochs grow).
+		pausedAt := progressOf(rds.Client)
+		time.Sleep(5 * time.Second)
+		epPaused := epochs(t, rds.Client, obsTopic, obsPartitions)
+		movedAt := progressOf(rds.Client)
+		a.signal(syscall.SIGCONT)
+		// a resumes inside its in-flight batches: their commits carry the
+		// old generation and must be refused.
+		time.Sleep(3 * time.Second)
+		m := a.metrics("changerate_")
+		fencedA = metricSum(m, "changerate_aggregator_fenced_commits_total")
+		rejectedA = metricSum(m, "changerate_state_commit_rejected_total")
+		t.Logf("pause %d: a had committed %v; progress %d at SIGSTOP, %d at SIGCONT 5 s later (b went on); epochs %v → %v; a's refused commits: aggregator %v, state %v",
+			cycles, before, pausedAt, movedAt, epBefore, epPaused, fencedMetrics(m), rejectedA)
+		if movedAt <= pausedAt {
+			t.Errorf("pause %d: no progress while a was paused: its partitions did not move", cycles)
+		}
+	}
+	if fencedA == 0 {
+		t.Errorf("the paused member had no commit refused in %d pauses", cycles-1)
+	}
+	if rejectedA != fencedA {
+		t.Errorf("a: %v fenced commits in the aggregator, %v rejected by the store", fencedA, rejectedA)
+	}
+	f.finish(t, rds.Client, a, b)
+}
+
+// fencedMetrics returns the labelled samples of the fenced-commit counter.
+func fencedMetrics(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "changerate_aggregator_fenced_commits_total") {
+			out[strings.TrimPrefix(k, "changerate_aggregator_fenced_commits_total")] = v
+		}
+	}
+	return out
+}
+
+// 4. kill -9 of Redis (AOF everysec) during the replay.
+func (f *fixture) testKillRedis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(f.seed, 4))
+	rds := redistest.Start(t, redistest.WithAOF())
+	outputTopics(t, f.kc, "-rkill")
+	env := aggEnv(f.kc.Addr(), rds.Addr, "rkill", "-rkill")
+	a := startAgg(t, f.aggBin, "rkill", env)
+	for i := 0; i < 2; i++ {
+		target := int64((0.2 + 0.3*float64(i) + 0.3*rng.Float64()) * float64(f.total))
+		waitProgress(t, rds.Client, target, 5*time.Minute, a)
+		before, _ := redisNext(context.Background(), rds.Client, obsTopic, obsPartitions)
+		rds.Kill()
+		// Let the aggregator meet the dead server, then freeze it while
+		// Redis restarts, to read the state exactly as the AOF restored it.
+		time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
+		a.signal(syscall.SIGSTOP)
+		cut := ""
+		if i == 1 {
+			// The second crash also loses the AOF's tail, as an OS crash
+			// loses what was written but not fsynced: the cut may fall
+			// inside a commit's MULTI/EXEC block.
+			aof := incrAOFFile(t, rds.Dir)
+			fi, err := os.Stat(aof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := int64(float64(fi.Size()) * (0.8 + 0.18*rng.Float64()))
+			if err := os.Truncate(aof, n); err != nil {
+				t.Fatal(err)
+			}
+			cut = fmt.Sprintf(" (AOF cut at %d of %d bytes)", n, fi.Size())
+		}
+		if err := rds.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		d := dumpRedis(t, rds.Client)
+		a.signal(syscall.SIGCONT)
+		after := f.checkConsistent(t, fmt.Sprintf("after Redis kill %d", i+1), d)
+		t.Logf("Redis kill -9 #%d%s: stored offsets just before %v (%d), after the AOF reload %v (%d): state consistent with them",
+			i+1, cut, before, progress(before), after, progress(after))
+		if i == 1 && progress(after) >= progress(before) {
+			t.Errorf("the cut AOF did not rewind the offsets")
+		}
+	}
+	m := a.metrics("changerate_")
+	f.finish(t, rds.Client, a)
+	t.Logf("aggregator: retries %v, fenced commits %v, state rejections %v, redis errors %v",
+		metricSum(m, "changerate_aggregator_retries_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"),
+		metricSum(m, "changerate_state_commit_rejected_total"), metricSum(m, "changerate_state_redis_errors_total"))
+}
+
+// incrAOFFile returns the incremental file of Redis 7's multi-part AOF (or
+// the single appendonly.aof of older versions).
+func incrAOFFile(t *testing.T, dir string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "appendonlydir", "*.incr.aof"))
+	if len(m) == 1 {
+		return m[0]
+	}
+	if p := filepath.Join(dir, "appendonly.aof"); fileExistsE2E(p) {
+		return p
+	}
+	t.Fatalf("no AOF in %s (%v)", dir, m)
+	return ""
+}
+
+func fileExistsE2E(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// 5. a local Redis Cluster of 3 masters.
+func (f *fixture) testCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	outputTopics(t, f.kc, "-cluster")
+	env := aggEnv(f.kc.Addr(), strings.Join(cl.Addrs, ","), "cluster", "-cluster", "CHANGERATE_REDIS_CLUSTER=true")
+	t0 := time.Now()
+	a := startAgg(t, f.aggBin, "cluster", env)
+	d := f.finish(t, cl.Client, a)
+	// The partitions' keys are spread over the masters.
+	nodes := map[string]int{}
+	for p := int32(0); p < obsPartitions; p++ {
+		n, err := cl.Client.MasterForKey(context.Background(), fmt.Sprintf("{cr:%s:%d}:meta", obsTopic, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[n.Options().Addr]++
+	}
+	objs, _, _ := dumpStats(d)
+	t.Logf("cluster run in %v: %d objects; partitions per master %v", time.Since(t0).Round(time.Millisecond), objs, nodes)
+	if len(nodes) < 2 {
+		t.Errorf("all partitions on one master: %v", nodes)
+	}
+	// The published estimates equal the clean run's, and are right.
+	est := readLatest(t, f.kc, "estimates-cluster")
+	if len(est) != len(f.refEst) {
+		t.Errorf("%d estimates keys, clean run %d", len(est), len(f.refEst))
+	}
+	for k, v := range f.refEst {
+		if est[k] != v {
+			t.Errorf("estimate %s differs from the clean run:\n%s\n%s", k, clip(est[k]), clip(v))
+			break
+		}
+	}
+	checkEstimates(t, f.w, est)
+}
+
+// checkEstimates compares the latest change and access estimates with the
+// rates the workload was generated with.
+func checkEstimates(t *testing.T, w *workload, est map[string]string) {
+	t.Helper()
+	var changeErr, accessErr []float64
+	covered, n := 0, 0
+	for _, o := range w.Objects {
+		v, ok := est[o.URL]
+		if !ok {
+			continue
+		}
+		var e records.Estimate
+		if err := json.Unmarshal([]byte(v), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.RatePerS == nil || e.CI95 == nil {
+			continue
+		}
+		n++
+		if e.CI95[0] <= o.ChangeRate && o.ChangeRate <= e.CI95[1] {
+			covered++
+		}
+		changeErr = append(changeErr, math.Abs(math.Log(*e.RatePerS/o.ChangeRate)))
+		if av, ok := est[o.URL+aggregate.AccessKeySuffix]; ok {
+			var a records.Estimate
+			if err := json.Unmarshal([]byte(av), &a); err != nil {
+				t.Fatal(err)
+			}
+			if a.RatePerS != nil {
+				accessErr = append(accessErr, math.Abs(math.Log(*a.RatePerS/o.AccessRate)))
+			}
+		}
+	}
+	if n < len(w.Objects)*9/10 || len(changeErr) == 0 || len(accessErr) == 0 {
+		t.Fatalf("only %d change estimates with intervals and %d access estimates for %d objects", n, len(accessErr), len(w.Objects))
+	}
+	sort.Float64s(changeErr)
+	sort.Float64s(accessErr)
+	t.Logf("%d change estimates: %d (%.1f%%) 95%% intervals cover the true rate; median |log(est/true)| change %.3f, access %.3f (%d)",
+		n, covered, 100*float64(covered)/float64(n), changeErr[n/2], accessErr[len(accessErr)/2], len(accessErr))
+	if float64(covered) < 0.85*float64(n) {
+		t.Errorf("only %d of %d 95%% intervals cover the true change rate", covered, n)
+	}
+	if changeErr[n/2] > 0.3 || accessErr[len(accessErr)/2] > 0.2 {
+		t.Errorf("median |log(estimate/true)|: change %.3f (want < 0.3), access %.3f (want < 0.2)", changeErr[n/2], accessErr[len(accessErr)/2])
+	}
+}
