@@ -43,6 +43,7 @@ const (
 	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
 	DefaultKafkaCommitInterval    = time.Second
 	DefaultKafkaMetadataInterval  = 5 * time.Second
+	DefaultKafkaCloseTimeout      = 5 * time.Second
 )
 
 // KafkaTLSConfig configures TLS towards the brokers.
@@ -156,6 +157,11 @@ type KafkaConfig struct {
 	// grows makes the member rejoin so that the new partitions get owners.
 	// Default 5s.
 	MetadataInterval time.Duration
+	// CloseTimeout bounds how long KafkaSource.Run, after all its handlers
+	// returned, waits for leaving the consumer group (kafka-go may be in a
+	// JoinGroup lasting up to RebalanceTimeout); past it the broker expires
+	// the member after SessionTimeout. Default 5s.
+	CloseTimeout time.Duration
 }
 
 // Validate reports the first invalid field, naming it. It does not modify
@@ -193,6 +199,7 @@ func (c KafkaConfig) Validate() error {
 		{"RebalanceTimeout", c.RebalanceTimeout}, {"JoinGroupBackoff", c.JoinGroupBackoff},
 		{"FetchMaxWait", c.FetchMaxWait}, {"RetryBackoff", c.RetryBackoff},
 		{"CommitInterval", c.CommitInterval}, {"MetadataInterval", c.MetadataInterval},
+		{"CloseTimeout", c.CloseTimeout},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("stream: KafkaConfig.%s: negative duration %v", d.name, d.v)
@@ -255,6 +262,7 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	setDur(&c.RetryBackoff, DefaultKafkaRetryBackoff)
 	setDur(&c.CommitInterval, DefaultKafkaCommitInterval)
 	setDur(&c.MetadataInterval, DefaultKafkaMetadataInterval)
+	setDur(&c.CloseTimeout, DefaultKafkaCloseTimeout)
 	return c
 }
 

@@ -96,8 +96,9 @@ func NewKafkaSource(cfg KafkaConfig, topics []string, logger *slog.Logger, reg p
 // member leaves the generation and rejoins, so the partition is handled
 // again (by this member or another one).
 //
-// Run leaves the group and returns after every handler has returned: with
-// the fatal handler error, with ErrClosed after Close, or with ctx.Err()
+// When stopping, Run waits for every handler to return, commits the marked
+// offsets, leaves the group (waiting at most cfg.CloseTimeout for that) and
+// returns: the fatal handler error, ErrClosed after Close, or ctx.Err()
 // when ctx was cancelled. Only one Run may be active at a time.
 func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, c Claim) error) error {
 	s.mu.Lock()
@@ -142,6 +143,7 @@ func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, 
 	if err != nil {
 		return fmt.Errorf("stream: kafka consumer group: %w", err)
 	}
+	var running sync.WaitGroup // handlers started in generations
 	for {
 		gen, err := group.Next(runCtx)
 		if err != nil {
@@ -153,11 +155,26 @@ func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, 
 			s.log.Info("consumer group: next generation failed; retrying", "err", err)
 			continue
 		}
-		s.startGeneration(runCtx, cancel, gen, handle)
+		s.startGeneration(runCtx, cancel, gen, handle, &running)
 	}
-	// Close ends the current generation, waits for every handler and leaves
-	// the group.
-	_ = group.Close()
+	// Handlers watch runCtx; they return promptly by contract.
+	running.Wait()
+	// Close ends the generation (the commit loop makes its final commit
+	// while the generation is still valid) and leaves the group. kafka-go
+	// may be blocked in a JoinGroup lasting up to RebalanceTimeout: do not
+	// hold the caller that long.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		_ = group.Close()
+	}()
+	t := time.NewTimer(cfg.CloseTimeout)
+	select {
+	case <-closed:
+	case <-t.C:
+		s.log.Warn("leaving the consumer group timed out; the broker will expire the session", "timeout", cfg.CloseTimeout)
+	}
+	t.Stop()
 	s.m.generation.Set(0)
 
 	cause := context.Cause(runCtx)
@@ -191,7 +208,27 @@ func (s *KafkaSource) Close() error {
 	return nil
 }
 
-func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.CancelCauseFunc, gen *kafka.Generation, handle func(context.Context, Claim) error) {
+func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.CancelCauseFunc, gen *kafka.Generation,
+	handle func(context.Context, Claim) error, running *sync.WaitGroup) {
+	// start runs fn in the generation. kafka-go ends a generation when any
+	// of its functions returns, and then rejoins unless the group is closed
+	// by then; when Run is stopping, the wrapper therefore waits for
+	// group.Close to end the generation, so the member leaves instead of
+	// rejoining. Handlers are counted in running.
+	start := func(fn func(gctx context.Context), handler bool) {
+		if handler {
+			running.Add(1)
+		}
+		gen.Start(func(gctx context.Context) {
+			fn(gctx)
+			if handler {
+				running.Done()
+			}
+			if runCtx.Err() != nil {
+				<-gctx.Done()
+			}
+		})
+	}
 	s.m.generation.Set(float64(gen.ID))
 	s.m.rebalances.Inc()
 	var claims []*kafkaClaim
@@ -207,14 +244,14 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 		owned[i] = c.topic + "/" + strconv.Itoa(int(c.partition))
 	}
 	s.log.Info("consumer group: generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", owned)
-	gen.Start(func(gctx context.Context) { s.watchPartitions(gctx, gen.ID) })
+	start(func(gctx context.Context) { s.watchPartitions(runCtx, gctx, gen.ID) }, false)
 	if len(claims) == 0 {
 		return
 	}
 	for _, c := range claims {
-		gen.Start(func(gctx context.Context) { s.runClaim(runCtx, stopRun, gctx, c, handle) })
+		start(func(gctx context.Context) { s.runClaim(runCtx, stopRun, gctx, c, handle) }, true)
 	}
-	gen.Start(func(gctx context.Context) { s.commitLoop(gctx, gen, claims) })
+	start(func(gctx context.Context) { s.commitLoop(gctx, gen, claims) }, false)
 }
 
 func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCauseFunc, gctx context.Context, c *kafkaClaim, handle func(context.Context, Claim) error) {
@@ -256,9 +293,10 @@ func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCau
 // watchPartitions returns (ending the generation, so that the member rejoins
 // and the group is rebalanced) when the partition count of a topic differs
 // from the one seen at the generation's start; a missing topic counts 0.
-// Metadata errors are logged and retried at the next tick.
-func (s *KafkaSource) watchPartitions(gctx context.Context, gen int32) {
-	ctx, cancel := context.WithCancel(context.Background())
+// Metadata errors are logged and retried at the next tick. It also returns
+// when runCtx is done.
+func (s *KafkaSource) watchPartitions(runCtx, gctx context.Context, gen int32) {
+	ctx, cancel := context.WithCancel(runCtx)
 	defer cancel()
 	stop := context.AfterFunc(gctx, cancel)
 	defer stop()
@@ -286,7 +324,7 @@ func (s *KafkaSource) watchPartitions(gctx context.Context, gen int32) {
 		}
 		select {
 		case <-t.C:
-		case <-gctx.Done():
+		case <-ctx.Done():
 			return
 		}
 	}

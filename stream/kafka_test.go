@@ -447,6 +447,10 @@ func TestKafkaGroupTwoMembersShareFourPartitions(t *testing.T) {
 		g, ps := o.latest("A")
 		return g > g2 && len(ps) == 4 && len(o.active()) == 4
 	})
+	// B left without rejoining first: exactly one more rebalance.
+	if g3, _ := o.latest("A"); g3 != g2+1 {
+		t.Errorf("generation after B left: %d, want %d (B rejoined before leaving?)", g3, g2+1)
+	}
 	if err := stopA(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("A's Run returned %v", err)
 	}
