@@ -81,8 +81,10 @@ type Config struct {
 	// "too-long" (their first bytes go to the dead letter). Default 1 MiB.
 	MaxLineBytes int
 	// MaxDecompressedBytes caps the decompressed size of one gzip input;
-	// beyond it the input is abandoned with reason "too-large" (one dead
-	// letter) and ingest goes on with the next input. Default 64 GiB.
+	// beyond it the rest of the input is abandoned with reason "too-large"
+	// (one dead letter) and ingest goes on with the next input. A gzip
+	// stream that is corrupt or truncated is abandoned the same way with
+	// reason "corrupt". Default 64 GiB.
 	MaxDecompressedBytes int64
 	// MaxRecordBytes caps one WARC record (header and block); larger
 	// records are rejected with reason "too-large". Default 256 MiB.

@@ -18,11 +18,18 @@ type limitReader struct {
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n >= l.max {
+		// Probe for one more byte: exactly max bytes is allowed.
+		var one [1]byte
+		if n, _ := l.r.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%w (%d bytes)", errTooLarge, l.max)
+		}
+	}
+	if rem := l.max - l.n; int64(len(p)) > rem {
+		p = p[:max(rem, 1)]
+	}
 	n, err := l.r.Read(p)
 	l.n += int64(n)
-	if l.n > l.max {
-		return n, fmt.Errorf("%w (%d bytes)", errTooLarge, l.max)
-	}
 	return n, err
 }
 

@@ -58,7 +58,7 @@ func (w *worker) readRecords(ctx context.Context, name string) error {
 			return nil
 		}
 		if err != nil && !isParseError(err) {
-			return &inputError{fmt.Errorf("read: %w", err)}
+			return w.readFailed(ctx, prefix, rr.Records()+1, err)
 		}
 		rec := rr.Records()
 		w.setPos(Position{Dev: o.dev, Ino: o.ino, Offset: rec, Gzip: o.gz, Lines: rec})

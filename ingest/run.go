@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,7 +32,7 @@ import (
 const (
 	ReasonTooLong  = "too-long"  // a line longer than MaxLineBytes
 	ReasonTooLarge = "too-large" // an input beyond MaxDecompressedBytes, or a WARC record beyond MaxRecordBytes
-	ReasonRead     = "read"      // an input that failed while being read (corrupt gzip, I/O error)
+	ReasonCorrupt  = "corrupt"   // compressed input that does not decompress (bad or truncated gzip)
 )
 
 // ErrInput is wrapped by Run's error when some inputs could not be opened or
@@ -510,7 +511,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			continue
 		}
 		if err != io.EOF {
-			return &inputError{fmt.Errorf("read: %w", err)}
+			return w.readFailed(ctx, prefix, lineNo+1, err)
 		}
 		if !follow {
 			return nil
@@ -556,6 +557,29 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			w.setSource(key, o, w.epoch+1)
 		}
 	}
+}
+
+// readFailed handles an error from reading an input after it was opened:
+// an input beyond MaxDecompressedBytes or a corrupt or truncated gzip
+// stream is bad input (one dead letter, reason "too-large" or "corrupt";
+// the rest of the input is abandoned and ingest goes on); any other error
+// is a failure of the input (reported, ErrInput at the end).
+func (w *worker) readFailed(ctx context.Context, prefix string, at int64, err error) error {
+	var reason string
+	var corrupt flate.CorruptInputError
+	switch {
+	case errors.Is(err, errTooLarge):
+		reason = ReasonTooLarge
+	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader), errors.As(err, &corrupt),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		reason = ReasonCorrupt
+	default:
+		return &inputError{fmt.Errorf("read: %w", err)}
+	}
+	w.r.log.Warn("ingest: abandoning the rest of an input", "input", prefix, "reason", reason, "err", err)
+	w.sum.Lines++
+	w.cur.lines++
+	return w.deadLetter(ctx, prefix, at, reason, fmt.Errorf("input abandoned: %w", err), nil)
 }
 
 // line handles one input line.

@@ -263,3 +263,38 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...
 	t.Fatalf("metric %s%v not found", name, labels)
 	return 0
 }
+
+func TestDecompressionCapAndCorruptGzip(t *testing.T) {
+	dir := t.TempDir()
+	var big strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&big, "1157689320.%03d 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/%d - - -\n", i%1000, i)
+	}
+	gz := writeFile(t, dir, "big.log.gz", big.String(), true)
+	small := writeFile(t, dir, "small.log.gz", squidLines+squidLines, true)
+	b, _ := os.ReadFile(small)
+	trunc := filepath.Join(dir, "trunc.log.gz")
+	os.WriteFile(trunc, b[:len(b)/2], 0o644)
+	ok := writeFile(t, dir, "ok.log", squidLines, false)
+	sink := stream.NewMemorySink()
+	sum, err := Run(context.Background(), Config{Format: "squid", Paths: []string{gz, trunc, ok}, MaxDecompressedBytes: 10000, ProgressInterval: -1}, sink, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Inputs[0].Rejects[ReasonTooLarge] != 1 || sum.Inputs[0].Observations == 0 || sum.Inputs[0].Observations > 200 {
+		t.Fatalf("capped input: %+v", sum.Inputs[0])
+	}
+	if sum.Inputs[1].Rejects[ReasonCorrupt] != 1 {
+		t.Fatalf("truncated input: %+v", sum.Inputs[1])
+	}
+	if sum.Inputs[2].Observations != 3 {
+		t.Fatalf("next input not read: %+v", sum.Inputs[2])
+	}
+	var reasons []string
+	for _, d := range deadLetters(t, sink) {
+		reasons = append(reasons, d.Reason)
+	}
+	if fmt.Sprint(reasons) != "[too-large corrupt fields]" {
+		t.Fatalf("dead letters %v", reasons)
+	}
+}

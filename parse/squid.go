@@ -29,8 +29,10 @@ import (
 // "error:..." pseudo-URLs of requests that never named one (reason
 // "no-object").
 //
-// A custom logformat (Config.SquidLogformat) is a blank-separated list of
-// fields, each either a Squid logformat token or a name:
+// A custom logformat (Config.SquidLogformat) is the name of one of Squid's
+// predefined formats ("squid" = native, "common", "combined", "referrer")
+// or a blank-separated list of fields, each either a Squid logformat token
+// or a name:
 //
 //	%ts.%03tu, %ts, time      Unix seconds[.fraction]
 //	[%tl], [%tg], clftime     [dd/Mon/yyyy:hh:mm:ss +zzzz] (two blank-separated parts inside brackets)
@@ -80,7 +82,21 @@ func newSquid(cfg Config) (lineParser, error) {
 
 func (p *squidParser) Format() string { return "squid" }
 
+// Squid's predefined logformats (squid.conf "logformat"), usable by name in
+// Config.SquidLogformat.
+var squidPresets = map[string]string{
+	"common":   `%>a %[ui %[un [%tl] "%rm %ru HTTP/%rv" %>Hs %<st %Ss:%Sh`,
+	"combined": `%>a %[ui %[un [%tl] "%rm %ru HTTP/%rv" %>Hs %<st "%{Referer}>h" "%{User-Agent}>h" %Ss:%Sh`,
+	"referrer": `%ts.%03tu %>a %{Referer}>h %ru`,
+}
+
 func compileSquidFormat(format string) ([]squidField, error) {
+	if format == "squid" {
+		return nil, nil // native
+	}
+	if p, ok := squidPresets[format]; ok {
+		format = p
+	}
 	var out []squidField
 	b := []byte(strings.TrimSpace(format))
 	i := 0

@@ -98,3 +98,22 @@ func TestSquidCustomLogformat(t *testing.T) {
 		t.Fatal("logformat without time and URL accepted")
 	}
 }
+
+func TestSquidPresets(t *testing.T) {
+	want := &records.Observation{Object: "http://example.com/x", Site: "example.com", Time: mustTime(t, "2024-03-10T11:55:36Z"),
+		Kind: records.KindAccess, Status: 200, Format: "squid"}
+	for name, line := range map[string]string{
+		"combined": `10.0.0.1 - - [10/Mar/2024:13:55:36 +0200] "GET http://example.com/x HTTP/1.1" 200 120 "http://ref.example/" "Mozilla/5.0 (X11; Linux)" TCP_MISS:HIER_DIRECT`,
+		"common":   `10.0.0.1 - - [10/Mar/2024:13:55:36 +0200] "GET http://example.com/x HTTP/1.1" 200 120 TCP_MISS:HIER_DIRECT`,
+		"squid":    "1710071736.000 1 10.0.0.1 TCP_MISS/200 120 GET http://example.com/x - HIER_DIRECT/1.2.3.4 text/html",
+	} {
+		p, err := New("squid", Config{SquidLogformat: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCases(t, p, []lineCase{{name: name, line: line, want: want}})
+	}
+	ref, _ := New("squid", Config{SquidLogformat: "referrer"})
+	runCases(t, ref, []lineCase{{name: "referrer", line: "1710071736.000 10.0.0.1 http://ref.example/ http://example.com/x",
+		want: &records.Observation{Object: "http://example.com/x", Site: "example.com", Time: mustTime(t, "2024-03-10T11:55:36Z"), Kind: records.KindAccess, Format: "squid"}}})
+}

@@ -278,7 +278,7 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs.StringVar(&o.Zone, "zone", o.Zone, `time zone (IANA name, e.g. "UTC", "Europe/Oslo") for timestamps without one; "" rejects them`+env("ZONE"))
 	fs.StringVar(&o.Profile, "profile", o.Profile, "URL canonicalisation profile: changerate|whatwg|semantic"+env("PROFILE"))
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, `base URL of path-only request targets (CLF, NASA, WorldCup); default "http://localhost"`+env("BASE_URL"))
-	fs.StringVar(&o.SquidLogformat, "squid-logformat", o.SquidLogformat, "custom Squid logformat (Squid % tokens or field names); default native"+env("SQUID_LOGFORMAT"))
+	fs.StringVar(&o.SquidLogformat, "squid-logformat", o.SquidLogformat, "Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"+env("SQUID_LOGFORMAT"))
 	fs.IntVar(&o.MaxLineBytes, "max-line-bytes", o.MaxLineBytes, "longest accepted line"+env("MAX_LINE_BYTES"))
 	fs.Int64Var(&o.MaxDecompressedBytes, "max-decompressed-bytes", o.MaxDecompressedBytes, "largest decompressed size of one gzip input"+env("MAX_DECOMPRESSED_BYTES"))
 	fs.Int64Var(&o.MaxRecordBytes, "max-record-bytes", o.MaxRecordBytes, "largest WARC record"+env("MAX_RECORD_BYTES"))
