@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -43,16 +44,22 @@ func BenchmarkKafkaSinkWrite(b *testing.B) {
 			pool := benchMessages("bench", 10000)
 			ctx := context.Background()
 			b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
+			lat := make([]time.Duration, 0, b.N/batch+1)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += batch {
 				n := min(batch, b.N-i)
 				off := i % (len(pool) - batch)
+				t0 := time.Now()
 				if err := sink.Write(ctx, pool[off:off+n]...); err != nil {
 					b.Fatal(err)
 				}
+				lat = append(lat, time.Since(t0))
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
 }

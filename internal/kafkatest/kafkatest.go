@@ -414,7 +414,7 @@ func (c *Cluster) DeleteRecords(t testing.TB, topic string, partition int32, off
 }
 
 // GroupOffsets returns the offsets committed by group for topic (absent
-// partitions have none).
+// partitions have none; an unknown group has none).
 func (c *Cluster) GroupOffsets(t testing.TB, group, topic string) map[int32]int64 {
 	t.Helper()
 	cl := c.Client(t)
@@ -432,10 +432,13 @@ func (c *Cluster) GroupOffsets(t testing.TB, group, topic string) map[int32]int6
 	if err != nil {
 		t.Fatalf("kafkatest: OffsetFetch %s: %v", group, err)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+	out := map[int32]int64{}
+	switch err := kerr.ErrorForCode(resp.ErrorCode); {
+	case errors.Is(err, kerr.GroupIDNotFound): // kfake; Kafka answers "no offsets"
+		return out
+	case err != nil:
 		t.Fatalf("kafkatest: OffsetFetch %s: %v", group, err)
 	}
-	out := map[int32]int64{}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			if rp.ErrorCode == 0 && rp.Offset >= 0 {
