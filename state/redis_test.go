@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -565,5 +567,43 @@ func TestExpiryScopeOwned(t *testing.T) {
 	}
 	if na := a.Expired(); na != 3 {
 		t.Fatalf("expired a=%d after losing p0; want 3", na)
+	}
+}
+
+// TestEvictionWarning: NewRedis warns when Redis may evict state keys.
+func TestEvictionWarning(t *testing.T) {
+	s := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	var buf bytes.Buffer
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{}, slog.New(slog.NewTextHandler(&buf, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !strings.Contains(buf.String(), "noeviction") || !strings.Contains(buf.String(), "allkeys-lru") {
+		t.Fatalf("no eviction warning in log: %q", buf.String())
+	}
+}
+
+// TestMetricsShared: two stores on one registry share the collectors.
+func TestMetricsShared(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m1, err := state.NewMemory(state.MemoryConfig{}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := state.NewMemory(state.MemoryConfig{}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*state.Memory{m1, m2} {
+		if _, err := m.Claim(ctx, part, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Commit(ctx, part, 1, 5, 6, nil); !errors.Is(err, state.ErrOffsetMismatch) {
+			t.Fatal(err)
+		}
+	}
+	if got := labeledCounter(t, reg, "changerate_state_commit_rejected_total", "offset_mismatch"); got != 2 {
+		t.Fatalf("shared mismatch counter = %v; want 2", got)
 	}
 }
