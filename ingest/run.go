@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -229,7 +230,7 @@ func (r *runner) progress(ctx context.Context) (stop func()) {
 			case now := <-t.C:
 				n := r.lines.Load()
 				r.log.Info("ingest progress", "format", r.format, "lines", n,
-					"lines_per_s", float64(n-lastN)/now.Sub(lastT).Seconds(),
+					"lines_per_s", math.Round(float64(n-lastN)/now.Sub(lastT).Seconds()),
 					"observations", r.obs.Load(), "rejects", r.rejs.Load(),
 					"elapsed_s", now.Sub(start).Seconds())
 				lastT, lastN = now, n

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,5 +181,30 @@ func TestOutKafka(t *testing.T) {
 	}
 	if dl := c.ReadAll(t, "dead-letter"); len(dl) != 1 || !strings.Contains(string(dl[0].Value), `"reason":"fields"`) {
 		t.Fatalf("dead letters %v", dl)
+	}
+}
+
+// TestStdinGzip reads gzip-compressed lines from stdin ("-").
+func TestStdinGzip(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old }()
+	go func() {
+		zw := gzip.NewWriter(w)
+		zw.Write([]byte(squid))
+		zw.Close()
+		w.Close()
+	}()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--format=squid", "--dead-letter=/dev/null", "-"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 || strings.Contains(stdout.String(), `"source"`) {
+		t.Fatalf("stdout %q", stdout.String())
 	}
 }
