@@ -88,16 +88,37 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 		}
 		all = append(all, rec{&kgo.Record{Topic: topic, Key: []byte(w.Obs[i].Object), Value: w.Values[i]}, i})
 	}
-	const chunk = 20000
-	for i := 0; i < len(all); i += chunk {
-		krs := make([]*kgo.Record, 0, chunk)
-		for _, r := range all[i:min(i+chunk, len(all))] {
-			krs = append(krs, r.r)
+	// Records above 512 KiB go alone through a client allowing 16 MiB
+	// batches (for topics with a larger max.message.bytes); chunks are
+	// acknowledged in order, so each partition keeps the input order.
+	var big *kgo.Client
+	var chunk []*kgo.Record
+	flush := func() {
+		if len(chunk) == 0 {
+			return
 		}
-		if err := cl.ProduceSync(context.Background(), krs...).FirstErr(); err != nil {
+		if err := cl.ProduceSync(context.Background(), chunk...).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
+		chunk = chunk[:0]
 	}
+	for _, r := range all {
+		if len(r.r.Value) > 512<<10 {
+			flush()
+			if big == nil {
+				big = kc.Client(t, kgo.ProducerBatchMaxBytes(16<<20))
+			}
+			if err := big.ProduceSync(context.Background(), r.r).FirstErr(); err != nil {
+				t.Fatalf("produce %d bytes: %v", len(r.r.Value), err)
+			}
+			continue
+		}
+		chunk = append(chunk, r.r)
+		if len(chunk) == 20000 {
+			flush()
+		}
+	}
+	flush()
 	type po struct {
 		off int64
 		idx int

@@ -7,8 +7,8 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/records"
@@ -65,80 +66,95 @@ type workload struct {
 // log-uniform in [1/48 h, 1/2 h].
 func genWorkload(seed uint64, n int) *workload {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	const span = 30 * 24 * time.Hour
+	const span = int64(30 * 24 * time.Hour)
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	logUniform := func(lo, hi float64) float64 {
 		return math.Exp(math.Log(lo) + rng.Float64()*(math.Log(hi)-math.Log(lo)))
 	}
+	exp := func(rate float64) int64 { return int64(rng.ExpFloat64() / rate * 1e9) }
+	// event is a visit (changes ≥ 0: the content version seen) or an
+	// access (changes < 0) of object obj at t ns after start.
+	type event struct {
+		t       int64
+		obj     int32
+		changes int32
+	}
 	w := &workload{}
-	nObj := n/160 + 1
-	for i := 0; len(w.Obs) < n+n/5 || i < nObj; i++ {
-		site := fmt.Sprintf("site%02d.example.org", i%37)
+	var evs []event
+	var sites []string
+	for i := 0; len(evs) < n+n/5 || i < n/160+1; i++ {
+		site := "site" + strconv.Itoa(100 + i%37)[1:] + ".example.org"
 		o := truthObject{
-			URL:        fmt.Sprintf("http://%s/page/%06d.html", site, i),
+			URL:        "http://" + site + "/page/" + strconv.Itoa(1000000 + i)[1:] + ".html",
 			ChangeRate: logUniform(1/(10*86400.0), 1/(12*3600.0)),
 			AccessRate: logUniform(1/(48*3600.0), 1/(2*3600.0)),
 			VisitEvery: time.Duration(6+rng.IntN(19)) * time.Hour,
 		}
 		w.Objects = append(w.Objects, o)
-		// Content changes.
-		var changes []time.Duration
-		for t := time.Duration(rng.ExpFloat64() / o.ChangeRate * 1e9); t < span; t += time.Duration(rng.ExpFloat64() / o.ChangeRate * 1e9) {
+		sites = append(sites, site)
+		var changes []int64
+		for t := exp(o.ChangeRate); t < span; t += exp(o.ChangeRate) {
 			changes = append(changes, t)
 		}
-		h := fnv.New64a()
-		h.Write([]byte(o.URL))
-		tag := h.Sum64()
 		// Visits at a random phase, with ±10 min jitter.
-		phase := time.Duration(rng.Int64N(int64(o.VisitEvery)))
+		every := int64(o.VisitEvery)
 		k := 0
-		for t := phase; t < span; t += o.VisitEvery {
-			vt := t + time.Duration(rng.Int64N(int64(20*time.Minute))) - 10*time.Minute
-			if vt < 0 {
-				vt = 0
-			}
+		for t := rng.Int64N(every); t < span; t += every {
+			vt := max(t+rng.Int64N(int64(20*time.Minute))-int64(10*time.Minute), 0)
 			for k < len(changes) && changes[k] <= vt {
 				k++
 			}
-			w.Obs = append(w.Obs, records.Observation{Object: o.URL, Site: site, Time: start.Add(vt),
-				Kind: records.KindVisit, Digest: fmt.Sprintf("sha1:%016x%08d", tag, k), Status: 200, Format: "heritrix"})
+			evs = append(evs, event{vt, int32(i), int32(k)})
 		}
-		for t := time.Duration(rng.ExpFloat64() / o.AccessRate * 1e9); t < span; t += time.Duration(rng.ExpFloat64() / o.AccessRate * 1e9) {
-			w.Obs = append(w.Obs, records.Observation{Object: o.URL, Site: site, Time: start.Add(t).Truncate(time.Millisecond),
-				Kind: records.KindAccess, Status: 200, Format: "squid"})
+		for t := exp(o.AccessRate); t < span; t += exp(o.AccessRate) {
+			evs = append(evs, event{t / 1e6 * 1e6, int32(i), -1})
 		}
 	}
-	sort.SliceStable(w.Obs, func(i, j int) bool { return w.Obs[i].Time.Before(w.Obs[j].Time) })
-	w.Obs = w.Obs[:n]
+	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.t, b.t) })
+	evs = evs[:n]
+	w.Obs = make([]records.Observation, n)
 	w.Values = make([][]byte, n)
-	for i := range w.Obs {
-		b, err := json.Marshal(&w.Obs[i])
-		if err != nil {
-			panic(err)
+	tags := make([]string, len(w.Objects))
+	for i, o := range w.Objects {
+		h := fnv.New64a()
+		h.Write([]byte(o.URL))
+		tags[i] = "sha1:" + strconv.FormatUint(h.Sum64()|1<<63, 16)
+	}
+	var buf []byte
+	for i, e := range evs {
+		o := &w.Obs[i]
+		o.Object, o.Site, o.Time, o.Status = w.Objects[e.obj].URL, sites[e.obj], start.Add(time.Duration(e.t)), 200
+		if e.changes >= 0 {
+			o.Kind, o.Digest, o.Format = records.KindVisit, tags[e.obj]+"-"+strconv.Itoa(int(e.changes)), "heritrix"
+		} else {
+			o.Kind, o.Format = records.KindAccess, "squid"
 		}
-		w.Values[i] = b
+		// The JSON of records.Observation, built by hand (encoding/json is
+		// slow under -race); checked against DecodeObservation below.
+		buf = append(buf[:0], `{"object":"`...)
+		buf = append(buf, o.Object...)
+		buf = append(buf, `","site":"`...)
+		buf = append(buf, o.Site...)
+		buf = append(buf, `","time":"`...)
+		buf = o.Time.AppendFormat(buf, time.RFC3339Nano)
+		buf = append(buf, `","kind":"`...)
+		buf = append(buf, o.Kind...)
+		if o.Digest != "" {
+			buf = append(buf, `","digest":"`...)
+			buf = append(buf, o.Digest...)
+		}
+		buf = append(buf, `","status":200,"format":"`...)
+		buf = append(buf, o.Format...)
+		buf = append(buf, `"}`...)
+		w.Values[i] = slices.Clone(buf)
+	}
+	for i := 0; i < n; i += max(1, n/1000) {
+		got, err := records.DecodeObservation(w.Values[i])
+		if err != nil || !reflect.DeepEqual(got, w.Obs[i]) {
+			panic(fmt.Sprintf("genWorkload: %s decodes to %+v, %v; want %+v", w.Values[i], got, err, w.Obs[i]))
+		}
 	}
 	return w
-}
-
-// produce writes the workload into topic, keyed by object (murmur2, as
-// kafka-go's and the Java client's partitioners), and returns the high
-// watermark of every partition.
-func (w *workload) produce(t *testing.T, kc *kafkatest.Cluster, topic string) map[int32]int64 {
-	t.Helper()
-	cl := kc.Client(t, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50000))
-	const chunk = 20000
-	ctx := context.Background()
-	for i := 0; i < len(w.Values); i += chunk {
-		recs := make([]*kgo.Record, 0, chunk)
-		for j := i; j < min(i+chunk, len(w.Values)); j++ {
-			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(w.Obs[j].Object), Value: w.Values[j]})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-	}
-	return highWatermarks(t, kc, topic)
 }
 
 func highWatermarks(t *testing.T, kc *kafkatest.Cluster, topic string) map[int32]int64 {
