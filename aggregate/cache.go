@@ -1,7 +1,9 @@
 package aggregate
 
 // cache keeps the Objects a partition handler owns between batches, so that a
-// store read happens only on a miss. It is used by one goroutine. When full,
+// store read happens only on a miss. It is used by one goroutine. It holds
+// copies: put copies the object, get returns a pointer to the cached copy,
+// valid until the next put or clear. When full,
 // it evicts the least recently used object (a doubly linked list over map
 // entries); evicted objects are safe in the store, which every batch
 // commits before the cache is updated.
@@ -13,7 +15,7 @@ type cache struct {
 
 type entry struct {
 	name       string
-	obj        *Object
+	obj        Object
 	prev, next *entry
 }
 
@@ -27,23 +29,27 @@ func (c *cache) get(name string) (*Object, bool) {
 		return nil, false
 	}
 	c.moveFront(e)
-	return e.obj, true
+	return &e.obj, true
 }
 
 func (c *cache) put(name string, o *Object) {
 	if e, ok := c.m[name]; ok {
-		e.obj = o
+		e.obj = *o
 		c.moveFront(e)
 		return
 	}
-	e := &entry{name: name, obj: o}
+	var e *entry
+	if c.limit > 0 && len(c.m) >= c.limit {
+		// Reuse the least recently used entry.
+		e = c.tail
+		c.unlink(e)
+		delete(c.m, e.name)
+	} else {
+		e = &entry{}
+	}
+	e.name, e.obj = name, *o
 	c.m[name] = e
 	c.pushFront(e)
-	if c.limit > 0 && len(c.m) > c.limit {
-		old := c.tail
-		c.unlink(old)
-		delete(c.m, old.name)
-	}
 }
 
 func (c *cache) clear() {

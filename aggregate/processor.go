@@ -214,44 +214,85 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 		msgs, err := c.Fetch(ctx, p.cfg.BatchSize)
 		switch {
 		case err == io.EOF:
+			if err := w.drain(); err != nil {
+				return w.stopped(err)
+			}
 			if p.cfg.Emit == EmitFinal {
 				return w.emitFinal(bctx)
 			}
 			return nil
 		case errors.Is(err, stream.ErrRevoked) || ctx.Err() != nil:
+			if err := w.drain(); err != nil {
+				return w.stopped(err)
+			}
 			log.Info("partition released", "next_offset", w.next)
 			return nil
 		case err != nil:
+			if err := w.drain(); err != nil {
+				return w.stopped(err)
+			}
 			return fmt.Errorf("aggregate: fetch %s/%d: %w", part.Topic, part.ID, err)
 		}
 		if len(msgs) == 0 {
 			continue
 		}
-		if err := w.batch(bctx, msgs); err != nil {
-			if errors.Is(err, state.ErrFenced) || errors.Is(err, context.Canceled) {
-				log.Info("stopped processing partition", "reason", err, "next_offset", w.next)
-				return nil
+		b, err := w.prepare(bctx, msgs)
+		if err != nil {
+			if derr := w.drain(); derr != nil {
+				return w.stopped(derr)
 			}
-			return err
+			return w.stopped(err)
+		}
+		if err := w.submit(bctx, b); err != nil {
+			return w.stopped(err)
 		}
 	}
 }
 
-// worker is the per-partition state of a Handle call: its cache and the
-// scratch space reused across batches.
+// stopped maps a batch error to Handle's result: losing the partition
+// (fencing) or cancellation ends the claim quietly; anything else is
+// returned.
+func (w *worker) stopped(err error) error {
+	if errors.Is(err, state.ErrFenced) || errors.Is(err, context.Canceled) {
+		w.log.Info("stopped processing partition", "reason", err, "next_offset", w.next)
+		return nil
+	}
+	return err
+}
+
+// worker is the per-partition state of a Handle call: its cache, the
+// batches in flight and the scratch space reused across batches.
+//
+// Batches are pipelined: while batch N's outputs are written and its state
+// committed (each by its own goroutine, strictly in batch order: outputs of
+// N+1 are written after those of N, and N+1 is committed only after N
+// was), the handler's goroutine fetches and applies batch N+1 on top of
+// batch N's uncommitted states. Object lookups therefore go to the batches
+// in flight first, then to the cache (committed states only), then to the
+// store. At most maxInFlight batches are in flight. If a batch fails, the
+// ones after it are neither written nor committed. Everything but the
+// write/commit goroutines runs on the handler's goroutine.
 type worker struct {
 	p      *Processor
 	part   state.Partition
 	claim  stream.Claim
 	gen    int64
-	next   int64
+	next   int64 // next offset committed (as far as the handler has seen)
+	from   int64 // first offset of the next batch (after those in flight)
 	log    *slog.Logger
 	cache  *cache
 	effs   Effects
 	es     estimators.Estimates
 	pos    string // topic/partition@ prefix for dead letters
 	gauges partitionGauges
+
+	seq      uint64
+	inflight []*flight    // oldest first
+	free     []*batchWork // recycled batches
 }
+
+// maxInFlight bounds the batches whose outputs or commit are pending.
+const maxInFlight = 2
 
 func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
 	cch := newCache(p.cfg.CacheObjects)
@@ -260,7 +301,7 @@ func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, 
 		p.caches[part] = cch
 		p.mu.Unlock()
 	}
-	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, log: log, cache: cch,
+	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
 		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part)}
 }
 
@@ -274,63 +315,134 @@ type pending struct {
 	changed bool // state to write
 }
 
-// batch applies msgs (one partition, offset order) and commits them.
-func (w *worker) batch(ctx context.Context, msgs []stream.Message) error {
-	p := w.p
-	start := time.Now()
-	p.metrics.batchSize.Observe(float64(len(msgs)))
-	from, to := w.next, msgs[len(msgs)-1].Offset+1
+// batchWork is one prepared batch: its objects' new states, the outputs
+// and the state writes. It is immutable once submitted, until recycled.
+type batchWork struct {
+	seq      uint64
+	from, to int64
+	n        int // input messages
+	start    time.Time
+	obs      []records.Observation
+	order    []int32 // per decoded observation: index into objs
+	idx      map[string]int32
+	objs     []pending
+	misses   []string
+	missIdx  []int32
+	vals     [][]byte
+	out      []stream.Message
+	writes   []state.Write
+	enc      []byte // slab of the encoded states
+	ends     []int  // end of each write's value in enc
+}
 
-	var out []stream.Message
+func (w *worker) newBatch() *batchWork {
+	if n := len(w.free); n > 0 {
+		b := w.free[n-1]
+		w.free = w.free[:n-1]
+		return b
+	}
+	return &batchWork{idx: map[string]int32{}}
+}
+
+// recycle returns b for reuse, dropping references to large data.
+func (w *worker) recycle(b *batchWork) {
+	clear(b.obs)
+	clear(b.objs)
+	clear(b.misses)
+	clear(b.vals)
+	clear(b.out)
+	clear(b.writes)
+	clear(b.idx)
+	b.obs, b.order, b.objs, b.misses, b.missIdx, b.vals = b.obs[:0], b.order[:0], b.objs[:0], b.misses[:0], b.missIdx[:0], b.vals[:0]
+	b.out, b.writes, b.enc, b.ends = b.out[:0], b.writes[:0], b.enc[:0], b.ends[:0]
+	w.free = append(w.free, b)
+}
+
+// flight is a submitted batch: written, then committed, by one goroutine.
+type flight struct {
+	b       *batchWork
+	written chan struct{} // closed when the outputs are written or failed
+	done    chan struct{} // closed when committed or failed
+	wErr    error         // set before written is closed
+	err     error         // set before done is closed
+}
+
+// lookup finds the latest state of name: in the batches in flight (newest
+// first), then in the cache. ok is false if the store must be read.
+func (w *worker) lookup(name string, dst *Object) bool {
+	for i := len(w.inflight) - 1; i >= 0; i-- {
+		b := w.inflight[i].b
+		if j, ok := b.idx[name]; ok && b.objs[j].changed {
+			*dst = b.objs[j].obj
+			return true
+		}
+	}
+	if cached, ok := w.cache.get(name); ok {
+		*dst = *cached
+		return true
+	}
+	return false
+}
+
+// prepare decodes msgs (one partition, offset order), applies them and
+// encodes the batch's outputs and states. It fails only if the store
+// cannot be read.
+func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork, error) {
+	p := w.p
+	b := w.newBatch()
+	b.start = time.Now()
+	p.metrics.batchSize.Observe(float64(len(msgs)))
+	b.from, b.to, b.n = w.from, msgs[len(msgs)-1].Offset+1, len(msgs)
+	w.seq++
+	b.seq = w.seq
+
 	// Decode, and group by object keeping each object's order.
-	obs := make([]records.Observation, 0, len(msgs))
-	idx := make(map[string]int, len(msgs))
-	var objs []*pending
-	var order []int // per decoded observation: index into objs
 	for i := range msgs {
 		o, err := records.DecodeObservation(msgs[i].Value)
 		if err != nil {
 			p.metrics.deadLetters.WithLabelValues("decode").Inc()
 			dl := records.NewDeadLetter(p.now(), "aggregator", msgs[i].Topic,
 				w.pos+strconv.FormatInt(msgs[i].Offset, 10), "decode", err, msgs[i].Value)
-			out = append(out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
+			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 			continue
 		}
 		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
-		obs = append(obs, o)
-		j, ok := idx[o.Object]
+		b.obs = append(b.obs, o)
+		j, ok := b.idx[o.Object]
 		if !ok {
-			j = len(objs)
-			idx[o.Object] = j
-			objs = append(objs, &pending{name: o.Object})
+			j = int32(len(b.objs))
+			b.idx[o.Object] = j
+			b.objs = append(b.objs, pending{name: o.Object})
 		}
-		order = append(order, j)
+		b.order = append(b.order, j)
 	}
-	// Load: cache first, then one store read for the misses.
-	var misses []string
-	var missIdx []int
-	for j, pd := range objs {
-		if cached, ok := w.cache.get(pd.name); ok {
-			pd.obj = *cached
-			p.metrics.cache.WithLabelValues("hit").Inc()
+	// Load: batches in flight and cache first, then one store read for
+	// the misses.
+	var hits int
+	for j := range b.objs {
+		pd := &b.objs[j]
+		if w.lookup(pd.name, &pd.obj) {
+			hits++
 			continue
 		}
-		p.metrics.cache.WithLabelValues("miss").Inc()
-		misses = append(misses, pd.name)
-		missIdx = append(missIdx, j)
+		b.misses = append(b.misses, pd.name)
+		b.missIdx = append(b.missIdx, int32(j))
 	}
-	if len(misses) > 0 {
+	p.metrics.cache.WithLabelValues("hit").Add(float64(hits))
+	p.metrics.cache.WithLabelValues("miss").Add(float64(len(b.misses)))
+	if len(b.misses) > 0 {
 		t0 := time.Now()
-		vals, err := p.store.Get(ctx, w.part, misses, nil)
+		vals, err := p.store.Get(ctx, w.part, b.misses, b.vals[:0])
+		b.vals = vals
 		p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
 		if err != nil {
-			return fmt.Errorf("aggregate: load %d objects of %s/%d: %w", len(misses), w.part.Topic, w.part.ID, err)
+			return nil, fmt.Errorf("aggregate: load %d objects of %s/%d: %w", len(b.misses), w.part.Topic, w.part.ID, err)
 		}
 		for k, v := range vals {
 			if v == nil {
 				continue
 			}
-			pd := objs[missIdx[k]]
+			pd := &b.objs[b.missIdx[k]]
 			if err := pd.obj.DecodeBinary(v); err != nil {
 				// A stored value we cannot read is a bug or an incompatible
 				// deployment; say so loudly and start the object afresh
@@ -342,16 +454,22 @@ func (w *worker) batch(ctx context.Context, msgs []stream.Message) error {
 		}
 	}
 	// Apply in order.
-	for i := range obs {
-		pd := objs[order[i]]
+	var outcomes [len(outcomeNames)]int
+	var reordered, dropped int
+	for i := range b.obs {
+		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
-		oc := pd.obj.Apply(&obs[i], &p.cfg.Model, &w.effs)
-		p.metrics.outcomes.WithLabelValues(oc.String()).Inc()
+		oc := pd.obj.Apply(&b.obs[i], &p.cfg.Model, &w.effs)
+		if int(oc) < len(outcomes) {
+			outcomes[oc]++
+		} else {
+			p.metrics.outcomes.WithLabelValues(oc.String()).Inc()
+		}
 		if w.effs.Reordered > 0 {
-			p.metrics.late.WithLabelValues("reordered").Inc()
+			reordered++
 		}
 		if oc == Late {
-			p.metrics.late.WithLabelValues("dropped").Inc()
+			dropped++
 		}
 		if oc == Duplicate || oc == Late {
 			continue
@@ -362,75 +480,192 @@ func (w *worker) batch(ctx context.Context, msgs []stream.Message) error {
 		pd.due = pd.due || w.effs.Due
 		for _, sh := range w.effs.ChangeShifts {
 			p.metrics.alerts.WithLabelValues(records.EstimateChange).Inc()
-			out = append(out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateChange, sh)))
+			b.out = append(b.out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateChange, sh)))
 		}
 		for _, sh := range w.effs.AccessShifts {
 			p.metrics.alerts.WithLabelValues(records.EstimateAccess).Inc()
-			out = append(out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateAccess, sh)))
+			b.out = append(b.out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateAccess, sh)))
 		}
 		for _, per := range w.effs.Periods {
-			out = append(out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
+			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
 	}
-	// Outputs, then the atomic commit of states and offset.
-	writes := make([]state.Write, 0, len(objs))
-	var size int
-	for _, pd := range objs {
+	for oc, n := range outcomes {
+		if n > 0 {
+			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
+		}
+	}
+	if reordered > 0 {
+		p.metrics.late.WithLabelValues("reordered").Add(float64(reordered))
+	}
+	if dropped > 0 {
+		p.metrics.late.WithLabelValues("dropped").Add(float64(dropped))
+	}
+	// Outputs and the encoded states. The states share one slab; each
+	// value is capped so that appending to one cannot clobber the next.
+	for j := range b.objs {
+		pd := &b.objs[j]
 		if !pd.changed {
 			continue
 		}
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			out = w.appendEstimates(out, pd.name, &pd.obj, pd.visits, pd.access)
+			b.out = w.appendEstimates(b.out, pd.name, &pd.obj, pd.visits, pd.access)
 		}
-		v := pd.obj.AppendBinary(nil)
-		size += len(v)
-		p.metrics.stateBytes.Observe(float64(len(v)))
-		writes = append(writes, state.Write{Object: pd.name, Value: v})
+		start := len(b.enc)
+		b.enc = pd.obj.AppendBinary(b.enc)
+		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
+		b.writes = append(b.writes, state.Write{Object: pd.name})
+		b.ends = append(b.ends, len(b.enc))
 	}
-	if len(out) > 0 {
-		if err := w.retry(ctx, "write outputs", func() error {
-			t0 := time.Now()
-			err := p.sink.Write(ctx, out...)
-			p.metrics.sinkLatency.Observe(time.Since(t0).Seconds())
-			return err
-		}); err != nil {
+	start := 0
+	for k, end := range b.ends {
+		b.writes[k].Value = b.enc[start:end:end]
+		start = end
+	}
+	w.from = b.to
+	return b, nil
+}
+
+// submit starts writing and committing b after the batches in flight,
+// first waiting for the oldest one if maxInFlight are in flight. It
+// returns the error of a batch that failed (nothing after it is written or
+// committed, and the cache is cleared).
+func (w *worker) submit(ctx context.Context, b *batchWork) error {
+	if err := w.reap(false); err != nil {
+		w.recycle(b)
+		_ = w.drain()
+		return err
+	}
+	for len(w.inflight) >= maxInFlight {
+		if err := w.popOldest(); err != nil {
+			w.recycle(b)
+			_ = w.drain()
 			return err
 		}
-		p.metrics.outputs.Add(float64(len(out)))
+	}
+	var prev *flight
+	if n := len(w.inflight); n > 0 {
+		prev = w.inflight[n-1]
+	}
+	f := &flight{b: b, written: make(chan struct{}), done: make(chan struct{})}
+	w.inflight = append(w.inflight, f)
+	go w.finish(ctx, f, prev)
+	return nil
+}
+
+// finish writes f's outputs after prev's, then commits f after prev.
+func (w *worker) finish(ctx context.Context, f, prev *flight) {
+	p := w.p
+	b := f.b
+	defer close(f.done)
+	func() {
+		defer close(f.written)
+		if prev != nil {
+			<-prev.written
+			if prev.wErr != nil {
+				f.wErr = prev.wErr
+				return
+			}
+		}
+		if len(b.out) > 0 {
+			f.wErr = w.retry(ctx, "write outputs", func() error {
+				t0 := time.Now()
+				err := p.sink.Write(ctx, b.out...)
+				p.metrics.sinkLatency.Observe(time.Since(t0).Seconds())
+				return err
+			})
+			if f.wErr == nil {
+				p.metrics.outputs.Add(float64(len(b.out)))
+			}
+		}
+	}()
+	if f.wErr != nil {
+		f.err = f.wErr
+		return
+	}
+	if prev != nil {
+		<-prev.done
+		if prev.err != nil {
+			f.err = prev.err
+			return
+		}
 	}
 	err := w.retry(ctx, "commit", func() error {
 		t0 := time.Now()
-		err := p.store.Commit(ctx, w.part, w.gen, from, to, writes)
+		err := p.store.Commit(ctx, w.part, w.gen, b.from, b.to, b.writes)
 		p.metrics.storeLatency.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 		return err
 	})
 	if err != nil {
-		// Nothing of this batch is in the store: forget the working copies
-		// and everything cached, since another owner may write from now on.
-		w.cache.clear()
 		if errors.Is(err, state.ErrOffsetMismatch) {
 			p.metrics.fenced.WithLabelValues("offset").Inc()
-			return fmt.Errorf("aggregate: %s/%d: %w", w.part.Topic, w.part.ID, err)
-		}
-		if errors.Is(err, state.ErrFenced) {
+			err = fmt.Errorf("aggregate: %s/%d: %w", w.part.Topic, w.part.ID, err)
+		} else if errors.Is(err, state.ErrFenced) {
 			p.metrics.fenced.WithLabelValues("epoch").Inc()
 		}
-		return err
+		f.err = err
+		return
 	}
-	for _, pd := range objs {
-		if pd.changed {
-			obj := pd.obj
-			w.cache.put(pd.name, &obj)
+	// Claim.MarkCommitted is called from this goroutine: the Kafka claim's
+	// is atomic and never blocks.
+	w.claim.MarkCommitted(b.to)
+	w.gauges.next.Set(float64(b.to))
+	p.metrics.committed.Add(float64(b.n))
+	p.committed.Add(int64(b.n))
+	p.metrics.batchLatency.Observe(time.Since(b.start).Seconds())
+}
+
+// reap retires the batches in flight that are done (all of them if wait),
+// oldest first, moving their states into the cache.
+func (w *worker) reap(wait bool) error {
+	for len(w.inflight) > 0 {
+		if !wait {
+			select {
+			case <-w.inflight[0].done:
+			default:
+				return nil
+			}
+		}
+		if err := w.popOldest(); err != nil {
+			return err
 		}
 	}
-	w.next = to
-	w.claim.MarkCommitted(to)
-	w.gauges.next.Set(float64(to))
-	w.gauges.cached.Set(float64(w.cache.len()))
-	p.metrics.committed.Add(float64(len(msgs)))
-	p.committed.Add(int64(len(msgs)))
-	p.metrics.batchLatency.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// popOldest waits for the oldest batch in flight and retires it. On
+// failure the cache is cleared: nothing of that batch (or the later ones)
+// is in the store, and another owner may write from now on.
+func (w *worker) popOldest() error {
+	f := w.inflight[0]
+	<-f.done
+	w.inflight = w.inflight[1:]
+	if f.err != nil {
+		w.cache.clear()
+		w.recycle(f.b)
+		return f.err
+	}
+	b := f.b
+	for j := range b.objs {
+		if pd := &b.objs[j]; pd.changed {
+			w.cache.put(pd.name, &pd.obj)
+		}
+	}
+	w.next = b.to
+	w.gauges.cached.Set(float64(w.cache.len()))
+	w.recycle(b)
+	return nil
+}
+
+// drain waits for every batch in flight and returns the first error.
+func (w *worker) drain() error {
+	var first error
+	for len(w.inflight) > 0 {
+		if err := w.popOldest(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // retry runs f until it succeeds, fails with a fencing error, or ctx ends.

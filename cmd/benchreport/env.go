@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"sync/atomic"
 	"time"
 
@@ -262,3 +264,28 @@ func histMean(reg *prometheus.Registry, name string, labels ...string) (mean flo
 	}
 	return sum / float64(count), count
 }
+
+// cpuSnapshot is the CPU time used so far by this process and by the
+// redis-server.
+type cpuSnapshot struct{ proc, redis float64 }
+
+func (e *env) cpu(ctx context.Context) cpuSnapshot {
+	var ru syscall.Rusage
+	var c cpuSnapshot
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		c.proc = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+	}
+	if s, err := e.rc.Info(ctx, "cpu").Result(); err == nil {
+		for _, l := range strings.Split(s, "\n") {
+			for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+				if v, ok := strings.CutPrefix(l, k); ok {
+					f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+					c.redis += f
+				}
+			}
+		}
+	}
+	return c
+}
+
+func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }

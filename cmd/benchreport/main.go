@@ -174,6 +174,8 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		logf("pipeline %s: %d in %s: %.0f obs/s (total incl. group join %s); %0.f estimates", name, pr.Committed, pr.Elapsed.Round(time.Millisecond), pr.rate(), pr.Total.Round(time.Millisecond), pr.Estimates)
+		cp, cr, ct := pr.cpuPerObs()
+		logf("  CPU per observation: %.1f µs process + %.1f µs redis = %.1f µs", cp, cr, ct)
 		logf("  %d batches, mean %.1f ms: output write %.1f ms, store get %.1f ms, commit %.1f ms", pr.Batches, pr.BatchS*1e3, pr.SinkS*1e3, pr.GetS*1e3, pr.CommitS*1e3)
 		rep.pipeline = append(rep.pipeline, pr)
 		if i == o.runs-1 {
@@ -190,13 +192,15 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		logf("naive GET+Lua %s: %d in %s: %.0f obs/s", name, nr.Committed, nr.Elapsed.Round(time.Millisecond), nr.rate())
+		cp, cr, ct = nr.cpuPerObs()
+		logf("naive GET+Lua %s: %d in %s: %.0f obs/s; CPU %.1f + %.1f = %.1f µs/obs", name, nr.Committed, nr.Elapsed.Round(time.Millisecond), nr.rate(), cp, cr, ct)
 		rep.naive = append(rep.naive, nr)
 		nc, err := runNaive(ctx, e, name+"-cache", true, want, o.naiveLimit)
 		if err != nil {
 			return err
 		}
-		logf("naive cached Lua %s: %d in %s: %.0f obs/s", name, nc.Committed, nc.Elapsed.Round(time.Millisecond), nc.rate())
+		cp, cr, ct = nc.cpuPerObs()
+		logf("naive cached Lua %s: %d in %s: %.0f obs/s; CPU %.1f + %.1f = %.1f µs/obs", name, nc.Committed, nc.Elapsed.Round(time.Millisecond), nc.rate(), cp, cr, ct)
 		rep.naiveCache = append(rep.naiveCache, nc)
 	}
 	if o.cpuprofile != "" {

@@ -39,6 +39,16 @@ type runResult struct {
 	// commit; Batches is the number of batches.
 	BatchS, SinkS, GetS, CommitS float64
 	Batches                      uint64
+	// CPU seconds used during the run by this process (aggregator and
+	// the in-process broker) and by redis-server.
+	ProcCPU, RedisCPU float64
+}
+
+// cpuPerObs returns CPU microseconds per committed observation: process,
+// Redis, total.
+func (r runResult) cpuPerObs() (proc, redis, total float64) {
+	n := float64(max(r.Committed, 1))
+	return r.ProcCPU / n * 1e6, r.RedisCPU / n * 1e6, (r.ProcCPU + r.RedisCPU) / n * 1e6
 }
 
 func (r runResult) rate() float64 { return float64(r.Committed) / r.Elapsed.Seconds() }
@@ -80,6 +90,7 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 	var first atomic.Int64
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cpu0 := e.cpu(ctx)
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
@@ -102,6 +113,8 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 		}
 	}
 	end := time.Now()
+	cpu1 := e.cpu(ctx)
+	res.ProcCPU, res.RedisCPU = cpu1.proc-cpu0.proc, cpu1.redis-cpu0.redis
 	cancel()
 	<-done
 	res.Committed = proc.Committed()
@@ -235,6 +248,7 @@ func runNaive(ctx context.Context, e *env, name string, cached bool, want int64,
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cpu0 := e.cpu(ctx)
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- src.Run(rctx, handle) }()
@@ -257,6 +271,8 @@ loop:
 	}
 	end := time.Now()
 	n := committed.Load()
+	cpu1 := e.cpu(ctx)
+	res.ProcCPU, res.RedisCPU = cpu1.proc-cpu0.proc, cpu1.redis-cpu0.redis
 	cancel()
 	<-done
 	errMu.Lock()
