@@ -218,6 +218,46 @@ func init() {
 	for _, b := range []byte("-._~=&/:,") {
 		qryByte[b] = true
 	}
+	// Escapes that canonicalisation keeps as they are (upper-case hex):
+	// bytes the profile must encode again after decoding them.
+	for b := 0; b < 256; b++ {
+		if b <= 0x20 || b >= 0x7F {
+			pathEsc[b], qryEsc[b] = true, true
+		}
+	}
+	for _, b := range []byte("\"#?`{}") {
+		pathEsc[b] = true
+	}
+	for _, b := range []byte("#&=") {
+		qryEsc[b] = true
+	}
+}
+
+// pathEsc[b] and qryEsc[b] are true when "%XX" for byte b survives
+// canonicalisation unchanged in a path or a query.
+var pathEsc, qryEsc [256]bool
+
+// keptEscape reports whether raw[i:] starts with an upper-case "%XX"
+// escape of a byte in set.
+func keptEscape(raw []byte, i int, set *[256]bool) bool {
+	if i+2 >= len(raw) {
+		return false
+	}
+	h, l := unhexUpper(raw[i+1]), unhexUpper(raw[i+2])
+	if h < 0 || l < 0 {
+		return false
+	}
+	return set[h<<4|l]
+}
+
+func unhexUpper(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // fastCanonical reports whether raw is already canonical under the
@@ -225,8 +265,9 @@ func init() {
 // a conservative subset: lower-case http or https, a plain lower-case
 // host name whose last label does not start with a digit (IPv4 parsing) and
 // has no punycode, no port, no user info, a path of unreserved bytes
-// without dot segments, an optional simple query, no fragment and no
-// percent sign.
+// without dot segments, an optional simple query, no fragment, and percent
+// escapes only in upper-case hex of bytes that stay escaped (spaces,
+// controls, non-ASCII, and the delimiters of the component).
 func fastCanonical(raw []byte) (hostEnd int, ok bool) {
 	var i int
 	switch {
@@ -266,6 +307,13 @@ func fastCanonical(raw []byte) (hostEnd int, ok bool) {
 	seg := i + 1
 	for i < len(raw) && raw[i] != '?' {
 		b := raw[i]
+		if b == '%' {
+			if !keptEscape(raw, i, &pathEsc) {
+				return 0, false
+			}
+			i += 3
+			continue
+		}
 		if !pathByte[b] {
 			return 0, false
 		}
@@ -286,10 +334,18 @@ func fastCanonical(raw []byte) (hostEnd int, ok bool) {
 	// Query: simple name=value pairs only.
 	i++
 	q := i
-	for ; i < len(raw); i++ {
+	for i < len(raw) {
+		if raw[i] == '%' {
+			if !keptEscape(raw, i, &qryEsc) {
+				return 0, false
+			}
+			i += 3
+			continue
+		}
 		if !qryByte[raw[i]] {
 			return 0, false
 		}
+		i++
 	}
 	return hostEnd, simpleQuery(raw[q:])
 }

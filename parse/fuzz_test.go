@@ -154,7 +154,9 @@ func FuzzTabular(f *testing.F) {
 func FuzzCanonical(f *testing.F) {
 	for _, s := range []string{"http://www.example.com/a/b?c=d&e=f", "HTTP://Example.COM:80/a/./b/%7euser#x",
 		"https://a.b/x%2Fy?%zz", "http://1.2.3/x", "http://xn--lejr-fra.dk/", "http://a.b/c?a&&b=", "http://a.b/c?a=1=2",
-		"http://a.b/../x", "http://a..b/", "http://-a.b/", "dns:www.kb.dk", "http://a.b/c?q=a+b"} {
+		"http://a.b/../x", "http://a..b/", "http://-a.b/", "dns:www.kb.dk", "http://a.b/c?q=a+b",
+		"http://a.com/a%20b", "http://a.com/%C3%A4?q=%E2%82%AC&r=%20", "http://a.com/a%2Fb?q=%2F&r=%3D", "http://a.com/%25%32%30",
+		"http://a.com/a%3F%23%60%7B%7D%22?x=%26%3D%23", "http://a.com/%2E%2E/x", "http://a.com/?q=%2B&r=%25"} {
 		f.Add(s)
 	}
 	fast := NewCanonicalizer(ProfileChangerate, -1)

@@ -2,6 +2,8 @@ package parse
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +70,30 @@ func TestNewUnknownFormat(t *testing.T) {
 	}
 	if _, err := New("squid", Config{Profile: "bogus"}); err == nil {
 		t.Fatal("bad profile accepted")
+	}
+}
+
+// TestFastPathEscapesExhaustive compares the fast path with the library for
+// every single escape %00..%FF in a path, a query name and a query value.
+func TestFastPathEscapesExhaustive(t *testing.T) {
+	c := NewCanonicalizer(ProfileChangerate, -1)
+	accepted := 0
+	for b := 0; b < 256; b++ {
+		for _, f := range []string{"http://a.example/x%%%02Xy", "http://a.example/x?q%%%02X=1", "http://a.example/x?q=1%%%02X&r=2", "http://a.example/x%%%02X%%%02X"} {
+			raw := strings.ReplaceAll(f, "%%%02X", fmt.Sprintf("%%%02X", b))
+			if _, ok := fastCanonical([]byte(raw)); !ok {
+				continue
+			}
+			accepted++
+			obj, _, err := c.canonicalStable(raw)
+			if err != nil || obj != raw {
+				t.Errorf("fast path keeps %q; library gives %q (%v)", raw, obj, err)
+			}
+		}
+	}
+	if accepted < 3*160 {
+		t.Errorf("fast path accepted only %d escapes", accepted)
+	} else {
+		t.Logf("fast path accepted %d of 1024 escaped URLs, all equal to the library's result", accepted)
 	}
 }
