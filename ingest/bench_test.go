@@ -87,3 +87,22 @@ func BenchmarkRunSquidKafka(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunSquidCheckpoint: as BenchmarkRunSquidDiscard, with the
+// checkpoint rewritten after every acknowledged batch of 1000 lines.
+func BenchmarkRunSquidCheckpoint(b *testing.B) {
+	const lines = 200000
+	p := benchFile(b, lines, 20000)
+	cp := filepath.Join(b.TempDir(), "cp.json")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		os.Remove(cp)
+		if _, err := Run(context.Background(), Config{Format: "squid", Paths: []string{p}, CheckpointPath: cp, ProgressInterval: -1}, &discardSink{}, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*lines)/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(0, "ns/op")
+}

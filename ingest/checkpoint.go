@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // Position is where reading of one input stopped: the file's identity and
@@ -38,6 +39,8 @@ type checkpoint struct {
 	format string
 	mu     sync.Mutex
 	pos    map[string]Position
+	dirty  bool      // pos changed since the last save
+	saved  time.Time // time of the last save
 }
 
 func loadCheckpoint(path, format string) (*checkpoint, error) {
@@ -75,33 +78,43 @@ func (c *checkpoint) get(key string) (Position, bool) {
 	return p, ok
 }
 
-// set records a position and writes the checkpoint file atomically
-// (temporary file, fsync, rename).
-func (c *checkpoint) set(key string, p Position) error {
+// put records a position in memory.
+func (c *checkpoint) put(key string, p Position) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pos[key] = p
-	if c.path == "" {
-		return nil
+	c.dirty = true
+}
+
+// save writes the checkpoint file atomically (temporary file, fsync,
+// rename) if a position changed since the last save and, unless force,
+// at least interval passed since then. It reports whether it wrote.
+func (c *checkpoint) save(force bool, interval time.Duration) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.path == "" || !c.dirty || (!force && time.Since(c.saved) < interval) {
+		return false, nil
 	}
 	b, err := json.Marshal(checkpointFile{Version: 1, Format: c.format, Inputs: c.pos})
 	if err != nil {
-		return fmt.Errorf("ingest: encode checkpoint: %w", err)
+		return false, fmt.Errorf("ingest: encode checkpoint: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("ingest: write checkpoint: %w", err)
+		return false, fmt.Errorf("ingest: write checkpoint: %w", err)
 	}
 	_, werr := tmp.Write(b)
 	serr := tmp.Sync()
 	cerr := tmp.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("ingest: write checkpoint: %w", err)
+		return false, fmt.Errorf("ingest: write checkpoint: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), c.path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("ingest: write checkpoint: %w", err)
+		return false, fmt.Errorf("ingest: write checkpoint: %w", err)
 	}
-	return nil
+	c.dirty = false
+	c.saved = time.Now()
+	return true, nil
 }

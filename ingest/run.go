@@ -171,6 +171,10 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 		}
 	}
 	sum.Interrupted = ctx.Err() != nil
+	// Whatever happened, record every acknowledged position.
+	if err := r.saveCheckpoint(true); err != nil && fatal == nil {
+		fatal = err
+	}
 	if fatal != nil {
 		return sum, fatal
 	}
@@ -682,7 +686,13 @@ func (w *worker) flush(ctx context.Context, wait bool) error {
 	}
 	b := w.cur
 	if len(b.msgs) == 0 {
-		return w.ack(b)
+		if err := w.ack(b); err != nil {
+			return err
+		}
+		if wait {
+			return w.r.saveCheckpoint(true)
+		}
+		return nil
 	}
 	if !wait {
 		w.flying, w.cur, w.spare = b, w.spare, nil
@@ -693,7 +703,22 @@ func (w *worker) flush(ctx context.Context, wait bool) error {
 	if err := w.write(b); err != nil {
 		return err
 	}
-	return w.ack(b)
+	if err := w.ack(b); err != nil {
+		return err
+	}
+	// A synchronous flush is an idle point (end of input, end of the file
+	// for now, shutdown): the checkpoint catches up.
+	return w.r.saveCheckpoint(true)
+}
+
+// saveCheckpoint writes the checkpoint file if CheckpointInterval passed
+// (or force).
+func (r *runner) saveCheckpoint(force bool) error {
+	wrote, err := r.cp.save(force, r.cfg.CheckpointInterval)
+	if wrote {
+		r.m.checkpoints.Inc()
+	}
+	return err
 }
 
 // settle waits for the write in flight, if any, and records it.
@@ -734,10 +759,10 @@ func (w *worker) ack(b *batch) error {
 		w.r.obs.Add(b.obs)
 	}
 	if b.dirtyPos && b.key != "-" {
-		if err := w.r.cp.set(b.key, b.pos); err != nil {
-			return err
-		}
-		w.r.m.checkpoints.Inc()
+		w.r.cp.put(b.key, b.pos)
+	}
+	if err := w.r.saveCheckpoint(false); err != nil {
+		return err
 	}
 	if b.claim != nil {
 		b.claim.MarkCommitted(b.next)

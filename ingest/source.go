@@ -90,6 +90,9 @@ func RunSource(ctx context.Context, cfg Config, src stream.Source, sink stream.S
 		}
 		return nil
 	})
+	if serr := r.saveCheckpoint(true); serr != nil && err == nil {
+		err = serr
+	}
 	var out Summary
 	for _, n := range order {
 		out.Inputs = append(out.Inputs, *byName[n])

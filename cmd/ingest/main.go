@@ -73,6 +73,7 @@ type options struct {
 	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" default:"268435456"`
 	BatchSize            int           `envconfig:"BATCH_SIZE" default:"1000"`
 	Checkpoint           string        `envconfig:"CHECKPOINT"`
+	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" default:"1s"`
 	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"250ms"`
 	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" default:"10s"`
 	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s"`
@@ -284,6 +285,7 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs.Int64Var(&o.MaxRecordBytes, "max-record-bytes", o.MaxRecordBytes, "largest WARC record"+env("MAX_RECORD_BYTES"))
 	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "messages per sink write"+env("BATCH_SIZE"))
 	fs.StringVar(&o.Checkpoint, "checkpoint", o.Checkpoint, "checkpoint file of input positions; empty: none"+env("CHECKPOINT"))
+	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "least time between checkpoint writes (fsync); 0: after every acknowledged batch"+env("CHECKPOINT_INTERVAL"))
 	fs.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "follow mode poll period"+env("POLL_INTERVAL"))
 	fs.DurationVar(&o.ProgressInterval, "progress-interval", o.ProgressInterval, "period of the progress log line; negative: none"+env("PROGRESS_INTERVAL"))
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "bound of the last batch write after SIGTERM"+env("DRAIN_TIMEOUT"))
@@ -385,7 +387,8 @@ func ingestConfig(o options, paths []string) (ingest.Config, error) {
 		Parse:        parse.Config{Zone: zone, Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat},
 		PollInterval: o.PollInterval, MaxLineBytes: o.MaxLineBytes, MaxDecompressedBytes: o.MaxDecompressedBytes,
 		MaxRecordBytes: o.MaxRecordBytes, BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
-		ObservationsTopic: o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
+		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
+		ObservationsTopic:  o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
 	}
 	checks := []struct {
@@ -423,4 +426,13 @@ func ingestConfig(o options, paths []string) (ingest.Config, error) {
 		return cfg, cfgErr("%v", err)
 	}
 	return cfg, nil
+}
+
+// checkpointInterval maps the command's "0 = every batch" to the library's
+// negative value (its zero means the default).
+func checkpointInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
