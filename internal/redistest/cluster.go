@@ -31,7 +31,8 @@ type Cluster struct {
 // StartCluster starts a cluster of n masters (n ≥ 3, as redis-cli
 // requires) for tb, waits until every node reports cluster_state:ok and
 // knows all n nodes, and stops it at tb.Cleanup. Skips and failures are as
-// for Start. Options other than WithBinary and WithArgs are not supported.
+// for Start. WithBinary, WithAOF and WithArgs apply to every node;
+// WithPassword, WithACLUser, WithTLS and WithDir are not supported.
 func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	tb.Helper()
 	skipIfMissing(tb, opts)
