@@ -3,6 +3,7 @@ package parse
 import (
 	"bytes"
 	"strings"
+	"time"
 
 	"github.com/changerate/changerate/records"
 )
@@ -26,13 +27,14 @@ const DefaultBaseURL = "http://localhost"
 // line whose target contains blanks (a client bug) is accepted when it ends
 // in HTTP/x: the blanks are percent-encoded by the canonicaliser.
 type clfParser struct {
+	zone  *time.Location
 	canon *Canonicalizer
 	base  string
 	vbuf  []byte
 }
 
 func newCLF(cfg Config) (lineParser, error) {
-	return &clfParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), base: baseOf(cfg)}, nil
+	return &clfParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), base: baseOf(cfg), zone: cfg.Zone}, nil
 }
 
 func baseOf(cfg Config) string {
@@ -81,10 +83,14 @@ func (p *clfParser) parse(line []byte, obs *records.Observation) error {
 	}
 	t, ok := clfTimeWithZone(ts[1 : len(ts)-1])
 	if !ok {
-		if _, wall := clfWall(ts[1 : len(ts)-1]); wall {
-			return reject(ReasonNoZone, "CLF time %q has no zone", trunc(ts))
+		w, wall := clfWall(ts[1 : len(ts)-1])
+		switch {
+		case !wall:
+			return reject(ReasonTime, "CLF time %q", trunc(ts))
+		case p.zone == nil:
+			return reject(ReasonNoZone, "CLF time %q has no zone and none is configured", trunc(ts))
 		}
-		return reject(ReasonTime, "CLF time %q", trunc(ts))
+		t = inZone(w, p.zone)
 	}
 	req, next, quoted := nextToken(line, i)
 	if !quoted || len(req) < 2 || req[0] != '"' || req[len(req)-1] != '"' {

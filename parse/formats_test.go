@@ -50,6 +50,22 @@ func TestCLF(t *testing.T) {
 	})
 }
 
+func TestZoneConfigured(t *testing.T) {
+	z := time.FixedZone("X", 2*3600)
+	want := mustTime(t, "2015-05-17T08:05:03Z")
+	for format, line := range map[string]string{
+		"clf":           `1.2.3.4 - - [17/May/2015:10:05:03] "GET / HTTP/1.1" 200 0`,
+		"heritrix":      "2015-05-17T10:05:03 200 10 https://a.example/ - - text/html #1 - - - -",
+		"heritrix-json": `{"timestamp":"2015-05-17T10:05:03","status_code":200,"url":"http://a.example/"}`,
+	} {
+		p, _ := New(format, Config{Zone: z})
+		var obs records.Observation
+		if err := p.Parse([]byte(line), &obs); err != nil || !obs.Time.Equal(want) {
+			t.Errorf("%s: %v %v, want %v", format, obs.Time, err, want)
+		}
+	}
+}
+
 func TestStoreLog(t *testing.T) {
 	p, err := New("storelog", Config{})
 	if err != nil {

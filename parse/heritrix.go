@@ -29,12 +29,13 @@ import (
 // "metadata://") are skipped with reason "comment". DNS lookups ("dns:host")
 // are visits of the object "dns:host" with site "host".
 type heritrixParser struct {
+	zone  *time.Location
 	canon *Canonicalizer
 	f     [12][]byte
 }
 
 func newHeritrix(cfg Config) (lineParser, error) {
-	return &heritrixParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
+	return &heritrixParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), zone: cfg.Zone}, nil
 }
 
 func (p *heritrixParser) Format() string { return "heritrix" }
@@ -57,7 +58,10 @@ func (p *heritrixParser) parse(line []byte, obs *records.Observation) error {
 		return reject(ReasonTime, "crawl.log time %q", trunc(f[0]))
 	}
 	if !hasZone {
-		return reject(ReasonNoZone, "crawl.log time %q has no zone", trunc(f[0]))
+		if p.zone == nil {
+			return reject(ReasonNoZone, "crawl.log time %q has no zone and none is configured", trunc(f[0]))
+		}
+		t = inZone(t, p.zone)
 	}
 	st, err := atoi(f[1])
 	if err != nil || st < -99999 || st > 999 {

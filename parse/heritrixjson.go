@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/changerate/changerate/records"
 )
@@ -21,6 +22,7 @@ import (
 // be a comma-separated string or an array of strings. Other fields are
 // ignored.
 type heritrixJSONParser struct {
+	zone  *time.Location
 	canon *Canonicalizer
 }
 
@@ -33,7 +35,7 @@ type crawlFeedMessage struct {
 }
 
 func newHeritrixJSON(cfg Config) (lineParser, error) {
-	return &heritrixJSONParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries)}, nil
+	return &heritrixJSONParser{canon: NewCanonicalizer(cfg.Profile, cfg.CacheEntries), zone: cfg.Zone}, nil
 }
 
 func (p *heritrixJSONParser) Format() string { return "heritrix-json" }
@@ -62,7 +64,10 @@ func (p *heritrixJSONParser) parse(line []byte, obs *records.Observation) error 
 		return reject(ReasonTime, "crawl feed timestamp %q", trunc([]byte(m.Timestamp)))
 	}
 	if !hasZone {
-		return reject(ReasonNoZone, "crawl feed timestamp %q has no zone", trunc([]byte(m.Timestamp)))
+		if p.zone == nil {
+			return reject(ReasonNoZone, "crawl feed timestamp %q has no zone and none is configured", trunc([]byte(m.Timestamp)))
+		}
+		ts = inZone(ts, p.zone)
 	}
 	var ann string
 	if len(m.Annotations) > 0 && m.Annotations[0] == '[' {

@@ -19,9 +19,12 @@
 // headers, CONNECT tunnels); callers count them but do not dead-letter them.
 // Every other error is a rejected line.
 //
-// All times are returned in UTC. A timestamp without a zone (Squid %tl in a
-// custom format, snapshot lines without an offset, WorldCup CSV) is rejected
-// with reason "no-zone" unless Config.Zone is set.
+// All times are returned in UTC. A timestamp without a zone (CLF or
+// crawl.log times without an offset, Squid %tl in a custom format, snapshot
+// lines without an offset, WorldCup CSV) is rejected with reason "no-zone"
+// unless Config.Zone is set, in which case it is read in that zone. Unix
+// times carry their zone; WARC-Date is UTC by definition. Years before 1970
+// are rejected (reason "time").
 package parse
 
 import (
