@@ -298,3 +298,42 @@ func TestDecompressionCapAndCorruptGzip(t *testing.T) {
 		t.Fatalf("dead letters %v", reasons)
 	}
 }
+
+func TestWARCResumeByRecords(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	for i := 0; i < 30; i++ {
+		zw := gzip.NewWriter(&buf)
+		block := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nbody"
+		fmt.Fprintf(zw, "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.example/%d\r\nWARC-Date: 2014-01-26T20:06:24Z\r\n"+
+			"Content-Type: application/http; msgtype=response\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n", i, len(block), block)
+		if i%3 == 0 { // a request record between responses
+			fmt.Fprintf(zw, "WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: http://a.example/%d\r\nWARC-Date: 2014-01-26T20:06:24Z\r\nContent-Length: 0\r\n\r\n\r\n\r\n", i)
+		}
+		zw.Close()
+	}
+	p := filepath.Join(dir, "a.warc.gz")
+	os.WriteFile(p, buf.Bytes(), 0o644)
+	cfg := Config{Format: "warc", Paths: []string{p}, BatchSize: 7, CheckpointPath: filepath.Join(dir, "cp.json"), ProgressInterval: -1}
+	s1 := &failingSink{MemorySink: stream.NewMemorySink(), n: 2}
+	if _, err := Run(context.Background(), cfg, s1, nil, nil); err == nil {
+		t.Fatal("first run did not fail")
+	}
+	s2 := stream.NewMemorySink()
+	sum, err := Run(context.Background(), cfg, s2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append(objects(t, s1.MemorySink), objects(t, s2)...)
+	if len(got) != 30 {
+		t.Fatalf("%d observations over two runs: %v", len(got), got)
+	}
+	for i, o := range got {
+		if o != fmt.Sprintf("http://a.example/%d", i) {
+			t.Fatalf("observation %d = %s", i, o)
+		}
+	}
+	if sum.Inputs[0].Skipped["record-type"] == 0 {
+		t.Fatalf("summary %+v", sum.Inputs[0])
+	}
+}
