@@ -13,8 +13,8 @@
 // knowingly, or --dead-letter=FILE to keep them apart.
 //
 // Configuration: every option has an environment variable
-// (CHANGERATE_INGEST_<NAME>, Kafka options CHANGERATE_KAFKA_<NAME>, see
-// -help); flags win over the environment. Invalid configuration fails at
+// (CHANGERATE_<NAME>, see -help; the Kafka variables CHANGERATE_KAFKA_* are
+// named as for the aggregator); flags win over the environment. Invalid configuration fails at
 // start with a message naming the variable. SIGTERM or SIGINT stop reading
 // between lines, write the pending batch, save the checkpoint and exit 0
 // within --shutdown-timeout.
@@ -49,11 +49,9 @@ import (
 	"github.com/changerate/changerate/stream"
 )
 
-// Environment prefixes.
-const (
-	envPrefix      = "CHANGERATE_INGEST"
-	kafkaEnvPrefix = "CHANGERATE_KAFKA"
-)
+// envPrefix prefixes every environment variable, as for the aggregator
+// (the Kafka variables have the same names in both commands).
+const envPrefix = "CHANGERATE"
 
 // options are the command's settings. Each field's env var is
 // CHANGERATE_INGEST_<envconfig name>; the flag of the same meaning is
@@ -85,6 +83,36 @@ type options struct {
 	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text"`
 	Report               bool          `envconfig:"REPORT"`
 	InTopic              string        `envconfig:"IN_TOPIC"`
+
+	KafkaBrokers       []string      `envconfig:"KAFKA_BROKERS"`
+	KafkaClientID      string        `envconfig:"KAFKA_CLIENT_ID" default:"changerate-ingest"`
+	KafkaGroup         string        `envconfig:"KAFKA_GROUP" default:"changerate-ingest"`
+	KafkaTLS           bool          `envconfig:"KAFKA_TLS"`
+	KafkaTLSCA         string        `envconfig:"KAFKA_TLS_CA"`
+	KafkaTLSCert       string        `envconfig:"KAFKA_TLS_CERT"`
+	KafkaTLSKey        string        `envconfig:"KAFKA_TLS_KEY"`
+	KafkaTLSServerName string        `envconfig:"KAFKA_TLS_SERVER_NAME"`
+	KafkaTLSInsecure   bool          `envconfig:"KAFKA_TLS_INSECURE"`
+	KafkaSASLMechanism string        `envconfig:"KAFKA_SASL_MECHANISM"`
+	KafkaSASLUser      string        `envconfig:"KAFKA_SASL_USERNAME"`
+	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD"`
+	KafkaCompression   string        `envconfig:"KAFKA_COMPRESSION"`
+	KafkaLinger        time.Duration `envconfig:"KAFKA_LINGER" default:"5ms"`
+}
+
+// kafkaConfig builds the stream configuration from the flat options.
+func (o options) kafkaConfig() stream.KafkaConfig {
+	return stream.KafkaConfig{
+		Brokers:  o.KafkaBrokers,
+		ClientID: o.KafkaClientID,
+		GroupID:  o.KafkaGroup,
+		TLS: stream.KafkaTLSConfig{Enable: o.KafkaTLS, CAFile: o.KafkaTLSCA, CertFile: o.KafkaTLSCert, KeyFile: o.KafkaTLSKey,
+			ServerName: o.KafkaTLSServerName, InsecureSkipVerify: o.KafkaTLSInsecure},
+		SASL:        stream.KafkaSASLConfig{Mechanism: o.KafkaSASLMechanism, Username: o.KafkaSASLUser, Password: o.KafkaSASLPassword},
+		Compression: o.KafkaCompression,
+		Linger:      o.KafkaLinger,
+		BatchSize:   o.BatchSize,
+	}
 }
 
 type configError struct{ msg string }
@@ -140,7 +168,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "kafka":
 		ks, err := stream.NewKafkaSink(kcfg, logger, reg)
 		if err != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_*: %v\n", kafkaEnvPrefix, err)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_KAFKA_*: %v\n", envPrefix, err)
 			return 2
 		}
 		sink = ks
@@ -188,7 +216,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.InTopic != "" {
 		src, serr := stream.NewKafkaSource(kcfg, []string{o.InTopic}, logger, reg)
 		if serr != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_*: %v\n", kafkaEnvPrefix, serr)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_KAFKA_*: %v\n", envPrefix, serr)
 			return 2
 		}
 		defer src.Close()
@@ -258,12 +286,8 @@ func writeReport(w io.Writer, sum ingest.Summary) {
 // configure reads the environment, then the flags (which win).
 func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []string, error) {
 	var o options
-	var k stream.KafkaConfig
 	if err := envconfig.Process(envPrefix, &o); err != nil {
-		return o, k, nil, err
-	}
-	if err := envconfig.Process(kafkaEnvPrefix, &k); err != nil {
-		return o, k, nil, err
+		return o, stream.KafkaConfig{}, nil, err
 	}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -276,7 +300,7 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs.StringVar(&o.Out, "out", o.Out, `output: "-" = observations as JSON lines on stdout, "kafka" = Kafka topics`+env("OUT"))
 	fs.StringVar(&o.DeadLetter, "dead-letter", o.DeadLetter, `dead letters in --out=- mode: "-" = stderr, or a file (appended)`+env("DEAD_LETTER"))
 	fs.BoolVar(&o.Follow, "follow", o.Follow, "follow plain files like tail -F (rotation and truncation handled)"+env("FOLLOW"))
-	fs.StringVar(&o.Zone, "zone", o.Zone, `time zone (IANA name, e.g. "UTC", "Europe/Oslo") for timestamps without one; "" rejects them`+env("ZONE"))
+	fs.StringVar(&o.Zone, "zone", o.Zone, `time zone (IANA name, e.g. "UTC", "Europe/Oslo") of timestamps without one; "" rejects them`+env("ZONE"))
 	fs.StringVar(&o.Profile, "profile", o.Profile, "URL canonicalisation profile: changerate|whatwg|semantic"+env("PROFILE"))
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, `base URL of path-only request targets (CLF, NASA, WorldCup); default "http://localhost"`+env("BASE_URL"))
 	fs.StringVar(&o.SquidLogformat, "squid-logformat", o.SquidLogformat, "Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"+env("SQUID_LOGFORMAT"))
@@ -295,10 +319,23 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, `listen address of /metrics and /healthz, e.g. ":9100"; empty: none`+env("METRICS_ADDR"))
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error"+env("LOG_LEVEL"))
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text|json"+env("LOG_FORMAT"))
-	fs.StringVar(&o.InTopic, "in-topic", o.InTopic, `read lines from this Kafka topic instead of files (e.g. "heritrix-crawl-log" with --format=heritrix-json); group `+kafkaEnvPrefix+`_GROUPID, default "changerate-ingest"`+env("IN_TOPIC"))
+	fs.StringVar(&o.InTopic, "in-topic", o.InTopic, `read lines from this Kafka topic instead of files (e.g. "heritrix-crawl-log" with --format=heritrix-json), in consumer group --kafka-group`+env("IN_TOPIC"))
 	fs.BoolVar(&o.Report, "report", o.Report, "print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end"+env("REPORT"))
-	brokers := strings.Join(k.Brokers, ",")
-	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka bootstrap brokers, comma-separated (env "+kafkaEnvPrefix+"_BROKERS; other Kafka options: "+kafkaEnvPrefix+"_*)")
+	brokers := strings.Join(o.KafkaBrokers, ",")
+	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka bootstrap brokers, comma-separated host:port"+env("KAFKA_BROKERS"))
+	fs.StringVar(&o.KafkaClientID, "kafka-client-id", o.KafkaClientID, "Kafka client id"+env("KAFKA_CLIENT_ID"))
+	fs.StringVar(&o.KafkaGroup, "kafka-group", o.KafkaGroup, "consumer group of --in-topic"+env("KAFKA_GROUP"))
+	fs.BoolVar(&o.KafkaTLS, "kafka-tls", o.KafkaTLS, "connect to Kafka over TLS"+env("KAFKA_TLS"))
+	fs.StringVar(&o.KafkaTLSCA, "kafka-tls-ca", o.KafkaTLSCA, "PEM CA bundle verifying the brokers (default: system roots)"+env("KAFKA_TLS_CA"))
+	fs.StringVar(&o.KafkaTLSCert, "kafka-tls-cert", o.KafkaTLSCert, "PEM client certificate for mutual TLS"+env("KAFKA_TLS_CERT"))
+	fs.StringVar(&o.KafkaTLSKey, "kafka-tls-key", o.KafkaTLSKey, "PEM key of --kafka-tls-cert"+env("KAFKA_TLS_KEY"))
+	fs.StringVar(&o.KafkaTLSServerName, "kafka-tls-server-name", o.KafkaTLSServerName, "server name verified in broker certificates"+env("KAFKA_TLS_SERVER_NAME"))
+	fs.BoolVar(&o.KafkaTLSInsecure, "kafka-tls-insecure", o.KafkaTLSInsecure, "skip broker certificate verification (testing only)"+env("KAFKA_TLS_INSECURE"))
+	fs.StringVar(&o.KafkaSASLMechanism, "kafka-sasl-mechanism", o.KafkaSASLMechanism, "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"+env("KAFKA_SASL_MECHANISM"))
+	fs.StringVar(&o.KafkaSASLUser, "kafka-sasl-username", o.KafkaSASLUser, "SASL user name"+env("KAFKA_SASL_USERNAME"))
+	fs.StringVar(&o.KafkaSASLPassword, "kafka-sasl-password", o.KafkaSASLPassword, "SASL password (prefer the environment variable)"+env("KAFKA_SASL_PASSWORD"))
+	fs.StringVar(&o.KafkaCompression, "kafka-compression", o.KafkaCompression, "produce compression: none, gzip, snappy, lz4, zstd"+env("KAFKA_COMPRESSION"))
+	fs.DurationVar(&o.KafkaLinger, "kafka-linger", o.KafkaLinger, "how long the producer waits to fill a batch"+env("KAFKA_LINGER"))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ingest --format=FORMAT [--out=-|kafka] [options] FILE|DIR|GLOB|- ...\n\nformats:\n")
 		for _, f := range parse.Formats() {
@@ -308,14 +345,15 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return o, k, nil, err
+		return o, stream.KafkaConfig{}, nil, err
 	}
-	k.Brokers = nil
+	o.KafkaBrokers = nil
 	for _, b := range strings.Split(brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
-			k.Brokers = append(k.Brokers, b)
+			o.KafkaBrokers = append(o.KafkaBrokers, b)
 		}
 	}
+	k := o.kafkaConfig()
 	paths := o.Paths
 	if fs.NArg() > 0 {
 		paths = fs.Args()
@@ -323,14 +361,20 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	if o.Format == "" {
 		return o, k, nil, cfgErr("%s_FORMAT (--format) is required", envPrefix)
 	}
+	kafkaErr := func(err error) error {
+		return cfgErr("%s_KAFKA_* (--kafka-*): %v", envPrefix, err)
+	}
 	switch o.Out {
 	case "-":
 	case "kafka":
 		if err := k.Validate(); err != nil {
-			return o, k, nil, cfgErr("%s_* (--kafka-brokers): %v", kafkaEnvPrefix, err)
+			return o, k, nil, kafkaErr(err)
 		}
 	default:
 		return o, k, nil, cfgErr("%s_OUT (--out) must be - or kafka, got %q", envPrefix, o.Out)
+	}
+	if o.ShutdownTimeout <= 0 {
+		return o, k, nil, cfgErr("%s_SHUTDOWN_TIMEOUT (--shutdown-timeout) must be > 0", envPrefix)
 	}
 	if o.InTopic != "" {
 		if len(paths) > 0 {
@@ -339,19 +383,13 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		if parse.IsRecordFormat(o.Format) {
 			return o, k, nil, cfgErr("%s_FORMAT (--format) %s is not a line format; --in-topic needs one (heritrix-json, jsonl, ...)", envPrefix, o.Format)
 		}
-		if k.GroupID == "" {
-			k.GroupID = "changerate-ingest"
-		}
 		if err := k.Validate(); err != nil {
-			return o, k, nil, cfgErr("%s_* (--kafka-brokers) for %s_IN_TOPIC: %v", kafkaEnvPrefix, envPrefix, err)
+			return o, k, nil, kafkaErr(err)
 		}
 		return o, k, nil, nil
 	}
 	if len(paths) == 0 {
 		return o, k, nil, cfgErr("no input: give FILE... arguments or %s_PATHS (use - for stdin)", envPrefix)
-	}
-	if o.ShutdownTimeout <= 0 {
-		return o, k, nil, cfgErr("%s_SHUTDOWN_TIMEOUT (--shutdown-timeout) must be > 0", envPrefix)
 	}
 	return o, k, paths, nil
 }

@@ -54,13 +54,15 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		args     []string
 		want     string
 	}{
-		{"CHANGERATE_INGEST_BATCH_SIZE", "x", []string{"--format=squid", "a"}, "CHANGERATE_INGEST_BATCH_SIZE"},
-		{"CHANGERATE_INGEST_BATCH_SIZE", "0", []string{"--format=squid", "a"}, "CHANGERATE_INGEST_BATCH_SIZE"},
-		{"CHANGERATE_INGEST_ZONE", "Mars/Olympus", []string{"--format=squid", "a"}, "CHANGERATE_INGEST_ZONE"},
-		{"CHANGERATE_INGEST_FORMAT", "bogus", []string{"a"}, "CHANGERATE_INGEST_FORMAT"},
-		{"CHANGERATE_INGEST_OUT", "kafka", []string{"--format=squid", "a"}, "CHANGERATE_KAFKA"},
-		{"CHANGERATE_INGEST_PROFILE", "odd", []string{"--format=squid", "a"}, "CHANGERATE_INGEST_PROFILE"},
-		{"CHANGERATE_INGEST_LOG_LEVEL", "loud", []string{"--format=squid", "a"}, "CHANGERATE_INGEST_LOG_LEVEL"},
+		{"CHANGERATE_BATCH_SIZE", "x", []string{"--format=squid", "a"}, "CHANGERATE_BATCH_SIZE"},
+		{"CHANGERATE_BATCH_SIZE", "0", []string{"--format=squid", "a"}, "CHANGERATE_BATCH_SIZE"},
+		{"CHANGERATE_ZONE", "Mars/Olympus", []string{"--format=squid", "a"}, "CHANGERATE_ZONE"},
+		{"CHANGERATE_FORMAT", "bogus", []string{"a"}, "CHANGERATE_FORMAT"},
+		{"CHANGERATE_OUT", "kafka", []string{"--format=squid", "a"}, "CHANGERATE_KAFKA_*"},
+		{"CHANGERATE_KAFKA_SASL_MECHANISM", "MAGIC", []string{"--format=squid", "--out=kafka", "--kafka-brokers=h:1", "a"}, "CHANGERATE_KAFKA_*"},
+		{"CHANGERATE_KAFKA_LINGER", "soon", []string{"--format=squid", "a"}, "CHANGERATE_KAFKA_LINGER"},
+		{"CHANGERATE_PROFILE", "odd", []string{"--format=squid", "a"}, "CHANGERATE_PROFILE"},
+		{"CHANGERATE_LOG_LEVEL", "loud", []string{"--format=squid", "a"}, "CHANGERATE_LOG_LEVEL"},
 	} {
 		t.Run(c.env+"="+c.val, func(t *testing.T) {
 			t.Setenv(c.env, c.val)
@@ -76,8 +78,8 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "access.log")
 	os.WriteFile(p, []byte(squid), 0o644)
-	t.Setenv("CHANGERATE_INGEST_FORMAT", "heritrix")
-	t.Setenv("CHANGERATE_INGEST_PATHS", "/nonexistent")
+	t.Setenv("CHANGERATE_FORMAT", "heritrix")
+	t.Setenv("CHANGERATE_PATHS", "/nonexistent")
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"--format=squid", "--dead-letter=/dev/null", p}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
