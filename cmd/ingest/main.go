@@ -333,7 +333,9 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs.BoolVar(&o.KafkaTLSInsecure, "kafka-tls-insecure", o.KafkaTLSInsecure, "skip broker certificate verification (testing only)"+env("KAFKA_TLS_INSECURE"))
 	fs.StringVar(&o.KafkaSASLMechanism, "kafka-sasl-mechanism", o.KafkaSASLMechanism, "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"+env("KAFKA_SASL_MECHANISM"))
 	fs.StringVar(&o.KafkaSASLUser, "kafka-sasl-username", o.KafkaSASLUser, "SASL user name"+env("KAFKA_SASL_USERNAME"))
-	fs.StringVar(&o.KafkaSASLPassword, "kafka-sasl-password", o.KafkaSASLPassword, "SASL password (prefer the environment variable)"+env("KAFKA_SASL_PASSWORD"))
+	// A Func flag: its value (from the environment) is never printed by -h.
+	fs.Func("kafka-sasl-password", "SASL password (prefer the environment variable)"+env("KAFKA_SASL_PASSWORD"),
+		func(v string) error { o.KafkaSASLPassword = v; return nil })
 	fs.StringVar(&o.KafkaCompression, "kafka-compression", o.KafkaCompression, "produce compression: none, gzip, snappy, lz4, zstd"+env("KAFKA_COMPRESSION"))
 	fs.DurationVar(&o.KafkaLinger, "kafka-linger", o.KafkaLinger, "how long the producer waits to fill a batch"+env("KAFKA_LINGER"))
 	fs.Usage = func() {
