@@ -15,19 +15,23 @@ import (
 	"github.com/changerate/changerate/stream"
 )
 
-// benchValue returns a ~1 KB JSON observation-like value for object i.
-func benchValue(i int) []byte {
+// benchValue returns a JSON observation-like value for object i, padded to
+// size bytes (at least ~220).
+func benchValue(i, size int) []byte {
 	v := fmt.Sprintf(`{"object":"https://www.example.org/section/%d/page-%d.html","time":"2026-11-21T12:%02d:%02d.%03dZ",`+
-		`"status":200,"changed":%t,"etag":"\"%016x\"","length":%d,"source":"proxy","client":"10.1.%d.%d","headers":"%s"}`,
-		i%97, i, (i/60)%60, i%60, i%1000, i%3 == 0, uint64(i)*0x9e3779b97f4a7c15, 1000+i%5000, (i/256)%256, i%256,
-		strings.Repeat("x", 760))
-	return []byte(v)
+		`"status":200,"changed":%t,"etag":"\"%016x\"","length":%d,"source":"proxy","client":"10.1.%d.%d","pad":"`,
+		i%97, i, (i/60)%60, i%60, i%1000, i%3 == 0, uint64(i)*0x9e3779b97f4a7c15, 1000+i%5000, (i/256)%256, i%256)
+	return []byte(v + strings.Repeat("x", max(size-len(v)-2, 0)) + `"}`)
 }
 
-func benchMessages(topic string, n int) []stream.Message {
+// valueSizes are the benchmarked value sizes: a lean observation and the
+// ~1 KB JSON of a verbose proxy log line.
+var valueSizes = []int{256, 1024}
+
+func benchMessages(topic string, n, size int) []stream.Message {
 	msgs := make([]stream.Message, n)
 	for i := range msgs {
-		msgs[i] = stream.Message{Topic: topic, Key: []byte(fmt.Sprintf("https://www.example.org/page-%d", i%10000)), Value: benchValue(i)}
+		msgs[i] = stream.Message{Topic: topic, Key: []byte(fmt.Sprintf("https://www.example.org/page-%d", i%10000)), Value: benchValue(i, size)}
 	}
 	return msgs
 }
@@ -35,33 +39,37 @@ func benchMessages(topic string, n int) []stream.Message {
 // BenchmarkKafkaSinkWrite measures produce throughput into kfake (acks=all)
 // for Write calls of batch messages; b.N counts messages.
 func BenchmarkKafkaSinkWrite(b *testing.B) {
-	for _, batch := range []int{1, 100, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
-			cfg := testConfig(c, "bench")
-			cfg.Linger = time.Millisecond
-			sink := newSink(b, cfg, nil)
-			pool := benchMessages("bench", 10000)
-			ctx := context.Background()
-			b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
-			lat := make([]time.Duration, 0, b.N/batch+1)
-			b.ResetTimer()
-			for i := 0; i < b.N; i += batch {
-				n := min(batch, b.N-i)
-				off := i % (len(pool) - batch)
-				t0 := time.Now()
-				if err := sink.Write(ctx, pool[off:off+n]...); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-		})
+	for _, size := range valueSizes {
+		for _, batch := range []int{1, 100, 1000} {
+			b.Run(fmt.Sprintf("value=%dB/batch=%d", size, batch), func(b *testing.B) { benchSinkWrite(b, size, batch) })
+		}
 	}
+}
+
+func benchSinkWrite(b *testing.B, size, batch int) {
+	c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
+	cfg := testConfig(c, "bench")
+	cfg.Linger = time.Millisecond
+	sink := newSink(b, cfg, nil)
+	pool := benchMessages("bench", 10000, size)
+	ctx := context.Background()
+	b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
+	lat := make([]time.Duration, 0, b.N/batch+1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		n := min(batch, b.N-i)
+		off := i % (len(pool) - batch)
+		t0 := time.Now()
+		if err := sink.Write(ctx, pool[off:off+n]...); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
 // BenchmarkKafkaSinkWriteParallel runs Write calls of 100 messages from
@@ -69,7 +77,7 @@ func BenchmarkKafkaSinkWrite(b *testing.B) {
 func BenchmarkKafkaSinkWriteParallel(b *testing.B) {
 	c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
 	sink := newSink(b, testConfig(c, "bench"), nil)
-	pool := benchMessages("bench", 10000)
+	pool := benchMessages("bench", 10000, 1024)
 	b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
 	var next atomic.Int64
 	b.SetParallelism(4)
@@ -102,17 +110,16 @@ func BenchmarkKafkaSinkWriteParallel(b *testing.B) {
 // joins the group and fetches them all with Fetch(ctx, 1000). The timed part
 // includes the group join.
 func BenchmarkKafkaSourceFetch(b *testing.B) {
-	for _, mb := range []int{1, 4} {
-		b.Run(fmt.Sprintf("maxbytes=%dMiB", mb), func(b *testing.B) { benchSourceFetch(b, mb<<20) })
+	for _, size := range valueSizes {
+		b.Run(fmt.Sprintf("value=%dB", size), func(b *testing.B) { benchSourceFetch(b, size) })
 	}
 }
 
-func benchSourceFetch(b *testing.B, fetchMaxBytes int) {
+func benchSourceFetch(b *testing.B, size int) {
 	c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
 	cfg := testConfig(c, "bench")
-	cfg.FetchMaxBytes = fetchMaxBytes
 	sink := newSink(b, cfg, nil)
-	pool := benchMessages("bench", 10000)
+	pool := benchMessages("bench", 10000, size)
 	ctx := context.Background()
 	for i := 0; i < b.N; i += 1000 {
 		n := min(1000, b.N-i)
@@ -161,7 +168,7 @@ func benchSourceFetch(b *testing.B, fetchMaxBytes int) {
 func BenchmarkKfakeFranzGoReadAll(b *testing.B) {
 	c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
 	sink := newSink(b, testConfig(c, "bench"), nil)
-	pool := benchMessages("bench", 10000)
+	pool := benchMessages("bench", 10000, 1024)
 	for i := 0; i < b.N; i += 1000 {
 		if err := sink.Write(context.Background(), pool[:min(1000, b.N-i)]...); err != nil {
 			b.Fatal(err)
