@@ -42,6 +42,9 @@ type KafkaSource struct {
 	log    *slog.Logger
 	m      *sourceMetrics
 
+	current atomic.Int64 // generation in progress; 0: none
+	owned   atomic.Int64 // claims in the current generation
+
 	mu      sync.Mutex
 	closed  bool
 	running bool
@@ -176,6 +179,8 @@ func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, 
 	}
 	t.Stop()
 	s.m.generation.Set(0)
+	s.current.Store(0)
+	s.owned.Store(0)
 
 	cause := context.Cause(runCtx)
 	switch {
@@ -187,6 +192,14 @@ func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, 
 		return ctx.Err()
 	}
 	return cause
+}
+
+// Status reports the consumer-group generation this member is in and how
+// many partitions it was assigned in it; generation 0 means Run is not
+// active or has not joined yet (for readiness probes). During a rebalance
+// it reports the generation that is ending.
+func (s *KafkaSource) Status() (generation int64, partitions int) {
+	return s.current.Load(), int(s.owned.Load())
 }
 
 // Close stops an active Run (which then returns ErrClosed), waits for it and
@@ -231,6 +244,7 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 	}
 	s.m.generation.Set(float64(gen.ID))
 	s.m.rebalances.Inc()
+	s.current.Store(int64(gen.ID))
 	var claims []*kafkaClaim
 	for _, topic := range s.topics {
 		for _, pa := range gen.Assignments[topic] {
@@ -239,6 +253,7 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 			claims = append(claims, c)
 		}
 	}
+	s.owned.Store(int64(len(claims)))
 	owned := make([]string, len(claims))
 	for i, c := range claims {
 		owned[i] = c.topic + "/" + strconv.Itoa(int(c.partition))

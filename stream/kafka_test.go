@@ -402,7 +402,11 @@ func TestKafkaGroupTwoMembersShareFourPartitions(t *testing.T) {
 	o := newOwners(t)
 
 	regA := prometheus.NewRegistry()
-	stopA := runSource(t, newSource(t, cfg, topic, regA), o.handler("A"))
+	srcA := newSource(t, cfg, topic, regA)
+	if g, n := srcA.Status(); g != 0 || n != 0 {
+		t.Errorf("Status before Run = %d, %d", g, n)
+	}
+	stopA := runSource(t, srcA, o.handler("A"))
 	waitFor(t, "A owns all 4 partitions", func() bool { return len(o.active()) == 4 })
 	g1, psA := o.latest("A")
 	if len(psA) != 4 {
@@ -410,6 +414,9 @@ func TestKafkaGroupTwoMembersShareFourPartitions(t *testing.T) {
 	}
 	if got := metricSum(t, regA, "changerate_kafka_owned_partitions"); got != 4 {
 		t.Errorf("owned partitions metric = %v, want 4", got)
+	}
+	if g, n := srcA.Status(); g != g1 || n != 4 {
+		t.Errorf("A.Status() = %d, %d; want %d, 4", g, n, g1)
 	}
 
 	stopB := runSource(t, newSource(t, cfg, topic, nil), o.handler("B"))
@@ -456,6 +463,9 @@ func TestKafkaGroupTwoMembersShareFourPartitions(t *testing.T) {
 	}
 	if act := o.active(); len(act) != 0 {
 		t.Errorf("handlers still active after Run returned: %v", act)
+	}
+	if g, n := srcA.Status(); g != 0 || n != 0 {
+		t.Errorf("Status after Run = %d, %d", g, n)
 	}
 }
 
