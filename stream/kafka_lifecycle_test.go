@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
@@ -238,5 +240,60 @@ func TestKafkaSinkWaitsForNewTopic(t *testing.T) {
 	}
 	if err := sink.Write(ctx, stream.Message{Topic: "never", Value: []byte("1")}); err == nil {
 		t.Fatal("write to a missing topic succeeded")
+	}
+}
+
+// A broker restart (same port and data directory) interrupts the sink, the
+// fetches and the group; all recover, and a handler that seeks to its
+// stored offset continues exactly where it was.
+func TestKafkaBrokerRestart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	opts := kafkatest.Options{
+		Topics: []kafkatest.Topic{{Name: "t", Partitions: 2}},
+		Extra:  []kfake.Opt{kfake.Ports(port), kfake.DataDir(t.TempDir())},
+	}
+	c := kafkatest.StartWith(t, opts)
+	cfg := testConfig(c, "restart")
+	sink := newSink(t, cfg, nil)
+	store := &fencedStore{next: map[int32]int64{}, gen: map[int32]int64{}, applied: map[string]int{}}
+	stop := runSource(t, newSource(t, cfg, "t", nil), store.handler)
+	write := func(from, n int) {
+		t.Helper()
+		var msgs []stream.Message
+		for i := from; i < from+n; i++ {
+			msgs = append(msgs, stream.Message{Topic: "t", Key: []byte(strconv.Itoa(i % 7)), Value: []byte(strconv.Itoa(i))})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := sink.Write(ctx, msgs...); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	applied := func() int {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return len(store.applied)
+	}
+	write(0, 100)
+	waitFor(t, "the first 100", func() bool { return applied() == 100 })
+	c.Kfake().Close()
+	opts.Topics = nil // reloaded from the data directory
+	kafkatest.StartWith(t, opts)
+	write(100, 100)
+	waitFor(t, "all 200", func() bool { return applied() == 200 })
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for v, n := range store.applied {
+		if n != 1 {
+			t.Errorf("message %s applied %d times", v, n)
+		}
 	}
 }
