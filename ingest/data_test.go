@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/stream"
@@ -128,13 +130,24 @@ func TestRealData(t *testing.T) {
 			continue
 		}
 		sink := &countingSink{kinds: map[records.Kind]int{}, changed: map[records.Change]int{}}
-		sum, err := Run(context.Background(), Config{Format: c.format, Paths: []string{path}, Parse: c.cfg, ProgressInterval: -1}, sink, nil, nil)
+		reg := prometheus.NewRegistry()
+		sum, err := Run(context.Background(), Config{Format: c.format, Paths: []string{path}, Parse: c.cfg, ProgressInterval: -1}, sink, nil, reg)
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
 			continue
 		}
 		in := sum.Inputs[0]
-		t.Logf("%-66s %-12s %7d %7d  %-18s %s   kinds %v", c.file, c.format, in.Lines, in.Observations, fmtMap(in.Skipped), fmtMap(in.Rejects), sink.kinds)
+		canon := map[string]int64{}
+		if mfs, err := reg.Gather(); err == nil {
+			for _, mf := range mfs {
+				if mf.GetName() == "changerate_ingest_url_canonicalisations_total" {
+					for _, m := range mf.GetMetric() {
+						canon[m.GetLabel()[1].GetValue()] = int64(m.GetCounter().GetValue())
+					}
+				}
+			}
+		}
+		t.Logf("%-66s %-12s %7d %7d  %-18s %s   kinds %v  urls %s", c.file, c.format, in.Lines, in.Observations, fmtMap(in.Skipped), fmtMap(in.Rejects), sink.kinds, fmtMap(canon))
 		if sink.bad != nil {
 			t.Errorf("%s: observation does not decode: %v", c.file, sink.bad)
 		}

@@ -15,6 +15,7 @@ type metrics struct {
 	batchSize    prometheus.Histogram
 	writeSeconds prometheus.Histogram
 	checkpoints  prometheus.Counter
+	canonical    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -35,6 +36,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Latency of one sink write (until acknowledged).", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "changerate_ingest_checkpoints_total",
 			Help: "Checkpoint files written."}),
+		canonical: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_url_canonicalisations_total",
+			Help: "URLs canonicalised, by format and path: cache (seen before), fast (already canonical), library (WHATWG parser; the slow path)."},
+			[]string{"format", "path"}),
 	}
 	if reg == nil {
 		return m
@@ -47,6 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.batchSize = register(reg, m.batchSize)
 	m.writeSeconds = register(reg, m.writeSeconds)
 	m.checkpoints = register(reg, m.checkpoints)
+	m.canonical = register(reg, m.canonical)
 	return m
 }
 

@@ -23,6 +23,8 @@ func (w *worker) readRecords(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
+	w.setStatSource(rr)
+	defer w.setStatSource(nil)
 	key := name
 	if name != "-" {
 		if abs, err := filepath.Abs(name); err == nil {

@@ -326,6 +326,37 @@ type worker struct {
 	cur, spare *batch
 	inflight   chan error // result of the write of flying, nil when none
 	flying     *batch
+
+	// canonicalisation counters: the parser (or record reader) they come
+	// from and their values when last added to the metric
+	statSrc   any
+	lastStats parse.CanonicalStats
+}
+
+// setStatSource switches the source of the canonicalisation counters.
+func (w *worker) setStatSource(src any) {
+	w.accountCanon()
+	w.statSrc, w.lastStats = src, parse.Stats(src)
+}
+
+// accountCanon adds the canonicalisation counts since the last call to the
+// metric.
+func (w *worker) accountCanon() {
+	if w.statSrc == nil {
+		return
+	}
+	st := parse.Stats(w.statSrc)
+	m, f := w.r.m.canonical, w.r.format
+	if d := st.Cache - w.lastStats.Cache; d > 0 {
+		m.WithLabelValues(f, "cache").Add(float64(d))
+	}
+	if d := st.Fast - w.lastStats.Fast; d > 0 {
+		m.WithLabelValues(f, "fast").Add(float64(d))
+	}
+	if d := st.Library - w.lastStats.Library; d > 0 {
+		m.WithLabelValues(f, "library").Add(float64(d))
+	}
+	w.lastStats = st
 }
 
 // batch is the messages of a group of lines and what to record once the
@@ -362,6 +393,7 @@ func (r *runner) newWorker() (*worker, error) {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 		w.p = p
+		w.setStatSource(p)
 	}
 	return w, nil
 }
@@ -767,6 +799,7 @@ func (w *worker) ack(b *batch) error {
 	if b.claim != nil {
 		b.claim.MarkCommitted(b.next)
 	}
+	w.accountCanon()
 	b.reset()
 	return nil
 }

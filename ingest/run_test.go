@@ -115,6 +115,12 @@ func TestRunPlainAndGzip(t *testing.T) {
 	if v := metricValue(t, reg, "changerate_ingest_observations_total", "squid"); v != 6 {
 		t.Fatalf("observations metric %v", v)
 	}
+	// Two URLs, each seen three times over the two files: 2 fast-path
+	// canonicalisations, 4 cache hits.
+	if f, c := metricValue(t, reg, "changerate_ingest_url_canonicalisations_total", "squid", "fast"),
+		metricValue(t, reg, "changerate_ingest_url_canonicalisations_total", "squid", "cache"); f != 2 || c != 4 {
+		t.Fatalf("canonicalisations: fast %v cache %v", f, c)
+	}
 }
 
 func TestRunDirectoryGlobAndMissing(t *testing.T) {

@@ -42,11 +42,35 @@ type canonEntry struct {
 // byte by byte; FuzzCanonical checks that the fast path agrees with the
 // library). It is not safe for concurrent use.
 type Canonicalizer struct {
+	stats   CanonicalStats
 	p       url.Parser
 	fast    bool
 	cache   map[string]canonEntry
 	max     int
 	scratch []byte
+}
+
+// CanonicalStats counts how a Canonicalizer answered: from its cache, by
+// the fast path (already canonical), or by the library (of which Rejected
+// failed).
+type CanonicalStats struct {
+	Cache, Fast, Library, Rejected int64
+}
+
+// Stats returns the counters since the Canonicalizer was made.
+func (c *Canonicalizer) Stats() CanonicalStats { return c.stats }
+
+// Stats returns the canonicalisation counters of a Parser or RecordReader
+// made by this package (zero for one without URLs). Like the parser, it
+// must not be called concurrently with Parse or Next.
+func Stats(p any) CanonicalStats {
+	if z, ok := p.(zeroing); ok {
+		p = z.lineParser
+	}
+	if c, ok := p.(interface{ canonicalizer() *Canonicalizer }); ok && c.canonicalizer() != nil {
+		return c.canonicalizer().Stats()
+	}
+	return CanonicalStats{}
 }
 
 // NewCanonicalizer returns a canonicalizer for profile ("" means
@@ -88,19 +112,25 @@ func NewCanonicalizer(profile string, cacheEntries int) *Canonicalizer {
 func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
 	if c.cache != nil {
 		if e, ok := c.cache[string(raw)]; ok {
+			c.stats.Cache++
 			return e.object, e.site, e.err
 		}
 	}
 	key := string(raw)
 	var e canonEntry
 	if c.fast {
-		if hostEnd, ok := fastCanonical(raw); ok {
+		if hs, he, ok := fastCanonical(raw); ok {
 			e.object = key
-			e.site = key[strings.Index(key, "//")+2 : hostEnd]
+			e.site = key[hs:he]
+			c.stats.Fast++
 		}
 	}
 	if e.object == "" {
 		e.object, e.site, e.err = c.canonicalStable(key)
+		c.stats.Library++
+		if e.err != nil {
+			c.stats.Rejected++
+		}
 	}
 	if c.cache != nil {
 		if len(c.cache) >= c.max {
@@ -135,7 +165,7 @@ func (c *Canonicalizer) canonicalStable(raw string) (object, site string, err er
 	object, site, err = c.canonicalSlow(raw)
 	for i := 0; err == nil; i++ {
 		if c.fast {
-			if _, ok := fastCanonical([]byte(object)); ok {
+			if _, _, ok := fastCanonical([]byte(object)); ok {
 				break
 			}
 		}
@@ -268,68 +298,97 @@ func unhexUpper(c byte) int {
 // without dot segments, an optional simple query, no fragment, and percent
 // escapes only in upper-case hex of bytes that stay escaped (spaces,
 // controls, non-ASCII, and the delimiters of the component).
-func fastCanonical(raw []byte) (hostEnd int, ok bool) {
+func fastCanonical(raw []byte) (hostStart, hostEnd int, ok bool) {
 	var i int
+	https := false
 	switch {
 	case len(raw) > 8 && string(raw[:8]) == "https://":
-		i = 8
+		i, https = 8, true
 	case len(raw) > 7 && string(raw[:7]) == "http://":
 		i = 7
+	case len(raw) > 4 && string(raw[:4]) == "dns:":
+		// Heritrix DNS lookups: an opaque path, kept as is when it is a
+		// plain lower-case host name.
+		for _, b := range raw[4:] {
+			if !hostByte[b] {
+				return 0, 0, false
+			}
+		}
+		return len(raw), len(raw), true // no site, as the library says
 	default:
-		return 0, false
+		return 0, 0, false
 	}
 	hs := i
 	label := i
-	for i < len(raw) && raw[i] != '/' {
+	for i < len(raw) && raw[i] != '/' && raw[i] != ':' {
 		b := raw[i]
 		if !hostByte[b] {
-			return 0, false
+			return 0, 0, false
 		}
 		if b == '.' {
 			if i == label { // empty label
-				return 0, false
+				return 0, 0, false
 			}
 			label = i + 1
 		}
 		i++
 	}
 	if i == hs || i == label || i == len(raw) { // empty host, trailing dot, no path
-		return 0, false
+		return 0, 0, false
 	}
 	if c := raw[label]; c >= '0' && c <= '9' {
-		return 0, false
+		return 0, 0, false
 	}
 	if hasPunycode(raw[hs:i]) || raw[hs] == '-' {
-		return 0, false
+		return 0, 0, false
 	}
 	hostEnd = i
+	if raw[i] == ':' {
+		// A port: digits without a leading zero, 1..65535, not the
+		// scheme's default (which canonicalisation drops).
+		j := i + 1
+		port := 0
+		for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+			port = port*10 + int(raw[j]-'0')
+			if port > 65535 {
+				return 0, 0, false
+			}
+			j++
+		}
+		if j == i+1 || raw[i+1] == '0' || j == len(raw) || raw[j] != '/' ||
+			(https && port == 443) || (!https && port == 80) {
+			return 0, 0, false
+		}
+		i = j
+	}
 	// Path.
+	pathStart := i
 	seg := i + 1
 	for i < len(raw) && raw[i] != '?' {
 		b := raw[i]
 		if b == '%' {
 			if !keptEscape(raw, i, &pathEsc) {
-				return 0, false
+				return 0, 0, false
 			}
 			i += 3
 			continue
 		}
 		if !pathByte[b] {
-			return 0, false
+			return 0, 0, false
 		}
-		if b == '/' && i > hostEnd {
+		if b == '/' && i > pathStart {
 			if isDotSeg(raw[seg:i]) {
-				return 0, false
+				return 0, 0, false
 			}
 			seg = i + 1
 		}
 		i++
 	}
 	if isDotSeg(raw[seg:i]) {
-		return 0, false
+		return 0, 0, false
 	}
 	if i == len(raw) {
-		return hostEnd, true
+		return hs, hostEnd, true
 	}
 	// Query: simple name=value pairs only.
 	i++
@@ -337,17 +396,17 @@ func fastCanonical(raw []byte) (hostEnd int, ok bool) {
 	for i < len(raw) {
 		if raw[i] == '%' {
 			if !keptEscape(raw, i, &qryEsc) {
-				return 0, false
+				return 0, 0, false
 			}
 			i += 3
 			continue
 		}
 		if !qryByte[raw[i]] {
-			return 0, false
+			return 0, 0, false
 		}
 		i++
 	}
-	return hostEnd, simpleQuery(raw[q:])
+	return hs, hostEnd, simpleQuery(raw[q:])
 }
 
 func isDotSeg(s []byte) bool {

@@ -172,3 +172,5 @@ func splitRequestLenient(r []byte) (method, target []byte, ok bool) {
 	}
 	return m, bytes.TrimSpace(rest[:sp]), true
 }
+
+func (p *clfParser) canonicalizer() *Canonicalizer { return p.canon }

@@ -129,3 +129,5 @@ func hasDuplicateAnnotation(a []byte) bool {
 	return bytes.HasPrefix(a, []byte("duplicate")) || bytes.Contains(a, []byte(",duplicate")) ||
 		bytes.HasPrefix(a, []byte("warcRevisit:")) || bytes.Contains(a, []byte(",warcRevisit:"))
 }
+
+func (p *heritrixParser) canonicalizer() *Canonicalizer { return p.canon }

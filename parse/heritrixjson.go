@@ -86,3 +86,5 @@ func (p *heritrixJSONParser) parse(line []byte, obs *records.Observation) error 
 	}
 	return fillCrawl(p.canon, "heritrix-json", ts, *m.StatusCode, []byte(m.URL), []byte(m.ContentDigest), []byte(ann), obs)
 }
+
+func (p *heritrixJSONParser) canonicalizer() *Canonicalizer { return p.canon }

@@ -76,3 +76,5 @@ func (p *jsonlParser) parse(line []byte, obs *records.Observation) error {
 	*obs = o
 	return nil
 }
+
+func (p *jsonlParser) canonicalizer() *Canonicalizer { return p.canon }

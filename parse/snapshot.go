@@ -144,3 +144,5 @@ func periodSeconds(b []byte) (float64, error) {
 func hasHTTPPrefix(b []byte) bool {
 	return (len(b) >= 7 && bytes.EqualFold(b[:7], []byte("http://"))) || (len(b) >= 8 && bytes.EqualFold(b[:8], []byte("https://")))
 }
+
+func (p *snapshotParser) canonicalizer() *Canonicalizer { return p.canon }

@@ -405,3 +405,5 @@ func trunc(b []byte) string {
 	}
 	return string(b)
 }
+
+func (p *squidParser) canonicalizer() *Canonicalizer { return p.canon }

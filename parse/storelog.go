@@ -123,3 +123,5 @@ func storeTime(b []byte) (time.Time, error) {
 	}
 	return t, nil
 }
+
+func (p *storeLogParser) canonicalizer() *Canonicalizer { return p.canon }

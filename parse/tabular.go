@@ -202,3 +202,7 @@ func (p *changesTSVParser) parse(line []byte, obs *records.Observation) error {
 	obs.Object, obs.Time, obs.Kind, obs.Changed, obs.Format = obj, t, records.KindVisit, records.Changed, "changes-tsv"
 	return nil
 }
+
+func (p *nasaTSVParser) canonicalizer() *Canonicalizer { return p.canon }
+
+func (p *worldCupParser) canonicalizer() *Canonicalizer { return p.canon }

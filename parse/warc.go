@@ -451,3 +451,5 @@ func httpHead(b []byte) (status int, lastMod time.Time) {
 	}
 	return status, lastMod
 }
+
+func (w *warcReader) canonicalizer() *Canonicalizer { return w.canon }
