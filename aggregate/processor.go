@@ -289,6 +289,10 @@ type worker struct {
 	seq      uint64
 	inflight []*flight    // oldest first
 	free     []*batchWork // recycled batches
+	// storeMu serialises the partition's store calls (Get by the
+	// handler's goroutine, Commit by a batch's goroutine): the Store
+	// contract allows one call per partition at a time.
+	storeMu sync.Mutex
 }
 
 // maxInFlight bounds the batches whose outputs or commit are pending.
@@ -432,7 +436,9 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	p.metrics.cache.WithLabelValues("miss").Add(float64(len(b.misses)))
 	if len(b.misses) > 0 {
 		t0 := time.Now()
+		w.storeMu.Lock()
 		vals, err := p.store.Get(ctx, w.part, b.misses, b.vals[:0])
+		w.storeMu.Unlock()
 		b.vals = vals
 		p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
 		if err != nil {
@@ -592,7 +598,9 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	}
 	err := w.retry(ctx, "commit", func() error {
 		t0 := time.Now()
+		w.storeMu.Lock()
 		err := p.store.Commit(ctx, w.part, w.gen, b.from, b.to, b.writes)
+		w.storeMu.Unlock()
 		p.metrics.storeLatency.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 		return err
 	})

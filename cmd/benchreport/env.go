@@ -82,6 +82,8 @@ func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.MaxBufferedRecords(1 << 20),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.FetchMaxBytes(64 << 20),
+		// Like ingest (stream.KafkaConfig's default): no compression.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
 	return kgo.NewClient(append(base, opts...)...)
 }

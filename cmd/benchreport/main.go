@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"syscall"
@@ -59,6 +60,7 @@ type options struct {
 	matureDays   int
 	sample       int
 	cpuprofile   string
+	trace        string
 	batch        int
 	skipLatency  bool
 	skipNaive    bool
@@ -76,10 +78,11 @@ func main() {
 	fs.DurationVar(&o.naiveLimit, "naive-time", 8*time.Second, "how long each naive run is measured")
 	fs.DurationVar(&o.latDur, "latency-time", 20*time.Second, "duration of the latency run")
 	fs.DurationVar(&o.latWarm, "latency-warmup", 3*time.Second, "latency samples of the first part of the run are dropped")
-	fs.IntVar(&o.matureObjs, "mature-objects", 30000, "objects per class with long histories for the memory table")
+	fs.IntVar(&o.matureObjs, "mature-objects", 10000, "objects per class with long histories for the memory table")
 	fs.IntVar(&o.matureDays, "mature-days", 30, "days of history of those objects")
 	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the pipeline runs to this file")
+	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
 	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
 	fs.BoolVar(&o.skipLatency, "skip-latency", false, "skip the latency run")
 	fs.BoolVar(&o.skipNaive, "skip-naive", false, "skip the naive runs")
@@ -169,7 +172,19 @@ func run(ctx context.Context, o options) error {
 	want := int64(len(msgs))
 	for i := range o.runs {
 		name := names[i]
+		if i == 0 && o.trace != "" {
+			f, err := os.Create(o.trace)
+			if err != nil {
+				return err
+			}
+			if err := trace.Start(f); err != nil {
+				return err
+			}
+		}
 		pr, err := runPipeline(ctx, e, name, want, mutate, 5*time.Minute)
+		if i == 0 && o.trace != "" {
+			trace.Stop()
+		}
 		if err != nil {
 			return err
 		}

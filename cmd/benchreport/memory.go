@@ -126,7 +126,7 @@ type matureResult struct {
 
 // memoryMature builds perClass objects of each class with days of history
 // (crawl: visits every 1–12 h with digests; proxy: Poisson accesses every
-// 2 min–6 h and revalidations every ~6 h; mixed: both) by applying
+// 10 min–1 day and revalidations every ~6 h; mixed: both) by applying
 // observations with aggregate.Object directly, commits the states through
 // state.Redis (compact keys) into an empty Redis, and samples MEMORY USAGE.
 func memoryMature(ctx context.Context, e *env, perClass, days, sample int) (matureResult, error) {
@@ -193,7 +193,7 @@ func memoryMature(ctx context.Context, e *env, perClass, days, sample int) (matu
 		changeMean := 60 * math.Exp(r.Float64()*math.Log(7*24*60))
 		nextChange, version := r.ExpFloat64()*changeMean, 0
 		visitEvery := 3600 * (1 + 11*r.Float64())
-		accessMean := 120 * math.Exp(r.Float64()*math.Log(180))
+		accessMean := 600 * math.Exp(r.Float64()*math.Log(144))
 		tv, ta, tr := r.Float64()*visitEvery, r.ExpFloat64()*accessMean, r.ExpFloat64()*6*3600
 		seen := -1
 		var off int64

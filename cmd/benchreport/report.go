@@ -105,7 +105,7 @@ func (r *report) write(w io.Writer) error {
 	writeDist(p, r.afterRun)
 	m := r.mature
 	p("### Objects with long histories (%d per class, %d days, applied with `aggregate.Object`, %d observations in all)\n\n", m.Objects/numClasses, m.Days, m.Observations)
-	p("Crawl-like: visits every 1–12 h with digests; proxy-like: Poisson accesses with mean interval 2 min – 6 h and\n")
+	p("Crawl-like: visits every 1–12 h with digests; proxy-like: Poisson accesses with mean interval 10 min – 1 day and\n")
 	p("revalidations every ~6 h; mixed: both. Redis `used_memory` grew by **%.0f bytes per object** for the %d objects\n", m.UsedPerObj, m.Objects)
 	p("(compact keys, with TTL: includes the main dict and expires dict entries, which MEMORY USAGE leaves out).\n\n")
 	writeDist(p, m.Classes)

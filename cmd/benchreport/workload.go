@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/changerate/changerate/records"
@@ -184,20 +185,72 @@ func (w *workload) generate() []message {
 		}
 		start := len(slab)
 		slab = appendJSON(slab, &obs)
+		if i < 1000 {
+			checkJSON(&obs)
+		}
 		v := slab[start:len(slab):len(slab)]
 		out[i] = message{key: []byte(obs.Object), value: v}
 	}
 	return out
 }
 
-// appendJSON appends the observation's JSON encoding (what ingest writes:
-// its encoder is byte-identical to encoding/json).
+// appendJSON appends the observation's JSON encoding, the bytes
+// json.Marshal (and ingest's encoder) writes for the workload's
+// observations: plain ASCII strings without characters to escape, no
+// snapshot fields.
 func appendJSON(dst []byte, o *records.Observation) []byte {
-	b, err := json.Marshal(o)
+	str := func(k, v string) {
+		dst = append(dst, `,"`...)
+		dst = append(dst, k...)
+		dst = append(dst, `":"`...)
+		dst = append(dst, v...)
+		dst = append(dst, '"')
+	}
+	dst = append(dst, `{"object":"`...)
+	dst = append(dst, o.Object...)
+	dst = append(dst, '"')
+	if o.Site != "" {
+		str("site", o.Site)
+	}
+	dst = append(dst, `,"time":"`...)
+	dst = o.Time.AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, '"')
+	str("kind", string(o.Kind))
+	switch o.Changed {
+	case records.Changed:
+		dst = append(dst, `,"changed":true`...)
+	case records.Unchanged:
+		dst = append(dst, `,"changed":false`...)
+	}
+	if o.Digest != "" {
+		str("digest", o.Digest)
+	}
+	if o.Status != 0 {
+		dst = append(dst, `,"status":`...)
+		dst = strconv.AppendInt(dst, int64(o.Status), 10)
+	}
+	if o.Format != "" {
+		str("format", o.Format)
+	}
+	if o.Source != "" {
+		str("source", o.Source)
+	}
+	if o.Offset != 0 {
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, o.Offset, 10)
+	}
+	return append(dst, '}')
+}
+
+// checkJSON panics unless appendJSON agrees with json.Marshal on o.
+func checkJSON(o *records.Observation) {
+	want, err := json.Marshal(o)
 	if err != nil {
 		panic(err)
 	}
-	return append(dst, b...)
+	if got := appendJSON(nil, o); string(got) != string(want) {
+		panic(fmt.Sprintf("workload encoding %s differs from json.Marshal %s", got, want))
+	}
 }
 
 // classOf returns the class of object name (by its URL scheme of naming).

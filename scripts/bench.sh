@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The performance report (README: `make bench`). It makes sure redis-server
+# is installed, runs cmd/benchreport — real redis-server, in-process kfake
+# broker, the real KafkaSource → Processor → Redis/KafkaSink path against a
+# naive one-round-trip-per-observation design, latency at half load, bytes
+# per object — which writes docs/bench.md, then appends the `go test -bench`
+# results of the hot-path packages. Takes about 6–9 minutes on 2 cores.
+#
+# Knobs: BENCH_OUT (report file, default docs/bench.md), BENCH_RUNS (runs per
+# design, default 3), BENCH_FLAGS (more benchreport flags, see
+# `go run ./cmd/benchreport -h`), BENCHTIME (go test -benchtime, default 1s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+OUT=${BENCH_OUT:-docs/bench.md}
+RUNS=${BENCH_RUNS:-3}
+BENCHTIME=${BENCHTIME:-1s}
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bench.sh: installing redis-server"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "bench.sh: redis-server is required (apt-get install redis-server)" >&2
+    exit 1
+  fi
+fi
+
+start=$(date +%s)
+# shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+$GO run ./cmd/benchreport -out "$OUT" -runs "$RUNS" ${BENCH_FLAGS:-}
+
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+{
+  $GO test -run '^$' -benchmem -benchtime "$BENCHTIME" \
+    -bench 'BenchmarkApply|BenchmarkProcessor|BenchmarkDecodeObservation' ./aggregate ./records
+  $GO test -run '^$' -benchmem -benchtime "$BENCHTIME" -bench . ./estimators ./windows
+  $GO test -run '^$' -benchmem -benchtime "$BENCHTIME" -bench 'BenchmarkParse' ./parse
+  $GO test -run '^$' -benchmem -benchtime 100x -bench 'BenchmarkCommit1000|BenchmarkGet1000' ./state
+} >"$tmp" 2>&1 || { cat "$tmp" >&2; exit 1; }
+{
+  echo
+  echo "## Hot-path benchmarks (\`go test -bench\`)"
+  echo
+  echo "Appended by \`scripts/bench.sh\` (\`-benchtime $BENCHTIME\`; state: \`-benchtime 100x\` against a real redis-server)."
+  echo "Wall-clock ns/op on the shared machine: compare within a run (e.g. \`BenchmarkDecodeObservation\` against"
+  echo "\`BenchmarkDecodeObservationJSON\`, the encoding/json path it replaces)."
+  echo
+  echo '```'
+  grep -E '^(goos|goarch|cpu|pkg|Benchmark|ok)' "$tmp"
+  echo '```'
+  echo
+  echo "\`make bench\` took $(( $(date +%s) - start )) s."
+} >>"$OUT"
+echo "bench.sh: wrote $OUT"
