@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ type poison struct {
 	key   string
 	value []byte
 	want  string // substring of the dead letter's error
+	// reason is the dead letter's reason; "" accepts any.
+	reason string
 }
 
 func poisons(seed uint64) []poison {
@@ -36,19 +39,19 @@ func poisons(seed uint64) []poison {
 		return b
 	}
 	return []poison{
-		{"invalid JSON", "poison-a", []byte(`{"object":"http://x.example/a","time":`), "unexpected EOF"},
-		{"JSON, not an object", "poison-b", []byte(`[1,2,3]`), "cannot unmarshal array"},
-		{"JSON null", "poison-c", []byte(`null`), "object is empty"},
-		{"empty object name", "poison-d", []byte(`{"object":"","time":"2026-10-02T00:00:00Z","kind":"visit"}`), "object is empty"},
-		{"unknown kind", "poison-e", []byte(`{"object":"http://x.example/e","time":"2026-10-02T00:00:00Z","kind":"poke"}`), `kind "poke"`},
-		{"unknown field", "poison-f", []byte(`{"object":"http://x.example/f","time":"2026-10-02T00:00:00Z","kind":"access","colour":"red"}`), "unknown field"},
-		{"missing time", "poison-g", []byte(`{"object":"http://x.example/g","kind":"access"}`), "time is missing"},
-		{"trailing data", "poison-h", []byte(`{"object":"http://x.example/h","time":"2026-10-02T00:00:00Z","kind":"access"} {}`), "trailing data"},
-		{"binary garbage", "poison-i", garbage(300), "invalid character"},
-		{"empty message", "poison-j", nil, "EOF"},
+		{"invalid JSON", "poison-a", []byte(`{"object":"http://x.example/a","time":`), "unexpected EOF", "decode"},
+		{"JSON, not an object", "poison-b", []byte(`[1,2,3]`), "cannot unmarshal array", "decode"},
+		{"JSON null", "poison-c", []byte(`null`), "object is empty", "decode"},
+		{"empty object name", "poison-d", []byte(`{"object":"","time":"2026-10-02T00:00:00Z","kind":"visit"}`), "object is empty", "decode"},
+		{"unknown kind", "poison-e", []byte(`{"object":"http://x.example/e","time":"2026-10-02T00:00:00Z","kind":"poke"}`), `kind "poke"`, "decode"},
+		{"unknown field", "poison-f", []byte(`{"object":"http://x.example/f","time":"2026-10-02T00:00:00Z","kind":"access","colour":"red"}`), "unknown field", "decode"},
+		{"missing time", "poison-g", []byte(`{"object":"http://x.example/g","kind":"access"}`), "time is missing", "decode"},
+		{"trailing data", "poison-h", []byte(`{"object":"http://x.example/h","time":"2026-10-02T00:00:00Z","kind":"access"} {}`), "trailing data", "decode"},
+		{"binary garbage", "poison-i", garbage(300), "invalid character", "decode"},
+		{"empty message", "poison-j", nil, "EOF", "decode"},
 		// 2 MiB: above the consumer's 1 MiB fetch size (the topic allows
 		// 8 MiB messages) and far above the dead letter's 4 KiB input copy.
-		{"oversized garbage", "poison-k", garbage(2 << 20), "invalid character"},
+		{"oversized garbage", "poison-k", garbage(2 << 20), "invalid character", "decode"},
 	}
 }
 
@@ -61,14 +64,46 @@ func TestPoisonMessages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	runPoison(t, poisons(seedFromEnv()), 8<<20)
+}
+
+// TestPoisonOversizedObservation produces a valid observation whose object
+// name is 600 KiB, below the observations topic's default 1 MiB limit. The
+// aggregator must dead-letter it (any reason) and go on.
+//
+// Today it applies it, and the estimate record of that object (key and
+// value both carry the name: 1.2 MB) is larger than the estimates topic
+// accepts: the sink gets MESSAGE_TOO_LARGE and the processor retries the
+// batch's output write forever (backoff up to 30 s), so the partition never
+// commits again.
+func TestPoisonOversizedObservation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	if os.Getenv("CHANGERATE_E2E_UNBLOCK") == "" { // set it to run the test before the fix lands
+		t.Skip("blocked: a valid observation with a 600 KiB object name stalls its partition forever " +
+			"(estimate output > 1 MiB → MESSAGE_TOO_LARGE retried without end); needs a size limit in aggregate (dead letter) " +
+			"and a non-retriable MESSAGE_TOO_LARGE in the sink")
+	}
+	big := []byte(`{"object":"http://x.example/` + strings.Repeat("a", 600<<10) + `","time":"2026-10-02T00:00:00Z","kind":"visit","digest":"d1"}`)
+	runPoison(t, []poison{{"oversized observation", "poison-big", big, "", ""}}, 0)
+}
+
+// runPoison produces ps among 20,000 valid observations into a topic with
+// maxMessageBytes (0: the broker's default), and checks the dead letters
+// and the state against a run on the valid observations alone.
+func runPoison(t *testing.T, ps []poison, maxMessageBytes int) {
 	_, aggBin := buildBinaries(t)
 	const parts = 4
 	seed := seedFromEnv()
 	w := genWorkload(seed+6, 20000)
 	kc := kafkatest.StartWith(t, kafkatest.Options{})
 	kc.CreateTopic(t, "obs-clean", parts)
-	kc.CreateTopic(t, "obs-poison", parts, "max.message.bytes", fmt.Sprint(8<<20))
-	ps := poisons(seed)
+	if maxMessageBytes > 0 {
+		kc.CreateTopic(t, "obs-poison", parts, "max.message.bytes", fmt.Sprint(maxMessageBytes))
+	} else {
+		kc.CreateTopic(t, "obs-poison", parts)
+	}
 	at := map[int][]*kgo.Record{}
 	for k, p := range ps {
 		i := (k + 1) * len(w.Obs) / (len(ps) + 1)
@@ -93,7 +128,7 @@ func TestPoisonMessages(t *testing.T) {
 		rds := redistest.Start(t)
 		outputTopics(t, kc, suffix)
 		a := startAgg(t, aggBin, topic, aggEnv(kc.Addr(), rds.Addr, "g"+suffix, suffix, "CHANGERATE_OBSERVATIONS_TOPIC="+topic))
-		waitCaughtUp(t, rds.Client, topic, hw, 5*time.Minute, a)
+		waitCaughtUp(t, rds.Client, topic, hw, 2*time.Minute, a)
 		return dumpRedis(t, rds.Client), a
 	}
 	t0 := time.Now()
@@ -109,8 +144,8 @@ func TestPoisonMessages(t *testing.T) {
 	if got := metricSum(m, "changerate_aggregator_messages_committed_total"); int64(got) != totalPoison {
 		t.Errorf("committed %v messages, want %d", got, totalPoison)
 	}
-	if got := m[`changerate_aggregator_dead_letters_total{reason="decode"}`]; int(got) != len(ps) {
-		t.Errorf("dead_letters_total{reason=\"decode\"} = %v, want %d", got, len(ps))
+	if got := metricSum(m, "changerate_aggregator_dead_letters_total"); int(got) != len(ps) {
+		t.Errorf("dead_letters_total = %v, want %d", got, len(ps))
 	}
 	ap.terminate(30 * time.Second)
 	ac.terminate(30 * time.Second)
@@ -157,7 +192,7 @@ func TestPoisonMessages(t *testing.T) {
 			wantIn = wantIn[:records.MaxDeadLetterInput]
 		}
 		switch {
-		case dl.Stage != "aggregator" || dl.Format != "obs-poison" || dl.Reason != "decode":
+		case dl.Stage != "aggregator" || dl.Format != "obs-poison" || dl.Reason == "" || (p.reason != "" && dl.Reason != p.reason):
 			t.Errorf("%s: dead letter stage %q format %q reason %q", p.name, dl.Stage, dl.Format, dl.Reason)
 		case !strings.Contains(dl.Error, p.want):
 			t.Errorf("%s: dead letter error %q lacks %q", p.name, dl.Error, p.want)
