@@ -39,17 +39,21 @@ func benchMessages(topic string, n, size int) []stream.Message {
 // BenchmarkKafkaSinkWrite measures produce throughput into kfake (acks=all)
 // for Write calls of batch messages; b.N counts messages.
 func BenchmarkKafkaSinkWrite(b *testing.B) {
-	for _, size := range valueSizes {
-		for _, batch := range []int{1, 100, 1000} {
-			b.Run(fmt.Sprintf("value=%dB/batch=%d", size, batch), func(b *testing.B) { benchSinkWrite(b, size, batch) })
+	for _, mode := range sinkModes {
+		for _, size := range valueSizes {
+			for _, batch := range []int{1, 100, 1000} {
+				b.Run(fmt.Sprintf("%s/value=%dB/batch=%d", mode.name, size, batch), func(b *testing.B) {
+					benchSinkWrite(b, mode.linger, size, batch)
+				})
+			}
 		}
 	}
 }
 
-func benchSinkWrite(b *testing.B, size, batch int) {
+func benchSinkWrite(b *testing.B, linger time.Duration, size, batch int) {
 	c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
 	cfg := testConfig(c, "bench")
-	cfg.Linger = time.Millisecond
+	cfg.Linger = linger
 	sink := newSink(b, cfg, nil)
 	pool := benchMessages("bench", 10000, size)
 	ctx := context.Background()
@@ -75,8 +79,16 @@ func benchSinkWrite(b *testing.B, size, batch int) {
 // BenchmarkKafkaSinkWriteParallel runs Write calls of 100 messages from
 // GOMAXPROCS×4 goroutines.
 func BenchmarkKafkaSinkWriteParallel(b *testing.B) {
+	for _, mode := range sinkModes {
+		b.Run(mode.name, func(b *testing.B) { benchSinkWriteParallel(b, mode.linger) })
+	}
+}
+
+func benchSinkWriteParallel(b *testing.B, linger time.Duration) {
 	c := kafkatest.Start(b, kafkatest.Topic{Name: "bench", Partitions: 8})
-	sink := newSink(b, testConfig(c, "bench"), nil)
+	cfg := testConfig(c, "bench")
+	cfg.Linger = linger
+	sink := newSink(b, cfg, nil)
 	pool := benchMessages("bench", 10000, 1024)
 	b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
 	var next atomic.Int64

@@ -31,7 +31,6 @@ const (
 	DefaultKafkaRequestTimeout    = 30 * time.Second
 	DefaultKafkaBatchSize         = 1000
 	DefaultKafkaBatchBytes        = 1 << 20 // 1 MiB
-	DefaultKafkaLinger            = time.Millisecond
 	DefaultKafkaWriteAttempts     = 10
 	DefaultKafkaGroupID           = "changerate-aggregator"
 	DefaultKafkaSessionTimeout    = 30 * time.Second
@@ -101,16 +100,20 @@ type KafkaConfig struct {
 	RequestTimeout time.Duration
 
 	// BatchSize is the maximum number of messages the sink sends to one
-	// partition in one produce request. Default 1000.
+	// partition in one produce request; a larger Write is split into
+	// consecutive requests. Default 1000.
 	BatchSize int
 	// BatchBytes is the maximum size in bytes of one produce request to one
-	// partition; a single larger message is rejected. Default 1 MiB.
+	// partition; a single larger message is rejected. Keep it at most the
+	// broker's message.max.bytes. Default 1 MiB.
 	BatchBytes int64
-	// Linger is how long the sink waits for an incomplete batch to fill
-	// (with messages of concurrent Writes) before sending it. Write returns
-	// only after acknowledgement, and kafka-go sends a batch early only
-	// when it is full, so every Write that does not fill all its
-	// partitions' batches takes at least Linger. Default 1ms.
+	// Linger selects the sink's mode. 0 (the default) sends each Write's
+	// messages at once, one produce request per partition (lowest
+	// latency). A positive Linger uses kafka-go's batching Writer, which
+	// waits up to Linger for concurrent Writes to fill a partition's batch:
+	// fewer, larger requests when many goroutines write a few messages
+	// each, but every Write that does not fill its batches takes at least
+	// Linger. Default 0.
 	Linger time.Duration
 	// WriteAttempts is how many times the sink tries a produce request
 	// before failing the Write. Default 10.
@@ -253,7 +256,6 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	}
 	setDur(&c.DialTimeout, DefaultKafkaDialTimeout)
 	setDur(&c.RequestTimeout, DefaultKafkaRequestTimeout)
-	setDur(&c.Linger, DefaultKafkaLinger)
 	setDur(&c.SessionTimeout, DefaultKafkaSessionTimeout)
 	setDur(&c.HeartbeatInterval, DefaultKafkaHeartbeatInterval)
 	setDur(&c.RebalanceTimeout, DefaultKafkaRebalanceTimeout)

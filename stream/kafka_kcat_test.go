@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
@@ -15,9 +16,15 @@ import (
 // reads exactly what the sink wrote, per partition in order.
 func TestKafkaKcatReadsSink(t *testing.T) {
 	kafkatest.KcatPath(t)
+	forEachSinkMode(t, testKcatReadsSink)
+}
+
+func testKcatReadsSink(t *testing.T, linger time.Duration) {
 	const topic, keys, perKey = "estimates", 8, 25
 	c := kafkatest.Start(t, kafkatest.Topic{Name: topic, Partitions: 3})
-	sink := newSink(t, testConfig(c, "kcat"), nil)
+	cfg := testConfig(c, "kcat")
+	cfg.Linger = linger
+	sink := newSink(t, cfg, nil)
 	msgs := keyedMessages(topic, keys, perKey)
 	if err := sink.Write(context.Background(), msgs...); err != nil {
 		t.Fatal(err)

@@ -12,26 +12,47 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// KafkaSink is a Sink that produces to Kafka with kafka-go's Writer.
+// KafkaSink is a Sink that produces to Kafka with kafka-go.
 //
 // Every message goes to the topic named by its Topic field and to the
-// partition chosen from its key with the Java client's murmur2 hash, so one
-// key always maps to one partition (as long as the partition count does not
-// change) and other Kafka clients agree on it; a nil key goes to a random
-// partition. Write waits for acknowledgement by all in-sync replicas
-// (acks=all). Messages of one Write call to one partition are sent in order,
-// and one partition's batches are sent one at a time, so messages with the
-// same key keep the order of Write calls that do not overlap in time.
+// partition chosen from its key with the Java client's murmur2 hash
+// (kafka.Murmur2Balancer), so one key always maps to one partition (as long
+// as the partition count does not change) and other Kafka clients agree on
+// it; a nil key goes to a random partition. Write waits for acknowledgement
+// by all in-sync replicas (acks=all). Messages of one Write to one
+// partition are sent in order, so messages with the same key keep the
+// order of Write calls that do not overlap in time.
+//
+// Two modes, chosen by KafkaConfig.Linger:
+//   - Linger 0 (the default): each Write sends its messages at once, one
+//     produce request per partition (split by BatchSize/BatchBytes; the
+//     requests of one partition one after the other, partitions in
+//     parallel) with kafka-go's Client; retriable errors are retried up to
+//     WriteAttempts times. Lowest latency: a Write costs one round trip.
+//   - Linger > 0: kafka-go's Writer, which collects the messages of
+//     concurrent Writes into per-partition batches and sends a batch when
+//     it is full or Linger has passed. Fewer requests when many goroutines
+//     write a few messages each, but every Write that does not fill its
+//     batches takes at least Linger.
 //
 // A KafkaSink is safe for concurrent use.
 type KafkaSink struct {
-	k   *kafkaClients
-	w   *kafka.Writer
-	log *slog.Logger
-	m   *sinkMetrics
+	k     *kafkaClients
+	w     *kafka.Writer // nil in direct mode
+	codec kafka.Compression
+	log   *slog.Logger
+	m     *sinkMetrics
+
+	metaMu sync.Mutex
+	meta   map[string]topicPartitions
 
 	mu     sync.RWMutex
 	closed bool
+}
+
+type topicPartitions struct {
+	ids []int
+	at  time.Time
 }
 
 var _ Sink = (*KafkaSink)(nil)
@@ -53,30 +74,34 @@ func NewKafkaSink(cfg KafkaConfig, logger *slog.Logger, reg prometheus.Registere
 	}
 	codec, _ := compressionCodec(k.cfg.Compression) // checked by Validate
 	logger = logger.With("component", "kafka-sink")
-	w := &kafka.Writer{
-		Addr:         k.addr,
-		Balancer:     kafka.Murmur2Balancer{},
-		MaxAttempts:  k.cfg.WriteAttempts,
-		BatchSize:    k.cfg.BatchSize,
-		BatchBytes:   k.cfg.BatchBytes,
-		BatchTimeout: k.cfg.Linger,
-		ReadTimeout:  k.cfg.RequestTimeout,
-		WriteTimeout: k.cfg.RequestTimeout,
-		RequiredAcks: kafka.RequireAll,
-		Compression:  codec,
-		ErrorLogger:  kafka.LoggerFunc(func(f string, args ...any) { logger.Warn(fmt.Sprintf(f, args...)) }),
-		Transport:    k.transport,
+	s := &KafkaSink{k: k, codec: codec, log: logger, m: m, meta: map[string]topicPartitions{}}
+	if k.cfg.Linger > 0 {
+		s.w = &kafka.Writer{
+			Addr:         k.addr,
+			Balancer:     kafka.Murmur2Balancer{},
+			MaxAttempts:  k.cfg.WriteAttempts,
+			BatchSize:    k.cfg.BatchSize,
+			BatchBytes:   k.cfg.BatchBytes,
+			BatchTimeout: k.cfg.Linger,
+			ReadTimeout:  k.cfg.RequestTimeout,
+			WriteTimeout: k.cfg.RequestTimeout,
+			RequiredAcks: kafka.RequireAll,
+			Compression:  codec,
+			ErrorLogger:  kafka.LoggerFunc(func(f string, args ...any) { logger.Warn(fmt.Sprintf(f, args...)) }),
+			Transport:    k.transport,
+		}
 	}
-	return &KafkaSink{k: k, w: w, log: logger, m: m}, nil
+	return s, nil
 }
 
 // Write produces msgs and returns nil when all of them are acknowledged by
 // all in-sync replicas. Each message must name its Topic; Partition and
 // Offset are ignored, a zero Time means "now". A topic that does not exist
-// is waited for up to 2×MetadataInterval (nothing is written meanwhile). On error any subset may have
-// been written; the error wraps kafka-go's error (for a partial failure a
-// kafka.WriteErrors with one entry per message). If ctx ends first, Write
-// returns ctx.Err() and the messages may still be written.
+// is waited for up to 2×MetadataInterval (nothing is written meanwhile). A
+// message larger than BatchBytes fails the Write before anything is sent.
+// On other errors any subset may have been written (in direct mode: a
+// prefix of each partition's messages). If ctx ends first, Write returns
+// ctx.Err() and the messages may still be written.
 func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -86,27 +111,191 @@ func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
 		if m.Topic == "" {
 			return fmt.Errorf("stream: kafka sink: message %d has no topic", i)
 		}
-		km[i] = kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time}
 	}
 	start := time.Now()
-	err := s.w.WriteMessages(ctx, km...)
-	// kafka-go looks partition counts up in its metadata cache before
-	// writing anything and fails at once for a topic it does not know; the
-	// cache is refreshed every MetadataInterval, so a topic created
-	// shortly before is found by waiting, as the Java producer does.
-	for deadline := start.Add(2 * s.k.cfg.MetadataInterval); errors.Is(err, kafka.UnknownTopicOrPartition) && time.Now().Before(deadline); {
+	write := s.writeDirect
+	if s.w != nil {
+		write = s.writeBatched
+	}
+	err := write(ctx, msgs)
+	// Partition counts come from kafka-go's metadata cache, refreshed every
+	// MetadataInterval; a topic created shortly before is found by waiting,
+	// as the Java producer does. Nothing was written in this case.
+	var nw errNotWritten
+	for deadline := start.Add(2 * s.k.cfg.MetadataInterval); errors.As(err, &nw) && errors.Is(err, kafka.UnknownTopicOrPartition) && time.Now().Before(deadline); {
 		if sleepCtx(ctx, s.k.cfg.RetryBackoff) != nil {
 			break
 		}
-		err = s.w.WriteMessages(ctx, km...)
+		err = write(ctx, msgs)
 	}
 	s.m.latency.Observe(time.Since(start).Seconds())
 	s.m.batchLen.Observe(float64(len(msgs)))
+	if err != nil {
+		if errors.As(err, &nw) {
+			s.countByTopic(msgs, nil, s.m.errors)
+		}
+		s.log.Warn("kafka write failed", "messages", len(msgs), "err", err)
+	}
+	return err
+}
+
+// errNotWritten marks an error returned before anything was sent.
+type errNotWritten struct{ error }
+
+func (e errNotWritten) Unwrap() error { return e.error }
+
+// writeDirect sends one request per partition chunk; see KafkaSink.
+func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
+	type tp struct {
+		topic     string
+		partition int
+	}
+	cfg := &s.k.cfg
+	groups := map[tp][]int32{}
+	var order []tp
+	bal := kafka.Murmur2Balancer{}
+	for i := range msgs {
+		m := &msgs[i]
+		if size := recordSize(m); size > cfg.BatchBytes {
+			return errNotWritten{fmt.Errorf("stream: kafka write: message %d is %d bytes, more than BatchBytes (%d)", i, size, cfg.BatchBytes)}
+		}
+		ids, err := s.partitions(ctx, m.Topic)
+		if err != nil {
+			return fmt.Errorf("stream: kafka write: topic %s: %w", m.Topic, errNotWritten{err})
+		}
+		key := tp{m.Topic, bal.Balance(kafka.Message{Key: m.Key}, ids...)}
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], int32(i))
+	}
+	now := time.Now()
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for gi, key := range order {
+		idx := groups[key]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			written, total := 0, len(idx)
+			defer func() {
+				s.m.written.WithLabelValues(key.topic).Add(float64(written))
+				s.m.errors.WithLabelValues(key.topic).Add(float64(total - written))
+			}()
+			for len(idx) > 0 {
+				n, size := 0, int64(0)
+				for n < len(idx) && n < cfg.BatchSize {
+					rs := recordSize(&msgs[idx[n]])
+					if n > 0 && size+rs > cfg.BatchBytes {
+						break
+					}
+					size += rs
+					n++
+				}
+				if err := s.produce(ctx, key.topic, key.partition, msgs, idx[:n], now); err != nil {
+					errs[gi] = fmt.Errorf("stream: kafka write %s/%d: %w", key.topic, key.partition, err)
+					return // later chunks are not sent: a prefix is written
+				}
+				written += n
+				idx = idx[n:]
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// recordSize bounds the encoded size of m in a record batch.
+func recordSize(m *Message) int64 { return int64(len(m.Key) + len(m.Value) + 32) }
+
+// produce sends msgs[idx] to one partition, retrying retriable errors.
+func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, msgs []Message, idx []int32, now time.Time) error {
+	cfg := &s.k.cfg
+	backoff := cfg.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		recs := make([]kafka.Record, len(idx))
+		for j, i := range idx {
+			m := &msgs[i]
+			t := m.Time
+			if t.IsZero() {
+				t = now
+			}
+			recs[j] = kafka.Record{Time: t, Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value)}
+		}
+		resp, err := s.k.client.Produce(ctx, &kafka.ProduceRequest{
+			Topic:        topic,
+			Partition:    partition,
+			RequiredAcks: kafka.RequireAll,
+			Records:      kafka.NewRecordReader(recs...),
+			Compression:  s.codec,
+		})
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var kerr kafka.Error
+		if attempt >= cfg.WriteAttempts || (errors.As(err, &kerr) && !kerr.Temporary()) {
+			return err
+		}
+		s.log.Debug("kafka produce failed; retrying", "topic", topic, "partition", partition, "attempt", attempt, "err", err)
+		if sleepCtx(ctx, backoff) != nil {
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// partitions returns the partition IDs of topic, from a cache refreshed
+// every MetadataInterval (itself fed by kafka-go's metadata cache).
+func (s *KafkaSink) partitions(ctx context.Context, topic string) ([]int, error) {
+	s.metaMu.Lock()
+	tp, ok := s.meta[topic]
+	s.metaMu.Unlock()
+	if ok && time.Since(tp.at) < s.k.cfg.MetadataInterval {
+		return tp.ids, nil
+	}
+	meta, err := s.k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range meta.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, t.Error
+		}
+		if len(t.Partitions) == 0 {
+			return nil, kafka.UnknownTopicOrPartition
+		}
+		ids := make([]int, len(t.Partitions))
+		for i := range ids {
+			ids[i] = i // as kafka-go's Writer: partitions 0..n-1
+		}
+		s.metaMu.Lock()
+		s.meta[topic] = topicPartitions{ids: ids, at: time.Now()}
+		s.metaMu.Unlock()
+		return ids, nil
+	}
+	return nil, kafka.UnknownTopicOrPartition
+}
+
+// writeBatched writes through kafka-go's Writer; see KafkaSink.
+func (s *KafkaSink) writeBatched(ctx context.Context, msgs []Message) error {
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km[i] = kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time}
+	}
+	err := s.w.WriteMessages(ctx, km...)
 	if err == nil {
 		s.countByTopic(msgs, nil, s.m.written)
 		return nil
@@ -121,10 +310,13 @@ func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 				return fmt.Errorf("stream: kafka write: %d of %d messages failed, first: %v: %w", werrs.Count(), len(msgs), e, err)
 			}
 		}
-	} else {
-		s.countByTopic(msgs, nil, s.m.errors)
 	}
-	s.log.Warn("kafka write failed", "messages", len(msgs), "err", err)
+	var tooLarge kafka.MessageTooLargeError
+	if errors.Is(err, kafka.UnknownTopicOrPartition) || errors.As(err, &tooLarge) {
+		// Checked by kafka-go before anything is sent.
+		return errNotWritten{fmt.Errorf("stream: kafka write: %w", err)}
+	}
+	s.countByTopic(msgs, nil, s.m.errors)
 	return fmt.Errorf("stream: kafka write: %w", err)
 }
 
@@ -157,7 +349,10 @@ func (s *KafkaSink) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.w.Close()
+	var err error
+	if s.w != nil {
+		err = s.w.Close()
+	}
 	s.k.close()
 	if err != nil {
 		return fmt.Errorf("stream: closing kafka sink: %w", err)

@@ -44,7 +44,19 @@ func testConfig(c *kafkatest.Cluster, group string) stream.KafkaConfig {
 		RequestTimeout:    10 * time.Second,
 		RetryBackoff:      50 * time.Millisecond,
 		CommitInterval:    50 * time.Millisecond,
-		Linger:            time.Millisecond,
+	}
+}
+
+// sinkModes are the two KafkaSink modes (see KafkaConfig.Linger).
+var sinkModes = []struct {
+	name   string
+	linger time.Duration
+}{{"direct", 0}, {"batched", time.Millisecond}}
+
+// forEachSinkMode runs f as a subtest per sink mode.
+func forEachSinkMode(t *testing.T, f func(t *testing.T, linger time.Duration)) {
+	for _, m := range sinkModes {
+		t.Run(m.name, func(t *testing.T) { f(t, m.linger) })
 	}
 }
 
@@ -205,10 +217,13 @@ func checkPerKeyOrder(t *testing.T, msgs []stream.Message, keys, perKey int) map
 	return part
 }
 
-func TestKafkaRoundTripOrderPerKey(t *testing.T) {
+func TestKafkaRoundTripOrderPerKey(t *testing.T) { forEachSinkMode(t, testRoundTripOrderPerKey) }
+
+func testRoundTripOrderPerKey(t *testing.T, linger time.Duration) {
 	const topic, keys, perKey = "observations", 20, 50
 	c := kafkatest.Start(t, kafkatest.Topic{Name: topic, Partitions: 4}, kafkatest.Topic{Name: "reference", Partitions: 4})
 	cfg := testConfig(c, "roundtrip")
+	cfg.Linger = linger
 	reg := prometheus.NewRegistry()
 	sink := newSink(t, cfg, reg)
 	ctx := context.Background()
