@@ -42,12 +42,13 @@ type canonEntry struct {
 // byte by byte; FuzzCanonical checks that the fast path agrees with the
 // library). It is not safe for concurrent use.
 type Canonicalizer struct {
-	stats   CanonicalStats
-	p       url.Parser
-	fast    bool
-	cache   map[string]canonEntry
-	max     int
-	scratch []byte
+	stats    CanonicalStats
+	idnHosts map[string]struct{} // punycode hosts the library kept unchanged
+	p        url.Parser
+	fast     bool
+	cache    map[string]canonEntry
+	max      int
+	scratch  []byte
 }
 
 // CanonicalStats counts how a Canonicalizer answered: from its cache, by
@@ -96,6 +97,7 @@ func NewCanonicalizer(profile string, cacheEntries int) *Canonicalizer {
 		)
 		c.fast = true
 	}
+	c.idnHosts = map[string]struct{}{}
 	if cacheEntries == 0 {
 		cacheEntries = DefaultCacheEntries
 	}
@@ -119,7 +121,7 @@ func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
 	key := string(raw)
 	var e canonEntry
 	if c.fast {
-		if hs, he, ok := fastCanonical(raw); ok {
+		if hs, he, ok := fastCanonical(raw, c.idnHosts); ok {
 			e.object = key
 			e.site = key[hs:he]
 			c.stats.Fast++
@@ -130,6 +132,11 @@ func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
 		c.stats.Library++
 		if e.err != nil {
 			c.stats.Rejected++
+		} else if c.fast && hasPunycode([]byte(e.site)) && inputHost(key) == e.site {
+			if len(c.idnHosts) >= 4096 {
+				clear(c.idnHosts)
+			}
+			c.idnHosts[e.site] = struct{}{}
 		}
 	}
 	if c.cache != nil {
@@ -165,7 +172,7 @@ func (c *Canonicalizer) canonicalStable(raw string) (object, site string, err er
 	object, site, err = c.canonicalSlow(raw)
 	for i := 0; err == nil; i++ {
 		if c.fast {
-			if _, _, ok := fastCanonical([]byte(object)); ok {
+			if _, _, ok := fastCanonical([]byte(object), nil); ok {
 				break
 			}
 		}
@@ -294,11 +301,13 @@ func unhexUpper(c byte) int {
 // changerate and whatwg profiles, and where its host ends. It accepts only
 // a conservative subset: lower-case http or https, a plain lower-case
 // host name whose last label does not start with a digit (IPv4 parsing) and
-// has no punycode, no port, no user info, a path of unreserved bytes
+// has no punycode (unless idnHosts holds the host: the library kept it
+// unchanged before, and WHATWG parses a host independently of the rest of
+// the URL), no port, no user info, a path of unreserved bytes
 // without dot segments, an optional simple query, no fragment, and percent
 // escapes only in upper-case hex of bytes that stay escaped (spaces,
 // controls, non-ASCII, and the delimiters of the component).
-func fastCanonical(raw []byte) (hostStart, hostEnd int, ok bool) {
+func fastCanonical(raw []byte, idnHosts map[string]struct{}) (hostStart, hostEnd int, ok bool) {
 	var i int
 	https := false
 	switch {
@@ -339,8 +348,15 @@ func fastCanonical(raw []byte) (hostStart, hostEnd int, ok bool) {
 	if c := raw[label]; c >= '0' && c <= '9' {
 		return 0, 0, false
 	}
-	if hasPunycode(raw[hs:i]) || raw[hs] == '-' {
+	if raw[hs] == '-' {
 		return 0, 0, false
+	}
+	if hasPunycode(raw[hs:i]) {
+		// Punycode needs validation: only hosts the library already kept
+		// as they are.
+		if _, known := idnHosts[string(raw[hs:i])]; !known {
+			return 0, 0, false
+		}
 	}
 	hostEnd = i
 	if raw[i] == ':' {
@@ -409,6 +425,28 @@ func fastCanonical(raw []byte) (hostStart, hostEnd int, ok bool) {
 	return hs, hostEnd, simpleQuery(raw[q:])
 }
 
+// inputHost returns the host of an http(s) URL as written ("" when the
+// authority has user info or the URL is not http(s)).
+func inputHost(raw string) string {
+	var rest string
+	switch {
+	case strings.HasPrefix(raw, "http://"):
+		rest = raw[7:]
+	case strings.HasPrefix(raw, "https://"):
+		rest = raw[8:]
+	default:
+		return ""
+	}
+	end := strings.IndexAny(rest, "/:?#\\")
+	if end < 0 {
+		end = len(rest)
+	}
+	if strings.ContainsRune(rest[:end], '@') {
+		return ""
+	}
+	return rest[:end]
+}
+
 func isDotSeg(s []byte) bool {
 	return (len(s) == 1 && s[0] == '.') || (len(s) == 2 && s[0] == '.' && s[1] == '.')
 }
@@ -422,8 +460,8 @@ func hasPunycode(h []byte) bool {
 	return false
 }
 
-// simpleQuery accepts "" or name=value pairs separated by single '&' with
-// non-empty names and values and exactly one '='.
+// simpleQuery accepts "" or pairs separated by single '&': a non-empty
+// name, optionally with one '=' and a non-empty value.
 func simpleQuery(q []byte) bool {
 	if len(q) == 0 {
 		return true
@@ -441,7 +479,7 @@ func simpleQuery(q []byte) bool {
 					eq = j
 				}
 			}
-			if eq <= 0 || eq == len(pair)-1 { // empty name or value ("a=" becomes "a")
+			if len(pair) == 0 || eq == 0 || eq == len(pair)-1 { // empty pair, name or value ("a=" becomes "a")
 				return false
 			}
 			start = i + 1

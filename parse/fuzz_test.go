@@ -158,22 +158,32 @@ func FuzzCanonical(f *testing.F) {
 		"http://a.com/a%20b", "http://a.com/%C3%A4?q=%E2%82%AC&r=%20", "http://a.com/a%2Fb?q=%2F&r=%3D", "http://a.com/%25%32%30",
 		"http://a.com/a%3F%23%60%7B%7D%22?x=%26%3D%23", "http://a.com/%2E%2E/x", "http://a.com/?q=%2B&r=%25",
 		"http://raeder.dk:83/bin/view", "https://a.b:443/", "http://a.b:80/", "http://a.b:080/", "http://a.b:65536/", "http://a.b:8080",
-		"dns:www.kb.dk", "dns:WWW.kb.dk", "dns:a..b", "dns:"} {
+		"dns:www.kb.dk", "dns:WWW.kb.dk", "dns:a..b", "dns:", "http://xn--lejr-fra.dk/a?b=c", "http://xn--lejr-fra.dk:8080/",
+		"http://www.xn--sterbrogades-dyrlger-y0b29a.dk/x%20y", "http://xn--bcher-kva.example./", "http://xn--lejr-fra.dk@x/"} {
 		f.Add(s)
 	}
 	fast := NewCanonicalizer(ProfileChangerate, -1)
+	stateful := NewCanonicalizer(ProfileChangerate, -1)
+	for _, h := range []string{"http://xn--lejr-fra.dk/", "http://www.xn--sterbrogades-dyrlger-y0b29a.dk/", "http://xn--bcher-kva.example/"} {
+		stateful.Canonical([]byte(h)) // learn these hosts
+	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		if len(raw) > 4096 {
 			return
 		}
 		slowObj, slowSite, slowErr := fast.canonicalStable(raw)
-		if hs, he, ok := fastCanonical([]byte(raw)); ok {
+		if hs, he, ok := fastCanonical([]byte(raw), nil); ok {
 			if slowErr != nil || slowObj != raw {
 				t.Fatalf("fast path accepts %q as canonical; library gives %q, %v", raw, slowObj, slowErr)
 			}
 			if site := raw[hs:he]; site != slowSite {
 				t.Fatalf("fast path site %q, library %q", site, slowSite)
 			}
+		}
+		// The stateful canonicaliser (fast path with the punycode hosts it
+		// learnt, no cache) agrees with the library too.
+		if obj, site, err := stateful.Canonical([]byte(raw)); (err == nil) != (slowErr == nil) || obj != slowObj || site != slowSite {
+			t.Fatalf("Canonical(%q) = %q %q %v; library %q %q %v", raw, obj, site, err, slowObj, slowSite, slowErr)
 		}
 		if slowErr != nil || !hasHTTPPrefix([]byte(slowObj)) {
 			return

@@ -81,7 +81,7 @@ func TestFastPathEscapesExhaustive(t *testing.T) {
 	for b := 0; b < 256; b++ {
 		for _, f := range []string{"http://a.example/x%%%02Xy", "http://a.example/x?q%%%02X=1", "http://a.example/x?q=1%%%02X&r=2", "http://a.example/x%%%02X%%%02X"} {
 			raw := strings.ReplaceAll(f, "%%%02X", fmt.Sprintf("%%%02X", b))
-			if _, _, ok := fastCanonical([]byte(raw)); !ok {
+			if _, _, ok := fastCanonical([]byte(raw), nil); !ok {
 				continue
 			}
 			accepted++
