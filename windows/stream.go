@@ -394,6 +394,11 @@ func (s *Stream) Current(asOf float64, cfg *Config) Summary {
 	return summarize(&s.w, &s.mse, s.mseN, asOf, cfg)
 }
 
+// MaxRateRatio bounds the ratio of a Weibull or Duane window rate to the
+// intuitive rate N(t)/t of the same window; beyond it the intuitive rate is
+// published instead (see summarize).
+const MaxRateRatio = 10.0
+
 func summarize(w *win, mse *[numModels]float32, mseN uint32, asOf float64, cfg *Config) Summary {
 	sum := Summary{State: w.state(cfg), Start: w.origin, Points: int64(w.n)}
 	if w.n == 0 {
@@ -422,6 +427,16 @@ func summarize(w *win, mse *[numModels]float32, mseN uint32, asOf float64, cfg *
 		}
 	}
 	r, ok := w.rate(m, x)
+	if ok && m != modelIntuitive {
+		// For a power-law process λ(t) = β·N(t)/t, so a fitted rate more
+		// than MaxRateRatio times above or below the intuitive N(t)/t
+		// means a shape outside [1/MaxRateRatio, MaxRateRatio]: an
+		// extrapolation of a burst, not a rate (cmd/eval saw Weibull
+		// rates 10⁶ times the truth after a window ending in a burst).
+		if ri, iok := w.rate(modelIntuitive, x); iok && (r > MaxRateRatio*ri || r*MaxRateRatio < ri) {
+			ok = false
+		}
+	}
 	if !ok {
 		m = modelIntuitive
 		r, ok = w.rate(m, x)

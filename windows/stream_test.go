@@ -192,3 +192,27 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("%v allocs per update", n)
 	}
 }
+
+// TestRateBoundedAfterBurst: an increasing window evaluated long after its
+// last point does not publish the power-law extrapolation (it grows as
+// t^(β−1) without bound) but a rate within MaxRateRatio of N(t)/t.
+func TestRateBoundedAfterBurst(t *testing.T) {
+	cfg := DefaultConfig()
+	var s Stream
+	// N(t) ∝ t³ over the window: a clearly increasing rate.
+	for i := 1; i <= 30; i++ {
+		s.Event(1e6+1000*math.Cbrt(float64(i)), &cfg)
+	}
+	last := 1e6 + 1000*math.Cbrt(30)
+	for _, mult := range []float64{1, 2, 10, 100} {
+		asOf := 1e6 + (last-1e6)*mult
+		sum := s.Current(asOf, &cfg)
+		if !sum.HasRate || sum.State != Increasing {
+			t.Fatalf("mult %g: %+v", mult, sum)
+		}
+		intuitive := float64(sum.Points) / (asOf - sum.Start)
+		if r := sum.Rate / intuitive; r > MaxRateRatio || r < 1/MaxRateRatio {
+			t.Errorf("mult %g: rate %g (%s) is %g times the intuitive rate", mult, sum.Rate, sum.Model, r)
+		}
+	}
+}
