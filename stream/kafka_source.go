@@ -32,7 +32,18 @@ import (
 // returned does the member rejoin and obtain the next generation, whose ID
 // (Claim.Generation) is larger. A member that stopped heart-beating (for
 // example a paused process) learns about it only at its next heartbeat, so
-// fencing of writes must rely on Claim.Generation, not on the context.
+// fencing of writes must rely on Claim.Generation and on the offset stored
+// with the state (compare-and-set), not on the context.
+//
+// Fetching is pipelined per claim (one fetch request in flight and one
+// response buffered ahead of the handler, cfg.FetchMaxBytes each). The Key
+// and Value of fetched messages share backing arrays with other messages
+// of the same fetch; they are capped, so appending to them copies.
+//
+// Metrics (on the Registerer given to NewKafkaSource): consumer lag per
+// partition (high watermark − next offset to fetch), fetch latency, messages
+// per fetch request, messages read, fetch errors by kind, generation,
+// generations joined, owned partitions and commit errors.
 //
 // A KafkaSource runs one Run at a time; its methods are safe for concurrent
 // use.
