@@ -68,6 +68,7 @@ func (w *worker) readRecords(ctx context.Context, name string) error {
 		w.cur.lines++
 		w.cur.bytes += int64(len(input))
 		w.sum.Lines++
+		w.linePrefix, w.lineNo = prefix, rec
 		if err == nil {
 			if err := w.emit(ctx); err != nil {
 				return err

@@ -36,6 +36,14 @@ const (
 	ReasonCorrupt  = "corrupt"   // compressed input that does not decompress (bad or truncated gzip)
 )
 
+// MaxMessageBytes caps one encoded observation (key and value); a larger
+// one is dead-lettered with reason "too-large" instead of being written,
+// so that no input can make a Kafka produce fail (the sink's default
+// message cap is 1 MiB).
+const (
+	MaxMessageBytes = 256 << 10
+)
+
 // ErrInput is wrapped by Run's error when some inputs could not be opened or
 // read to their end; the others were processed.
 var ErrInput = errors.New("ingest: some inputs failed")
@@ -326,6 +334,10 @@ type worker struct {
 	cur, spare *batch
 	inflight   chan error // result of the write of flying, nil when none
 	flying     *batch
+
+	// position of the current line, for dead letters
+	linePrefix string
+	lineNo     int64
 
 	// canonicalisation counters: the parser (or record reader) they come
 	// from and their values when last added to the metric
@@ -621,6 +633,7 @@ func (w *worker) readFailed(ctx context.Context, prefix string, at int64, err er
 
 // line handles one input line.
 func (w *worker) line(ctx context.Context, prefix string, lineNo int64, line []byte, tooLong bool) error {
+	w.linePrefix, w.lineNo = prefix, lineNo
 	w.cur.lines++
 	w.cur.bytes += int64(len(line)) + 1
 	w.sum.Lines++
@@ -672,6 +685,13 @@ func (w *worker) emit(ctx context.Context) error {
 	b.arena = append(b.arena, o.Object...)
 	vs := len(b.arena)
 	b.arena = AppendObservation(b.arena, o)
+	if n := len(b.arena) - ks; n > MaxMessageBytes {
+		// A safety net so that one record can never make the sink fail
+		// (a jsonl line may carry a huge digest, for example).
+		b.arena = b.arena[:ks]
+		return w.deadLetter(ctx, w.linePrefix, w.lineNo, ReasonTooLarge,
+			fmt.Errorf("observation of %d bytes exceeds %d", n, MaxMessageBytes), []byte(o.Object))
+	}
 	// Slices into the arena stay valid if it grows: the old array lives on.
 	b.msgs = append(b.msgs, stream.Message{Topic: w.r.cfg.ObservationsTopic,
 		Key: b.arena[ks:vs:vs], Value: b.arena[vs:len(b.arena):len(b.arena)]})

@@ -343,3 +343,20 @@ func TestWARCResumeByRecords(t *testing.T) {
 		t.Fatalf("summary %+v", sum.Inputs[0])
 	}
 }
+
+func TestOversizedObservationIsDeadLettered(t *testing.T) {
+	dir := t.TempDir()
+	huge := `{"object":"http://a.example/","time":"2024-01-02T03:04:05Z","kind":"visit","digest":"` + strings.Repeat("d", MaxMessageBytes) + `"}`
+	p := writeFile(t, dir, "a.jsonl", huge+"\n"+`{"object":"http://b.example/","time":"2024-01-02T03:04:05Z","kind":"visit"}`+"\n", false)
+	sink := stream.NewMemorySink()
+	sum, err := Run(context.Background(), Config{Format: "jsonl", Paths: []string{p}, ProgressInterval: -1}, sink, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objects(t, sink); len(got) != 1 || got[0] != "http://b.example/" || sum.Inputs[0].Rejects[ReasonTooLarge] != 1 || sum.Inputs[0].Observations != 1 {
+		t.Fatalf("%v %+v", got, sum.Inputs[0])
+	}
+	if dl := deadLetters(t, sink); len(dl) != 1 || dl[0].Position != p+":1" {
+		t.Fatalf("%+v", dl)
+	}
+}

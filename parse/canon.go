@@ -27,6 +27,18 @@ const (
 	ProfileSemantic = "semantic"
 )
 
+// MaxObjectBytes caps an object identity (a URL before canonicalisation, or
+// any other identity). Longer ones are rejected with reason "too-long": an
+// observation must fit in one Kafka message whatever the input.
+const MaxObjectBytes = 16 << 10
+
+// ReasonObjectTooLong is the reason of an object longer than MaxObjectBytes.
+const ReasonObjectTooLong = "object-too-long"
+
+func objectTooLong(n int) error {
+	return &Error{Reason: ReasonObjectTooLong, Err: fmt.Errorf("object of %d bytes is longer than %d", n, MaxObjectBytes)}
+}
+
 // DefaultCacheEntries is the default bound of a Canonicalizer's intern cache.
 const DefaultCacheEntries = 1 << 16
 
@@ -112,6 +124,9 @@ func NewCanonicalizer(profile string, cacheEntries int) *Canonicalizer {
 // URLs without a host such as "dns:example.com"). raw is not retained. An
 // error is a *Error with reason "url".
 func (c *Canonicalizer) Canonical(raw []byte) (object, site string, err error) {
+	if len(raw) > MaxObjectBytes {
+		return "", "", objectTooLong(len(raw))
+	}
 	if c.cache != nil {
 		if e, ok := c.cache[string(raw)]; ok {
 			c.stats.Cache++
@@ -219,6 +234,9 @@ func (c *Canonicalizer) canonicalSlow(raw string) (object, site string, err erro
 	}
 	object = u.Href(true)
 	site = u.Hostname()
+	if len(object) > MaxObjectBytes {
+		return "", "", objectTooLong(len(object))
+	}
 	if object == "" {
 		return "", "", &Error{Reason: ReasonURL, Err: fmt.Errorf("empty URL")}
 	}

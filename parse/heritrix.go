@@ -96,6 +96,9 @@ func fillCrawl(c *Canonicalizer, format string, t time.Time, status int, uri, di
 	obs.Status = status
 	obs.Format = format
 	if len(digest) > 0 && !(len(digest) == 1 && digest[0] == '-') {
+		if len(digest) > maxDigestBytes {
+			return reject(ReasonFields, "digest of %d bytes is longer than %d", len(digest), maxDigestBytes)
+		}
 		obs.Digest = normDigest(digest)
 	}
 	if status == 304 || hasDuplicateAnnotation(annotations) {
@@ -103,6 +106,10 @@ func fillCrawl(c *Canonicalizer, format string, t time.Time, status int, uri, di
 	}
 	return nil
 }
+
+// maxDigestBytes caps a content digest (a SHA-512 in hex with a prefix is
+// 135 bytes).
+const maxDigestBytes = 256
 
 // normDigest returns "sha1:BASE32" for a bare 32-character base32 digest
 // and the digest unchanged otherwise.

@@ -48,6 +48,9 @@ func (p *jsonlParser) parse(line []byte, obs *records.Observation) error {
 		}
 		return &Error{Reason: reason, Err: err}
 	}
+	if len(o.Object) > MaxObjectBytes {
+		return objectTooLong(len(o.Object))
+	}
 	if hasHTTPPrefix([]byte(o.Object)) {
 		obj, site, cerr := p.canon.Canonical([]byte(o.Object))
 		if cerr != nil {

@@ -97,3 +97,18 @@ func TestFastPathEscapesExhaustive(t *testing.T) {
 		t.Logf("fast path accepted %d of 1024 escaped URLs, all equal to the library's result", accepted)
 	}
 }
+
+func TestObjectTooLong(t *testing.T) {
+	long := "http://a.example/" + strings.Repeat("x", MaxObjectBytes)
+	for format, line := range map[string]string{
+		"squid":    "1157689320.327 1 1.2.3.4 TCP_MISS/200 1 GET " + long + " - - -",
+		"jsonl":    `{"object":"` + long + `","time":"2024-01-02T03:04:05Z","kind":"access"}`,
+		"snapshot": long + " 1704153600 60 - access",
+	} {
+		p, _ := New(format, Config{})
+		var obs records.Observation
+		if err := p.Parse([]byte(line), &obs); Reason(err) != ReasonObjectTooLong {
+			t.Errorf("%s: %v", format, err)
+		}
+	}
+}

@@ -86,6 +86,9 @@ func (p *snapshotParser) parse(line []byte, obs *records.Observation) error {
 	default:
 		return reject(ReasonFields, "snapshot event %q is not access or modification", trunc(f[4]))
 	}
+	if len(f[0]) > MaxObjectBytes {
+		return objectTooLong(len(f[0]))
+	}
 	obj, site := validString(f[0]), ""
 	if hasHTTPPrefix(f[0]) {
 		if obj, site, err = p.canon.Canonical(f[0]); err != nil {

@@ -191,6 +191,9 @@ func (p *changesTSVParser) parse(line []byte, obs *records.Observation) error {
 		return reject(ReasonTime, "time %q: %v", trunc(line[tab+1:]), err)
 	}
 	path := line[:tab]
+	if len(path) > MaxObjectBytes {
+		return objectTooLong(len(path))
+	}
 	obj, ok := p.intern[string(path)]
 	if !ok {
 		if len(p.intern) >= DefaultCacheEntries {

@@ -281,8 +281,12 @@ func (w *warcReader) Next(obs *records.Observation) ([]byte, error) {
 	}
 	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, site, t, records.KindVisit, "warc"
 	obs.Status, obs.LastModified = status, lastMod
+	if len(h.payload) > maxDigestBytes {
+		*obs = records.Observation{}
+		return w.hdr, reject(ReasonWARC, "WARC-Payload-Digest of %d bytes is longer than %d", len(h.payload), maxDigestBytes)
+	}
 	if len(h.payload) > 0 {
-		obs.Digest = string(h.payload)
+		obs.Digest = validString(h.payload)
 	}
 	if typ == "revisit" || status == 304 {
 		obs.Changed = records.Unchanged
