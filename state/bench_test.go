@@ -1,8 +1,10 @@
 package state_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -271,6 +273,7 @@ func BenchmarkCommit1000Parallel(b *testing.B) {
 			}
 			var next atomic.Int32
 			b.SetParallelism((parts + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			resetStats(b, s)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				p := state.Partition{Topic: "par", ID: next.Add(1)}
@@ -288,6 +291,9 @@ func BenchmarkCommit1000Parallel(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "objects/s")
+			if us := serverMicros(b, s); us > 0 {
+				b.ReportMetric(us*1000/(float64(b.N)*batch), "redis-ns/object")
+			}
 		})
 	}
 }
@@ -318,4 +324,72 @@ func BenchmarkGet1000(b *testing.B) {
 			b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "objects/s")
 		})
 	}
+}
+
+// BenchmarkCommitLargeKeyspace commits batches of 1000 objects drawn at
+// random from 1,000,000 stored ones (180-byte values, IdleTTL set), the
+// steady state of a large aggregator: Redis's time per object grows with
+// the key space (cache misses), unlike BenchmarkCommit1000's 1000 keys.
+// The 1M objects are written once per process; run with -benchtime=2s.
+func BenchmarkCommitLargeKeyspace(b *testing.B) {
+	const n, batch = 1_000_000, 1000
+	for _, format := range []string{state.KeyFormatReadable, state.KeyFormatCompact} {
+		b.Run(format, func(b *testing.B) {
+			s := largeServer(b, format, n)
+			r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyFormat: format, IdleTTL: 24 * time.Hour, ExpiryEvents: state.ExpiryEventsOff}, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			from, err := r.Claim(ctx, part, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			w := make([]state.Write, batch)
+			val := make([]byte, valueSize)
+			resetStats(b, r)
+			b.ResetTimer()
+			for b.Loop() {
+				for i := range w {
+					w[i] = state.Write{Object: objectName(rng.IntN(n)), Value: val}
+				}
+				if err := r.Commit(ctx, part, 1, from, from+batch, w); err != nil {
+					b.Fatal(err)
+				}
+				from += batch
+			}
+			b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "objects/s")
+			b.ReportMetric(serverMicros(b, r)*1000/(float64(b.N)*batch), "redis-ns/object")
+		})
+	}
+}
+
+var largeServers sync.Map // format → *redistest.Server, kept for the process
+
+// largeServer returns a redis-server holding n objects of part in format,
+// started and filled on first use and stopped when the process exits.
+func largeServer(b *testing.B, format string, n int) *redistest.Server {
+	if v, ok := largeServers.Load(format); ok {
+		return v.(*redistest.Server)
+	}
+	s, err := redistest.Launch()
+	if errors.Is(err, redistest.ErrNoRedis) && os.Getenv(redistest.RequireEnv) == "" {
+		b.Skip(err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	shared.extra = append(shared.extra, s)
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyFormat: format, IdleTTL: 24 * time.Hour, ExpiryEvents: state.ExpiryEventsOff}, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Claim(ctx, part, 1); err != nil {
+		b.Fatal(err)
+	}
+	fill(b, r, part, n, 5)
+	largeServers.Store(format, s)
+	return s
 }

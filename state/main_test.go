@@ -17,6 +17,7 @@ var shared struct {
 	srv          *redistest.Server
 	cl           *redistest.Cluster
 	errS, errC   error
+	extra        []*redistest.Server // stopped by TestMain
 }
 
 func TestMain(m *testing.M) {
@@ -26,6 +27,9 @@ func TestMain(m *testing.M) {
 	}
 	if shared.cl != nil {
 		_ = shared.cl.Stop()
+	}
+	for _, s := range shared.extra {
+		_ = s.Stop()
 	}
 	os.Exit(code)
 }
