@@ -1,20 +1,23 @@
 package aggregate
 
-// cache keeps the Objects a partition handler owns between batches, so that a
-// store read happens only on a miss. It is used by one goroutine. It holds
-// copies: put copies the object, get returns a pointer to the cached copy,
-// valid until the next put or clear. When full,
-// it evicts the least recently used object (a doubly linked list over map
-// entries); evicted objects are safe in the store, which every batch
-// commits before the cache is updated.
+// cache keeps the latest states of the Objects a partition handler owns, so
+// that a store read happens only on a miss. It is used by one goroutine. It
+// holds copies: put copies the object, get returns a pointer to the cached
+// copy, valid until the next put or clear. Each entry records the batch
+// (seq) that wrote it, which may not be committed yet. When full, it evicts
+// the least recently used object (a doubly linked list over map entries)
+// and returns a copy of it, so that the caller can keep an uncommitted
+// state until its batch is committed.
 type cache struct {
 	limit      int // 0: unbounded
 	m          map[string]*entry
 	head, tail *entry // head: most recently used
+	spare      entry  // the last evicted entry, returned by put
 }
 
 type entry struct {
 	name       string
+	seq        uint64 // the batch that wrote obj
 	obj        Object
 	prev, next *entry
 }
@@ -32,11 +35,14 @@ func (c *cache) get(name string) (*Object, bool) {
 	return &e.obj, true
 }
 
-func (c *cache) put(name string, o *Object) {
+// put stores a copy of o as name's state, written by batch seq. If that
+// evicts another object, it returns a copy of its entry, valid until the
+// next put; else nil.
+func (c *cache) put(name string, o *Object, seq uint64) (evicted *entry) {
 	if e, ok := c.m[name]; ok {
-		e.obj = *o
+		e.obj, e.seq = *o, seq
 		c.moveFront(e)
-		return
+		return nil
 	}
 	var e *entry
 	if c.limit > 0 && len(c.m) >= c.limit {
@@ -44,12 +50,15 @@ func (c *cache) put(name string, o *Object) {
 		e = c.tail
 		c.unlink(e)
 		delete(c.m, e.name)
+		c.spare.name, c.spare.seq, c.spare.obj = e.name, e.seq, e.obj
+		evicted = &c.spare
 	} else {
 		e = &entry{}
 	}
-	e.name, e.obj = name, *o
+	e.name, e.seq, e.obj = name, seq, *o
 	c.m[name] = e
 	c.pushFront(e)
+	return evicted
 }
 
 func (c *cache) clear() {

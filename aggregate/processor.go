@@ -267,11 +267,13 @@ func (w *worker) stopped(err error) error {
 // committed (each by its own goroutine, strictly in batch order: outputs of
 // N+1 are written after those of N, and N+1 is committed only after N
 // was), the handler's goroutine fetches and applies batch N+1 on top of
-// batch N's uncommitted states. Object lookups therefore go to the batches
-// in flight first, then to the cache (committed states only), then to the
-// store. At most maxInFlight batches are in flight. If a batch fails, the
-// ones after it are neither written nor committed. Everything but the
-// write/commit goroutines runs on the handler's goroutine.
+// batch N's uncommitted states. The cache therefore holds the latest
+// states, committed or not (each entry records its batch); an uncommitted
+// state that the cache evicts is kept in evicted until its batch is
+// committed, so lookups never read a stale state from the store. At most
+// maxInFlight batches are in flight. If a batch fails, the ones after it
+// are neither written nor committed, and the cache is dropped. Everything
+// but the write/commit goroutines runs on the handler's goroutine.
 type worker struct {
 	p      *Processor
 	part   state.Partition
@@ -286,13 +288,21 @@ type worker struct {
 	pos    string // topic/partition@ prefix for dead letters
 	gauges partitionGauges
 
-	seq      uint64
-	inflight []*flight    // oldest first
-	free     []*batchWork // recycled batches
+	seq       uint64       // the last prepared batch
+	committed uint64       // the last committed batch
+	inflight  []*flight    // oldest first
+	free      []*batchWork // recycled batches
+	evicted   map[string]evictedState
 	// storeMu serialises the partition's store calls (Get by the
 	// handler's goroutine, Commit by a batch's goroutine): the Store
 	// contract allows one call per partition at a time.
 	storeMu sync.Mutex
+}
+
+// evictedState is an uncommitted state evicted from the cache.
+type evictedState struct {
+	seq uint64
+	obj Object
 }
 
 // maxInFlight bounds the batches whose outputs or commit are pending.
@@ -371,21 +381,40 @@ type flight struct {
 	err     error         // set before done is closed
 }
 
-// lookup finds the latest state of name: in the batches in flight (newest
-// first), then in the cache. ok is false if the store must be read.
+// lookup finds the latest state of name in the cache (or among the
+// evicted uncommitted states). ok is false if the store must be read.
 func (w *worker) lookup(name string, dst *Object) bool {
-	for i := len(w.inflight) - 1; i >= 0; i-- {
-		b := w.inflight[i].b
-		if j, ok := b.idx[name]; ok && b.objs[j].changed {
-			*dst = b.objs[j].obj
-			return true
-		}
-	}
 	if cached, ok := w.cache.get(name); ok {
 		*dst = *cached
 		return true
 	}
+	if len(w.evicted) > 0 {
+		if e, ok := w.evicted[name]; ok {
+			*dst = e.obj
+			return true
+		}
+	}
 	return false
+}
+
+// remember puts the batch's new states into the cache, keeping evicted
+// uncommitted ones.
+func (w *worker) remember(b *batchWork) {
+	for j := range b.objs {
+		pd := &b.objs[j]
+		if !pd.changed {
+			continue
+		}
+		if ev := w.cache.put(pd.name, &pd.obj, b.seq); ev != nil && ev.seq > w.committed {
+			if w.evicted == nil {
+				w.evicted = map[string]evictedState{}
+			}
+			w.evicted[ev.name] = evictedState{seq: ev.seq, obj: ev.obj}
+		}
+		if len(w.evicted) > 0 {
+			delete(w.evicted, pd.name)
+		}
+	}
 }
 
 // prepare decodes msgs (one partition, offset order), applies them and
@@ -529,6 +558,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		start = end
 	}
 	w.from = b.to
+	w.remember(b)
 	return b, nil
 }
 
@@ -650,13 +680,15 @@ func (w *worker) popOldest() error {
 	w.inflight = w.inflight[1:]
 	if f.err != nil {
 		w.cache.clear()
+		w.evicted = nil
 		w.recycle(f.b)
 		return f.err
 	}
 	b := f.b
-	for j := range b.objs {
-		if pd := &b.objs[j]; pd.changed {
-			w.cache.put(pd.name, &pd.obj)
+	w.committed = b.seq
+	for name, e := range w.evicted {
+		if e.seq <= w.committed {
+			delete(w.evicted, name)
 		}
 	}
 	w.next = b.to

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -95,5 +96,49 @@ func TestPipelineStopsAtFailedCommit(t *testing.T) {
 	}
 	if got.Next != 150 || !reflect.DeepEqual(got.Objects, want.Objects) {
 		t.Errorf("after the failed commit: next %d (want 150), states equal to a clean run of 150: %v", got.Next, reflect.DeepEqual(got.Objects, want.Objects))
+	}
+}
+
+// slowStore delays every commit, so that later batches are applied while
+// earlier ones are in flight.
+type slowStore struct{ state.Store }
+
+func (s slowStore) Commit(ctx context.Context, p state.Partition, epoch, from, to int64, writes []state.Write) error {
+	time.Sleep(time.Millisecond)
+	return s.Store.Commit(ctx, p, epoch, from, to, writes)
+}
+
+// TestPipelineSlowCommitsTinyCache: with commits slower than applying and a
+// cache far smaller than a batch (so uncommitted states are evicted while
+// in flight), the stored states and the published estimates equal those of
+// unbatched processing.
+func TestPipelineSlowCommitsTinyCache(t *testing.T) {
+	in, _ := truthLog(22, 25, 5)
+	part := state.Partition{Topic: stream.TopicObservations, ID: 0}
+	run := func(batch, cache int, slow bool) (map[string][]byte, map[string][]byte) {
+		cfg := DefaultConfig()
+		cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = batch, cache, time.Hour
+		mem := newMemory(t)
+		var st state.Store = mem
+		if slow {
+			st = slowStore{mem}
+		}
+		p, sink := newTestProcessor(t, cfg, st)
+		runReader(t, p, in)
+		snap, err := mem.Snapshot(context.Background(), part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap.Objects, sink.Latest(stream.TopicEstimates)
+	}
+	wantState, wantEst := run(1, 0, false)
+	for _, c := range []struct{ batch, cache int }{{7, 1}, {40, 3}, {300, 2}} {
+		gotState, gotEst := run(c.batch, c.cache, true)
+		if !reflect.DeepEqual(gotState, wantState) {
+			t.Errorf("batch %d, cache %d: stored states differ from unbatched processing", c.batch, c.cache)
+		}
+		if !reflect.DeepEqual(gotEst, wantEst) {
+			t.Errorf("batch %d, cache %d: latest estimates differ from unbatched processing", c.batch, c.cache)
+		}
 	}
 }

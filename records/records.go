@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -394,6 +395,9 @@ func decodeFast(b []byte, o *Observation) bool {
 		return d.i == len(d.b)
 	}
 	var seen uint32
+	// Site, digest and source share one allocation (made at the end); the
+	// object name has its own, since it outlives the observation in caches.
+	var spans [3][2]int
 	for {
 		d.ws()
 		key, ok := d.str()
@@ -412,7 +416,7 @@ func decodeFast(b []byte, o *Observation) bool {
 			o.Object, ok = d.strValue()
 		case "site":
 			bit = fSite
-			o.Site, ok = d.strValue()
+			ok = d.span(&spans[0])
 		case "time":
 			bit = fTime
 			ok = d.timeValue(&o.Time)
@@ -433,7 +437,7 @@ func decodeFast(b []byte, o *Observation) bool {
 			}
 		case "digest":
 			bit = fDigest
-			o.Digest, ok = d.strValue()
+			ok = d.span(&spans[1])
 		case "last_modified":
 			bit = fLastModified
 			ok = d.timeValue(&o.LastModified)
@@ -461,7 +465,7 @@ func decodeFast(b []byte, o *Observation) bool {
 			o.Format = intern(s)
 		case "source":
 			bit = fSource
-			o.Source, ok = d.strValue()
+			ok = d.span(&spans[2])
 		case "offset":
 			bit = fOffset
 			o.Offset, ok = d.intValue()
@@ -480,7 +484,28 @@ func decodeFast(b []byte, o *Observation) bool {
 			return false
 		}
 		d.ws()
-		return d.i == len(d.b)
+		if d.i != len(d.b) {
+			return false
+		}
+		var n int
+		for _, sp := range spans {
+			n += sp[1] - sp[0]
+		}
+		if n == 0 {
+			return true
+		}
+		var sb strings.Builder
+		sb.Grow(n)
+		for _, sp := range spans {
+			sb.Write(d.b[sp[0]:sp[1]])
+		}
+		all, at := sb.String(), 0
+		for k, dst := range [3]*string{&o.Site, &o.Digest, &o.Source} {
+			l := spans[k][1] - spans[k][0]
+			*dst = all[at : at+l]
+			at += l
+		}
+		return true
 	}
 }
 
@@ -574,6 +599,17 @@ func intern(s []byte) string {
 		return "jsonl"
 	}
 	return string(s)
+}
+
+// span records where a string's contents are.
+func (d *fastDecoder) span(sp *[2]int) bool {
+	s, ok := d.str()
+	if !ok {
+		return false
+	}
+	sp[0] = d.i - 1 - len(s)
+	sp[1] = d.i - 1
+	return true
 }
 
 func (d *fastDecoder) strValue() (string, bool) {
