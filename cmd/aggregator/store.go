@@ -14,7 +14,7 @@ import (
 func openRedis(_ context.Context, cfg *config, logger *slog.Logger, reg prometheus.Registerer) (state.Store, error) {
 	rc := state.RedisConfig{
 		Addrs: cfg.RedisAddrs, Username: cfg.RedisUsername, Password: cfg.RedisPassword, DB: cfg.RedisDB,
-		Cluster: cfg.RedisCluster, KeyPrefix: cfg.RedisPrefix, IdleTTL: cfg.IdleTTL,
+		Cluster: cfg.RedisCluster, KeyPrefix: cfg.RedisPrefix, KeyFormat: cfg.RedisKeyFmt, IdleTTL: cfg.IdleTTL,
 		TLS: state.RedisTLS{Enable: cfg.RedisTLS, CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey},
 	}
 	if err := rc.Validate(); err != nil {
