@@ -133,7 +133,7 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 	for p, l := range byPart {
 		sort.Slice(l, func(i, j int) bool { return l[i].off < l[j].off })
 		for k, x := range l {
-			if extra == nil && x.off != int64(k) {
+			if extra == nil && x.off != l[0].off+int64(k) {
 				t.Fatalf("partition %d: observation %d at offset %d", p, k, x.off)
 			}
 			place[p] = append(place[p], x.idx)

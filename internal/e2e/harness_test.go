@@ -549,3 +549,37 @@ func dumpStats(d dump) (objects, metas, bytes int) {
 	}
 	return
 }
+
+// owned returns how many partitions the process reports owning on /readyz
+// (-1 if it is not ready).
+func (a *aggProc) owned() int {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + a.http + "/readyz")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "owns ") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitOwned waits until the process owns n partitions.
+func (a *aggProc) waitOwned(n int, timeout time.Duration) {
+	a.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for a.owned() != n {
+		if a.exited() || time.Now().After(deadline) {
+			a.t.Fatalf("%s does not own %d partitions (exited %v: %v)\n%s", a.name, n, a.exited(), a.waitErr, a.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
