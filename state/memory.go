@@ -128,6 +128,21 @@ func (m *Memory) Claim(ctx context.Context, p Partition, epoch int64) (int64, er
 	return mp.next, nil
 }
 
+// Takeover implements Store.
+func (m *Memory) Takeover(ctx context.Context, p Partition, epoch int64) (int64, error) {
+	if err := p.validate(); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("state: takeover %v: %w", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mp := m.part(p)
+	mp.epoch, mp.hasEpoch = epoch, true
+	return mp.next, nil
+}
+
 // Get implements Store.
 func (m *Memory) Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error) {
 	if err := p.validate(); err != nil {

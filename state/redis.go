@@ -119,6 +119,21 @@ end
 return {0, ARGV[1], st[2] or ''}
 `)
 
+// takeoverScript: KEYS[1] meta; ARGV[1] epoch, ARGV[2] owner (as for
+// claimScript). Sets the epoch unconditionally. Returns {code, epoch,
+// stored next}.
+var takeoverScript = redis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'next', 'owner')
+if ARGV[2] ~= '' and st[2] and st[2] ~= ARGV[2] then
+  return {3, st[2], ''}
+end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1])
+if ARGV[2] ~= '' and not st[2] then
+  redis.call('HSET', KEYS[1], 'owner', ARGV[2])
+end
+return {0, ARGV[1], st[1] or ''}
+`)
+
 // commitScript: KEYS[1] meta, KEYS[2..] objects; ARGV[1] epoch, ARGV[2]
 // from, ARGV[3] to, ARGV[4] TTL in ms (0: none), ARGV[5] one byte per
 // object ('s' set, 'd' delete), ARGV[6] owner (as for claimScript),
@@ -534,6 +549,39 @@ func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, err
 	n, err := strconv.ParseInt(next, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("state: claim %v: stored offset %q: %w", p, next, err)
+	}
+	return n, nil
+}
+
+// Takeover implements Store with one Lua script.
+func (r *Redis) Takeover(ctx context.Context, p Partition, epoch int64) (int64, error) {
+	if err := p.validate(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	v, err := takeoverScript.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10), r.owner(p)).Result()
+	r.observe("takeover", start, err)
+	if err != nil {
+		return 0, fmt.Errorf("state: takeover %v: %w", p, err)
+	}
+	code, stored, next, err := parseReply(v)
+	if err != nil {
+		return 0, err
+	}
+	switch code {
+	case codeOK:
+		r.own(r.tag(p), true)
+	case codeOwner:
+		return 0, fmt.Errorf("state: takeover %v: its compact keys are used by %q: %w", p, stored, ErrKeyCollision)
+	default:
+		return 0, fmt.Errorf("state: takeover %v: unexpected script code %d", p, code)
+	}
+	if next == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(next, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("state: takeover %v: stored offset %q: %w", p, next, err)
 	}
 	return n, nil
 }

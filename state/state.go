@@ -74,6 +74,17 @@ type Store interface {
 	// stored. It returns ErrFenced if a newer epoch owns p. Claiming again
 	// with the stored epoch is allowed and changes nothing.
 	Claim(ctx context.Context, p Partition, epoch int64) (next int64, err error)
+	// Takeover makes epoch the owner of p whatever epoch is stored, and
+	// returns p's stored next offset (-1 when none). It is for a consumer
+	// group whose generations restarted (the group was deleted and created
+	// again, or expired after its offsets' retention): its generations are
+	// then below the epochs stored by the earlier group and Claim refuses
+	// them. A caller uses it only when Claim returned ErrFenced and its own
+	// generation is still the group's current one; a zombie of the earlier
+	// group is still fenced afterwards, because Commit requires the stored
+	// epoch to equal the committer's. State stays effectively-once either
+	// way: Commit also compares the stored offset.
+	Takeover(ctx context.Context, p Partition, epoch int64) (next int64, err error)
 	// Get appends to dst the stored values of objects of partition p, in
 	// order, with nil for objects that have none (never stored, deleted or
 	// expired), and returns dst. The values are the caller's to keep and

@@ -241,6 +241,20 @@ func TestCASAndFencing(t *testing.T) {
 			{op: "claim", epoch: 1, next: -1},
 			{op: "commit", epoch: 2, from: -1, to: 3, val: "a", want: state.ErrFenced, stored: ""},
 		}},
+		{"a restarted group takes over with a lower epoch; the earlier epoch stays fenced", []step{
+			{op: "claim", epoch: 7, next: -1},
+			{op: "commit", epoch: 7, from: -1, to: 5, val: "a", stored: "a"},
+			{op: "claim", epoch: 1, want: state.ErrFenced},
+			{op: "takeover", epoch: 1, next: 5},
+			{op: "commit", epoch: 7, from: 5, to: 8, val: "zombie", want: state.ErrFenced, stored: "a"},
+			{op: "commit", epoch: 1, from: 5, to: 8, val: "b", stored: "b"},
+			{op: "claim", epoch: 2, next: 8},
+			{op: "commit", epoch: 1, from: 8, to: 9, val: "old", want: state.ErrFenced, stored: "b"},
+		}},
+		{"takeover of a partition never claimed", []step{
+			{op: "takeover", epoch: 3, next: -1},
+			{op: "commit", epoch: 3, from: -1, to: 2, val: "a", stored: "a"},
+		}},
 		{"large and negative epochs", []step{
 			{op: "claim", epoch: -5, next: -1},
 			{op: "claim", epoch: 1 << 40, next: -1},
@@ -258,6 +272,11 @@ func TestCASAndFencing(t *testing.T) {
 					next, err := e.store.Claim(ctx, p, s.epoch)
 					if !errors.Is(err, s.want) || (s.want == nil && next != s.next) {
 						t.Fatalf("%s: step %d: Claim(%d) = %d, %v; want %d, %v", c.name, j, s.epoch, next, err, s.next, s.want)
+					}
+				case "takeover":
+					next, err := e.store.Takeover(ctx, p, s.epoch)
+					if !errors.Is(err, s.want) || (s.want == nil && next != s.next) {
+						t.Fatalf("%s: step %d: Takeover(%d) = %d, %v; want %d, %v", c.name, j, s.epoch, next, err, s.next, s.want)
 					}
 				case "commit":
 					err := e.store.Commit(ctx, p, s.epoch, s.from, s.to, []state.Write{{Object: "obj", Value: []byte(s.val)}})
