@@ -334,6 +334,7 @@ type worker struct {
 	cur, spare *batch
 	inflight   chan error // result of the write of flying, nil when none
 	flying     *batch
+	failed     error // the first failed write; the worker writes nothing after it
 
 	// position of the current line, for dead letters
 	linePrefix string
@@ -733,7 +734,14 @@ func (w *worker) deadLetter(ctx context.Context, prefix string, lineNo int64, re
 // only after it too is acknowledged and recorded. Writes use the runner's
 // write context, which outlives a cancelled ctx by DrainTimeout.
 func (w *worker) flush(ctx context.Context, wait bool) error {
+	if w.failed != nil {
+		// After a failed write nothing more may be written or recorded:
+		// a later batch acknowledged would move the checkpoint past the
+		// lost one.
+		return w.failed
+	}
 	if err := w.settle(); err != nil {
+		w.failed = err
 		return err
 	}
 	b := w.cur
@@ -753,6 +761,7 @@ func (w *worker) flush(ctx context.Context, wait bool) error {
 		return nil
 	}
 	if err := w.write(b); err != nil {
+		w.failed = err
 		return err
 	}
 	if err := w.ack(b); err != nil {

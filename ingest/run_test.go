@@ -360,3 +360,45 @@ func TestOversizedObservationIsDeadLettered(t *testing.T) {
 		t.Fatalf("%+v", dl)
 	}
 }
+
+// TestFailedWriteStopsWriting: after a failed write, no later batch is
+// written (which would move the checkpoint past the lost one), also not by
+// the final flush.
+func TestFailedWriteStopsWriting(t *testing.T) {
+	dir := t.TempDir()
+	var all strings.Builder
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&all, "1157689320.%03d 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/%d - - -\n", i, i)
+	}
+	p := writeFile(t, dir, "a.log", all.String(), false)
+	cp := filepath.Join(dir, "cp.json")
+	sink := &flakySink{MemorySink: stream.NewMemorySink(), failAt: 2}
+	if _, err := Run(context.Background(), Config{Format: "squid", Paths: []string{p}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1}, sink, nil, nil); err == nil {
+		t.Fatal("no error")
+	}
+	got := objects(t, sink.MemorySink)
+	if len(got) != 20 {
+		t.Fatalf("%d observations written, want the 20 of the two batches before the failure", len(got))
+	}
+	s2 := stream.NewMemorySink()
+	if _, err := Run(context.Background(), Config{Format: "squid", Paths: []string{p}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1}, s2, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got2 := objects(t, s2); len(got2) != 30 || got2[0] != "http://a.example/20" {
+		t.Fatalf("resumed with %d observations from %v", len(got2), got2[:1])
+	}
+}
+
+// flakySink fails its failAt-th write (0-based) and succeeds otherwise.
+type flakySink struct {
+	*stream.MemorySink
+	n, failAt int
+}
+
+func (s *flakySink) Write(ctx context.Context, msgs ...stream.Message) error {
+	defer func() { s.n++ }()
+	if s.n == s.failAt {
+		return errors.New("broker hiccup")
+	}
+	return s.MemorySink.Write(ctx, msgs...)
+}
