@@ -1,30 +1,39 @@
-// Package ingest is the reading pipeline of cmd/ingest: it reads log files
-// (plain or gzip), directories, globs or stdin, parses each line (or WARC
-// record) with package parse, and writes observations and dead letters to a
-// stream.Sink in batches, keyed by object so that one object always lands on
-// one partition.
+// Package ingest is the reading pipeline of cmd/ingest: Run reads log
+// files (plain or gzip), directories, globs or stdin, parses each line (or
+// WARC record) with package parse, and writes observations and dead letters
+// to a stream.Sink in batches, keyed by object so that one object always
+// lands on one partition; RunSource does the same for lines that arrive as
+// messages of a stream.Source (the Heritrix KafkaCrawlLogFeed topic).
 //
-// Delivery: a batch is written with one Sink.Write call; the position of
-// each input after the batch's last line is recorded in the checkpoint only
-// after that call returned nil. A restart with the same checkpoint resumes
-// at the first line not acknowledged, so nothing is lost and, as long as
-// the checkpoint file survives, nothing is repeated (the checkpoint is
-// rewritten atomically after every acknowledged batch).
+// Delivery: a batch is written with one Sink.Write call, at most one write
+// in flight per input (the next batch is parsed meanwhile), so batches reach
+// the sink in order. The position of each input after a batch's last line
+// is recorded only after that call returned nil, and written to the
+// checkpoint file atomically (see Config.CheckpointInterval). After a
+// failed write nothing more is written. A restart with the checkpoint
+// resumes at the first line not recorded: nothing is lost; after a clean
+// stop (end of input, cancellation, sink failure) nothing is repeated;
+// after a crash the lines acknowledged since the last checkpoint write are
+// read again, with the same Source and Offset.
 //
 // Every observation carries its Source and Offset (records.Observation):
 // Source is "absolute-path@inode" of the input file (with ".N" after the
-// N-th truncation of a followed file), Offset the byte offset just after its
-// line in the (decompressed) input, or the 1-based record number for WARC;
-// offsets grow strictly along a source, so the aggregator can drop
-// observations delivered again after a crash between a Sink.Write and the
-// checkpoint. Stdin has no Source (its offsets mean nothing across runs).
-// A jsonl line that already names a source keeps its own.
+// N-th truncation of a followed file) or "kafka:topic/partition", Offset the
+// byte offset just after its line in the (decompressed) input, the 1-based
+// record number for WARC, or the message offset + 1; offsets grow strictly
+// along a source, so the aggregator can drop observations delivered again.
+// Stdin has no Source (its offsets mean nothing across runs). A jsonl line
+// that already names a source keeps its own.
 //
 // Bad input never stops ingest: each rejected line is counted (metric
 // changerate_ingest_rejects_total{format,reason}) and written, with its
-// reason and position, as a records.DeadLetter to the dead-letter topic.
-// Lines without an observation (comments, CONNECT tunnels, ...) are counted
-// in changerate_ingest_skipped_total and dropped.
+// reason and position ("file:line", "file:record" for WARC,
+// "topic/partition@offset"), as a records.DeadLetter to the dead-letter
+// topic. Lines without an observation (comments, CONNECT tunnels, WARC
+// request records, ...) are counted in changerate_ingest_skipped_total and
+// dropped. Other metrics: changerate_ingest_lines_total,
+// _observations_total, _bytes_total, _batch_messages, _sink_write_seconds,
+// _checkpoints_total, _url_canonicalisations_total{format,path}.
 package ingest
 
 import (
