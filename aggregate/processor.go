@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -293,6 +294,7 @@ type worker struct {
 	inflight  []*flight    // oldest first
 	free      []*batchWork // recycled batches
 	evicted   map[string]evictedState
+	scratch   []byte // encoding buffer
 	// storeMu serialises the partition's store calls (Get by the
 	// handler's goroutine, Commit by a batch's goroutine): the Store
 	// contract allows one call per partition at a time.
@@ -733,13 +735,13 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
 		if rec, ok := obj.ChangeEstimate(name, &w.p.cfg.Model, &w.es); ok {
-			out = append(out, w.encode(w.p.cfg.EstimatesTopic, name, rec))
+			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
 		}
 	}
 	if access {
 		if rec, ok := obj.AccessEstimate(name, &w.p.cfg.Model, &w.es); ok {
-			out = append(out, w.encode(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, rec))
+			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
 		}
 	}
@@ -777,6 +779,17 @@ func (w *worker) encode(topic, key string, v any) stream.Message {
 		panic(fmt.Sprintf("aggregate: marshal %T: %v", v, err))
 	}
 	return stream.Message{Topic: topic, Key: []byte(key), Value: b}
+}
+
+// encodeEstimate is encode for estimates, with records.AppendEstimateJSON
+// (the same bytes as json.Marshal, without reflection).
+func (w *worker) encodeEstimate(topic, key string, rec *records.Estimate) stream.Message {
+	b, ok := records.AppendEstimateJSON(w.scratch[:0], rec)
+	if !ok {
+		return w.encode(topic, key, *rec)
+	}
+	w.scratch = b
+	return stream.Message{Topic: topic, Key: []byte(key), Value: bytes.Clone(b)}
 }
 
 // Objects calls f for every object cached by a finished EmitFinal run, in

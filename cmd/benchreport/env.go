@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -269,13 +269,26 @@ func histMean(reg *prometheus.Registry, name string, labels ...string) (mean flo
 
 // cpuSnapshot is the CPU time used so far by this process and by the
 // redis-server.
-type cpuSnapshot struct{ proc, redis float64 }
+type cpuSnapshot struct {
+	proc, redis float64
+	// Time the threads were runnable but waiting for a CPU (run-queue
+	// wait from /proc/<pid>/task/*/schedstat): the machine's contention.
+	procWait, redisWait float64
+}
 
 func (e *env) cpu(ctx context.Context) cpuSnapshot {
 	var ru syscall.Rusage
 	var c cpuSnapshot
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		c.proc = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+	}
+	c.procWait = runqueueWait("self")
+	if pid, err := e.rc.Info(ctx, "server").Result(); err == nil {
+		for _, l := range strings.Split(pid, "\n") {
+			if v, ok := strings.CutPrefix(l, "process_id:"); ok {
+				c.redisWait = runqueueWait(strings.TrimSpace(v))
+			}
+		}
 	}
 	if s, err := e.rc.Info(ctx, "cpu").Result(); err == nil {
 		for _, l := range strings.Split(s, "\n") {
@@ -291,3 +304,24 @@ func (e *env) cpu(ctx context.Context) cpuSnapshot {
 }
 
 func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+
+// runqueueWait sums the run-queue wait of every thread of pid, in seconds.
+func runqueueWait(pid string) float64 {
+	dirs, err := os.ReadDir("/proc/" + pid + "/task")
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, d := range dirs {
+		b, err := os.ReadFile("/proc/" + pid + "/task/" + d.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) >= 2 {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			sum += v / 1e9
+		}
+	}
+	return sum
+}

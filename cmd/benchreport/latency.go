@@ -24,6 +24,7 @@ const latencyTopic = "observations-latency"
 
 // latResult is one latency run.
 type latResult struct {
+	Label          string
 	Rate, Achieved float64 // target and achieved produce rate, obs/s
 	Duration       time.Duration
 	Produced       int64

@@ -108,7 +108,7 @@ type report struct {
 	pipeline   []runResult
 	naive      []runResult
 	naiveCache []runResult
-	latency    *latResult
+	latency    []latResult
 	afterRun   [numClasses]dist
 	mature     matureResult
 	notes      []string
@@ -124,7 +124,9 @@ func run(ctx context.Context, o options) error {
 	for i := range o.runs {
 		names = append(names, "r"+strconv.Itoa(i+1))
 	}
-	names = append(names, "lat")
+	for k := range latencyCases(1) {
+		names = append(names, latName(k))
+	}
 	e, err := startEnv(o.partitions, names)
 	if err != nil {
 		return err
@@ -227,14 +229,17 @@ func run(ctx context.Context, o options) error {
 			rates[i] = r.rate()
 		}
 		half := median(rates) / 2
-		lw := newWorkload(workloadConfig{Seed: 2, Objects: o.objects, Observations: 1, Start: time.Now(), Span: time.Second, Zipf: 0.8})
-		logf("latency at %.0f obs/s for %s", half, o.latDur)
-		lr, err := runLatency(ctx, e, "lat", lw, half, o.latDur, o.latWarm, 0)
-		if err != nil {
-			return err
+		for k, c := range latencyCases(half) {
+			lw := newWorkload(workloadConfig{Seed: uint64(2 + k), Objects: o.objects, Observations: 1, Start: time.Now(), Span: time.Second, Zipf: 0.8})
+			logf("latency %s: %.0f obs/s for %s, EmitInterval %s", c.label, c.rate, o.latDur, c.emit)
+			lr, err := runLatency(ctx, e, latName(k), lw, c.rate, o.latDur, o.latWarm, c.emit)
+			if err != nil {
+				return err
+			}
+			lr.Label = c.label
+			logf("latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d)", lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd)
+			rep.latency = append(rep.latency, lr)
 		}
-		logf("latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d)", lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd)
-		rep.latency = &lr
 	}
 	logf("memory: %d objects per class with %d days of history", o.matureObjs, o.matureDays)
 	if rep.mature, err = memoryMature(ctx, e, o.matureObjs, o.matureDays, o.sample); err != nil {
@@ -274,3 +279,23 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+type latencyCase struct {
+	label string
+	rate  float64
+	emit  time.Duration
+}
+
+// latencyCases are the latency runs: half the measured throughput with
+// EmitInterval 0 (every batch publishes every changed object's estimate)
+// and with the default 10m (in a short run: each object's first
+// observation), and an eighth of it with EmitInterval 0.
+func latencyCases(half float64) []latencyCase {
+	return []latencyCase{
+		{"half load, EmitInterval 0", half, 0},
+		{"half load, EmitInterval 10m (default)", half, 10 * time.Minute},
+		{"1/8 load, EmitInterval 0", half / 4, 0},
+	}
+}
+
+func latName(k int) string { return "lat" + strconv.Itoa(k+1) }

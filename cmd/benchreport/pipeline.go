@@ -42,6 +42,8 @@ type runResult struct {
 	// CPU seconds used during the run by this process (aggregator and
 	// the in-process broker) and by redis-server.
 	ProcCPU, RedisCPU float64
+	// Run-queue wait of this process's and redis-server's threads.
+	ProcWait, RedisWait float64
 }
 
 // cpuPerObs returns CPU microseconds per committed observation: process,
@@ -115,6 +117,7 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 	end := time.Now()
 	cpu1 := e.cpu(ctx)
 	res.ProcCPU, res.RedisCPU = cpu1.proc-cpu0.proc, cpu1.redis-cpu0.redis
+	res.ProcWait, res.RedisWait = cpu1.procWait-cpu0.procWait, cpu1.redisWait-cpu0.redisWait
 	cancel()
 	<-done
 	res.Committed = proc.Committed()
@@ -273,6 +276,7 @@ loop:
 	n := committed.Load()
 	cpu1 := e.cpu(ctx)
 	res.ProcCPU, res.RedisCPU = cpu1.proc-cpu0.proc, cpu1.redis-cpu0.redis
+	res.ProcWait, res.RedisWait = cpu1.procWait-cpu0.procWait, cpu1.redisWait-cpu0.redisWait
 	cancel()
 	<-done
 	errMu.Lock()

@@ -77,24 +77,47 @@ func (r *report) write(w io.Writer) error {
 		p("| naive cached (1 round trip) | %s | %.0f | **%.1f×** |\n", fmtRates(rates(r.naiveCache)), nc, medianRatio(r.pipeline, r.naiveCache))
 	}
 	p("\n")
+	p("### CPU time per observation\n\n")
+	p("On a machine shared with other jobs the wall-clock rates above depend on how much CPU the scheduler grants each\n")
+	p("process; CPU time per observation does not (much). It is measured with getrusage for this process (the aggregator\n")
+	p("path **and the in-process kfake broker**) and `INFO cpu` for redis-server, over each run. *Run-queue wait* is the time\n")
+	p("the threads were runnable but waiting for a CPU (`/proc/<pid>/task/*/schedstat`): the contention the run suffered.\n\n")
+	p("| design | process µs/obs | redis µs/obs | **total µs/obs** | naive ÷ pipeline (total CPU) | obs/s per CPU-second | run-queue wait per run, process / redis |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|\n")
+	pt := cpuMedian(r.pipeline)
+	for _, d := range []struct {
+		name string
+		rs   []runResult
+	}{{"pipeline", r.pipeline}, {"naive GET + Lua", r.naive}, {"naive cached (1 round trip)", r.naiveCache}} {
+		if len(d.rs) == 0 {
+			continue
+		}
+		c := cpuMedian(d.rs)
+		p("| %s | %.1f | %.1f | **%.1f** | %.1f× | %.0f | %s |\n", d.name, c[0], c[1], c[2], c[2]/pt[2], 1e6/c[2], waits(d.rs))
+	}
+	p("\nWith %d dedicated cores and CPU as the only limit, the pipeline's CPU cost corresponds to about **%.0f obs/s**\n", r.machine.CPUs, float64(r.machine.CPUs)*1e6/pt[2])
+	p("(%d cores ÷ %.1f µs); this is a projection from the measured CPU cost, not a measurement.\n\n", r.machine.CPUs, pt[2])
 	p("| pipeline run | committed | from first claim | incl. group join | estimates published | output records | cache misses (store reads) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.pipeline {
 		p("| %s | %d | %s | %s | %.0f | %.0f | %.0f |\n", x.Name, x.Committed, x.Elapsed.Round(time.Millisecond), x.Total.Round(time.Millisecond), x.Estimates, x.Outputs, x.CacheMisses)
 	}
 	p("\n")
 
-	if l := r.latency; l != nil {
+	if len(r.latency) > 0 {
 		p("## Latency from produce to estimate\n\n")
-		p("Observations produced at %.0f obs/s (half the median pipeline throughput; achieved %.0f obs/s) for %s, each with\n", l.Rate, l.Achieved, l.Duration)
-		p("event time = its produce wall time, over %d objects; EmitInterval %s, so every batch publishes the estimates of every\n", o.objects, l.EmitInterval)
-		p("object it changed. A franz-go consumer reads the estimates topic; latency = receive time − `as_of` (the time of the\n")
-		p("object's latest observation = its produce time, in ms) and Kafka record timestamp (set when the sink produced it) − `as_of`.\n")
-		p("Samples of the first %s are dropped.\n\n", o.latWarm)
-		p("| | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n")
-		p("| produce → consumer receives the estimate (ms) | %.1f | %.1f | %.1f | %.1f |\n", l.Recv[0], l.Recv[1], l.Recv[2], l.Recv[3])
-		p("| produce → estimate written to Kafka (ms) | %.1f | %.1f | %.1f | %.1f |\n\n", l.Stamp[0], l.Stamp[1], l.Stamp[2], l.Stamp[3])
-		p("%d estimates measured (%d received in all); %d observations produced, %d committed; backlog when production stopped: %d.\n\n",
-			l.Samples, l.EstimatesTotal, l.Produced, l.Committed, l.BacklogAtEnd)
+		p("Observations of the same kind of workload over %d objects are produced at a fixed rate for %s, each with event\n", o.objects, o.latDur)
+		p("time = its produce wall time, through the same pipeline (fresh Redis, new consumer group). A franz-go consumer reads\n")
+		p("the estimates topic; latency = receive time − `as_of` (the time of the object's latest observation = its produce\n")
+		p("time, ms resolution), and Kafka record timestamp (set when the sink produced the estimate) − `as_of`. Samples of the\n")
+		p("first %s are dropped. *Backlog* is what was produced but not yet committed when production stopped: a run whose\n", o.latWarm)
+		p("backlog is large did not keep up, and its latency is queueing.\n\n")
+		p("| run | target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | record-timestamp p50 / p99 ms | backlog at end |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, l := range r.latency {
+			p("| %s | %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %.1f / %.1f | %d |\n", l.Label, l.Rate, l.Achieved, l.Samples,
+				l.Recv[0], l.Recv[1], l.Recv[2], l.Recv[3], l.Stamp[0], l.Stamp[2], l.BacklogAtEnd)
+		}
+		p("\n")
 	}
 
 	p("## Bytes per object in Redis\n\n")
@@ -149,4 +172,23 @@ func medianRatio(a, b []runResult) float64 {
 		rs = append(rs, a[i].rate()/b[i].rate())
 	}
 	return median(rs)
+}
+
+// cpuMedian returns the medians of the per-run CPU costs per observation:
+// process, redis, total.
+func cpuMedian(rs []runResult) [3]float64 {
+	var a, b, c []float64
+	for _, r := range rs {
+		x, y, z := r.cpuPerObs()
+		a, b, c = append(a, x), append(b, y), append(c, z)
+	}
+	return [3]float64{median(a), median(b), median(c)}
+}
+
+func waits(rs []runResult) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprintf("%.1f s / %.1f s of %.1f s", r.ProcWait, r.RedisWait, r.Total.Seconds())
+	}
+	return strings.Join(s, "; ")
 }
