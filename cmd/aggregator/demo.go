@@ -49,6 +49,7 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	}
 	defer os.RemoveAll(dir)
 	sc := sample.Default()
+	sc.PerClass, sc.Duration = cfg.DemoPages, time.Duration(cfg.DemoDays)*24*time.Hour
 	crawlLog, squidLog := filepath.Join(dir, "crawl.log"), filepath.Join(dir, "access.log")
 	if err := writeFile(crawlLog, sc.WriteCrawlLog); err != nil {
 		return err

@@ -105,7 +105,9 @@ type config struct {
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
 
-	DemoExit bool `envconfig:"DEMO_EXIT" desc:"demo: exit after printing the estimates instead of serving HTTP until interrupted"`
+	DemoPages int  `envconfig:"DEMO_PAGES" default:"5" desc:"demo: generated pages per change class (crawled and proxied each)"`
+	DemoDays  int  `envconfig:"DEMO_DAYS" default:"30" desc:"demo: days of generated traffic"`
+	DemoExit  bool `envconfig:"DEMO_EXIT" desc:"demo: exit after printing the estimates instead of serving HTTP until interrupted"`
 }
 
 func (c *config) validate() error {
@@ -128,6 +130,9 @@ func (c *config) validate() error {
 	}
 	if c.Emit == aggregate.EmitFinal && c.In == "" {
 		return fmt.Errorf("config: %s_EMIT=final needs a finite input: set %s_IN (--in)", envPrefix, envPrefix)
+	}
+	if c.DemoPages < 1 || c.DemoDays < 1 {
+		return fmt.Errorf("config: %s_DEMO_PAGES and %s_DEMO_DAYS must be at least 1", envPrefix, envPrefix)
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("config: %s_PARTITIONS must be at least 1, got %d", envPrefix, c.Partitions)

@@ -80,14 +80,24 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	// Flags win: they replace the environment's value before envconfig
-	// decodes, so a bad flag value is reported like a bad variable.
+	// Flags win: they replace the environment's value while envconfig
+	// decodes (envconfig reads only the process environment), so a bad
+	// flag value is reported like a bad variable; the environment is
+	// restored afterwards.
 	envs := make([]string, 0, len(set))
 	for env := range set {
 		envs = append(envs, env)
 	}
 	sort.Strings(envs)
 	for _, env := range envs {
+		old, had := os.LookupEnv(env)
+		defer func() {
+			if had {
+				os.Setenv(env, old)
+			} else {
+				os.Unsetenv(env)
+			}
+		}()
 		if err := os.Setenv(env, set[env]); err != nil {
 			return nil, fmt.Errorf("config: %s: %w", env, err)
 		}
