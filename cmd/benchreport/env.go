@@ -24,6 +24,7 @@ import (
 // env is the shared infrastructure of one benchreport process: one
 // redis-server child process and one in-process kfake broker.
 type env struct {
+	linger  time.Duration // KafkaConfig.Linger of the sinks
 	redis   *redistest.Server
 	rc      *redis.Client
 	kafka   *kfake.Cluster
@@ -71,7 +72,8 @@ func (e *env) close() {
 
 func (e *env) kafkaConfig(group string) stream.KafkaConfig {
 	return stream.KafkaConfig{Brokers: e.brokers, GroupID: group, ClientID: "benchreport",
-		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second, JoinGroupBackoff: 200 * time.Millisecond}
+		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second, JoinGroupBackoff: 200 * time.Millisecond,
+		Linger: e.linger}
 }
 
 func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {

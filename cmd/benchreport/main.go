@@ -31,6 +31,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -62,6 +63,8 @@ type options struct {
 	cpuprofile   string
 	trace        string
 	batch        int
+	linger       time.Duration
+	timeout      time.Duration
 	skipLatency  bool
 	skipNaive    bool
 }
@@ -83,12 +86,21 @@ func main() {
 	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the pipeline runs to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
+	fs.DurationVar(&o.linger, "linger", 0, "KafkaConfig.Linger of the output sink (0: the default, direct produce)")
+	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up (exit 2, with a goroutine dump) after this long")
 	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
 	fs.BoolVar(&o.skipLatency, "skip-latency", false, "skip the latency run")
 	fs.BoolVar(&o.skipNaive, "skip-naive", false, "skip the naive runs")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Watchdog: make bench must end even if a component hangs.
+	watchdog := time.AfterFunc(o.timeout, func() {
+		dumpGoroutines("benchreport-timeout.txt")
+		fmt.Fprintf(os.Stderr, "benchreport: not done after %s; goroutines in %s\n", o.timeout, os.TempDir()+"/benchreport-timeout.txt")
+		os.Exit(2)
+	})
+	defer watchdog.Stop()
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
@@ -132,6 +144,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer e.close()
+	e.linger = o.linger
 
 	logf("generating %d observations over %d objects", o.observations, o.objects)
 	wcfg := workloadConfig{Seed: 1, Objects: o.objects, Observations: o.observations,
@@ -186,6 +199,11 @@ func run(ctx context.Context, o options) error {
 		pr, err := runPipeline(ctx, e, name, want, mutate, 5*time.Minute)
 		if i == 0 && o.trace != "" {
 			trace.Stop()
+		}
+		if errors.Is(err, errStalled) {
+			logf("%v", err)
+			rep.notes = append(rep.notes, fmt.Sprintf("**Pipeline run %s stalled** and is left out: %v.", name, err))
+			continue
 		}
 		if err != nil {
 			return err

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +26,22 @@ import (
 // TTL, no expiry subscription.
 func storeConfig(format string) state.RedisConfig {
 	return state.RedisConfig{KeyPrefix: "cr:", KeyFormat: format, IdleTTL: 720 * time.Hour, ExpiryEvents: state.ExpiryEventsOff}
+}
+
+// errStalled marks a run that made no progress for stallAfter.
+var errStalled = errors.New("stalled")
+
+const stallAfter = 30 * time.Second
+
+// dumpGoroutines writes every goroutine's stack to file (in the temporary
+// directory), for diagnosing a stall.
+func dumpGoroutines(file string) {
+	f, err := os.Create(filepath.Join(os.TempDir(), file))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
 }
 
 // runResult is one measured run.
@@ -105,6 +124,7 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	limit := time.After(deadline)
+	last, lastMove := int64(-1), time.Now()
 	for proc.Committed() < want {
 		select {
 		case err := <-done:
@@ -112,6 +132,13 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 		case <-limit:
 			return res, fmt.Errorf("pipeline %s: only %d of %d committed after %s", name, proc.Committed(), want, deadline)
 		case <-tick.C:
+		}
+		if n := proc.Committed(); n != last {
+			last, lastMove = n, time.Now()
+		} else if time.Since(lastMove) > stallAfter {
+			dumpGoroutines("benchreport-stall-" + name + ".txt")
+			return res, fmt.Errorf("%w: pipeline %s: %d of %d committed, no progress for %s (goroutines in %s)",
+				errStalled, name, n, want, stallAfter, filepath.Join(os.TempDir(), "benchreport-stall-"+name+".txt"))
 		}
 	}
 	end := time.Now()
