@@ -136,3 +136,21 @@ func BenchmarkDecodeObservationJSON(b *testing.B) {
 		}
 	}
 }
+
+// FuzzPlainASCII checks the 8-bytes-at-a-time scan against a byte loop.
+func FuzzPlainASCII(f *testing.F) {
+	for _, s := range []string{"", "abc", "0123456789abcdef", "abcdefg\\", "abcdefgh\x1f", "\x7fabcdefgh", "abcdefghé", " !#$%&'()*+,-./[]^_`{|}~"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		want := true
+		for _, c := range s {
+			if c < 0x20 || c >= 0x80 || c == '\\' {
+				want = false
+			}
+		}
+		if got := plainASCII(s); got != want {
+			t.Fatalf("plainASCII(%q) = %v, want %v", s, got, want)
+		}
+	})
+}

@@ -16,6 +16,7 @@ package records
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -401,7 +402,10 @@ func decodeFast(b []byte, o *Observation) bool {
 	var spans [3][2]int
 	for {
 		d.ws()
-		key, ok := d.str()
+		// A key is compared with the known names only, so it needs no
+		// validation: one with an escape or a control character matches
+		// none of them.
+		key, ok := d.rawStr()
 		if !ok {
 			return false
 		}
@@ -543,9 +547,8 @@ func (d *fastDecoder) literal(s string) bool {
 	return false
 }
 
-// str returns the contents of a string without escapes or control
-// characters and with valid UTF-8.
-func (d *fastDecoder) str() ([]byte, bool) {
+// rawStr returns the bytes up to the next quote, unvalidated.
+func (d *fastDecoder) rawStr() ([]byte, bool) {
 	if !d.byte('"') {
 		return nil, false
 	}
@@ -554,20 +557,52 @@ func (d *fastDecoder) str() ([]byte, bool) {
 		return nil, false
 	}
 	s := d.b[d.i : d.i+n]
-	ascii := true
-	for _, c := range s {
-		if c == '\\' || c < 0x20 {
-			return nil, false
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(s) {
-		return nil, false
-	}
 	d.i += n + 1
 	return s, true
+}
+
+// str returns the contents of a string without escapes or control
+// characters and with valid UTF-8.
+func (d *fastDecoder) str() ([]byte, bool) {
+	s, ok := d.rawStr()
+	if !ok || !plainASCII(s) && !plainUTF8(s) {
+		return nil, false
+	}
+	return s, true
+}
+
+// plainASCII reports whether s has only printable ASCII other than '\\'
+// (and '"', which ends a string), checking 8 bytes at a time.
+func plainASCII(s []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(s) >= 8 {
+		x := binary.LittleEndian.Uint64(s)
+		y := x ^ (ones * '\\')
+		// A high bit in any term flags a byte >= 0x80, < 0x20 or == '\\'
+		// (the subtraction tricks can flag more bytes only when one of
+		// them is such a byte; plainUTF8 then decides).
+		if (x|(x-ones*0x20)&^x|(y-ones)&^y)&highs != 0 {
+			return false
+		}
+		s = s[8:]
+	}
+	for _, c := range s {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainUTF8 reports whether s has no control characters or backslashes
+// and is valid UTF-8.
+func plainUTF8(s []byte) bool {
+	for _, c := range s {
+		if c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(s)
 }
 
 // intern returns s as a string, without allocating for the usual kinds,
@@ -676,8 +711,22 @@ func (d *fastDecoder) intValue() (int64, bool) {
 	if !ok || !integer {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(string(lit), 10, 64)
-	return v, err == nil
+	digits, neg := lit, false
+	if digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	if len(digits) > 18 { // may overflow: let strconv decide
+		v, err := strconv.ParseInt(string(lit), 10, 64)
+		return v, err == nil
+	}
+	var v int64
+	for _, c := range digits {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func (d *fastDecoder) floatValue() (float64, bool) {
