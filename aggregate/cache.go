@@ -1,23 +1,23 @@
 package aggregate
 
 // cache keeps the latest states of the Objects a partition handler owns, so
-// that a store read happens only on a miss. It is used by one goroutine. It
-// holds copies: put copies the object, get returns a pointer to the cached
-// copy, valid until the next put or clear. Each entry records the batch
-// (seq) that wrote it, which may not be committed yet. When full, it evicts
-// the least recently used object (a doubly linked list over map entries)
-// and returns a copy of it, so that the caller can keep an uncommitted
-// state until its batch is committed.
+// that a store read happens only on a miss. It is used by one goroutine.
+// Callers work on the cached objects in place through the entries that
+// entry and add return; each entry records the batch (seq) that last
+// changed it, which may not be committed yet. The cache may exceed its
+// limit until trim evicts the least recently used entries (a doubly linked
+// list over map entries), handing each to the caller before its memory is
+// reused by a later add.
 type cache struct {
 	limit      int // 0: unbounded
 	m          map[string]*entry
 	head, tail *entry // head: most recently used
-	spare      entry  // the last evicted entry, returned by put
+	free       []*entry
 }
 
 type entry struct {
 	name       string
-	seq        uint64 // the batch that wrote obj
+	seq        uint64 // the batch that last changed obj
 	obj        Object
 	prev, next *entry
 }
@@ -26,44 +26,58 @@ func newCache(limit int) *cache { return &cache{limit: limit, m: map[string]*ent
 
 func (c *cache) len() int { return len(c.m) }
 
+// get returns name's cached object, marking it recently used.
 func (c *cache) get(name string) (*Object, bool) {
+	e, ok := c.entry(name)
+	if !ok {
+		return nil, false
+	}
+	return &e.obj, true
+}
+
+// entry returns name's entry, marking it recently used.
+func (c *cache) entry(name string) (*entry, bool) {
 	e, ok := c.m[name]
 	if !ok {
 		return nil, false
 	}
 	c.moveFront(e)
-	return &e.obj, true
+	return e, true
 }
 
-// put stores a copy of o as name's state, written by batch seq. If that
-// evicts another object, it returns a copy of its entry, valid until the
-// next put; else nil.
-func (c *cache) put(name string, o *Object, seq uint64) (evicted *entry) {
-	if e, ok := c.m[name]; ok {
-		e.obj, e.seq = *o, seq
-		c.moveFront(e)
-		return nil
-	}
+// add inserts an entry for name (which must not be cached) with a zero
+// object and seq, as the most recently used. It does not evict.
+func (c *cache) add(name string) *entry {
 	var e *entry
-	if c.limit > 0 && len(c.m) >= c.limit {
-		// Reuse the least recently used entry.
-		e = c.tail
-		c.unlink(e)
-		delete(c.m, e.name)
-		c.spare.name, c.spare.seq, c.spare.obj = e.name, e.seq, e.obj
-		evicted = &c.spare
+	if n := len(c.free); n > 0 {
+		e = c.free[n-1]
+		c.free = c.free[:n-1]
+		e.obj, e.seq = Object{}, 0
 	} else {
 		e = &entry{}
 	}
-	e.name, e.seq, e.obj = name, seq, *o
+	e.name = name
 	c.m[name] = e
 	c.pushFront(e)
-	return evicted
+	return e
+}
+
+// trim evicts least recently used entries until the limit holds, calling
+// evicted for each before its entry is reused.
+func (c *cache) trim(evicted func(e *entry)) {
+	for c.limit > 0 && len(c.m) > c.limit {
+		e := c.tail
+		c.unlink(e)
+		delete(c.m, e.name)
+		evicted(e)
+		e.name = ""
+		c.free = append(c.free, e)
+	}
 }
 
 func (c *cache) clear() {
 	c.m = map[string]*entry{}
-	c.head, c.tail = nil, nil
+	c.head, c.tail, c.free = nil, nil, nil
 }
 
 func (c *cache) names() []string {

@@ -321,14 +321,14 @@ func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, 
 		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part)}
 }
 
-// pending is one object's working copy during a batch.
+// pending is one object of a batch: its cache entry, worked on in place.
 type pending struct {
 	name    string
-	obj     Object
-	visits  bool // the batch applied visits
-	access  bool // the batch applied accesses
-	due     bool // the estimate is due for publication
-	changed bool // state to write
+	e       *entry // valid during prepare only
+	visits  bool   // the batch applied visits
+	access  bool   // the batch applied accesses
+	due     bool   // the estimate is due for publication
+	changed bool   // state to write
 }
 
 // batchWork is one prepared batch: its objects' new states, the outputs
@@ -383,40 +383,35 @@ type flight struct {
 	err     error         // set before done is closed
 }
 
-// lookup finds the latest state of name in the cache (or among the
-// evicted uncommitted states). ok is false if the store must be read.
-func (w *worker) lookup(name string, dst *Object) bool {
-	if cached, ok := w.cache.get(name); ok {
-		*dst = *cached
-		return true
+// lookup returns the cache entry holding the latest state of name,
+// bringing an evicted uncommitted state back into the cache. ok is false if
+// the store must be read.
+func (w *worker) lookup(name string) (*entry, bool) {
+	if e, ok := w.cache.entry(name); ok {
+		return e, true
 	}
 	if len(w.evicted) > 0 {
-		if e, ok := w.evicted[name]; ok {
-			*dst = e.obj
-			return true
+		if ev, ok := w.evicted[name]; ok {
+			delete(w.evicted, name)
+			e := w.cache.add(name)
+			e.seq, e.obj = ev.seq, ev.obj
+			return e, true
 		}
 	}
-	return false
+	return nil, false
 }
 
-// remember puts the batch's new states into the cache, keeping evicted
-// uncommitted ones.
-func (w *worker) remember(b *batchWork) {
-	for j := range b.objs {
-		pd := &b.objs[j]
-		if !pd.changed {
-			continue
-		}
-		if ev := w.cache.put(pd.name, &pd.obj, b.seq); ev != nil && ev.seq > w.committed {
+// trimCache applies the cache limit after a batch, keeping evicted
+// uncommitted states until their batch is committed.
+func (w *worker) trimCache() {
+	w.cache.trim(func(e *entry) {
+		if e.seq > w.committed {
 			if w.evicted == nil {
 				w.evicted = map[string]evictedState{}
 			}
-			w.evicted[ev.name] = evictedState{seq: ev.seq, obj: ev.obj}
+			w.evicted[e.name] = evictedState{seq: e.seq, obj: e.obj}
 		}
-		if len(w.evicted) > 0 {
-			delete(w.evicted, pd.name)
-		}
-	}
+	})
 }
 
 // prepare decodes msgs (one partition, offset order), applies them and
@@ -456,7 +451,8 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	var hits int
 	for j := range b.objs {
 		pd := &b.objs[j]
-		if w.lookup(pd.name, &pd.obj) {
+		if e, ok := w.lookup(pd.name); ok {
+			pd.e = e
 			hits++
 			continue
 		}
@@ -476,17 +472,18 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			return nil, fmt.Errorf("aggregate: load %d objects of %s/%d: %w", len(b.misses), w.part.Topic, w.part.ID, err)
 		}
 		for k, v := range vals {
+			pd := &b.objs[b.missIdx[k]]
+			pd.e = w.cache.add(pd.name)
 			if v == nil {
 				continue
 			}
-			pd := &b.objs[b.missIdx[k]]
-			if err := pd.obj.DecodeBinary(v); err != nil {
+			if err := pd.e.obj.DecodeBinary(v); err != nil {
 				// A stored value we cannot read is a bug or an incompatible
 				// deployment; say so loudly and start the object afresh
 				// rather than halting the partition forever.
 				p.metrics.corrupt.Inc()
 				w.log.Error("corrupt object state; starting it afresh", "object", pd.name, "err", err)
-				pd.obj = Object{}
+				pd.e.obj = Object{}
 			}
 		}
 	}
@@ -496,7 +493,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	for i := range b.obs {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
-		oc := pd.obj.Apply(&b.obs[i], &p.cfg.Model, &w.effs)
+		oc := pd.e.obj.Apply(&b.obs[i], &p.cfg.Model, &w.effs)
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++
 		} else {
@@ -524,7 +521,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			b.out = append(b.out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateAccess, sh)))
 		}
 		for _, per := range w.effs.Periods {
-			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
+			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
 	}
 	for oc, n := range outcomes {
@@ -545,11 +542,12 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		if !pd.changed {
 			continue
 		}
+		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out = w.appendEstimates(b.out, pd.name, &pd.obj, pd.visits, pd.access)
+			b.out = w.appendEstimates(b.out, pd.name, &pd.e.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
-		b.enc = pd.obj.AppendBinary(b.enc)
+		b.enc = pd.e.obj.AppendBinary(b.enc)
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
 		b.writes = append(b.writes, state.Write{Object: pd.name})
 		b.ends = append(b.ends, len(b.enc))
@@ -559,8 +557,11 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		b.writes[k].Value = b.enc[start:end:end]
 		start = end
 	}
+	for j := range b.objs {
+		b.objs[j].e = nil
+	}
+	w.trimCache()
 	w.from = b.to
-	w.remember(b)
 	return b, nil
 }
 
