@@ -160,7 +160,7 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 	res.Achieved = float64(produced) / end.Sub(start).Seconds()
 	res.BacklogAtEnd = produced - proc.Committed()
 	// Let the pipeline finish what was produced, then the consumer.
-	for deadline := time.Now().Add(60 * time.Second); proc.Committed() < produced && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(20 * time.Second); proc.Committed() < produced && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	res.Committed = proc.Committed()
