@@ -111,7 +111,11 @@ func (r *report) write(w io.Writer) error {
 		p("the estimates topic; latency = receive time − `as_of` (the time of the object's latest observation = its produce\n")
 		p("time, ms resolution), and Kafka record timestamp (set when the sink produced the estimate) − `as_of`. Samples of the\n")
 		p("first %s are dropped. *Backlog* is what was produced but not yet committed when production stopped: a run whose\n", o.latWarm)
-		p("backlog is large did not keep up, and its latency is queueing.\n\n")
+		p("backlog is large did not keep up, and its latency is queueing. The producer and the consumer run in the measured\n")
+		p("process, on the same cores. With EmitInterval 10m only an object's first observation in the run publishes an\n")
+		p("estimate; with EmitInterval 0 every batch publishes the estimates of every object it changed (each costs the\n")
+		p("estimators' Estimate, see `BenchmarkChangeEstimate` below), which is why half the throughput measured with the\n")
+		p("default interval cannot be sustained with interval 0.\n\n")
 		p("| run | target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | record-timestamp p50 / p99 ms | backlog at end |\n")
 		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.latency {
