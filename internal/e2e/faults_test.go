@@ -61,7 +61,7 @@ type fixture struct {
 	aggBin string
 	kc     *kafkatest.Cluster
 	w      *workload
-	place  map[int32][]int // per partition, workload indices in offset order
+	place  map[int32][]placed // per partition, in offset order
 	hw     map[int32]int64
 	total  int64
 	seed   uint64
@@ -70,9 +70,16 @@ type fixture struct {
 	refEst map[string]string // the clean run's latest estimate per key
 }
 
-// produceTracked produces the workload into topic (keyed by object) and
-// returns where each observation went.
-func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *workload, extra func(i int) []*kgo.Record) map[int32][]int {
+// placed is where one observation of a workload went.
+type placed struct {
+	off int64 // offset in its partition
+	idx int   // index in the workload
+}
+
+// produceTracked produces the workload into topic (keyed by object), with
+// the records extra(i) before observation i (nil: none), and returns where
+// each observation went.
+func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *workload, extra func(i int) []*kgo.Record) map[int32][]placed {
 	t.Helper()
 	cl := kc.Client(t, kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50000))
 	type rec struct {
@@ -119,45 +126,36 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 		}
 	}
 	flush()
-	type po struct {
-		off int64
-		idx int
-	}
-	byPart := map[int32][]po{}
+	place := map[int32][]placed{}
 	for _, r := range all {
 		if r.idx >= 0 {
-			byPart[r.r.Partition] = append(byPart[r.r.Partition], po{r.r.Offset, r.idx})
+			place[r.r.Partition] = append(place[r.r.Partition], placed{r.r.Offset, r.idx})
 		}
 	}
-	place := map[int32][]int{}
-	for p, l := range byPart {
+	for _, l := range place {
 		sort.Slice(l, func(i, j int) bool { return l[i].off < l[j].off })
-		for k, x := range l {
-			if extra == nil && x.off != l[0].off+int64(k) {
-				t.Fatalf("partition %d: observation %d at offset %d", p, k, x.off)
-			}
-			place[p] = append(place[p], x.idx)
-		}
 	}
 	return place
 }
 
-// oracle returns the state that applying, per partition p, the first
-// next[p] observations of the topic gives: the objects' encoded values
+// oracle returns the state that applying, per partition p, the
+// observations at offsets below next[p] gives: the objects' encoded values
 // (aggregate.Object.AppendBinary after Apply of each observation in offset
-// order, with the aggregator's default model) and each partition's meta.
-// The workload's observations must occupy consecutive offsets from 0.
-func oracle(w *workload, topic string, place map[int32][]int, next map[int32]int64) dump {
+// order, with the tests' model) and each partition's meta.
+func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]int64) dump {
 	m := aggregate.DefaultModel()
+	m.EmitInterval, m.ReportPeriod = emitInterval, reportPeriod
 	var eff aggregate.Effects
 	d := dump{}
 	for p, n := range next {
-		tag := fmt.Sprintf("{cr:%s:%d}", topic, p)
-		d[tag+":meta"] = "hash:next=" + strconv.FormatInt(n, 10)
+		d[metaKey(topic, p)] = "hash:next=" + strconv.FormatInt(n, 10) + ",owner=" + metaOwner(topic, p)
 		objs := map[string]*aggregate.Object{}
 		touched := map[string]bool{}
-		for _, i := range place[p][:n] {
-			o := &w.Obs[i]
+		for _, x := range place[p] {
+			if x.off >= n {
+				break
+			}
+			o := &w.Obs[x.idx]
 			ob := objs[o.Object]
 			if ob == nil {
 				ob = &aggregate.Object{}
@@ -170,7 +168,7 @@ func oracle(w *workload, topic string, place map[int32][]int, next map[int32]int
 		}
 		for name, ob := range objs {
 			if touched[name] {
-				d[tag+":o:"+name] = string(ob.AppendBinary(nil))
+				d[objectKey(topic, p, name)] = string(ob.AppendBinary(nil))
 			}
 		}
 	}
@@ -182,7 +180,7 @@ func metaNext(t *testing.T, d dump, topic string, partitions int32) map[int32]in
 	t.Helper()
 	out := map[int32]int64{}
 	for p := int32(0); p < partitions; p++ {
-		v, ok := d[fmt.Sprintf("{cr:%s:%d}:meta", topic, p)]
+		v, ok := d[metaKey(topic, p)]
 		if !ok {
 			continue
 		}
@@ -207,9 +205,9 @@ func (f *fixture) checkConsistent(t *testing.T, what string, d dump) map[int32]i
 	want := oracle(f.w, obsTopic, f.place, next)
 	for p := int32(0); p < obsPartitions; p++ {
 		// A partition claimed (epoch stored) before its first commit.
-		k := fmt.Sprintf("{cr:%s:%d}:meta", obsTopic, p)
-		if _, ok := next[p]; !ok && d[k] == "hash:" {
-			want[k] = "hash:"
+		k, claimed := metaKey(obsTopic, p), "hash:owner="+metaOwner(obsTopic, p)
+		if _, ok := next[p]; !ok && d[k] == claimed {
+			want[k] = claimed
 		}
 	}
 	compareDumps(t, what+" (oracle at the stored offsets)", want, d)
@@ -229,7 +227,7 @@ func newFixture(t *testing.T) *fixture {
 	f.hw = highWatermarks(t, f.kc, obsTopic)
 	for p, e := range f.hw {
 		f.total += e
-		if int(e) != len(f.place[p]) {
+		if l := f.place[p]; int(e) != len(l) || (e > 0 && (l[0].off != 0 || l[len(l)-1].off != e-1)) {
 			t.Fatalf("partition %d: high watermark %d, produced %d", p, e, len(f.place[p]))
 		}
 	}
@@ -241,6 +239,7 @@ func newFixture(t *testing.T) *fixture {
 // keeps its state and estimates as the reference.
 func (f *fixture) cleanRun(t *testing.T) {
 	rds := redistest.Start(t)
+	checkLayout(t, rds.Client, obsTopic)
 	outputTopics(t, f.kc, "-ref")
 	t0 := time.Now()
 	a := startAgg(t, f.aggBin, "clean", aggEnv(f.kc.Addr(), rds.Addr, "clean", "-ref"))
@@ -262,12 +261,40 @@ func (f *fixture) cleanRun(t *testing.T) {
 	f.refEst = readLatest(t, f.kc, "estimates-ref")
 }
 
-// readLatest reads a topic and returns the last value per key.
+// readLatest reads a topic to its high watermarks and returns the last
+// value per key (kafkatest.ReadAll allows only 30 s, too little for the
+// full-size workload's outputs under -race).
 func readLatest(t *testing.T, kc *kafkatest.Cluster, topic string) map[string]string {
 	t.Helper()
+	bounds := kc.Offsets(t, topic)
+	parts := map[int32]kgo.Offset{}
+	want := int64(0)
+	for p, b := range bounds {
+		if b.End > b.Start {
+			parts[p] = kgo.NewOffset().At(b.Start)
+			want += b.End - b.Start
+		}
+	}
 	m := map[string]string{}
-	for _, r := range kc.ReadAll(t, topic) {
-		m[string(r.Key)] = string(r.Value)
+	if want == 0 {
+		return m
+	}
+	cl := kc.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var got int64
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: %d of %d records: %v", topic, got, want, ctx.Err())
+		}
+		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("read %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < bounds[r.Partition].End {
+				got++
+				m[string(r.Key)] = string(r.Value)
+			}
+		})
 	}
 	return m
 }
@@ -451,6 +478,7 @@ func (f *fixture) testPaused(t *testing.T) {
 	rds := redistest.Start(t)
 	outputTopics(t, f.kc, "-pause")
 	env := aggEnv(f.kc.Addr(), rds.Addr, "pause", "-pause", "CHANGERATE_BATCH_SIZE=200")
+	rng := rand.New(rand.NewPCG(f.seed, 3))
 	a := startAgg(t, f.aggBin, "pause-a", env)
 	b := startAgg(t, f.aggBin, "pause-b", env)
 	const committed = "changerate_aggregator_messages_committed_total"
@@ -468,10 +496,12 @@ func (f *fixture) testPaused(t *testing.T) {
 		epBefore := epochs(t, rds.Client, obsTopic, obsPartitions)
 		before := metricSum(a.metrics(committed), committed)
 		a.signal(syscall.SIGSTOP)
-		// Past the 3 s session timeout: b gets every partition in a newer
-		// generation and claims them (the stored epochs grow).
 		pausedAt := progressOf(rds.Client)
-		time.Sleep(5 * time.Second)
+		// Past the 3 s session timeout the group gives b every partition
+		// in a newer generation, and b claims them (the stored epochs
+		// grow); a, frozen, does not know.
+		b.waitOwned(obsPartitions, 2*time.Minute)
+		time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
 		epPaused := epochs(t, rds.Client, obsTopic, obsPartitions)
 		movedAt := progressOf(rds.Client)
 		a.signal(syscall.SIGCONT)
@@ -481,7 +511,7 @@ func (f *fixture) testPaused(t *testing.T) {
 		m := a.metrics("changerate_")
 		fencedA = metricSum(m, "changerate_aggregator_fenced_commits_total")
 		rejectedA = metricSum(m, "changerate_state_commit_rejected_total")
-		t.Logf("pause %d: a had committed %v; progress %d at SIGSTOP, %d at SIGCONT 5 s later (b went on); epochs %v → %v; a's refused commits: aggregator %v, state %v",
+		t.Logf("pause %d: a had committed %v; progress %d at SIGSTOP, %d at SIGCONT once b owned every partition; epochs %v → %v; a's refused commits: aggregator %v, state %v",
 			cycles, before, pausedAt, movedAt, epBefore, epPaused, fencedMetrics(m), rejectedA)
 		if movedAt <= pausedAt {
 			t.Errorf("pause %d: no progress while a was paused: its partitions did not move", cycles)
@@ -490,8 +520,8 @@ func (f *fixture) testPaused(t *testing.T) {
 	if fencedA == 0 {
 		t.Errorf("the paused member had no commit refused in %d pauses", cycles-1)
 	}
-	if rejectedA != fencedA {
-		t.Errorf("a: %v fenced commits in the aggregator, %v rejected by the store", fencedA, rejectedA)
+	if rejectedA < fencedA {
+		t.Errorf("a: %v fenced commits in the aggregator, only %v rejected by the store", fencedA, rejectedA)
 	}
 	f.finish(t, rds.Client, a, b)
 }
@@ -517,12 +547,22 @@ func (f *fixture) testKillRedis(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		target := int64((0.2 + 0.3*float64(i) + 0.3*rng.Float64()) * float64(f.total))
 		waitProgress(t, rds.Client, target, 5*time.Minute, a)
-		before, _ := redisNext(context.Background(), rds.Client, obsTopic, obsPartitions)
-		rds.Kill()
-		// Let the aggregator meet the dead server, then freeze it while
-		// Redis restarts, to read the state exactly as the AOF restored it.
-		time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
-		a.signal(syscall.SIGSTOP)
+		var before map[int32]int64
+		if i == 0 {
+			// Redis dies under the aggregator's writes; the aggregator
+			// meets the dead server, then is frozen while Redis restarts,
+			// to read the state exactly as the AOF restored it.
+			before, _ = redisNext(context.Background(), rds.Client, obsTopic, obsPartitions)
+			rds.Kill()
+			time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
+			a.signal(syscall.SIGSTOP)
+		} else {
+			// Frozen first, so that the offsets read are the last ones
+			// written before the crash.
+			a.signal(syscall.SIGSTOP)
+			before, _ = redisNext(context.Background(), rds.Client, obsTopic, obsPartitions)
+			rds.Kill()
+		}
 		cut := ""
 		if i == 1 {
 			// The second crash also loses the AOF's tail, as an OS crash
@@ -586,7 +626,7 @@ func (f *fixture) testCluster(t *testing.T) {
 	// The partitions' keys are spread over the masters.
 	nodes := map[string]int{}
 	for p := int32(0); p < obsPartitions; p++ {
-		n, err := cl.Client.MasterForKey(context.Background(), fmt.Sprintf("{cr:%s:%d}:meta", obsTopic, p))
+		n, err := cl.Client.MasterForKey(context.Background(), metaKey(obsTopic, p))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
 )
 
 // envFull makes the fault tests replay 1 million observations instead of
@@ -199,6 +201,14 @@ type aggProc struct {
 	waitErr error
 }
 
+// The publication interval and access reporting period of the tests'
+// aggregators (and of the oracle): longer than the defaults (10m, 1h), so
+// that the broker holds fewer output records.
+const (
+	emitInterval = 48 * time.Hour
+	reportPeriod = 24 * time.Hour
+)
+
 // aggEnv returns the environment of an aggregator of the tests: service
 // mode, no topic creation, short sessions, warnings only. extra
 // overrides.
@@ -211,6 +221,9 @@ func aggEnv(brokers, redisAddrs, group, suffix string, extra ...string) []string
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=3s",
 		"CHANGERATE_KAFKA_HEARTBEAT=300ms",
 		"CHANGERATE_LOG_LEVEL=warn",
+		"CHANGERATE_REDIS_KEY_FORMAT=compact",
+		"CHANGERATE_EMIT_INTERVAL=" + emitInterval.String(),
+		"CHANGERATE_REPORT_PERIOD=" + reportPeriod.String(),
 		"CHANGERATE_ESTIMATES_TOPIC=estimates" + suffix,
 		"CHANGERATE_ACCESS_REPORTS_TOPIC=access-reports" + suffix,
 		"CHANGERATE_ALERTS_TOPIC=alerts" + suffix,
@@ -341,7 +354,7 @@ func metricSum(m map[string]float64, name string) float64 {
 func redisNext(ctx context.Context, c redis.UniversalClient, topic string, partitions int32) (map[int32]int64, error) {
 	out := map[int32]int64{}
 	for p := int32(0); p < partitions; p++ {
-		v, err := c.HGet(ctx, fmt.Sprintf("{cr:%s:%d}:meta", topic, p), "next").Result()
+		v, err := c.HGet(ctx, metaKey(topic, p), "next").Result()
 		if err == redis.Nil {
 			continue
 		}
@@ -491,7 +504,7 @@ func epochs(t *testing.T, c redis.UniversalClient, topic string, partitions int3
 	t.Helper()
 	out := map[int32]int64{}
 	for p := int32(0); p < partitions; p++ {
-		v, err := c.HGet(context.Background(), fmt.Sprintf("{cr:%s:%d}:meta", topic, p), "epoch").Result()
+		v, err := c.HGet(context.Background(), metaKey(topic, p), "epoch").Result()
 		if err == redis.Nil {
 			continue
 		}
@@ -581,5 +594,57 @@ func (a *aggProc) waitOwned(n int, timeout time.Duration) {
 			a.t.Fatalf("%s does not own %d partitions (exited %v: %v)\n%s", a.name, n, a.exited(), a.waitErr, a.log.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The tests' aggregators use the compact key layout of package state (the
+// binary's default, pinned by aggEnv): metaKey and objectKey compute it
+// (copied from state.Redis so that pure code such as the oracle needs no
+// Redis client), and checkLayout checks the copy against the package.
+const keyPrefix = "cr:"
+
+const b64Tag = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+func keyTag(topic string, p int32) string {
+	h := sha256.Sum256([]byte(keyPrefix + topic))
+	tag := []byte{'{', b64Tag[h[0]&63]}
+	for id := uint32(p); ; {
+		tag = append(tag, b64Tag[id&63])
+		if id >>= 6; id == 0 {
+			break
+		}
+	}
+	return string(append(tag, '}'))
+}
+
+// metaKey is the key of a partition's hash of epoch, next offset, owner.
+func metaKey(topic string, p int32) string { return keyTag(topic, p) + ":meta" }
+
+// objectKey is the key of an object's value.
+func objectKey(topic string, p int32, object string) string {
+	tag := keyTag(topic, p)
+	h := sha256.Sum256([]byte(object))
+	return tag + string(h[:14-len(tag)])
+}
+
+// metaOwner is the meta hash's "owner" field of compact keys.
+func metaOwner(topic string, p int32) string { return keyPrefix + topic + ":" + strconv.Itoa(int(p)) }
+
+// checkLayout fails t if metaKey and objectKey differ from package state's.
+func checkLayout(t *testing.T, c redis.UniversalClient, topic string) {
+	t.Helper()
+	r, err := state.NewRedisFromClient(c, state.RedisConfig{KeyPrefix: keyPrefix, KeyFormat: state.KeyFormatCompact,
+		ExpiryEvents: state.ExpiryEventsOff}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int32{0, 1, 7, 63, 64, 1000} {
+		sp := state.Partition{Topic: topic, ID: p}
+		if got, want := metaKey(topic, p), r.MetaKey(sp); got != want {
+			t.Fatalf("test key layout out of date: meta key %q, package state %q", got, want)
+		}
+		if got, want := objectKey(topic, p, "http://x.example/a"), r.ObjectKey(sp, "http://x.example/a"); got != want {
+			t.Fatalf("test key layout out of date: object key %q, package state %q", got, want)
+		}
 	}
 }
