@@ -143,7 +143,7 @@ func (r *report) write(w io.Writer) error {
 		p("* %s\n", n)
 	}
 	p("* The output sink runs with `KafkaConfig.Linger` %s (%s).\n", r.opts.linger, sinkMode(r.opts.linger))
-	p("* Stalls: during development about one run in ten (with the code before and after this work, with either sink\n")
+	p("* Stalls: during development 2 of about 40 pipeline runs (one with the code before this work, one after; with either sink\n")
 	p("  mode) stopped making progress: all twelve partition handlers waiting in `Claim.Fetch`, their fetchers in\n")
 	p("  kafka-go's `Client.Fetch` → `Transport.RoundTrip` → `async.await` for a response that never came, kfake idle.\n")
 	p("  benchreport detects a run without progress for %s, leaves it out, says so here and writes the goroutines to\n", stallAfter)
