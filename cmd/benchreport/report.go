@@ -143,8 +143,9 @@ func (r *report) write(w io.Writer) error {
 		p("* %s\n", n)
 	}
 	p("* The output sink runs with `KafkaConfig.Linger` %s (%s).\n", r.opts.linger, sinkMode(r.opts.linger))
-	p("* Stalls: during development 2 of about 40 pipeline runs (one with the code before this work, one after; with either sink\n")
-	p("  mode) stopped making progress: all twelve partition handlers waiting in `Claim.Fetch`, their fetchers in\n")
+	p("* Stalls: during development 2 of about 40 pipeline runs stopped making progress (one with the code before this\n")
+	p("  work and kafka-go's Writer in the sink, one after it with direct produce): all twelve partition handlers waiting in\n")
+	p("  `Claim.Fetch`, their fetchers in\n")
 	p("  kafka-go's `Client.Fetch` → `Transport.RoundTrip` → `async.await` for a response that never came, kfake idle.\n")
 	p("  benchreport detects a run without progress for %s, leaves it out, says so here and writes the goroutines to\n", stallAfter)
 	p("  `$TMPDIR/benchreport-stall-<run>.txt`.\n")
