@@ -304,15 +304,17 @@ type latencyCase struct {
 	emit  time.Duration
 }
 
-// latencyCases are the latency runs: half the measured throughput with the
-// default EmitInterval 10m (in a short run: the estimate of each object's
-// first observation), an eighth of it with EmitInterval 0 (every batch
+// latencyCases are the latency runs: half and a quarter of the measured
+// throughput with the default EmitInterval 10m (in a short run: the
+// estimate of each object's first observation), an eighth of it with
+// EmitInterval 0 (every batch
 // publishes the estimates of every object it changed), and half with
 // EmitInterval 0, which does not keep up and so runs last (its backlog
 // would disturb the others).
 func latencyCases(half float64) []latencyCase {
 	return []latencyCase{
 		{"half load, EmitInterval 10m (default)", half, 10 * time.Minute},
+		{"1/4 load, EmitInterval 10m (default)", half / 2, 10 * time.Minute},
 		{"1/8 load, EmitInterval 0", half / 4, 0},
 		{"half load, EmitInterval 0", half, 0},
 	}
