@@ -117,7 +117,7 @@ func (r *report) write(w io.Writer) error {
 		p("estimate; with EmitInterval 0 every batch publishes the estimates of every object it changed (each costs the\n")
 		p("estimators' Estimate, see `BenchmarkChangeEstimate` below), which is why half the throughput measured with the\n")
 		p("default interval cannot be sustained with interval 0. The producer's own CPU (encoding and producing ~%.0f\n", r.latency[0].Rate)
-		p("observations/s) comes out of the same 2 cores, so \"half load\" is closer to saturation than in a deployment where\n")
+		p("observations/s) comes out of the same %d cores, so \"half load\" is closer to saturation than in a deployment where\n", r.machine.CPUs)
 		p("ingest runs elsewhere; a large backlog at the end shows it.\n\n")
 		p("| run | target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | record-timestamp p50 / p99 ms | backlog at end |\n")
 		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
