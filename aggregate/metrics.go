@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		estimates:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "estimates_out_total", Help: "Estimate records published, by kind."}, []string{"kind"}),
 		cache:        prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_lookups_total", Help: "Object cache lookups: hit or miss (a miss reads the store)."}, []string{"result"}),
 		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "retries_total", Help: "Retried output writes and state commits."}, []string{"op"}),
-		fenced:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fenced_commits_total", Help: "Commits refused by the store: epoch (partition lost) or offset (stale view)."}, []string{"reason"}),
+		fenced:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fenced_commits_total", Help: "Commits refused by the store: epoch (partition lost) or offset (stale view); takeover counts claims refused and then taken over (a restarted consumer group)."}, []string{"reason"}),
 		corrupt:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "corrupt_states_total", Help: "Stored object states that could not be decoded and were started afresh."}),
 		outputs:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "output_records_total", Help: "Output records written (estimates, reports, alerts, dead letters)."}),
 		committed:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "messages_committed_total", Help: "Input messages whose batch was committed to the store."}),

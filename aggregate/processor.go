@@ -53,6 +53,11 @@ type Config struct {
 	// RetryBackoff is the first wait before retrying a failed output write
 	// or state commit; it doubles up to 30s. Default 200ms.
 	RetryBackoff time.Duration
+	// TakeoverDelay is how long a handler whose Claim was refused (the
+	// stored epoch is above its generation) waits before it takes the
+	// partition over, unless its generation ends meanwhile. It must exceed
+	// the consumer group's heartbeat interval. Default 10s.
+	TakeoverDelay time.Duration
 	// DrainTimeout bounds how long an in-flight batch may take to write its
 	// outputs and commit after the handler's context is cancelled (SIGTERM,
 	// revocation); past it the batch is abandoned uncommitted and will be
@@ -73,6 +78,7 @@ func DefaultConfig() Config {
 		DeadLetterTopic:    stream.TopicDeadLetter,
 		RetryBackoff:       200 * time.Millisecond,
 		DrainTimeout:       10 * time.Second,
+		TakeoverDelay:      10 * time.Second,
 	}
 }
 
@@ -101,6 +107,9 @@ func (c *Config) Validate() error {
 		if t == "" {
 			return fmt.Errorf("aggregate: %s must not be empty", name)
 		}
+	}
+	if c.TakeoverDelay < 0 {
+		return fmt.Errorf("aggregate: TakeoverDelay must not be negative, got %s", c.TakeoverDelay)
 	}
 	if c.DrainTimeout <= 0 {
 		return fmt.Errorf("aggregate: DrainTimeout must be positive, got %s", c.DrainTimeout)
@@ -185,8 +194,23 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	log := p.log.With("topic", part.Topic, "partition", part.ID, "generation", c.Generation())
 	next, err := p.store.Claim(ctx, part, c.Generation())
 	if errors.Is(err, state.ErrFenced) {
-		log.Warn("partition owned by a newer generation; not processing it")
-		return nil
+		// Either this claim is late (a newer generation owns the partition
+		// and this one's context is about to end) or the consumer group was
+		// deleted and created again, so its generations restarted below the
+		// stored epoch. Wait long enough for a late generation to notice its
+		// end (heartbeats), then take over: the old epoch stays fenced, and
+		// the stored offset keeps the state effectively-once either way.
+		log.Warn("stored epoch is newer than this generation; taking over unless the generation ends", "wait", p.cfg.TakeoverDelay, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(p.cfg.TakeoverDelay):
+		}
+		next, err = p.store.Takeover(ctx, part, c.Generation())
+		if err == nil {
+			p.metrics.fenced.WithLabelValues("takeover").Inc()
+			log.Warn("took the partition over from an earlier consumer group's epoch")
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("aggregate: claim %s/%d: %w", part.Topic, part.ID, err)
@@ -637,6 +661,12 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 		p.metrics.storeLatency.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 		return err
 	})
+	if errors.Is(err, state.ErrAlreadyCommitted) {
+		// A retry of a commit whose reply was lost: the store applied this
+		// very batch (same epoch, same offsets), so it is done.
+		w.log.Info("commit had already been applied", "from", b.from, "to", b.to)
+		err = nil
+	}
 	if err != nil {
 		if errors.Is(err, state.ErrOffsetMismatch) {
 			p.metrics.fenced.WithLabelValues("offset").Inc()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"log/slog"
@@ -196,7 +197,8 @@ func TestBadInputGoesToDeadLetter(t *testing.T) {
 }
 
 // TestFencedPartitionIsNotProcessed: a handler whose generation is older
-// than the partition's stored epoch writes nothing.
+// than the partition's stored epoch writes nothing while its generation
+// lasts (here: its context ends within the takeover delay).
 func TestFencedPartitionIsNotProcessed(t *testing.T) {
 	store := newMemory(t)
 	part := state.Partition{Topic: stream.TopicObservations, ID: 0}
@@ -204,14 +206,44 @@ func TestFencedPartitionIsNotProcessed(t *testing.T) {
 		t.Fatal(err)
 	}
 	in, _ := truthLog(9, 3, 2)
-	p, sink := newTestProcessor(t, DefaultConfig(), store)
-	runReader(t, p, in)
+	cfg := DefaultConfig()
+	cfg.TakeoverDelay = time.Hour
+	p, sink := newTestProcessor(t, cfg, store)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	src := stream.NewReaderSource(stream.TopicObservations, bytes.NewReader(in), 0)
+	if err := src.Run(ctx, p.Handle); err != nil {
+		t.Fatal(err)
+	}
 	if n := len(sink.Messages(stream.TopicEstimates)); n != 0 || p.Committed() != 0 {
 		t.Fatalf("fenced handler published %d estimates and committed %d messages", n, p.Committed())
 	}
 	next, err := store.Claim(context.Background(), part, 5)
 	if err != nil || next != -1 {
 		t.Fatalf("stored offset %d (%v), want none", next, err)
+	}
+}
+
+// TestTakeoverAfterGroupRestart: when the stored epoch is above the
+// handler's generation and the generation stays current for the takeover
+// delay (a consumer group deleted and created again), the handler takes the
+// partition over and processes it; the earlier epoch is fenced.
+func TestTakeoverAfterGroupRestart(t *testing.T) {
+	store := newMemory(t)
+	part := state.Partition{Topic: stream.TopicObservations, ID: 0}
+	if _, err := store.Claim(context.Background(), part, 5); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := truthLog(9, 3, 2)
+	cfg := DefaultConfig()
+	cfg.TakeoverDelay = 10 * time.Millisecond
+	p, _ := newTestProcessor(t, cfg, store)
+	runReader(t, p, in)
+	if p.Committed() != int64(bytes.Count(in, []byte("\n"))) {
+		t.Fatalf("committed %d of %d messages after the takeover", p.Committed(), bytes.Count(in, []byte("\n")))
+	}
+	if err := store.Commit(context.Background(), part, 5, p.Committed(), p.Committed()+1, nil); !errors.Is(err, state.ErrFenced) {
+		t.Fatalf("the earlier epoch could still commit: %v", err)
 	}
 }
 
@@ -264,5 +296,52 @@ func TestStateIndependentOfBatching(t *testing.T) {
 	// about every third with 3h and every 24th with a day.
 	if !(published[3*time.Hour] < published[0]/2 && published[24*time.Hour] < published[3*time.Hour]/4) {
 		t.Errorf("published estimates %v: throttling had no effect", published)
+	}
+}
+
+// lostReplyStore applies every n-th commit but reports it as a lost reply
+// that the retry then finds applied (state.ErrAlreadyCommitted).
+type lostReplyStore struct {
+	state.Store
+	n, calls int
+}
+
+func (s *lostReplyStore) Commit(ctx context.Context, p state.Partition, epoch, from, to int64, writes []state.Write) error {
+	if err := s.Store.Commit(ctx, p, epoch, from, to, writes); err != nil {
+		return err
+	}
+	s.calls++
+	if s.calls%s.n == 0 {
+		return fmt.Errorf("%w: %w", state.ErrAlreadyCommitted, state.ErrOffsetMismatch)
+	}
+	return nil
+}
+
+// TestAlreadyCommittedIsSuccess: a commit whose reply was lost and that the
+// store reports as already applied is treated as done; the partition goes
+// on and the states equal a run without lost replies.
+func TestAlreadyCommittedIsSuccess(t *testing.T) {
+	in, _ := truthLog(13, 10, 3)
+	part := state.Partition{Topic: stream.TopicObservations, ID: 0}
+	run := func(lost bool) (map[string][]byte, int64) {
+		cfg := DefaultConfig()
+		cfg.BatchSize = 50
+		mem := newMemory(t)
+		var st state.Store = mem
+		if lost {
+			st = &lostReplyStore{Store: mem, n: 3}
+		}
+		p, _ := newTestProcessor(t, cfg, st)
+		runReader(t, p, in)
+		snap, err := mem.Snapshot(context.Background(), part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap.Objects, p.Committed()
+	}
+	want, wantN := run(false)
+	got, gotN := run(true)
+	if gotN != wantN || !reflect.DeepEqual(got, want) {
+		t.Fatalf("with lost replies: committed %d (want %d), states equal: %v", gotN, wantN, reflect.DeepEqual(got, want))
 	}
 }

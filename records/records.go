@@ -163,11 +163,27 @@ type Observation struct {
 	Offset int64  `json:"offset,omitempty"`
 }
 
+// MaxObjectBytes caps the length of an object identity (16 KiB, the same
+// cap as ingest's parsers). Every output record carries the object's name,
+// some twice (key and value); the cap keeps them far below Kafka's default
+// 1 MiB message limit, so an output can never be refused for its size.
+const MaxObjectBytes = 16 << 10
+
+// MaxStringBytes caps the other free-text fields (digest, source, format,
+// site): 4 KiB, room for a file path.
+const MaxStringBytes = 4 << 10
+
 // Validate checks the fields every consumer relies on. Errors wrap ErrInvalid
 // and name the field.
 func (o *Observation) Validate() error {
 	if o.Object == "" {
 		return fmt.Errorf("%w: object is empty", ErrInvalid)
+	}
+	if len(o.Object) > MaxObjectBytes {
+		return fmt.Errorf("%w: object of %d bytes is longer than %d", ErrInvalid, len(o.Object), MaxObjectBytes)
+	}
+	if len(o.Digest) > MaxStringBytes || len(o.Source) > MaxStringBytes || len(o.Format) > MaxStringBytes || len(o.Site) > MaxStringBytes {
+		return fmt.Errorf("%w: digest, source, format or site longer than %d bytes", ErrInvalid, MaxStringBytes)
 	}
 	if o.Time.IsZero() {
 		return fmt.Errorf("%w: time is missing", ErrInvalid)
