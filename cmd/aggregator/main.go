@@ -96,6 +96,7 @@ type config struct {
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
+	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
@@ -133,6 +134,9 @@ func (c *config) validate() error {
 	}
 	if c.DemoPages < 1 || c.DemoDays < 1 {
 		return fmt.Errorf("config: %s_DEMO_PAGES and %s_DEMO_DAYS must be at least 1", envPrefix, envPrefix)
+	}
+	if c.TakeoverDelay <= c.KafkaHeartbeat && len(c.KafkaBrokers) > 0 {
+		return fmt.Errorf("config: %s_TAKEOVER_DELAY (%s) must exceed %s_KAFKA_HEARTBEAT (%s)", envPrefix, c.TakeoverDelay, envPrefix, c.KafkaHeartbeat)
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("config: %s_PARTITIONS must be at least 1, got %d", envPrefix, c.Partitions)
@@ -173,6 +177,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
 	pc.DrainTimeout = c.DrainTimeout
+	pc.TakeoverDelay = c.TakeoverDelay
 	return pc
 }
 
