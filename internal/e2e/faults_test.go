@@ -9,8 +9,19 @@ package e2e
 // independent oracle that applies the same observations in process with
 // aggregate.Object.Apply.
 //
+// Every crash point is checked too: after each kill the state must be
+// exactly the oracle's state at the offsets Redis stores (no partial
+// batch, no value ahead of or behind its offset). The meta hash's "epoch",
+// "pe" and "prev" fields are not compared (see metaVolatile).
+//
 // The workload has 200,000 observations by default and 1,000,000 with
-// CHANGERATE_E2E_FULL=1. The tests are skipped with -short.
+// CHANGERATE_E2E_FULL=1; CHANGERATE_E2E_SEED changes the workload and the
+// fault points; CHANGERATE_E2E_UNBLOCK=1 runs the tests skipped as blocked
+// by known bugs (group_test.go, poison_test.go). The tests are skipped
+// with -short.
+//
+//	go test -race -run 'TestFaults|TestPoison|TestGroup' -v ./internal/e2e/
+//	CHANGERATE_E2E_FULL=1 go test -race -run 'TestFaults$' -v -timeout 40m ./internal/e2e/
 
 import (
 	"context"
@@ -351,6 +362,7 @@ func TestFaults(t *testing.T) {
 	t.Run("ScaleOut", f.testScaleOut)
 	t.Run("PausedMemberFenced", f.testPaused)
 	t.Run("KillRedisAOF", f.testKillRedis)
+	t.Run("RedisRewindIdle", f.testRedisRewindIdle)
 	t.Run("RedisCluster", f.testCluster)
 }
 
@@ -379,13 +391,14 @@ func (f *fixture) testKillAggregator(t *testing.T) {
 	env := aggEnv(f.kc.Addr(), rds.Addr, "kill", "-kill")
 	t0 := time.Now()
 	var gens []int64
+	midReplay := 0
 	for i := 0; i < kills; i++ {
 		a := startAgg(t, f.aggBin, fmt.Sprintf("kill-%d", i), env)
-		// Kill i lands in the i-th sixth of the first 90% of the replay,
-		// then after a random 0–150 ms (mid-batch, mid-commit, mid-join).
-		target := int64((float64(i) + rng.Float64()) / kills * 0.9 * float64(f.total))
+		// Kill i lands in the i-th sixth of the first 80% of the replay,
+		// then after a random 0–40 ms (mid-batch, mid-commit, mid-join).
+		target := int64((float64(i) + rng.Float64()) / kills * 0.8 * float64(f.total))
 		at := waitProgress(t, rds.Client, target, 5*time.Minute, a)
-		time.Sleep(time.Duration(rng.Int64N(int64(150 * time.Millisecond))))
+		time.Sleep(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
 		a.kill9()
 		d := dumpRedis(t, rds.Client)
 		next := f.checkConsistent(t, fmt.Sprintf("after kill %d", i+1), d)
@@ -396,6 +409,12 @@ func (f *fixture) testKillAggregator(t *testing.T) {
 		}
 		gens = append(gens, maxEp)
 		t.Logf("kill -9 #%d at stored progress %d (target %d), state consistent at %d; epochs %v", i+1, at, target, progress(next), ep)
+		if progress(next) < f.total {
+			midReplay++
+		}
+	}
+	if midReplay < 5 {
+		t.Errorf("only %d of %d kills landed before the end of the replay", midReplay, kills)
 	}
 	last := startAgg(t, f.aggBin, "kill-final", env)
 	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 10*time.Minute, last)
@@ -590,7 +609,9 @@ func (f *fixture) testKillRedis(t *testing.T) {
 	env := aggEnv(f.kc.Addr(), rds.Addr, "rkill", "-rkill")
 	a := startAgg(t, f.aggBin, "rkill", env)
 	for i := 0; i < 2; i++ {
-		target := int64((0.2 + 0.3*float64(i) + 0.3*rng.Float64()) * float64(f.total))
+		// Both crashes land while every partition has input left (see
+		// testRedisRewindIdle for a crash after the replay).
+		target := int64((0.15 + 0.25*float64(i) + 0.2*rng.Float64()) * float64(f.total))
 		waitProgress(t, rds.Client, target, 5*time.Minute, a)
 		var before map[int32]int64
 		if i == 0 {
@@ -641,6 +662,46 @@ func (f *fixture) testKillRedis(t *testing.T) {
 	t.Logf("aggregator: retries %v, fenced commits %v, state rejections %v, redis errors %v",
 		metricSum(m, "changerate_aggregator_retries_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"),
 		metricSum(m, "changerate_state_commit_rejected_total"), metricSum(m, "changerate_state_redis_errors_total"))
+}
+
+// 4b. Redis loses the tail of its AOF after the replay has ended: the
+// partitions whose last commits were lost get no further input, so no
+// commit of theirs is refused and nothing tells the aggregator that Redis
+// went back in time. Today their state stays rewound (observations lost)
+// until new input arrives: blocked.
+func (f *fixture) testRedisRewindIdle(t *testing.T) {
+	if os.Getenv("CHANGERATE_E2E_UNBLOCK") == "" { // set it to run the test before the fix lands
+		t.Skip("blocked: after Redis comes back rewound (AOF tail lost), a partition with no further input is never " +
+			"replayed: the aggregator only learns of the rewind from a refused commit (see the report)")
+	}
+	rds := redistest.Start(t, redistest.WithAOF())
+	outputTopics(t, f.kc, "-ridle")
+	a := startAgg(t, f.aggBin, "ridle", aggEnv(f.kc.Addr(), rds.Addr, "ridle", "-ridle"))
+	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 10*time.Minute, a)
+	time.Sleep(1500 * time.Millisecond) // the AOF is flushed (everysec)
+	a.signal(syscall.SIGSTOP)
+	rds.Kill()
+	aof := incrAOFFile(t, rds.Dir)
+	fi, err := os.Stat(aof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(aof, fi.Size()*95/100); err != nil {
+		t.Fatal(err)
+	}
+	if err := rds.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	a.signal(syscall.SIGCONT)
+	d := dumpRedis(t, rds.Client)
+	next := f.checkConsistent(t, "after the AOF tail was lost", d)
+	t.Logf("after the replay, Redis lost 5%% of its AOF: stored offsets %v (%d of %d); the aggregator must replay the rest",
+		next, progress(next), f.total)
+	if progress(next) >= f.total {
+		t.Fatalf("cutting the AOF lost no commit")
+	}
+	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 90*time.Second, a)
+	f.finish(t, rds.Client, a)
 }
 
 // incrAOFFile returns the incremental file of Redis 7's multi-part AOF (or

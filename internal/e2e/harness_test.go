@@ -295,6 +295,17 @@ func (a *aggProc) signal(sig syscall.Signal) {
 // cleanly within timeout.
 func (a *aggProc) terminate(timeout time.Duration) {
 	a.t.Helper()
+	// A process that answers HTTP has installed its SIGTERM handler.
+	c := http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(timeout); !a.exited(); time.Sleep(20 * time.Millisecond) {
+		if resp, err := c.Get("http://" + a.http + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("%s does not answer HTTP\n%s", a.name, a.log.String())
+		}
+	}
 	a.signal(syscall.SIGTERM)
 	select {
 	case <-a.done:
