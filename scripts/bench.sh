@@ -7,13 +7,13 @@
 # results of the hot-path packages. Takes about 6–9 minutes on 2 cores.
 #
 # Knobs: BENCH_OUT (report file, default docs/bench.md), BENCH_RUNS (runs per
-# design, default 3), BENCH_FLAGS (more benchreport flags, see
+# design, default 5), BENCH_FLAGS (more benchreport flags, see
 # `go run ./cmd/benchreport -h`), BENCHTIME (go test -benchtime, default 1s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 OUT=${BENCH_OUT:-docs/bench.md}
-RUNS=${BENCH_RUNS:-3}
+RUNS=${BENCH_RUNS:-5}
 BENCHTIME=${BENCHTIME:-1s}
 
 if ! command -v redis-server >/dev/null 2>&1; then

@@ -78,7 +78,7 @@ func main() {
 	fs.IntVar(&o.objects, "objects", 100000, "objects in the throughput workload")
 	fs.IntVar(&o.partitions, "partitions", 12, "partitions of the observations topic")
 	fs.DurationVar(&o.span, "span", 5*time.Minute, "event time covered by the throughput workload")
-	fs.DurationVar(&o.naiveLimit, "naive-time", 8*time.Second, "how long each naive run is measured")
+	fs.DurationVar(&o.naiveLimit, "naive-time", 6*time.Second, "how long each naive run is measured")
 	fs.DurationVar(&o.latDur, "latency-time", 20*time.Second, "duration of the latency run")
 	fs.DurationVar(&o.latWarm, "latency-warmup", 3*time.Second, "latency samples of the first part of the run are dropped")
 	fs.IntVar(&o.matureObjs, "mature-objects", 10000, "objects per class with long histories for the memory table")
