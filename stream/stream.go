@@ -73,7 +73,8 @@ type Source interface {
 var ErrFatal = errors.New("stream: fatal")
 
 // Claim is one owned partition of one topic, for one generation of the
-// consumer group.
+// consumer group. SeekTo and Fetch are called by one goroutine (the
+// handler's); MarkCommitted may be called from any goroutine.
 type Claim interface {
 	Topic() string
 	Partition() int32
@@ -92,6 +93,8 @@ type Claim interface {
 	Fetch(ctx context.Context, max int) ([]Message, error)
 	// MarkCommitted tells the source that every offset below next is
 	// durably processed. Kafka sources commit it to the group for lag
-	// monitoring only; it is not a delivery guarantee.
+	// monitoring only; it is not a delivery guarantee. It may be called
+	// from another goroutine than Fetch, concurrently with it, and must not
+	// block.
 	MarkCommitted(next int64)
 }
