@@ -14,14 +14,14 @@ package e2e
 // batch, no value ahead of or behind its offset). The meta hash's "epoch",
 // "pe" and "prev" fields are not compared (see metaVolatile).
 //
-// The workload has 200,000 observations by default and 1,000,000 with
-// CHANGERATE_E2E_FULL=1; CHANGERATE_E2E_SEED changes the workload and the
+// The workload has 1,000,000 observations (CHANGERATE_E2E_OBSERVATIONS=n
+// for another size, at least 10,000); CHANGERATE_E2E_SEED changes the workload and the
 // fault points; CHANGERATE_E2E_UNBLOCK=1 runs the tests skipped as blocked
 // by known bugs (group_test.go, poison_test.go). The tests are skipped
 // with -short.
 //
 //	go test -race -run 'TestFaults|TestPoison|TestGroup' -v ./internal/e2e/
-//	CHANGERATE_E2E_FULL=1 go test -race -run 'TestFaults$' -v -timeout 40m ./internal/e2e/
+//	CHANGERATE_E2E_OBSERVATIONS=200000 go test -race -run 'TestFaults$' -v ./internal/e2e/
 
 import (
 	"context"
