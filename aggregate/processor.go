@@ -53,6 +53,10 @@ type Config struct {
 	// RetryBackoff is the first wait before retrying a failed output write
 	// or state commit; it doubles up to 30s. Default 200ms.
 	RetryBackoff time.Duration
+	// IdleCheck is how long a partition handler waits for input before it
+	// checks that the store still holds its last commit (see checkStored).
+	// 0 disables the check. Default 5s.
+	IdleCheck time.Duration
 	// TakeoverDelay is how long a handler whose Claim was refused (the
 	// stored epoch is above its generation) waits before it takes the
 	// partition over, unless its generation ends meanwhile. It must exceed
@@ -79,6 +83,7 @@ func DefaultConfig() Config {
 		RetryBackoff:       200 * time.Millisecond,
 		DrainTimeout:       10 * time.Second,
 		TakeoverDelay:      10 * time.Second,
+		IdleCheck:          5 * time.Second,
 	}
 }
 
@@ -107,6 +112,9 @@ func (c *Config) Validate() error {
 		if t == "" {
 			return fmt.Errorf("aggregate: %s must not be empty", name)
 		}
+	}
+	if c.IdleCheck < 0 {
+		return fmt.Errorf("aggregate: IdleCheck must not be negative, got %s", c.IdleCheck)
 	}
 	if c.TakeoverDelay < 0 {
 		return fmt.Errorf("aggregate: TakeoverDelay must not be negative, got %s", c.TakeoverDelay)
@@ -236,7 +244,26 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	stopDrain := context.AfterFunc(ctx, func() { time.AfterFunc(p.cfg.DrainTimeout, cancelBatch) })
 	defer stopDrain()
 	for {
-		msgs, err := c.Fetch(ctx, p.cfg.BatchSize)
+		fctx, cancelFetch := ctx, context.CancelFunc(func() {})
+		if p.cfg.IdleCheck > 0 {
+			fctx, cancelFetch = context.WithTimeout(ctx, p.cfg.IdleCheck)
+		}
+		msgs, err := c.Fetch(fctx, p.cfg.BatchSize)
+		cancelFetch()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			// Idle: finish what is in flight and check that the store
+			// still holds what this handler committed. A store that lost
+			// writes (Redis restarted from an AOF without its last second)
+			// rewinds offsets and states together; only a replay repairs
+			// it, and without new input no commit would notice.
+			if err := w.drain(); err != nil {
+				return w.stopped(err)
+			}
+			if err := w.checkStored(bctx, c.Generation()); err != nil {
+				return w.stopped(err)
+			}
+			continue
+		}
 		switch {
 		case err == io.EOF:
 			if err := w.drain(); err != nil {
@@ -727,6 +754,28 @@ func (w *worker) popOldest() error {
 	w.next = b.to
 	w.gauges.cached.Set(float64(w.cache.len()))
 	w.recycle(b)
+	return nil
+}
+
+// checkStored compares the partition's stored next offset with the last
+// offset this handler committed (no batch may be in flight). A difference
+// means the store lost or gained commits behind this handler's back; the
+// handler then ends with an error, so that the source reassigns the
+// partition and the next handler resumes from the stored offset.
+func (w *worker) checkStored(ctx context.Context, gen int64) error {
+	w.storeMu.Lock()
+	stored, err := w.p.store.Claim(ctx, w.part, gen)
+	w.storeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("aggregate: check stored offset of %s/%d: %w", w.part.Topic, w.part.ID, err)
+	}
+	if stored != w.next {
+		w.p.metrics.fenced.WithLabelValues("rewound").Inc()
+		w.cache.clear()
+		w.log.Error("stored offset differs from the last commit (the state store lost writes); reloading the partition",
+			"stored", stored, "committed", w.next)
+		return fmt.Errorf("aggregate: %s/%d: stored offset %d, committed %d: %w", w.part.Topic, w.part.ID, stored, w.next, state.ErrOffsetMismatch)
+	}
 	return nil
 }
 

@@ -20,6 +20,10 @@ type bitWorld struct {
 	cycle int
 }
 
+// clone returns a copy of w that shares its read-only page counts and
+// rates but has its own cycle, so that runs can proceed in parallel.
+func (w *bitWorld) clone() *bitWorld { c := *w; return &c }
+
 func (w *bitWorld) Sites() int      { return len(w.pages) }
 func (w *bitWorld) Pages(i int) int { return w.pages[i] }
 func (w *bitWorld) Changed(i, p int) bool {
@@ -122,6 +126,7 @@ func sampling(pol plan.Policy, cfg plan.Config) func(*bitWorld) func(int, *rand.
 }
 
 func policyRatio(e *Env, w *bitWorld, name string, budget int, cfg plan.Config, cycles int, stream uint64) float64 {
+	w = w.clone() // runCycles moves the world's cycle: one copy per parallel run
 	rng := sim.NewRand(e.Seed, stream)
 	cfg.Budget = budget
 	var step func(int, *rand.Rand) plan.Result
@@ -294,8 +299,9 @@ func ntoulasSection(e *Env) {
 		sub := plan.Subset{GroupPages: int(float64(b) / 0.18)}
 		rng := sim.NewRand(e.Seed, 480+uint64(i))
 		cfg := plan.Config{Budget: b}
-		res8[i].sub, _ = runCycles(w, cycles, func(int, *rand.Rand) plan.Result {
-			res, err := sub.Cycle(w, cfg, plan.Greedy, rng)
+		wi := w.clone()
+		res8[i].sub, _ = runCycles(wi, cycles, func(int, *rand.Rand) plan.Result {
+			res, err := sub.Cycle(wi, cfg, plan.Greedy, rng)
 			if err != nil {
 				panic(err)
 			}

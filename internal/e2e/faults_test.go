@@ -16,9 +16,7 @@ package e2e
 //
 // The workload has 1,000,000 observations (CHANGERATE_E2E_OBSERVATIONS=n
 // for another size, at least 10,000); CHANGERATE_E2E_SEED changes the workload and the
-// fault points; CHANGERATE_E2E_UNBLOCK=1 runs the tests skipped as blocked
-// by known bugs (group_test.go, poison_test.go). The tests are skipped
-// with -short.
+// fault points. The tests are skipped with -short.
 //
 //	go test -race -run 'TestFaults|TestPoison|TestGroup' -v ./internal/e2e/
 //	CHANGERATE_E2E_OBSERVATIONS=200000 go test -race -run 'TestFaults$' -v ./internal/e2e/
@@ -667,13 +665,10 @@ func (f *fixture) testKillRedis(t *testing.T) {
 // 4b. Redis loses the tail of its AOF after the replay has ended: the
 // partitions whose last commits were lost get no further input, so no
 // commit of theirs is refused and nothing tells the aggregator that Redis
-// went back in time. Today their state stays rewound (observations lost)
-// until new input arrives: blocked.
+// went back in time until an idle partition checks the stored offset
+// against its last commit (aggregate Config.IdleCheck) and reloads: the
+// replay then restores the clean state.
 func (f *fixture) testRedisRewindIdle(t *testing.T) {
-	if os.Getenv("CHANGERATE_E2E_UNBLOCK") == "" { // set it to run the test before the fix lands
-		t.Skip("blocked: after Redis comes back rewound (AOF tail lost), a partition with no further input is never " +
-			"replayed: the aggregator only learns of the rewind from a refused commit (see the report)")
-	}
 	rds := redistest.Start(t, redistest.WithAOF())
 	outputTopics(t, f.kc, "-ridle")
 	a := startAgg(t, f.aggBin, "ridle", aggEnv(f.kc.Addr(), rds.Addr, "ridle", "-ridle"))

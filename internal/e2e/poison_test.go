@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,19 +70,12 @@ func TestPoisonMessages(t *testing.T) {
 // name is 600 KiB, below the observations topic's default 1 MiB limit. The
 // aggregator must dead-letter it (any reason) and go on.
 //
-// Today it applies it, and the estimate record of that object (key and
-// value both carry the name: 1.2 MB) is larger than the estimates topic
-// accepts: the sink gets MESSAGE_TOO_LARGE and the processor retries the
-// batch's output write forever (backoff up to 30 s), so the partition never
-// commits again.
+// Applied, its estimate record (key and value both carry the name: 1.2 MB)
+// would exceed what the estimates topic accepts and stall the partition;
+// records.MaxObjectBytes (16 KiB) makes it a decode error instead.
 func TestPoisonOversizedObservation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
-	}
-	if os.Getenv("CHANGERATE_E2E_UNBLOCK") == "" { // set it to run the test before the fix lands
-		t.Skip("blocked: a valid observation with a 600 KiB object name stalls its partition forever " +
-			"(estimate output > 1 MiB → MESSAGE_TOO_LARGE retried without end); needs a size limit in aggregate (dead letter) " +
-			"and a non-retriable MESSAGE_TOO_LARGE in the sink")
 	}
 	big := []byte(`{"object":"http://x.example/` + strings.Repeat("a", 600<<10) + `","time":"2026-10-02T00:00:00Z","kind":"visit","digest":"d1"}`)
 	runPoison(t, []poison{{"oversized observation", "poison-big", big, "", ""}}, 0)
