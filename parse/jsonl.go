@@ -2,6 +2,7 @@ package parse
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"time"
 
@@ -39,6 +40,12 @@ func (p *jsonlParser) parse(line []byte, obs *records.Observation) error {
 		return reject(ReasonJSON, "not a JSON object")
 	}
 	o, err := records.DecodeObservation(t)
+	if errors.Is(err, records.ErrObjectTooLong) {
+		return &Error{Reason: ReasonObjectTooLong, Err: err}
+	}
+	if errors.Is(err, records.ErrFieldTooLong) {
+		return &Error{Reason: ReasonTooLarge, Err: err}
+	}
 	if err != nil {
 		reason := ReasonInvalid
 		if strings.Contains(err.Error(), "invalid character") || strings.Contains(err.Error(), "unexpected EOF") ||

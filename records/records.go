@@ -31,6 +31,14 @@ import (
 // can tell a bad record (dead-letter it) from an I/O failure (retry it).
 var ErrInvalid = errors.New("records: invalid record")
 
+// ErrObjectTooLong and ErrFieldTooLong are wrapped, beside ErrInvalid, by
+// the errors of an object longer than MaxObjectBytes and of another text
+// field longer than MaxStringBytes.
+var (
+	ErrObjectTooLong = errors.New("object too long")
+	ErrFieldTooLong  = errors.New("field too long")
+)
+
 // Kind says what an observation tells about its object.
 type Kind string
 
@@ -180,10 +188,10 @@ func (o *Observation) Validate() error {
 		return fmt.Errorf("%w: object is empty", ErrInvalid)
 	}
 	if len(o.Object) > MaxObjectBytes {
-		return fmt.Errorf("%w: object of %d bytes is longer than %d", ErrInvalid, len(o.Object), MaxObjectBytes)
+		return fmt.Errorf("%w: %w: object of %d bytes is longer than %d", ErrInvalid, ErrObjectTooLong, len(o.Object), MaxObjectBytes)
 	}
 	if len(o.Digest) > MaxStringBytes || len(o.Source) > MaxStringBytes || len(o.Format) > MaxStringBytes || len(o.Site) > MaxStringBytes {
-		return fmt.Errorf("%w: digest, source, format or site longer than %d bytes", ErrInvalid, MaxStringBytes)
+		return fmt.Errorf("%w: %w: digest, source, format or site longer than %d bytes", ErrInvalid, ErrFieldTooLong, MaxStringBytes)
 	}
 	if o.Time.IsZero() {
 		return fmt.Errorf("%w: time is missing", ErrInvalid)
