@@ -936,8 +936,14 @@ func (a *jsonAppender) time(t time.Time) {
 const hexDigits = "0123456789abcdef"
 
 // str follows encoding/json's string encoding with HTML escaping.
-func (a *jsonAppender) str(s string) {
-	dst := append(a.b, '"')
+func (a *jsonAppender) str(s string) { a.b = AppendJSONString(a.b, s) }
+
+// AppendJSONString appends s as a JSON string, byte for byte as
+// encoding/json writes it (HTML-safe escaping, invalid UTF-8 replaced by
+// U+FFFD, U+2028 and U+2029 escaped). Ingest's observation encoder and the
+// estimate encoder share it.
+func AppendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -984,5 +990,5 @@ func (a *jsonAppender) str(s string) {
 		i += size
 	}
 	dst = append(dst, s[start:]...)
-	a.b = append(dst, '"')
+	return append(dst, '"')
 }
