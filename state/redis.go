@@ -518,14 +518,24 @@ func parseReply(v any) (code int64, epoch, next string, err error) {
 // Claim implements Store with one Lua script. Epochs must lie within
 // ±2^53 (Lua compares them as doubles).
 func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, error) {
+	return r.claim(ctx, "claim", claimScript, p, epoch)
+}
+
+// Takeover implements Store with one Lua script.
+func (r *Redis) Takeover(ctx context.Context, p Partition, epoch int64) (int64, error) {
+	return r.claim(ctx, "takeover", takeoverScript, p, epoch)
+}
+
+// claim runs the claim or takeover script and returns the stored offset.
+func (r *Redis) claim(ctx context.Context, op string, script *redis.Script, p Partition, epoch int64) (int64, error) {
 	if err := p.validate(); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	v, err := claimScript.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10), r.owner(p)).Result()
-	r.observe("claim", start, err)
+	v, err := script.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10), r.owner(p)).Result()
+	r.observe(op, start, err)
 	if err != nil {
-		return 0, fmt.Errorf("state: claim %v: %w", p, err)
+		return 0, fmt.Errorf("state: %s %v: %w", op, p, err)
 	}
 	code, stored, next, err := parseReply(v)
 	if err != nil {
@@ -537,51 +547,18 @@ func (r *Redis) Claim(ctx context.Context, p Partition, epoch int64) (int64, err
 	case codeFenced:
 		r.own(r.tag(p), false)
 		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
-		return 0, fmt.Errorf("state: claim %v with epoch %d, stored epoch %s: %w", p, epoch, stored, ErrFenced)
+		return 0, fmt.Errorf("state: %s %v with epoch %d, stored epoch %s: %w", op, p, epoch, stored, ErrFenced)
 	case codeOwner:
-		return 0, fmt.Errorf("state: claim %v: its compact keys are used by %q: %w", p, stored, ErrKeyCollision)
+		return 0, fmt.Errorf("state: %s %v: its compact keys are used by %q: %w", op, p, stored, ErrKeyCollision)
 	default:
-		return 0, fmt.Errorf("state: claim %v: unexpected script code %d", p, code)
+		return 0, fmt.Errorf("state: %s %v: unexpected script code %d", op, p, code)
 	}
 	if next == "" {
 		return -1, nil
 	}
 	n, err := strconv.ParseInt(next, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("state: claim %v: stored offset %q: %w", p, next, err)
-	}
-	return n, nil
-}
-
-// Takeover implements Store with one Lua script.
-func (r *Redis) Takeover(ctx context.Context, p Partition, epoch int64) (int64, error) {
-	if err := p.validate(); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	v, err := takeoverScript.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10), r.owner(p)).Result()
-	r.observe("takeover", start, err)
-	if err != nil {
-		return 0, fmt.Errorf("state: takeover %v: %w", p, err)
-	}
-	code, stored, next, err := parseReply(v)
-	if err != nil {
-		return 0, err
-	}
-	switch code {
-	case codeOK:
-		r.own(r.tag(p), true)
-	case codeOwner:
-		return 0, fmt.Errorf("state: takeover %v: its compact keys are used by %q: %w", p, stored, ErrKeyCollision)
-	default:
-		return 0, fmt.Errorf("state: takeover %v: unexpected script code %d", p, code)
-	}
-	if next == "" {
-		return -1, nil
-	}
-	n, err := strconv.ParseInt(next, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("state: takeover %v: stored offset %q: %w", p, next, err)
+		return 0, fmt.Errorf("state: %s %v: stored offset %q: %w", op, p, next, err)
 	}
 	return n, nil
 }
