@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,14 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/sample"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
-	"github.com/changerate/changerate/stream"
 )
 
 // runDemo is the embedded default: an in-process Kafka-protocol broker
@@ -62,48 +58,17 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	sink, err := stream.NewKafkaSink(kc, logger, reg)
+	kp, err := newKafkaPipeline(cfg, kc, store, logger, reg)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
-	src, err := stream.NewKafkaSource(kc, []string{cfg.TopicObservations}, logger, reg)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
-	if err != nil {
-		return err
-	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g, gctx := errgroup.WithContext(runCtx)
-	var srv *httpServer
-	if cfg.HTTPAddr != "" {
-		srv = newHTTPServer(cfg.HTTPAddr, reg, proc, logger)
-		if err := srv.listen(); err != nil {
-			return err
-		}
-		g.Go(func() error { return srv.run(gctx) })
-	}
-	g.Go(func() error {
-		if srv != nil {
-			srv.setReady(true)
-		}
-		err := src.Run(gctx, proc.Handle)
-		if errors.Is(err, context.Canceled) || errors.Is(err, stream.ErrClosed) {
-			return nil
-		}
-		return err
-	})
-	g.Go(func() error {
+	defer kp.close()
+	return serve(ctx, cfg, kp, logger, reg, func(gctx context.Context, srv *httpServer, stop context.CancelFunc) error {
 		start := time.Now()
 		for _, in := range []struct{ format, path string }{{"heritrix", crawlLog}, {"squid", squidLog}} {
 			icfg := ingest.Config{Format: in.format, Paths: []string{in.path}, ObservationsTopic: cfg.TopicObservations,
 				DeadLetterTopic: cfg.TopicDeadLetter, ProgressInterval: -1}
-			if _, err := ingest.Run(gctx, icfg, sink, logger, nil); err != nil {
+			if _, err := ingest.Run(gctx, icfg, kp.sink, logger, nil); err != nil {
 				return fmt.Errorf("demo: ingest %s: %w", in.format, err)
 			}
 		}
@@ -112,7 +77,7 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 			return err
 		}
 		logger.Info("demo: sample logs ingested", "observations", total, "took", time.Since(start).Round(time.Millisecond))
-		for proc.Committed() < total {
+		for kp.proc.Committed() < total {
 			select {
 			case <-gctx.Done():
 				return nil
@@ -133,14 +98,9 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 			<-gctx.Done()
 			return nil
 		}
-		cancel()
+		stop()
 		return nil
 	})
-	err = g.Wait()
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 func writeFile(path string, gen func(io.Writer) error) error {

@@ -355,30 +355,61 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 		return err
 	}
 	defer store.Close()
-	sink, err := stream.NewKafkaSink(kc, logger, reg)
+	kp, err := newKafkaPipeline(cfg, kc, store, logger, reg)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
-	src, err := stream.NewKafkaSource(kc, []string{cfg.TopicObservations}, logger, reg)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
-	if err != nil {
-		return err
-	}
-	return serve(ctx, cfg, src, proc, logger, reg)
+	defer kp.close()
+	return serve(ctx, cfg, kp, logger, reg, nil)
 }
 
-// serve runs the source and the HTTP server under one errgroup until ctx
-// ends (SIGTERM) or one of them fails; in-flight batches drain first.
-func serve(ctx context.Context, cfg *config, src stream.Source, proc *aggregate.Processor, logger *slog.Logger, reg *prometheus.Registry) error {
-	g, gctx := errgroup.WithContext(ctx)
+// kafkaPipeline is the service's wiring: a consumer-group source and a
+// Kafka sink around a Processor.
+type kafkaPipeline struct {
+	sink *stream.KafkaSink
+	src  *stream.KafkaSource
+	proc *aggregate.Processor
+}
+
+func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, logger *slog.Logger, reg prometheus.Registerer) (*kafkaPipeline, error) {
+	sink, err := stream.NewKafkaSink(kc, logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	src, err := stream.NewKafkaSource(kc, []string{cfg.TopicObservations}, logger, reg)
+	if err != nil {
+		sink.Close()
+		return nil, err
+	}
+	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
+	if err != nil {
+		src.Close()
+		sink.Close()
+		return nil, err
+	}
+	return &kafkaPipeline{sink: sink, src: src, proc: proc}, nil
+}
+
+func (k *kafkaPipeline) close() {
+	k.src.Close()
+	k.sink.Close()
+}
+
+// serve runs the source, the HTTP server and, when given, one more task
+// under one errgroup until ctx ends (SIGTERM) or one of them fails;
+// in-flight batches drain first. The task may call stop to end everything
+// without an error.
+func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Logger, reg *prometheus.Registry,
+	task func(ctx context.Context, srv *httpServer, stop context.CancelFunc) error) error {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	g, gctx := errgroup.WithContext(runCtx)
 	var srv *httpServer
 	if cfg.HTTPAddr != "" {
-		srv = newHTTPServer(cfg.HTTPAddr, reg, proc, logger)
+		srv = newHTTPServer(cfg.HTTPAddr, reg, kp.proc, logger)
+		if err := srv.listen(); err != nil {
+			return err
+		}
 		g.Go(func() error { return srv.run(gctx) })
 	}
 	g.Go(func() error {
@@ -386,14 +417,17 @@ func serve(ctx context.Context, cfg *config, src stream.Source, proc *aggregate.
 			srv.setReady(true)
 			defer srv.setReady(false)
 		}
-		err := src.Run(gctx, proc.Handle)
+		err := kp.src.Run(gctx, kp.proc.Handle)
 		if errors.Is(err, context.Canceled) || errors.Is(err, stream.ErrClosed) {
 			return nil
 		}
 		return err
 	})
+	if task != nil {
+		g.Go(func() error { return task(gctx, srv, stop) })
+	}
 	err := g.Wait()
-	logger.Info("aggregator stopped", "committed", proc.Committed(), "err", err)
+	logger.Info("aggregator stopped", "committed", kp.proc.Committed(), "err", err)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
