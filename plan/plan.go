@@ -393,7 +393,6 @@ func Adaptive(w World, cfg Config, rng *rand.Rand) (Result, error) {
 			for _, i := range sorted {
 				c.takeN(i, c.remaining(i))
 			}
-			undecided = undecided[:0]
 			break
 		}
 		// [8]-[10]

@@ -87,7 +87,7 @@ func TestAppendEstimateJSON(t *testing.T) {
 		mask       uint16
 	}{
 		{"http://a.example/x?a=1&b=<2>", 1.9e-06, 6.2e-07, 4.5e-06, 1790000000, 0xfff},
-		{"", 0, -0.0, 1e21, 0, 0},
+		{"", 0, math.Copysign(0, -1), 1e21, 0, 0},
 		{"naïve \u2028 \x01 \xff", 1e-7, 123456789.123, 5e-324, -62135596800, 0x1fff},
 		{"x", math.NaN(), 1, 2, 1790000000, 2},
 		{"x", 1, math.Inf(1), 2, 1790000000, 4},

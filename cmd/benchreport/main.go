@@ -114,7 +114,6 @@ type report struct {
 	started    time.Time
 	elapsed    time.Duration
 	produceR   float64
-	estimates  int
 	kinds      map[string]int
 	classes    [numClasses]int
 	pipeline   []runResult

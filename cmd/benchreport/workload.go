@@ -56,9 +56,7 @@ type workload struct {
 	r       *rand.Rand
 	objs    []wobject
 	cum     []float64 // cumulative popularity
-	i       int
-	offsets [2]int64 // byte offsets of the two sources
-	buf     []byte
+	offsets [2]int64  // byte offsets of the two sources
 }
 
 func newWorkload(cfg workloadConfig) *workload {
@@ -167,7 +165,6 @@ func (w *workload) next(t float64, at time.Time) records.Observation {
 // message is one encoded observation with its key.
 type message struct {
 	key, value []byte
-	class      int
 }
 
 // generate returns the whole workload encoded as JSON, in event-time order.
