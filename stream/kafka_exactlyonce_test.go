@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
 )
@@ -78,18 +76,7 @@ func (s *fencedStore) handler(ctx context.Context, cl stream.Claim) error {
 func TestKafkaEffectivelyOnceThroughRebalancesAndAZombie(t *testing.T) {
 	const topic = "observations"
 	c := kafkatest.Start(t, kafkatest.Topic{Name: topic, Partitions: 4})
-	var memberA atomic.Value
-	var paused atomic.Bool
-	kf := c.Kfake()
-	kf.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		hb := req.(*kmsg.HeartbeatRequest)
-		memberA.CompareAndSwap(nil, hb.MemberID)
-		if paused.Load() && hb.MemberID == memberA.Load() {
-			kf.KeepControl()
-			return hb.ResponseKind(), nil, true
-		}
-		return nil, nil, false
-	})
+	paused, _ := pauseFirstMember(c)
 	cfg := testConfig(c, "exactly-once")
 	cfg.SessionTimeout = time.Second
 	cfg.RebalanceTimeout = time.Second

@@ -16,6 +16,8 @@ import (
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"sync/atomic"
 )
 
 // waitLimit bounds every wait for asynchronous progress; it is a failure
@@ -589,4 +591,24 @@ func TestKafkaSeek(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pauseFirstMember intercepts the group's heartbeats: the first member seen
+// is "A"; while the returned flag is set, A's heartbeats are answered "OK"
+// without reaching the coordinator, as if A were paused (SIGSTOP) while
+// believing itself alive, so its session expires and the group rebalances
+// without it. memberA holds A's member ID once A has heart-beaten.
+func pauseFirstMember(c *kafkatest.Cluster) (paused *atomic.Bool, memberA *atomic.Value) {
+	memberA, paused = new(atomic.Value), new(atomic.Bool)
+	kf := c.Kfake()
+	kf.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		hb := req.(*kmsg.HeartbeatRequest)
+		memberA.CompareAndSwap(nil, hb.MemberID)
+		if paused.Load() && hb.MemberID == memberA.Load() {
+			kf.KeepControl()
+			return hb.ResponseKind(), nil, true
+		}
+		return nil, nil, false
+	})
+	return paused, memberA
 }

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
@@ -79,18 +76,7 @@ func TestKafkaPausedMemberIsFencedByGeneration(t *testing.T) {
 
 	// Heartbeat interception: the first member seen is A; while paused,
 	// A's heartbeats are answered "OK" without reaching the coordinator.
-	var memberA atomic.Value
-	var paused atomic.Bool
-	kf := c.Kfake()
-	kf.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		hb := req.(*kmsg.HeartbeatRequest)
-		memberA.CompareAndSwap(nil, hb.MemberID)
-		if paused.Load() && hb.MemberID == memberA.Load() {
-			kf.KeepControl()
-			return hb.ResponseKind(), nil, true
-		}
-		return nil, nil, false
-	})
+	paused, memberA := pauseFirstMember(c)
 
 	cfg := testConfig(c, "zombie")
 	cfg.SessionTimeout = time.Second
