@@ -149,9 +149,8 @@ type Processor struct {
 
 	committed atomic.Int64 // input messages committed, over all partitions
 
-	mu     sync.Mutex
-	owned  map[state.Partition]bool
-	caches map[state.Partition]*cache // EmitFinal: kept after the handler returns
+	mu    sync.Mutex
+	owned map[state.Partition]bool
 }
 
 // NewProcessor returns a Processor. now stamps dead-letter records (use
@@ -168,7 +167,7 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 		return nil, err
 	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}, caches: map[state.Partition]*cache{}}, nil
+		owned: map[state.Partition]bool{}}, nil
 }
 
 // Committed returns the number of input messages whose batches this
@@ -363,11 +362,6 @@ const maxInFlight = 2
 
 func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
 	cch := newCache(p.cfg.CacheObjects)
-	if p.cfg.Emit == EmitFinal {
-		p.mu.Lock()
-		p.caches[part] = cch
-		p.mu.Unlock()
-	}
 	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
 		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part)}
 }
@@ -870,17 +864,4 @@ func (w *worker) encodeEstimate(topic, key string, rec *records.Estimate) stream
 	}
 	w.scratch = b
 	return stream.Message{Topic: topic, Key: []byte(key), Value: bytes.Clone(b)}
-}
-
-// Objects calls f for every object cached by a finished EmitFinal run, in
-// no particular order. It is for the demo's summary table and tests.
-func (p *Processor) Objects(f func(part state.Partition, name string, o *Object)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for part, c := range p.caches {
-		for _, n := range c.names() {
-			o, _ := c.get(n)
-			f(part, n, o)
-		}
-	}
 }
