@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,27 +135,7 @@ func TestAOFKillRestart(t *testing.T) {
 			if n < durable || n > lastAcked+2 {
 				t.Fatalf("recovered %d batches; want between %d and %d", n, durable, lastAcked+2)
 			}
-			got, err := r.Snapshot(ctx, part)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalSnapshots(got, reference(t, n)); err != nil {
-				t.Fatalf("state after restart does not match offset %d: %v", next, err)
-			}
-			// Replay from the recovered offset: the final state equals a clean run.
-			for k := n; k < total; k++ {
-				from, to, w := crashBatch(k)
-				if err := r.Commit(ctx, part, 1, from, to, w); err != nil {
-					t.Fatalf("replay batch %d: %v", k, err)
-				}
-			}
-			got, err = r.Snapshot(ctx, part)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalSnapshots(got, reference(t, total)); err != nil {
-				t.Fatalf("after replay: %v", err)
-			}
+			checkRecoveredThenReplay(t, r, part, n, next, total)
 		})
 	}
 }
@@ -201,25 +182,7 @@ func TestAOFTornTail(t *testing.T) {
 			if frac < 0.99 && n >= total {
 				t.Fatalf("recovered all %d batches from a cut AOF", n)
 			}
-			got, err := r.Snapshot(ctx, part)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := equalSnapshots(got, reference(t, n)); err != nil {
-				t.Fatalf("state after restart does not match offset %d: %v", next, err)
-			}
-			for k := n; k < total; k++ {
-				from, to, w := crashBatch(k)
-				if err := r.Commit(ctx, part, 1, from, to, w); err != nil {
-					t.Fatalf("replay batch %d: %v", k, err)
-				}
-			}
-			if got, err = r.Snapshot(ctx, part); err != nil {
-				t.Fatal(err)
-			}
-			if err := equalSnapshots(got, reference(t, total)); err != nil {
-				t.Fatalf("after replay: %v", err)
-			}
+			checkRecoveredThenReplay(t, r, part, n, next, total)
 		})
 	}
 }
@@ -240,3 +203,31 @@ func incrAOF(t *testing.T, dir string) string {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// checkRecoveredThenReplay checks that the state recovered after a restart
+// is exactly the reference state after n batches (the stored offset next),
+// then replays batches n..total−1 and checks that the final state equals a
+// clean run.
+func checkRecoveredThenReplay(t *testing.T, r *state.Redis, part state.Partition, n int, next int64, total int) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := r.Snapshot(ctx, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := equalSnapshots(got, reference(t, n)); err != nil {
+		t.Fatalf("state after restart does not match offset %d: %v", next, err)
+	}
+	for k := n; k < total; k++ {
+		from, to, w := crashBatch(k)
+		if err := r.Commit(ctx, part, 1, from, to, w); err != nil {
+			t.Fatalf("replay batch %d: %v", k, err)
+		}
+	}
+	if got, err = r.Snapshot(ctx, part); err != nil {
+		t.Fatal(err)
+	}
+	if err := equalSnapshots(got, reference(t, total)); err != nil {
+		t.Fatalf("after replay: %v", err)
+	}
+}

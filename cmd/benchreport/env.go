@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -200,13 +201,14 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// counter sums the samples of the counter name (all label values) in reg.
-func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
+// samples returns the samples of the metric name in reg whose labels
+// include every (name, value) pair of labels.
+func samples(reg *prometheus.Registry, name string, labels ...string) []*dto.Metric {
 	mfs, err := reg.Gather()
 	if err != nil {
-		return -1
+		return nil
 	}
-	var sum float64
+	var out []*dto.Metric
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -224,9 +226,19 @@ func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
 					continue metric
 				}
 			}
-			if c := m.GetCounter(); c != nil {
-				sum += c.GetValue()
-			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// counter sums the samples of the counter name (all label values matching
+// labels) in reg.
+func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
+	var sum float64
+	for _, m := range samples(reg, name, labels...) {
+		if c := m.GetCounter(); c != nil {
+			sum += c.GetValue()
 		}
 	}
 	return sum
@@ -235,32 +247,11 @@ func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
 // histMean returns the mean and count of the histogram name (all label
 // values matching labels) in reg.
 func histMean(reg *prometheus.Registry, name string, labels ...string) (mean float64, count uint64) {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return 0, 0
-	}
 	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue metric
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				sum += h.GetSampleSum()
-				count += h.GetSampleCount()
-			}
+	for _, m := range samples(reg, name, labels...) {
+		if h := m.GetHistogram(); h != nil {
+			sum += h.GetSampleSum()
+			count += h.GetSampleCount()
 		}
 	}
 	if count == 0 {
