@@ -39,12 +39,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
 )
@@ -54,50 +54,50 @@ import (
 const envPrefix = "CHANGERATE"
 
 // options are the command's settings. Each field's env var is
-// CHANGERATE_INGEST_<envconfig name>; the flag of the same meaning is
-// listed in flags().
+// CHANGERATE_<envconfig name> and its flag the same name in lower case
+// with dashes (internal/cliconfig); flags win.
 type options struct {
-	Format               string        `envconfig:"FORMAT"`
-	Out                  string        `envconfig:"OUT" default:"-"`
-	DeadLetter           string        `envconfig:"DEAD_LETTER" default:"-"`
-	Paths                []string      `envconfig:"PATHS"`
-	Follow               bool          `envconfig:"FOLLOW"`
-	Zone                 string        `envconfig:"ZONE"`
-	Profile              string        `envconfig:"PROFILE" default:"changerate"`
-	BaseURL              string        `envconfig:"BASE_URL"`
-	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT"`
-	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" default:"1048576"`
-	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" default:"68719476736"`
-	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" default:"268435456"`
-	BatchSize            int           `envconfig:"BATCH_SIZE" default:"1000"`
-	Checkpoint           string        `envconfig:"CHECKPOINT"`
-	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" default:"1s"`
-	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"250ms"`
-	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" default:"10s"`
-	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s"`
-	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s"`
-	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" default:"observations"`
-	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter"`
-	MetricsAddr          string        `envconfig:"METRICS_ADDR"`
-	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text"`
-	Report               bool          `envconfig:"REPORT"`
-	InTopic              string        `envconfig:"IN_TOPIC"`
+	Format               string        `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists"`
+	Out                  string        `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
+	DeadLetter           string        `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
+	Paths                []string      `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
+	Follow               bool          `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled)"`
+	Zone                 string        `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
+	Profile              string        `envconfig:"PROFILE" default:"changerate" desc:"URL canonicalisation profile: changerate|whatwg|semantic"`
+	BaseURL              string        `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
+	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
+	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" default:"1048576" desc:"longest accepted line"`
+	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" default:"68719476736" desc:"largest decompressed size of one gzip input"`
+	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" default:"268435456" desc:"largest WARC record"`
+	BatchSize            int           `envconfig:"BATCH_SIZE" default:"1000" desc:"messages per sink write"`
+	Checkpoint           string        `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
+	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" default:"1s" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
+	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"250ms" desc:"follow mode poll period"`
+	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" default:"10s" desc:"period of the progress log line; negative: none"`
+	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"bound of the last batch write after SIGTERM"`
+	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
+	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"observations topic"`
+	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"dead-letter topic"`
+	MetricsAddr          string        `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
+	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug|info|warn|error"`
+	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text" desc:"text|json"`
+	Report               bool          `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end"`
+	InTopic              string        `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
-	KafkaBrokers       []string      `envconfig:"KAFKA_BROKERS"`
-	KafkaClientID      string        `envconfig:"KAFKA_CLIENT_ID" default:"changerate-ingest"`
-	KafkaGroup         string        `envconfig:"KAFKA_GROUP" default:"changerate-ingest"`
-	KafkaTLS           bool          `envconfig:"KAFKA_TLS"`
-	KafkaTLSCA         string        `envconfig:"KAFKA_TLS_CA"`
-	KafkaTLSCert       string        `envconfig:"KAFKA_TLS_CERT"`
-	KafkaTLSKey        string        `envconfig:"KAFKA_TLS_KEY"`
-	KafkaTLSServerName string        `envconfig:"KAFKA_TLS_SERVER_NAME"`
-	KafkaTLSInsecure   bool          `envconfig:"KAFKA_TLS_INSECURE"`
-	KafkaSASLMechanism string        `envconfig:"KAFKA_SASL_MECHANISM"`
-	KafkaSASLUser      string        `envconfig:"KAFKA_SASL_USERNAME"`
-	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD"`
-	KafkaCompression   string        `envconfig:"KAFKA_COMPRESSION"`
-	KafkaLinger        time.Duration `envconfig:"KAFKA_LINGER" default:"5ms"`
+	KafkaBrokers       []string      `envconfig:"KAFKA_BROKERS" desc:"Kafka bootstrap brokers, comma-separated host:port"`
+	KafkaClientID      string        `envconfig:"KAFKA_CLIENT_ID" default:"changerate-ingest" desc:"Kafka client id"`
+	KafkaGroup         string        `envconfig:"KAFKA_GROUP" default:"changerate-ingest" desc:"consumer group of --in-topic"`
+	KafkaTLS           bool          `envconfig:"KAFKA_TLS" desc:"connect to Kafka over TLS"`
+	KafkaTLSCA         string        `envconfig:"KAFKA_TLS_CA" desc:"PEM CA bundle verifying the brokers (default: system roots)"`
+	KafkaTLSCert       string        `envconfig:"KAFKA_TLS_CERT" desc:"PEM client certificate for mutual TLS"`
+	KafkaTLSKey        string        `envconfig:"KAFKA_TLS_KEY" desc:"PEM key of --kafka-tls-cert"`
+	KafkaTLSServerName string        `envconfig:"KAFKA_TLS_SERVER_NAME" desc:"server name verified in broker certificates"`
+	KafkaTLSInsecure   bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
+	KafkaSASLMechanism string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
+	KafkaSASLUser      string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
+	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD" desc:"SASL password (prefer the environment variable)"`
+	KafkaCompression   string        `envconfig:"KAFKA_COMPRESSION" desc:"produce compression: none, gzip, snappy, lz4, zstd"`
+	KafkaLinger        time.Duration `envconfig:"KAFKA_LINGER" default:"5ms" desc:"how long the producer waits to fill a batch"`
 }
 
 // kafkaConfig builds the stream configuration from the flat options.
@@ -128,6 +128,13 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, kcfg, paths, err := configure(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if errors.Is(err, errConfigReference) {
+		if err := cliconfig.WriteReference(stdout, envPrefix, &options{}); err != nil {
+			fmt.Fprintf(stderr, "ingest: %v\n", err)
+			return 1
+		}
 		return 0
 	}
 	if err != nil {
@@ -284,60 +291,13 @@ func writeReport(w io.Writer, sum ingest.Summary) {
 }
 
 // configure reads the environment, then the flags (which win).
+// errConfigReference asks run to print the configuration reference.
+var errConfigReference = errors.New("config reference requested")
+
 func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []string, error) {
 	var o options
-	if err := envconfig.Process(envPrefix, &o); err != nil {
-		return o, stream.KafkaConfig{}, nil, err
-	}
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := func(name string) string { return " (env " + envPrefix + "_" + name + ")" }
-	formats := make([]string, 0)
-	for _, f := range parse.Formats() {
-		formats = append(formats, f[0])
-	}
-	fs.StringVar(&o.Format, "format", o.Format, "input format: "+strings.Join(formats, "|")+env("FORMAT"))
-	fs.StringVar(&o.Out, "out", o.Out, `output: "-" = observations as JSON lines on stdout, "kafka" = Kafka topics`+env("OUT"))
-	fs.StringVar(&o.DeadLetter, "dead-letter", o.DeadLetter, `dead letters in --out=- mode: "-" = stderr, or a file (appended)`+env("DEAD_LETTER"))
-	fs.BoolVar(&o.Follow, "follow", o.Follow, "follow plain files like tail -F (rotation and truncation handled)"+env("FOLLOW"))
-	fs.StringVar(&o.Zone, "zone", o.Zone, `time zone (IANA name, e.g. "UTC", "Europe/Oslo") of timestamps without one; "" rejects them`+env("ZONE"))
-	fs.StringVar(&o.Profile, "profile", o.Profile, "URL canonicalisation profile: changerate|whatwg|semantic"+env("PROFILE"))
-	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, `base URL of path-only request targets (CLF, NASA, WorldCup); default "http://localhost"`+env("BASE_URL"))
-	fs.StringVar(&o.SquidLogformat, "squid-logformat", o.SquidLogformat, "Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"+env("SQUID_LOGFORMAT"))
-	fs.IntVar(&o.MaxLineBytes, "max-line-bytes", o.MaxLineBytes, "longest accepted line"+env("MAX_LINE_BYTES"))
-	fs.Int64Var(&o.MaxDecompressedBytes, "max-decompressed-bytes", o.MaxDecompressedBytes, "largest decompressed size of one gzip input"+env("MAX_DECOMPRESSED_BYTES"))
-	fs.Int64Var(&o.MaxRecordBytes, "max-record-bytes", o.MaxRecordBytes, "largest WARC record"+env("MAX_RECORD_BYTES"))
-	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "messages per sink write"+env("BATCH_SIZE"))
-	fs.StringVar(&o.Checkpoint, "checkpoint", o.Checkpoint, "checkpoint file of input positions; empty: none"+env("CHECKPOINT"))
-	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "least time between checkpoint writes (fsync); 0: after every acknowledged batch"+env("CHECKPOINT_INTERVAL"))
-	fs.DurationVar(&o.PollInterval, "poll-interval", o.PollInterval, "follow mode poll period"+env("POLL_INTERVAL"))
-	fs.DurationVar(&o.ProgressInterval, "progress-interval", o.ProgressInterval, "period of the progress log line; negative: none"+env("PROGRESS_INTERVAL"))
-	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "bound of the last batch write after SIGTERM"+env("DRAIN_TIMEOUT"))
-	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "exit at the latest this long after SIGTERM"+env("SHUTDOWN_TIMEOUT"))
-	fs.StringVar(&o.ObservationsTopic, "observations-topic", o.ObservationsTopic, "observations topic"+env("OBSERVATIONS_TOPIC"))
-	fs.StringVar(&o.DeadLetterTopic, "dead-letter-topic", o.DeadLetterTopic, "dead-letter topic"+env("DEAD_LETTER_TOPIC"))
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, `listen address of /metrics and /healthz, e.g. ":9100"; empty: none`+env("METRICS_ADDR"))
-	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug|info|warn|error"+env("LOG_LEVEL"))
-	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text|json"+env("LOG_FORMAT"))
-	fs.StringVar(&o.InTopic, "in-topic", o.InTopic, `read lines from this Kafka topic instead of files (e.g. "heritrix-crawl-log" with --format=heritrix-json), in consumer group --kafka-group`+env("IN_TOPIC"))
-	fs.BoolVar(&o.Report, "report", o.Report, "print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end"+env("REPORT"))
-	brokers := strings.Join(o.KafkaBrokers, ",")
-	fs.StringVar(&brokers, "kafka-brokers", brokers, "Kafka bootstrap brokers, comma-separated host:port"+env("KAFKA_BROKERS"))
-	fs.StringVar(&o.KafkaClientID, "kafka-client-id", o.KafkaClientID, "Kafka client id"+env("KAFKA_CLIENT_ID"))
-	fs.StringVar(&o.KafkaGroup, "kafka-group", o.KafkaGroup, "consumer group of --in-topic"+env("KAFKA_GROUP"))
-	fs.BoolVar(&o.KafkaTLS, "kafka-tls", o.KafkaTLS, "connect to Kafka over TLS"+env("KAFKA_TLS"))
-	fs.StringVar(&o.KafkaTLSCA, "kafka-tls-ca", o.KafkaTLSCA, "PEM CA bundle verifying the brokers (default: system roots)"+env("KAFKA_TLS_CA"))
-	fs.StringVar(&o.KafkaTLSCert, "kafka-tls-cert", o.KafkaTLSCert, "PEM client certificate for mutual TLS"+env("KAFKA_TLS_CERT"))
-	fs.StringVar(&o.KafkaTLSKey, "kafka-tls-key", o.KafkaTLSKey, "PEM key of --kafka-tls-cert"+env("KAFKA_TLS_KEY"))
-	fs.StringVar(&o.KafkaTLSServerName, "kafka-tls-server-name", o.KafkaTLSServerName, "server name verified in broker certificates"+env("KAFKA_TLS_SERVER_NAME"))
-	fs.BoolVar(&o.KafkaTLSInsecure, "kafka-tls-insecure", o.KafkaTLSInsecure, "skip broker certificate verification (testing only)"+env("KAFKA_TLS_INSECURE"))
-	fs.StringVar(&o.KafkaSASLMechanism, "kafka-sasl-mechanism", o.KafkaSASLMechanism, "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"+env("KAFKA_SASL_MECHANISM"))
-	fs.StringVar(&o.KafkaSASLUser, "kafka-sasl-username", o.KafkaSASLUser, "SASL user name"+env("KAFKA_SASL_USERNAME"))
-	// A Func flag: its value (from the environment) is never printed by -h.
-	fs.Func("kafka-sasl-password", "SASL password (prefer the environment variable)"+env("KAFKA_SASL_PASSWORD"),
-		func(v string) error { o.KafkaSASLPassword = v; return nil })
-	fs.StringVar(&o.KafkaCompression, "kafka-compression", o.KafkaCompression, "produce compression: none, gzip, snappy, lz4, zstd"+env("KAFKA_COMPRESSION"))
-	fs.DurationVar(&o.KafkaLinger, "kafka-linger", o.KafkaLinger, "how long the producer waits to fill a batch"+env("KAFKA_LINGER"))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ingest --format=FORMAT [--out=-|kafka] [options] FILE|DIR|GLOB|- ...\n\nformats:\n")
 		for _, f := range parse.Formats() {
@@ -346,19 +306,18 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		fmt.Fprintf(fs.Output(), "\noptions:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
+	rest, err := cliconfig.Load(envPrefix, &o, fs, args)
+	if err != nil {
 		return o, stream.KafkaConfig{}, nil, err
 	}
-	o.KafkaBrokers = nil
-	for _, b := range strings.Split(brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			o.KafkaBrokers = append(o.KafkaBrokers, b)
-		}
+	if *ref {
+		return o, stream.KafkaConfig{}, nil, errConfigReference
 	}
 	k := o.kafkaConfig()
 	paths := o.Paths
-	if fs.NArg() > 0 {
-		paths = fs.Args()
+	if len(rest) > 0 {
+		paths = rest
 	}
 	if o.Format == "" {
 		return o, k, nil, cfgErr("%s_FORMAT (--format) is required", envPrefix)

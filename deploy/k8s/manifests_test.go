@@ -179,7 +179,7 @@ func acceptedVars(t *testing.T) map[string]map[string]bool {
 			re     *regexp.Regexp
 		}{
 			{"aggregator", []string{"run", "./cmd/aggregator", "--config-reference"}, regexp.MustCompile("(?m)^\\| `(CHANGERATE_[A-Z0-9_]+)` \\|")},
-			{"ingest", []string{"run", "./cmd/ingest", "-h"}, regexp.MustCompile(`\(env (CHANGERATE_[A-Z0-9_]+)\)`)},
+			{"ingest", []string{"run", "./cmd/ingest", "--config-reference"}, regexp.MustCompile("(?m)^\\| `(CHANGERATE_[A-Z0-9_]+)` \\|")},
 		} {
 			cmd := exec.Command(goBin, c.args...)
 			cmd.Dir = filepath.Join("..", "..")

@@ -73,10 +73,6 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 		}
 		fs.Func(o.Flag, help, func(v string) error { set[o.Env] = v; return nil })
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage of %s:\n", fs.Name())
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
