@@ -16,6 +16,7 @@ type metrics struct {
 	outcomes     *prometheus.CounterVec // applied, duplicate, late, no_information
 	late         *prometheus.CounterVec // reordered (applied at the latest time), dropped
 	deadLetters  *prometheus.CounterVec // by reason
+	rejected     *prometheus.CounterVec // outputs the sink rejected, by topic and reason
 	alerts       *prometheus.CounterVec // by kind
 	estimates    *prometheus.CounterVec // by kind
 	cache        *prometheus.CounterVec // hit, miss
@@ -48,6 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		outcomes:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_outcome_total", Help: "What applying an observation did: applied, duplicate, late, no_information."}, []string{"outcome"}),
 		late:         prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "late_events_total", Help: "Out-of-order observations: reordered (applied at the object's latest time) or dropped (older than the tolerance)."}, []string{"action"}),
 		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "dead_letters_total", Help: "Messages sent to the dead-letter topic, by reason."}, []string{"reason"}),
+		rejected:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "outputs_rejected_total", Help: "Output records the sink refused permanently, by topic and the sink's reason (e.g. MESSAGE_TOO_LARGE); each is replaced by a dead letter (reason output_rejected), except rejected dead letters (topic = the dead-letter topic), which stop the partition."}, []string{"topic", "reason"}),
 		alerts:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "alerts_total", Help: "Rate-shift alerts published, by kind."}, []string{"kind"}),
 		estimates:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "estimates_out_total", Help: "Estimate records published, by kind."}, []string{"kind"}),
 		cache:        prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_lookups_total", Help: "Object cache lookups: hit or miss (a miss reads the store)."}, []string{"result"}),
@@ -64,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
 	}
-	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.alerts, m.estimates, m.cache,
+	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
 		m.stateBytes, m.nextOffset, m.cachedObjs} {
 		if err := reg.Register(c); err != nil {

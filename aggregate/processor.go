@@ -381,7 +381,8 @@ type pending struct {
 type batchWork struct {
 	seq      uint64
 	from, to int64
-	n        int // input messages
+	first    int64 // offset of the first input message
+	n        int   // input messages
 	start    time.Time
 	obs      []records.Observation
 	order    []int32 // per decoded observation: index into objs
@@ -468,6 +469,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	b.start = time.Now()
 	p.metrics.batchSize.Observe(float64(len(msgs)))
 	b.from, b.to, b.n = w.from, msgs[len(msgs)-1].Offset+1, len(msgs)
+	b.first = msgs[0].Offset
 	w.seq++
 	b.seq = w.seq
 
@@ -652,15 +654,7 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 			}
 		}
 		if len(b.out) > 0 {
-			f.wErr = w.retry(ctx, "write outputs", func() error {
-				t0 := time.Now()
-				err := p.sink.Write(ctx, b.out...)
-				p.metrics.sinkLatency.Observe(time.Since(t0).Seconds())
-				return err
-			})
-			if f.wErr == nil {
-				p.metrics.outputs.Add(float64(len(b.out)))
-			}
+			f.wErr = w.writeOutputs(ctx, b.out, w.batchPosition(b), true)
 		}
 	}()
 	if f.wErr != nil {
@@ -784,12 +778,121 @@ func (w *worker) drain() error {
 	return first
 }
 
-// retry runs f until it succeeds, fails with a fencing error, or ctx ends.
+// ReasonOutputRejected is the dead-letter reason of an output record that
+// the sink refused permanently (stream.ErrRejected): the dead letter takes
+// its place, naming the output's topic (as Format), key, size and the
+// sink's reason.
+const ReasonOutputRejected = "output_rejected"
+
+// maxRejectedShown caps the bytes of a rejected output's key and value
+// copied into its dead letter, so that the dead letter stays small.
+const maxRejectedShown = 1024
+
+// batchPosition locates b's input for dead letters of its outputs:
+// "topic/partition@first-last" (inclusive), or "@offset" for one message.
+func (w *worker) batchPosition(b *batchWork) string {
+	last := b.to - 1
+	if b.first == last {
+		return w.pos + strconv.FormatInt(last, 10)
+	}
+	return w.pos + strconv.FormatInt(b.first, 10) + "-" + strconv.FormatInt(last, 10)
+}
+
+// writeOutputs writes out to the sink, retrying transient errors if retry
+// is set. Outputs the sink rejects permanently (stream.ErrRejected) are
+// replaced by dead letters with reason ReasonOutputRejected, located at
+// position, which are then written (retried likewise); the other outputs
+// were written, so nothing is lost and the batch may be committed. A
+// rejected dead letter, whether an input's or a rejected output's, cannot
+// be replaced: writeOutputs then returns an error wrapping both
+// stream.ErrRejected and stream.ErrFatal, which stops the partition (and
+// the Source) rather than skip the record or retry it forever.
+func (w *worker) writeOutputs(ctx context.Context, out []stream.Message, position string, retry bool) error {
+	p := w.p
+	attempt := func(what string, f func() error) error {
+		if retry {
+			return w.retry(ctx, what, f)
+		}
+		return f()
+	}
+	err := attempt("write outputs", func() error {
+		t0 := time.Now()
+		err := p.sink.Write(ctx, out...)
+		p.metrics.sinkLatency.Observe(time.Since(t0).Seconds())
+		return err
+	})
+	var rej *stream.RejectedError
+	if !errors.As(err, &rej) {
+		if err == nil {
+			p.metrics.outputs.Add(float64(len(out)))
+		}
+		return err
+	}
+	dls, err := w.replaceRejected(out, rej, position)
+	if err != nil {
+		return err
+	}
+	p.metrics.outputs.Add(float64(len(out) - len(dls)))
+	err = attempt("write dead letters", func() error { return p.sink.Write(ctx, dls...) })
+	if errors.As(err, &rej) {
+		for _, r := range rej.Rejected {
+			topic := p.cfg.DeadLetterTopic
+			if r.Index >= 0 && r.Index < len(dls) {
+				topic = dls[r.Index].Topic
+			}
+			p.metrics.rejected.WithLabelValues(topic, r.Reason).Inc()
+		}
+		w.log.Error("dead letters of rejected outputs were rejected too; stopping the partition", "dead_letters", len(dls), "err", err)
+		return fmt.Errorf("aggregate: %s/%d: writing the dead letters of %d rejected outputs: %w: %w", w.part.Topic, w.part.ID, len(dls), err, stream.ErrFatal)
+	}
+	if err != nil {
+		return fmt.Errorf("aggregate: %s/%d: writing the dead letters of %d rejected outputs: %w", w.part.Topic, w.part.ID, len(dls), err)
+	}
+	p.metrics.outputs.Add(float64(len(dls)))
+	p.metrics.deadLetters.WithLabelValues(ReasonOutputRejected).Add(float64(len(dls)))
+	return nil
+}
+
+// replaceRejected returns the dead letters replacing the outputs rej
+// lists, counting and logging each. It fails (wrapping stream.ErrFatal) if
+// a rejected output is itself a dead letter or rej does not index out.
+func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError, position string) ([]stream.Message, error) {
+	p := w.p
+	dls := make([]stream.Message, 0, len(rej.Rejected))
+	for _, r := range rej.Rejected {
+		if r.Index < 0 || r.Index >= len(out) {
+			return nil, fmt.Errorf("aggregate: %s/%d: the sink rejected message %d of a write of %d: %w: %w", w.part.Topic, w.part.ID, r.Index, len(out), rej, stream.ErrFatal)
+		}
+		m := &out[r.Index]
+		p.metrics.rejected.WithLabelValues(m.Topic, r.Reason).Inc()
+		key, value := m.Key, m.Value
+		if len(key) > maxRejectedShown {
+			key = key[:maxRejectedShown]
+		}
+		if len(value) > maxRejectedShown {
+			value = value[:maxRejectedShown]
+		}
+		if m.Topic == p.cfg.DeadLetterTopic {
+			w.log.Error("dead letter rejected by the sink; stopping the partition", "key", string(key), "bytes", len(m.Value), "reason", r.Reason, "err", r.Err)
+			return nil, fmt.Errorf("aggregate: %s/%d: dead letter %q (%d bytes) rejected by the sink (%s): %w: %w", w.part.Topic, w.part.ID, key, len(m.Value), r.Reason, rej, stream.ErrFatal)
+		}
+		w.log.Error("output rejected by the sink; writing a dead letter instead", "output_topic", m.Topic, "key", string(key),
+			"bytes", len(m.Value), "reason", r.Reason, "position", position, "err", r.Err)
+		cause := fmt.Errorf("aggregate: output to topic %s with key %q (value of %d bytes) rejected by the sink (%s): %w", m.Topic, key, len(m.Value), r.Reason, r.Err)
+		dl := records.NewDeadLetter(p.now(), "aggregator", m.Topic, position, ReasonOutputRejected, cause, value)
+		dls = append(dls, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
+	}
+	return dls, nil
+}
+
+// retry runs f until it succeeds, fails with a fencing error or a permanent
+// rejection (stream.ErrRejected), or ctx ends.
 func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 	backoff := w.p.cfg.RetryBackoff
 	for {
 		err := f()
-		if err == nil || errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) {
+		if err == nil || errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) ||
+			errors.Is(err, stream.ErrRejected) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -823,6 +926,9 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 }
 
 // emitFinal publishes every cached object's estimates, ordered by name.
+// Estimates the sink rejects are replaced by dead letters located at
+// "topic/partition@final", as in writeOutputs; write errors are not
+// retried.
 func (w *worker) emitFinal(ctx context.Context) error {
 	names := w.cache.names()
 	sort.Strings(names)
@@ -831,14 +937,14 @@ func (w *worker) emitFinal(ctx context.Context) error {
 		obj, _ := w.cache.get(n)
 		out = w.appendEstimates(out, n, obj, true, true)
 		if len(out) >= 1000 {
-			if err := w.p.sink.Write(ctx, out...); err != nil {
+			if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
 				return fmt.Errorf("aggregate: final estimates: %w", err)
 			}
 			out = out[:0]
 		}
 	}
 	if len(out) > 0 {
-		if err := w.p.sink.Write(ctx, out...); err != nil {
+		if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
 			return fmt.Errorf("aggregate: final estimates: %w", err)
 		}
 	}

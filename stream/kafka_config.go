@@ -104,7 +104,8 @@ type KafkaConfig struct {
 	// consecutive requests. Default 1000.
 	BatchSize int
 	// BatchBytes is the maximum size in bytes of one produce request to one
-	// partition; a single larger message is rejected. Keep it at most the
+	// partition; a single larger message is rejected (Write reports it in
+	// a *RejectedError and writes the others). Keep it at most the
 	// broker's message.max.bytes. Default 1 MiB.
 	BatchBytes int64
 	// Linger selects the sink's mode. 0 (the default) sends each Write's

@@ -31,32 +31,6 @@ func TestKafkaSinkClosed(t *testing.T) {
 	}
 }
 
-// A message larger than BatchBytes fails the Write before anything is
-// sent, in both modes.
-func TestKafkaSinkMessageTooLarge(t *testing.T) {
-	forEachSinkMode(t, func(t *testing.T, linger time.Duration) {
-		c := kafkatest.Start(t, kafkatest.Topic{Name: "t", Partitions: 2})
-		cfg := testConfig(c, "g")
-		cfg.Linger = linger
-		cfg.BatchBytes = 1000
-		reg := prometheus.NewRegistry()
-		sink := newSink(t, cfg, reg)
-		msgs := []stream.Message{
-			{Topic: "t", Key: []byte("a"), Value: []byte("small")},
-			{Topic: "t", Key: []byte("b"), Value: make([]byte, 2000)},
-		}
-		if err := sink.Write(context.Background(), msgs...); err == nil {
-			t.Fatal("Write with a message larger than BatchBytes succeeded")
-		}
-		if got := c.ReadAll(t, "t"); len(got) != 0 {
-			t.Fatalf("%d records written", len(got))
-		}
-		if got := metricSum(t, reg, "changerate_kafka_write_errors_total"); got != 2 {
-			t.Errorf("write errors metric %v, want 2", got)
-		}
-	})
-}
-
 // A Write larger than BatchSize and BatchBytes is split into several
 // requests per partition, in order.
 func TestKafkaSinkSplitsLargeWrites(t *testing.T) {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +37,20 @@ import (
 //     it is full or Linger has passed. Fewer requests when many goroutines
 //     write a few messages each, but every Write that does not fill its
 //     batches takes at least Linger.
+//
+// Permanent rejections: a message larger than BatchBytes is refused before
+// sending, and a produce request that the broker refuses with an error
+// that retrying cannot fix (kafka-go's Error.Temporary is false and the
+// error concerns the records or the topic, e.g. MESSAGE_TOO_LARGE,
+// INVALID_RECORD, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP, INVALID_TOPIC,
+// TOPIC_AUTHORIZATION_FAILED, POLICY_VIOLATION) refuses its records. A
+// request of several records refused for a reason other than the topic is
+// split in halves and sent again, down to single records, so that only the
+// records refused on their own are reported. Write then returns a
+// *RejectedError (see Sink) if every other message was acknowledged.
+// Errors about the connection or the cluster (authentication, cluster
+// authorization, unsupported version, UNKNOWN_SERVER_ERROR) are not
+// rejections: Write fails with them as with a network error.
 //
 // A KafkaSink is safe for concurrent use.
 type KafkaSink struct {
@@ -97,11 +114,17 @@ func NewKafkaSink(cfg KafkaConfig, logger *slog.Logger, reg prometheus.Registere
 // Write produces msgs and returns nil when all of them are acknowledged by
 // all in-sync replicas. Each message must name its Topic; Partition and
 // Offset are ignored, a zero Time means "now". A topic that does not exist
-// is waited for up to 2×MetadataInterval (nothing is written meanwhile). A
-// message larger than BatchBytes fails the Write before anything is sent.
-// On other errors any subset may have been written (in direct mode: a
-// prefix of each partition's messages). If ctx ends first, Write returns
-// ctx.Err() and the messages may still be written.
+// is waited for up to 2×MetadataInterval (nothing is written meanwhile).
+//
+// Messages refused permanently (see KafkaSink) are reported by a
+// *RejectedError, returned only when every other message was acknowledged;
+// in direct mode the acknowledged messages of each partition keep their
+// order. In batched mode, the messages of a batch refused as too large are
+// sent again one at a time, possibly after later messages of the same
+// partition. On other errors any subset may have been written (in direct
+// mode, per partition: the messages before the failed request, minus
+// refused ones). If ctx ends first, Write returns ctx.Err() and the
+// messages may still be written.
 func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -134,13 +157,88 @@ func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 	}
 	s.m.latency.Observe(time.Since(start).Seconds())
 	s.m.batchLen.Observe(float64(len(msgs)))
-	if err != nil {
+	var rej *RejectedError
+	switch {
+	case err == nil:
+	case errors.As(err, &rej):
+		s.log.Warn("kafka write: messages rejected permanently", "messages", len(msgs), "rejected", len(rej.Rejected), "err", err)
+	default:
 		if errors.As(err, &nw) {
 			s.countByTopic(msgs, nil, s.m.errors)
 		}
 		s.log.Warn("kafka write failed", "messages", len(msgs), "err", err)
 	}
 	return err
+}
+
+// rejection returns the Rejection.Reason of a produce error that refuses
+// the records for good, and false for errors that a later retry may
+// overcome (temporary, network, context) or that concern the connection or
+// the cluster rather than the records.
+func rejection(err error) (string, bool) {
+	var kerr kafka.Error
+	if err == nil || !errors.As(err, &kerr) || kerr.Temporary() {
+		return "", false
+	}
+	switch kerr {
+	case kafka.Unknown, kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism, kafka.IllegalSASLState,
+		kafka.ClusterAuthorizationFailed, kafka.UnsupportedVersion, kafka.InvalidRequiredAcks:
+		return "", false
+	}
+	if name, ok := kafkaErrorNames[kerr]; ok {
+		return name, true
+	}
+	if t := kerr.Title(); t != "" {
+		return strings.ToUpper(strings.ReplaceAll(t, " ", "_")), true
+	}
+	return "KAFKA_ERROR_" + strconv.Itoa(int(kerr)), true
+}
+
+// kafkaErrorNames are the Kafka protocol names of the usual rejections
+// (kafka-go's titles differ for some); other errors are named after their
+// kafka-go title.
+var kafkaErrorNames = map[kafka.Error]string{
+	kafka.MessageSizeTooLarge:         "MESSAGE_TOO_LARGE",
+	kafka.InvalidTopic:                "INVALID_TOPIC_EXCEPTION",
+	kafka.RecordListTooLarge:          "RECORD_LIST_TOO_LARGE",
+	kafka.TopicAuthorizationFailed:    "TOPIC_AUTHORIZATION_FAILED",
+	kafka.InvalidTimestamp:            "INVALID_TIMESTAMP",
+	kafka.UnsupportedForMessageFormat: "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+	kafka.PolicyViolation:             "POLICY_VIOLATION",
+	kafka.InvalidRecord:               "INVALID_RECORD",
+}
+
+// topicWide reports whether a rejection concerns every record of the topic,
+// so that splitting the request cannot help.
+func topicWide(err error) bool {
+	return errors.Is(err, kafka.InvalidTopic) || errors.Is(err, kafka.TopicAuthorizationFailed)
+}
+
+// sizeRejection reports whether err refuses a request for its size, which
+// a smaller request may avoid.
+func sizeRejection(err error) bool {
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge)
+}
+
+// tooLarge returns the rejection of message i if it alone exceeds
+// BatchBytes.
+func (s *KafkaSink) tooLarge(msgs []Message, i int) (Rejection, bool) {
+	size := recordSize(&msgs[i])
+	if size <= s.k.cfg.BatchBytes {
+		return Rejection{}, false
+	}
+	return Rejection{Index: i, Reason: ReasonExceedsBatchBytes,
+		Err: fmt.Errorf("stream: kafka write %s: message %d is %d bytes, more than BatchBytes (%d)", msgs[i].Topic, i, size, s.k.cfg.BatchBytes)}, true
+}
+
+// rejectedError returns the *RejectedError of rejs (nil if empty), sorted
+// by index.
+func rejectedError(rejs []Rejection) error {
+	if len(rejs) == 0 {
+		return nil
+	}
+	slices.SortFunc(rejs, func(a, b Rejection) int { return a.Index - b.Index })
+	return &RejectedError{Rejected: rejs}
 }
 
 // errNotWritten marks an error returned before anything was sent.
@@ -157,15 +255,17 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 	cfg := &s.k.cfg
 	groups := map[tp][]int32{}
 	var order []tp
+	var tooLarge []Rejection
 	bal := kafka.Murmur2Balancer{}
 	for i := range msgs {
 		m := &msgs[i]
-		if size := recordSize(m); size > cfg.BatchBytes {
-			return errNotWritten{fmt.Errorf("stream: kafka write: message %d is %d bytes, more than BatchBytes (%d)", i, size, cfg.BatchBytes)}
-		}
 		ids, err := s.partitions(ctx, m.Topic)
 		if err != nil {
 			return fmt.Errorf("stream: kafka write: topic %s: %w", m.Topic, errNotWritten{err})
+		}
+		if r, ok := s.tooLarge(msgs, i); ok {
+			tooLarge = append(tooLarge, r)
+			continue
 		}
 		key := tp{m.Topic, bal.Balance(kafka.Message{Key: m.Key}, ids...)}
 		if _, ok := groups[key]; !ok {
@@ -173,8 +273,12 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 		}
 		groups[key] = append(groups[key], int32(i))
 	}
+	for _, r := range tooLarge {
+		s.m.errors.WithLabelValues(msgs[r.Index].Topic).Inc()
+	}
 	now := time.Now()
 	errs := make([]error, len(order))
+	rejs := make([][]Rejection, len(order))
 	var wg sync.WaitGroup
 	for gi, key := range order {
 		idx := groups[key]
@@ -186,6 +290,33 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 				s.m.written.WithLabelValues(key.topic).Add(float64(written))
 				s.m.errors.WithLabelValues(key.topic).Add(float64(total - written))
 			}()
+			// send sends idx in order; a request refused as a whole is
+			// split in halves (the left one first, keeping the order)
+			// until the refused records are alone.
+			var send func(idx []int32) error
+			send = func(idx []int32) error {
+				err := s.produce(ctx, key.topic, key.partition, msgs, idx, now)
+				if err == nil {
+					written += len(idx)
+					return nil
+				}
+				reason, ok := rejection(err)
+				if !ok {
+					return err
+				}
+				if len(idx) > 1 && !topicWide(err) {
+					h := len(idx) / 2
+					if err := send(idx[:h]); err != nil {
+						return err
+					}
+					return send(idx[h:])
+				}
+				for _, i := range idx {
+					rejs[gi] = append(rejs[gi], Rejection{Index: int(i), Reason: reason,
+						Err: fmt.Errorf("stream: kafka write %s/%d: %w", key.topic, key.partition, err)})
+				}
+				return nil
+			}
 			for len(idx) > 0 {
 				n, size := 0, int64(0)
 				for n < len(idx) && n < cfg.BatchSize {
@@ -196,17 +327,22 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 					size += rs
 					n++
 				}
-				if err := s.produce(ctx, key.topic, key.partition, msgs, idx[:n], now); err != nil {
+				if err := send(idx[:n]); err != nil {
 					errs[gi] = fmt.Errorf("stream: kafka write %s/%d: %w", key.topic, key.partition, err)
-					return // later chunks are not sent: a prefix is written
+					return // later chunks are not sent
 				}
-				written += n
 				idx = idx[n:]
 			}
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, r := range rejs {
+		tooLarge = append(tooLarge, r...)
+	}
+	return rejectedError(tooLarge)
 }
 
 // recordSize bounds the encoded size of m in a record batch.
@@ -291,33 +427,104 @@ func (s *KafkaSink) partitions(ctx context.Context, topic string) ([]int, error)
 
 // writeBatched writes through kafka-go's Writer; see KafkaSink.
 func (s *KafkaSink) writeBatched(ctx context.Context, msgs []Message) error {
-	km := make([]kafka.Message, len(msgs))
+	var rejected []Rejection
+	var sent []Message // the messages given to the Writer
+	var at []int       // their index in msgs
+	km := make([]kafka.Message, 0, len(msgs))
 	for i, m := range msgs {
-		km[i] = kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time}
+		// recordSize bounds kafka-go's own size, so the Writer never
+		// fails the whole call with a MessageTooLargeError.
+		if r, ok := s.tooLarge(msgs, i); ok {
+			rejected = append(rejected, r)
+			continue
+		}
+		sent = append(sent, m)
+		at = append(at, i)
+		km = append(km, kafka.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time})
+	}
+	countLocal := true // unless Write counts every message as not written
+	defer func(local []Rejection) {
+		if countLocal {
+			for _, r := range local {
+				s.m.errors.WithLabelValues(msgs[r.Index].Topic).Inc()
+			}
+		}
+	}(slices.Clone(rejected))
+	if len(km) == 0 {
+		return rejectedError(rejected)
 	}
 	err := s.w.WriteMessages(ctx, km...)
 	if err == nil {
-		s.countByTopic(msgs, nil, s.m.written)
-		return nil
+		s.countByTopic(sent, nil, s.m.written)
+		return rejectedError(rejected)
 	}
 	var werrs kafka.WriteErrors
-	if errors.As(err, &werrs) && len(werrs) == len(msgs) {
-		s.countByTopic(msgs, func(i int) bool { return werrs[i] == nil }, s.m.written)
-		s.countByTopic(msgs, func(i int) bool { return werrs[i] != nil }, s.m.errors)
-		// Report the first real cause, keeping the full WriteErrors wrapped.
-		for _, e := range werrs {
-			if e != nil {
-				return fmt.Errorf("stream: kafka write: %d of %d messages failed, first: %v: %w", werrs.Count(), len(msgs), e, err)
+	if errors.As(err, &werrs) && len(werrs) == len(km) {
+		written := make([]bool, len(km))
+		for j, e := range werrs {
+			written[j] = e == nil
+		}
+		defer func() {
+			s.countByTopic(sent, func(j int) bool { return written[j] }, s.m.written)
+			s.countByTopic(sent, func(j int) bool { return !written[j] }, s.m.errors)
+		}()
+		var failed error
+		var again []int // index in sent of messages to send one at a time
+		for j, e := range werrs {
+			if e == nil {
+				continue
+			}
+			reason, isRej := rejection(e)
+			switch {
+			case !isRej:
+				if failed == nil {
+					failed = e
+				}
+			case sizeRejection(e):
+				// The batch, which may hold other messages, was too large,
+				// not necessarily this message.
+				again = append(again, j)
+			default:
+				rejected = append(rejected, Rejection{Index: at[j], Reason: reason, Err: fmt.Errorf("stream: kafka write %s: %w", sent[j].Topic, e)})
 			}
 		}
+		if failed != nil {
+			// Report the first real cause, keeping the full WriteErrors wrapped.
+			return fmt.Errorf("stream: kafka write: %d of %d messages failed, first: %v: %w", werrs.Count(), len(km), failed, err)
+		}
+		for _, j := range again {
+			err := s.produceOne(ctx, &sent[j])
+			if err == nil {
+				written[j] = true
+				continue
+			}
+			reason, isRej := rejection(err)
+			if !isRej {
+				return fmt.Errorf("stream: kafka write %s: resending a message of a batch refused as too large: %w", sent[j].Topic, err)
+			}
+			rejected = append(rejected, Rejection{Index: at[j], Reason: reason, Err: fmt.Errorf("stream: kafka write %s: %w", sent[j].Topic, err)})
+		}
+		return rejectedError(rejected)
 	}
 	var tooLarge kafka.MessageTooLargeError
 	if errors.Is(err, kafka.UnknownTopicOrPartition) || errors.As(err, &tooLarge) {
 		// Checked by kafka-go before anything is sent.
+		countLocal = false
 		return errNotWritten{fmt.Errorf("stream: kafka write: %w", err)}
 	}
-	s.countByTopic(msgs, nil, s.m.errors)
+	s.countByTopic(sent, nil, s.m.errors)
 	return fmt.Errorf("stream: kafka write: %w", err)
+}
+
+// produceOne sends m alone, with a request of its own, to the partition
+// its key maps to.
+func (s *KafkaSink) produceOne(ctx context.Context, m *Message) error {
+	ids, err := s.partitions(ctx, m.Topic)
+	if err != nil {
+		return err
+	}
+	p := kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: m.Key}, ids...)
+	return s.produce(ctx, m.Topic, p, []Message{*m}, []int32{0}, time.Now())
 }
 
 func (s *KafkaSink) countByTopic(msgs []Message, keep func(int) bool, c *prometheus.CounterVec) {

@@ -102,24 +102,48 @@ func (s *WriterSink) Close() error {
 type MemorySink struct {
 	mu     sync.Mutex
 	topics map[string][]Message
+	reject func(Message) string
 	closed bool
 }
 
 // NewMemorySink returns an empty MemorySink.
 func NewMemorySink() *MemorySink { return &MemorySink{topics: map[string][]Message{}} }
 
-// Write implements Sink; it copies keys and values.
+// RejectIf makes later Writes refuse permanently every message for which
+// reject returns a non-empty reason, simulating a destination that rejects
+// some messages (for tests); nil accepts everything again. reject is called
+// with the sink's lock held and must not use the sink.
+func (s *MemorySink) RejectIf(reject func(m Message) (reason string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reject = reject
+}
+
+// Write implements Sink; it copies keys and values. Messages refused by the
+// RejectIf function are not kept; the others are, and Write then returns a
+// *RejectedError listing the refused ones.
 func (s *MemorySink) Write(_ context.Context, msgs ...Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	for _, m := range msgs {
+	var rejected []Rejection
+	for i, m := range msgs {
+		if s.reject != nil {
+			if reason := s.reject(m); reason != "" {
+				rejected = append(rejected, Rejection{Index: i, Reason: reason,
+					Err: fmt.Errorf("stream: memory sink: message %d of topic %s (%d bytes) refused: %s", i, m.Topic, len(m.Key)+len(m.Value), reason)})
+				continue
+			}
+		}
 		m.Key = bytes.Clone(m.Key)
 		m.Value = bytes.Clone(m.Value)
 		m.Offset = int64(len(s.topics[m.Topic]))
 		s.topics[m.Topic] = append(s.topics[m.Topic], m)
+	}
+	if len(rejected) > 0 {
+		return &RejectedError{Rejected: rejected}
 	}
 	return nil
 }

@@ -8,7 +8,11 @@
 // Delivery contract: Sink.Write returns nil only after every message of the
 // call is acknowledged by the destination (for Kafka: by all in-sync
 // replicas); on error, any subset may have been written, so callers that
-// need exactly-once downstream rely on keys and idempotent consumers. A
+// need exactly-once downstream rely on keys and idempotent consumers. The
+// one exception is an error wrapping ErrRejected (a *RejectedError): the
+// destination refused the listed messages permanently (too large, invalid,
+// not allowed) and acknowledged all the others, so retrying the listed ones
+// is pointless and retrying the others is unnecessary. A
 // Source delivers each partition's messages in offset order, from the offset
 // its handler seeks to; it never commits on its own.
 package stream
@@ -16,6 +20,8 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -51,6 +57,14 @@ type Message struct {
 type Sink interface {
 	// Write writes msgs and returns when all of them are acknowledged, or
 	// with the first error. Messages with the same key keep their order.
+	//
+	// When the error wraps ErrRejected (errors.As finds a
+	// *RejectedError), every message not listed in the RejectedError was
+	// acknowledged, and the listed ones were not written and would be
+	// refused again if retried: the caller must deal with them (for
+	// example send a dead letter instead) rather than retry. Any other
+	// error means that any subset may have been written, and a retry of
+	// the whole call is the remedy.
 	Write(ctx context.Context, msgs ...Message) error
 	// Close flushes and releases resources. Write after Close returns
 	// ErrClosed.
@@ -97,4 +111,67 @@ type Claim interface {
 	// from another goroutine than Fetch, concurrently with it, and must not
 	// block.
 	MarkCommitted(next int64)
+}
+
+// ErrRejected is wrapped by the errors of Sink.Write that report messages
+// the destination refused permanently; the error is a *RejectedError.
+var ErrRejected = errors.New("stream: rejected")
+
+// Rejection is one message a Sink refused permanently.
+type Rejection struct {
+	// Index is the message's index in the msgs of the Write call.
+	Index int
+	// Reason is a short stable code, usable as a metric label: the Kafka
+	// protocol error name (for example "MESSAGE_TOO_LARGE",
+	// "TOPIC_AUTHORIZATION_FAILED") or ReasonExceedsBatchBytes.
+	Reason string
+	// Err is the cause, with details; never nil.
+	Err error
+}
+
+// ReasonExceedsBatchBytes is the Rejection.Reason of a message refused
+// before sending because it alone is larger than the sink's largest request
+// (KafkaConfig.BatchBytes).
+const ReasonExceedsBatchBytes = "EXCEEDS_BATCH_BYTES"
+
+// RejectedError is returned by Sink.Write when some messages were refused
+// permanently and every other message of the call was acknowledged (see
+// Sink.Write). errors.Is(err, ErrRejected) holds for it, and errors.Is and
+// errors.As also see the causes of the rejections.
+type RejectedError struct {
+	// Rejected lists the refused messages, in increasing Index order, each
+	// once; it is not empty.
+	Rejected []Rejection
+}
+
+// Error lists the first few rejections.
+func (e *RejectedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stream: %d message(s) rejected permanently", len(e.Rejected))
+	for k, r := range e.Rejected {
+		if k == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Rejected)-k)
+			break
+		}
+		sep := ", "
+		if k == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%smessage %d (%s): %v", sep, r.Index, r.Reason, r.Err)
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrRejected.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// Unwrap returns the causes of the rejections.
+func (e *RejectedError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Rejected))
+	for _, r := range e.Rejected {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return errs
 }
