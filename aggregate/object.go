@@ -36,8 +36,11 @@ import (
 // valid encoding of this or an older version.
 var ErrCorrupt = errors.New("aggregate: corrupt state")
 
-// encodingVersion is the first byte of every encoded Object.
-const encodingVersion = 1
+// encodingVersion is the first byte of every encoded Object. Version 2
+// stores the sub-states' times relative to the latest observation
+// (estimators and windows compact layouts); version-1 values, whose
+// sub-states carry their own older layouts, are still decoded.
+const encodingVersion = 2
 
 // presence flags of the encoding.
 const (
@@ -437,7 +440,12 @@ func Site(object string) string {
 }
 
 // AppendBinary appends the object's compact encoding to dst. The encoding is
-// lossless: DecodeBinary of it gives an Object equal to o.
+// lossless: DecodeBinary of it gives an Object equal to o. Layout: version,
+// flags, varint lastTime (ms), varint lastTime−lastEmit, then the present
+// parts in flag order: dedup (uint32 source hash, varint offset), uint32
+// digest fingerprint, varint Last-Modified, access period (varint index,
+// uvarint count), and the Change, ChangeWin, Access and AccessWin
+// encodings, each with lastTime as its reference time (AppendBinaryAt).
 func (o *Object) AppendBinary(dst []byte) []byte {
 	dst = append(dst, encodingVersion, o.flags)
 	dst = binary.AppendVarint(dst, o.lastTime)
@@ -456,17 +464,18 @@ func (o *Object) AppendBinary(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, o.periodIdx)
 		dst = binary.AppendUvarint(dst, uint64(o.periodCount))
 	}
+	ref := seconds(o.lastTime)
 	if o.flags&hasChange != 0 {
-		dst = o.Change.AppendBinary(dst)
+		dst = o.Change.AppendBinaryAt(dst, ref)
 	}
 	if o.flags&hasChangeWin != 0 {
-		dst = o.ChangeWin.AppendBinary(dst)
+		dst = o.ChangeWin.AppendBinaryAt(dst, ref)
 	}
 	if o.flags&hasAccess != 0 {
-		dst = o.Access.AppendBinary(dst)
+		dst = o.Access.AppendBinaryAt(dst, ref)
 	}
 	if o.flags&hasAccessWin != 0 {
-		dst = o.AccessWin.AppendBinary(dst)
+		dst = o.AccessWin.AppendBinaryAt(dst, ref)
 	}
 	return dst
 }
@@ -478,7 +487,7 @@ func (o *Object) DecodeBinary(src []byte) error {
 	if len(src) < 2 {
 		return fmt.Errorf("%w: %d bytes", ErrCorrupt, len(src))
 	}
-	if src[0] != encodingVersion {
+	if src[0] != encodingVersion && src[0] != 1 {
 		return fmt.Errorf("%w: unknown version %d", ErrCorrupt, src[0])
 	}
 	o.flags = src[1]
@@ -506,21 +515,23 @@ func (o *Object) DecodeBinary(src []byte) error {
 	if d.err != nil {
 		return d.err
 	}
+	// Version-1 sub-states are in their own first layouts, which ignore ref.
+	ref := seconds(o.lastTime)
 	sub := []struct {
 		flag uint8
 		name string
-		dec  func([]byte) (int, error)
+		dec  func([]byte, float64) (int, error)
 	}{
-		{hasChange, "change", o.Change.DecodeBinary},
-		{hasChangeWin, "change window", o.ChangeWin.DecodeBinary},
-		{hasAccess, "access", o.Access.DecodeBinary},
-		{hasAccessWin, "access window", o.AccessWin.DecodeBinary},
+		{hasChange, "change", o.Change.DecodeBinaryAt},
+		{hasChangeWin, "change window", o.ChangeWin.DecodeBinaryAt},
+		{hasAccess, "access", o.Access.DecodeBinaryAt},
+		{hasAccessWin, "access window", o.AccessWin.DecodeBinaryAt},
 	}
 	for _, s := range sub {
 		if o.flags&s.flag == 0 {
 			continue
 		}
-		n, err := s.dec(d.b)
+		n, err := s.dec(d.b, ref)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrCorrupt, s.name, err)
 		}

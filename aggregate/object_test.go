@@ -2,9 +2,14 @@ package aggregate
 
 import (
 	"bytes"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -261,5 +266,58 @@ func BenchmarkApplyAccess(b *testing.B) {
 		obs.Time = t0.Add(time.Duration(i) * time.Second)
 		eff.Reset()
 		o.Apply(&obs, &m, &eff)
+	}
+}
+
+// TestDecodeVersion1 decodes objects that the version-1 build stored
+// (testdata/object_v1.golden: randomObject with the seed of
+// TestEncodingRoundTrip, encoded by that build). They must decode into the
+// state the current code builds from the same observations: windows and
+// access state exactly; the change state with its times and sums exact
+// (whole milliseconds) and Σ I² within float32 rounding, so every estimate
+// agrees to 1e-6.
+func TestDecodeVersion1(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "object_v1.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	m := DefaultModel()
+	var scratch estimators.Estimates
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		nStr, hx, _ := strings.Cut(line, " ")
+		n, _ := strconv.Atoi(nStr)
+		b, err := hex.DecodeString(hx)
+		if err != nil || b[0] != 1 {
+			t.Fatalf("n=%s: bad golden line (version %d)", nStr, b[0])
+		}
+		want := randomObject(r, n)
+		var got Object
+		if err := got.DecodeBinary(b); err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if !reflect.DeepEqual(got.ChangeWin, want.ChangeWin) || !reflect.DeepEqual(got.AccessWin, want.AccessWin) || got.Access != want.Access {
+			t.Errorf("n=%d: windows or access state differ", n)
+		}
+		if got.Change.Visits() != want.Change.Visits() || got.Change.Changes() != want.Change.Changes() || got.Change.Span() != want.Change.Span() {
+			t.Errorf("n=%d: change counts or span differ", n)
+		}
+		ge, gok := got.ChangeEstimate("o", &m, &scratch)
+		we, wok := want.ChangeEstimate("o", &m, &scratch)
+		if gok != wok || len(ge.Estimates) != len(we.Estimates) || ge.Estimator != we.Estimator || (n > 1 && len(we.Estimates) == 0) {
+			t.Fatalf("n=%d: estimates differ: %v %v, %v %v", n, gok, wok, ge.Estimates, we.Estimates)
+		}
+		for k, w := range we.Estimates {
+			if g, ok := ge.Estimates[k]; !ok || math.Abs(g-w) > 1e-6*math.Abs(w) {
+				t.Errorf("n=%d: %s %v, want %v", n, k, g, w)
+			}
+		}
+		// Re-encoded, it is a version-2 value that round-trips exactly.
+		b2 := got.AppendBinary(nil)
+		var again Object
+		if err := again.DecodeBinary(b2); err != nil || b2[0] != encodingVersion || !reflect.DeepEqual(again, got) {
+			t.Errorf("n=%d: re-encoding: %v", n, err)
+		}
+		t.Logf("n=%d: version 1 %d bytes, version 2 %d bytes", n, len(b), len(b2))
 	}
 }

@@ -5,19 +5,21 @@ package estimators
 // of the last access time). The zero value is ready to use. Updates never
 // allocate. Not safe for concurrent use.
 type Access struct {
-	n     int64   // accesses
-	first float64 // earliest access time
-	last  float64 // latest access time
+	n     int64 // accesses
+	first int64 // earliest access time, ms
+	last  int64 // latest access time, ms
 	mat   matloffState
 }
 
-// Access records one access at time t (seconds). Accesses may arrive out of
-// order; only the count and the earliest and latest times are kept.
-// Times outside ±MaxTime (or NaN) are ignored.
-func (a *Access) Access(t float64) {
-	if !validTime(t) {
+// Access records one access at time t (seconds, rounded to whole
+// milliseconds). Accesses may arrive out of order; only the count and the
+// earliest and latest times are kept. Times outside ±MaxTime (or NaN) are
+// ignored.
+func (a *Access) Access(ts float64) {
+	if !validTime(ts) {
 		return
 	}
+	t := millis(ts)
 	if a.n == 0 {
 		a.n, a.first, a.last = 1, t, t
 		return
@@ -58,11 +60,11 @@ func (a *Access) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 	var naive Estimate
 	haveNaive := false
 	if a.n > 0 {
-		end := a.last
+		end := seconds(a.last)
 		if finite(asOf) && asOf > end {
 			end = asOf
 		}
-		if T := end - a.first; T > 0 {
+		if T := end - seconds(a.first); T > 0 {
 			pLo, pHi := cfg.tails()
 			k := float64(a.n - 1)
 			lo, hi := garwood(k, pLo, pHi)

@@ -79,7 +79,7 @@ func TestZeroAllocs(t *testing.T) {
 	var out Estimates
 	var p [MaxClasses]float64
 	buf := make([]byte, 0, 256)
-	tm := c.last
+	tm := c.latest()
 	rates := []float64{1, 2, 3}
 	alloc := make([]float64, 3)
 	for name, f := range map[string]func(){
@@ -114,7 +114,7 @@ func benchChange(b *testing.B) (*Change, *Config) {
 
 func BenchmarkChangeVisit(b *testing.B) {
 	c, _ := benchChange(b)
-	tm := c.last
+	tm := c.latest()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		tm += 3600 + float64(i&7)*60
@@ -137,7 +137,7 @@ func BenchmarkChangeEstimate(b *testing.B) {
 	var out Estimates
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Estimate(c.last, cfg, &out)
+		c.Estimate(c.latest(), cfg, &out)
 	}
 }
 
@@ -145,7 +145,7 @@ func BenchmarkChangeNextVisit(b *testing.B) {
 	c, cfg := benchChange(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.NextVisit(c.last, cfg)
+		c.NextVisit(c.latest(), cfg)
 	}
 }
 
@@ -231,6 +231,6 @@ func BenchmarkChangeBest(b *testing.B) {
 	c, cfg := benchChange(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Estimate(c.last, cfg, nil)
+		c.Estimate(c.latest(), cfg, nil)
 	}
 }

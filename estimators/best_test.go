@@ -76,7 +76,7 @@ func TestBestRuleEvaluation(t *testing.T) {
 		for k := 0; k < K; k++ {
 			c := observe(rng, g.r, g.n, g.irregular, g.lm)
 			var out Estimates
-			best, ok := c.Estimate(c.last, cfg, &out)
+			best, ok := c.Estimate(c.latest(), cfg, &out)
 			if !ok || best.Key != g.want {
 				t.Fatalf("%s: best = %q, want %q", g.name, best.Key, g.want)
 			}
@@ -153,7 +153,7 @@ func TestEstimatesWellFormed(t *testing.T) {
 			simulateMatloff(rng, math.Exp(rng.NormFloat64()), 1, 1+rng.IntN(10), c.Snapshot)
 		}
 		var out Estimates
-		best, ok := c.Estimate(c.last, cfg, &out)
+		best, ok := c.Estimate(c.latest(), cfg, &out)
 		for i := 0; i < out.Len(); i++ {
 			e := out.At(i)
 			if !finite(e.Rate) || e.Rate < 0 || (e.HasCI && !(finite(e.Lo) && finite(e.Hi) && e.Lo <= e.Rate*(1+1e-12) && e.Rate <= e.Hi*(1+1e-12))) || (!e.HasCI && (e.Lo != 0 || e.Hi != 0)) {
@@ -165,7 +165,7 @@ func TestEstimatesWellFormed(t *testing.T) {
 				t.Fatalf("best %+v not in the list", best)
 			}
 		}
-		if tv, ok := c.NextVisit(c.last, cfg); !ok || !finite(tv) || tv < c.last+cfg.MinInterval {
+		if tv, ok := c.NextVisit(c.latest(), cfg); !ok || !finite(tv) || tv < c.latest()+cfg.MinInterval {
 			t.Fatalf("next visit %v %v", tv, ok)
 		}
 		var p [MaxClasses]float64

@@ -18,72 +18,92 @@ type Visit struct {
 // The zero value is ready to use. Its size is fixed (about 600 bytes in
 // memory, see AppendBinary for the compact encoding); updates never
 // allocate. Not safe for concurrent use.
+//
+// Times and durations are kept as whole milliseconds (every log format's
+// resolution), so the interval sums are exact integers: they do not drift
+// with the number of visits, the unchanged time is the span minus the
+// changed time exactly, and the state encodes into a few varints.
 type Change struct {
-	visits    int64   // accepted visits including the baseline
-	changes   int64   // X: intervals with a detected change
-	first     float64 // time of the baseline visit
-	last      float64 // time of the latest visit
-	sumSq     float64 // Σ I_i² over visit intervals (regularity)
-	unchanged float64 // Σ t_uj: total length of unchanged intervals (CGM eq. 2, M&A eq. 3)
-	changedT  float64 // Σ t_ci: total length of changed intervals (calibrates the buckets)
-	buckets   [NumBuckets]uint32
+	visits   int64   // accepted visits including the baseline
+	changes  int64   // X: intervals with a detected change
+	first    int64   // time of the baseline visit, ms
+	last     int64   // time of the latest visit, ms
+	sumSq    float32 // Σ I_i² over visit intervals, s² (regularity only)
+	changedT int64   // Σ t_ci: total length of changed intervals, ms (calibrates the buckets)
+	// Σ t_uj, the total length of unchanged intervals (CGM eq. 2, M&A eq.
+	// 3), is last − first − changedT.
+	buckets [NumBuckets]uint32
 
-	// CGM Fig. 10 over intervals whose closing visit carried Last-Modified.
+	// CGM Fig. 10 over intervals whose closing visit carried Last-Modified;
+	// lmT in ms.
 	lmN, lmX int64
-	lmT      float64
-	// Malcolm & Armitage eq. 2 over visits with Last-Modified.
+	lmT      int64
+	// Malcolm & Armitage eq. 2 over visits with Last-Modified; ageSum in
+	// ms, saturating at math.MaxInt64.
 	ageN   int64
-	ageSum float64
+	ageSum int64
 
 	mat matloffState
 }
 
+// millis converts a time or duration in seconds (|t| < MaxTime) to whole
+// milliseconds, rounding to nearest.
+func millis(t float64) int64 { return int64(math.Round(t * 1000)) }
+
+// seconds converts milliseconds to seconds.
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
+
+// addSat returns a+b for b ≥ 0, saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // Visit records one visit in O(1) without allocation. The first accepted
-// visit is the baseline. A visit whose Time is not within ±MaxTime, or not later
-// than the latest visit (duplicates, out-of-order input), is ignored, which
+// visit is the baseline. Times are rounded to whole milliseconds. A visit
+// whose Time is not within ±MaxTime, or not later than the latest visit by
+// at least a millisecond (duplicates, out-of-order input), is ignored, which
 // the caller can detect through Visits(). Under Last-Modified, the time to
 // the previous change is T_i = Time − LastModified (clamped at 0); the
 // interval counts as changed for cgm_lastmod when T_i < I_i (Fig. 10),
 // independently of Changed.
 func (c *Change) Visit(v Visit) {
-	t := v.Time
-	if !validTime(t) {
+	if !validTime(v.Time) {
 		return
 	}
+	t := millis(v.Time)
 	hasLM := v.HasLastModified && validTime(v.LastModified)
-	age := 0.0
+	var age int64
 	if hasLM {
-		age = t - v.LastModified
-		if age < 0 {
-			age = 0
-		}
+		age = max(t-millis(v.LastModified), 0)
 	}
 	if c.visits == 0 {
 		c.visits, c.first, c.last = 1, t, t
 		if hasLM {
 			c.ageN++
-			c.ageSum += age
+			c.ageSum = addSat(c.ageSum, age)
 		}
 		return
 	}
 	iv := t - c.last
-	if !(iv > 0) {
+	if iv <= 0 {
 		return
 	}
 	c.visits++
-	c.sumSq += iv * iv
+	ivs := seconds(iv)
+	c.sumSq = float32(float64(c.sumSq) + ivs*ivs)
 	if v.Changed {
 		c.changes++
 		c.changedT += iv
-		if b := BucketOf(iv); c.buckets[b] < math.MaxUint32 {
+		if b := BucketOf(ivs); c.buckets[b] < math.MaxUint32 {
 			c.buckets[b]++
 		}
-	} else {
-		c.unchanged += iv
 	}
 	if hasLM {
 		c.ageN++
-		c.ageSum += age
+		c.ageSum = addSat(c.ageSum, age)
 		c.lmN++
 		if age < iv {
 			c.lmX++
@@ -116,7 +136,19 @@ func (c *Change) Intervals() int64 {
 }
 
 // Span is T, the time from the baseline to the latest visit.
-func (c *Change) Span() float64 { return c.last - c.first }
+func (c *Change) Span() float64 { return seconds(c.last - c.first) }
+
+// latest is the time of the latest visit, seconds.
+func (c *Change) latest() float64 { return seconds(c.last) }
+
+// unchangedTime is U = Σ t_uj, seconds.
+func (c *Change) unchangedTime() float64 { return seconds(c.last - c.first - c.changedT) }
+
+// lmExposure is T of CGM Fig. 10, seconds.
+func (c *Change) lmExposure() float64 { return seconds(c.lmT) }
+
+// totalAge is Σ age of Malcolm & Armitage eq. 2, seconds.
+func (c *Change) totalAge() float64 { return seconds(c.ageSum) }
 
 // IntervalCV is the coefficient of variation of the visit intervals,
 // sqrt(Σ I²/n − Ī²)/Ī; ok=false with no interval.
@@ -126,7 +158,7 @@ func (c *Change) IntervalCV() (cv float64, ok bool) {
 		return 0, false
 	}
 	mean := c.Span() / float64(n)
-	v := c.sumSq/float64(n) - mean*mean
+	v := float64(c.sumSq)/float64(n) - mean*mean
 	if v <= 0 {
 		return 0, true
 	}
@@ -165,7 +197,7 @@ func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 		}
 	}
 	if approx > 0 && c.changedT > 0 {
-		s := c.changedT / approx
+		s := seconds(c.changedT) / approx
 		for i := 0; i < k; i++ {
 			ts[i] *= s
 		}
@@ -305,7 +337,7 @@ func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
-	l, info, ok := solveIrregular(ts[:k], ws[:k], c.unchanged)
+	l, info, ok := solveIrregular(ts[:k], ws[:k], c.unchangedTime())
 	if !ok {
 		return Estimate{}, false
 	}
@@ -319,7 +351,7 @@ func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
 		case l == 0:
 			pLo, pHi := cfg.tails()
 			_, hi := garwood(0, pLo, pHi)
-			e.Hi, e.HasCI = hi/c.unchanged, true
+			e.Hi, e.HasCI = hi/c.unchangedTime(), true
 		}
 	}
 	return e, true
@@ -330,7 +362,7 @@ func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
 	if _, _, ok := c.visitBase(); !ok {
 		return Estimate{}, false
 	}
-	r, _, ok := MalcolmNoLastModRate(c.Span(), c.unchanged, c.changes)
+	r, _, ok := MalcolmNoLastModRate(c.Span(), c.unchangedTime(), c.changes)
 	return Estimate{Key: KeyMalcolmNoLastMod, Rate: r}, ok
 }
 
@@ -339,14 +371,15 @@ func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
 // data is exactly λ^X e^{−λT}, so the interval is the Garwood (Gamma)
 // interval for X over exposure T.
 func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
-	if c.lmN < 2 || !(c.lmT > 0) {
+	if c.lmN < 2 || c.lmT <= 0 {
 		return Estimate{}, false
 	}
-	e := Estimate{Key: KeyCGMLastMod, Rate: LastModXPrime(c.lmN, c.lmX) / c.lmT}
+	T := c.lmExposure()
+	e := Estimate{Key: KeyCGMLastMod, Rate: LastModXPrime(c.lmN, c.lmX) / T}
 	if withCI {
 		pLo, pHi := cfg.tails()
 		lo, hi := garwood(float64(c.lmX), pLo, pHi)
-		e.Lo, e.Hi, e.HasCI = lo/c.lmT, hi/c.lmT, true
+		e.Lo, e.Hi, e.HasCI = lo/T, hi/T, true
 	}
 	return e, true
 }
@@ -355,10 +388,10 @@ func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
 // as the rate visits/totalAges; no interval (ages at successive visits
 // share the same last change, so they are not independent).
 func (c *Change) malcolmLMEst(_ *Config, _ bool) (Estimate, bool) {
-	if c.ageN == 0 || !(c.ageSum > 0) {
+	if c.ageN == 0 || c.ageSum <= 0 {
 		return Estimate{}, false
 	}
-	return Estimate{Key: KeyMalcolmLastMod, Rate: float64(c.ageN) / c.ageSum}, true
+	return Estimate{Key: KeyMalcolmLastMod, Rate: float64(c.ageN) / c.totalAge()}, true
 }
 
 // ClassPosterior writes into out[:len(cfg.Classes)] the posterior
@@ -378,9 +411,10 @@ func (c *Change) ClassPosterior(cfg *Config, out []float64) bool {
 	}
 	var ts, ws [NumBuckets]float64
 	nb := c.changedBuckets(&ts, &ws)
+	u := c.unchangedTime()
 	mx := math.Inf(-1)
 	for i, l := range cfg.Classes {
-		ll := -l * c.unchanged
+		ll := -l * u
 		for j := 0; j < nb; j++ {
 			ll += ws[j] * math.Log(-math.Expm1(-l*ts[j]))
 		}
@@ -407,10 +441,10 @@ func (c *Change) ClassPosterior(cfg *Config, out []float64) bool {
 // (seconds) over the visits that carried Last-Modified; ok=false without
 // such visits or with zero total age.
 func (c *Change) MeanAge() (seconds float64, ok bool) {
-	if c.ageN == 0 || !(c.ageSum > 0) {
+	if c.ageN == 0 || c.ageSum <= 0 {
 		return 0, false
 	}
-	return c.ageSum / float64(c.ageN), true
+	return c.totalAge() / float64(c.ageN), true
 }
 
 // NoLastModInterval is Malcolm & Armitage eq. 3's bias-corrected average
@@ -420,6 +454,6 @@ func (c *Change) NoLastModInterval() (seconds float64, ok bool) {
 	if _, _, ok := c.visitBase(); !ok {
 		return 0, false
 	}
-	_, iv, ok := MalcolmNoLastModRate(c.Span(), c.unchanged, c.changes)
+	_, iv, ok := MalcolmNoLastModRate(c.Span(), c.unchangedTime(), c.changes)
 	return iv, ok
 }

@@ -9,8 +9,12 @@
 // mutable state. Times are float64 seconds since the Unix epoch, durations
 // are seconds and rates are per second. Per object, Change and Access keep a
 // fixed-size state that is updated in O(1) without allocation; Estimate and
-// NextVisit do not allocate either. AppendBinary/DecodeBinary give a
-// compact, lossless encoding (decode(encode(s)) == s field by field).
+// NextVisit do not allocate either. The state keeps times and interval sums
+// as whole milliseconds (the resolution of every log format; input times are
+// rounded to it), so the sums are exact. AppendBinaryAt/DecodeBinaryAt give
+// a compact, lossless encoding (decode(encode(s)) == s field by field) of a
+// few dozen bytes, with times relative to a caller's reference time;
+// version-1 states (float64 seconds) are still decoded.
 //
 // # Estimators
 //

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
+
+	"github.com/changerate/changerate/internal/wire"
 )
 
 // ErrCorrupt is wrapped by every DecodeBinary error.
 var ErrCorrupt = errors.New("estimators: corrupt state encoding")
 
-// encodingVersion is stored in the high nibble of the first byte.
-const encodingVersion = 1
+// encodingVersion is stored in the high nibble of the first byte. Version 1
+// (float64 seconds, uvarint bucket pairs) is still decoded; see decodeV1.
+const encodingVersion = 2
 
 const (
 	secVisits  = 1 << 0
@@ -20,21 +24,32 @@ const (
 	secDirect  = 1 << 3
 )
 
+// maxMillis bounds decoded times and durations (MaxTime in ms), as Visit
+// and Access do for their inputs.
+const maxMillis = MaxTime * 1000
+
 // AppendBinary appends the compact, lossless encoding of c to dst:
 //
 //	byte      version<<4 | section flags
-//	visits:   uvarint visits, uvarint X; float64 first; if visits > 1:
-//	          float64 last, Σ I², Σ t_u, Σ t_c; uvarint #non-empty buckets, then
-//	          per bucket uvarint (index − previous index − 1), uvarint count
-//	lastmod:  uvarint N, X (Fig. 10), float64 T; uvarint ages, float64 Σ age
+//	visits:   uvarint visits, uvarint X, varint ref−last (ms); if visits > 1:
+//	          uvarint last−first (ms), float32 Σ I² (s²), uvarint Σ t_c (ms),
+//	          uvarint #non-empty buckets, then per bucket the Elias-gamma
+//	          code of (index − previous index; for the first bucket, the
+//	          zig-zag of the bucket of the mean changed interval − index, +1)
+//	          and the Rice code of count−1 with k = ⌊log2(X/#buckets)⌋,
+//	          bit-packed and zero-padded to a byte
+//	lastmod:  uvarint N, X (Fig. 10), T (ms), ages, Σ age (ms)
 //	matloff:  uvarint periods, M_n, #(0,h); float64 Σ τ, Σ W/τ
 //
-// Floats are 8-byte little-endian IEEE 754, so DecodeBinary restores every
-// field bit for bit. A crawler object with Last-Modified and a few interval
-// buckets takes about 70 bytes.
-func (c *Change) AppendBinary(dst []byte) []byte {
+// ref (seconds) is a time the caller passes again to DecodeBinaryAt, best
+// the object's latest observation, which makes the latest visit time 1–3
+// bytes. DecodeBinaryAt restores every field exactly. A crawler object with
+// a few dozen visits and Last-Modified takes about 35 bytes; a year of
+// revalidations every few hours about 55. It does not allocate when dst has
+// room.
+func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	var flags byte
-	if c.visits != 0 || c.changes != 0 || c.first != 0 || c.last != 0 || c.sumSq != 0 || c.unchanged != 0 || c.changedT != 0 || c.buckets != [NumBuckets]uint32{} {
+	if c.visits != 0 || c.changes != 0 || c.first != 0 || c.last != 0 || c.sumSq != 0 || c.changedT != 0 || c.buckets != [NumBuckets]uint32{} {
 		flags |= secVisits
 	}
 	if c.lmN != 0 || c.lmX != 0 || c.lmT != 0 || c.ageN != 0 || c.ageSum != 0 {
@@ -47,14 +62,13 @@ func (c *Change) AppendBinary(dst []byte) []byte {
 	if flags&secVisits != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.visits))
 		dst = binary.AppendUvarint(dst, uint64(c.changes))
-		dst = appendF64(dst, c.first)
+		dst = binary.AppendVarint(dst, refMillis(ref)-c.last)
 		if c.visits != 1 || c.changes != 0 {
 			// Long form; a baseline-only state (one visit) has last ==
 			// first and no interval data, so it is just its time.
-			dst = appendF64(dst, c.last)
-			dst = appendF64(dst, c.sumSq)
-			dst = appendF64(dst, c.unchanged)
-			dst = appendF64(dst, c.changedT)
+			dst = binary.AppendUvarint(dst, uint64(c.last-c.first))
+			dst = wire.AppendFloat32(dst, c.sumSq)
+			dst = binary.AppendUvarint(dst, uint64(c.changedT))
 			nb := 0
 			for _, cnt := range c.buckets {
 				if cnt != 0 {
@@ -62,22 +76,29 @@ func (c *Change) AppendBinary(dst []byte) []byte {
 				}
 			}
 			dst = binary.AppendUvarint(dst, uint64(nb))
+			w := wire.NewBitWriter(dst)
+			k := riceParam(c.changes, int64(nb))
 			prev := -1
 			for b, cnt := range c.buckets {
 				if cnt != 0 {
-					dst = binary.AppendUvarint(dst, uint64(b-prev-1))
-					dst = binary.AppendUvarint(dst, uint64(cnt))
+					if prev < 0 {
+						w.Gamma(zigzag(int64(meanBucket(c.changedT, c.changes)-b)) + 1)
+					} else {
+						w.Gamma(uint64(b - prev))
+					}
+					w.Rice(uint64(cnt-1), k)
 					prev = b
 				}
 			}
+			dst = w.Finish()
 		}
 	}
 	if flags&secLastMod != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.lmN))
 		dst = binary.AppendUvarint(dst, uint64(c.lmX))
-		dst = appendF64(dst, c.lmT)
+		dst = binary.AppendUvarint(dst, uint64(c.lmT))
 		dst = binary.AppendUvarint(dst, uint64(c.ageN))
-		dst = appendF64(dst, c.ageSum)
+		dst = binary.AppendUvarint(dst, uint64(c.ageSum))
 	}
 	if flags&secMatloff != 0 {
 		dst = c.mat.append(dst)
@@ -85,98 +106,152 @@ func (c *Change) AppendBinary(dst []byte) []byte {
 	return dst
 }
 
-// DecodeBinary replaces c with the state encoded at the start of src by
-// AppendBinary and returns the number of bytes read. On error (wrapping
-// ErrCorrupt) c is left unchanged. It validates the invariants that Visit
-// and Snapshot maintain, so a decoded state is always one that updates
-// could have produced (up to float rounding).
-func (c *Change) DecodeBinary(src []byte) (n int, err error) {
-	d := decoder{b: src}
-	flags := d.header(secVisits | secLastMod | secMatloff)
+// AppendBinary is AppendBinaryAt(dst, 0).
+func (c *Change) AppendBinary(dst []byte) []byte { return c.AppendBinaryAt(dst, 0) }
+
+// DecodeBinary is DecodeBinaryAt(src, 0).
+func (c *Change) DecodeBinary(src []byte) (n int, err error) { return c.DecodeBinaryAt(src, 0) }
+
+// riceParam is the Rice parameter for bucket counts: ⌊log2(X/nb)⌋, the
+// magnitude of the mean count (0 when it is below 2). Every count c ≤ X then
+// has (c−1)>>k < 4·nb+4, the bound the decoder enforces.
+func riceParam(changes, nb int64) uint {
+	if nb <= 0 || changes/nb < 2 {
+		return 0
+	}
+	return uint(bits.Len64(uint64(changes/nb)) - 1)
+}
+
+// meanBucket is the bucket of the mean changed interval Σt_c/X (0 without
+// changes), which predicts the first non-empty bucket. Division and
+// BucketOf are exact operations, so encoder and decoder agree everywhere.
+func meanBucket(changedT, changes int64) int {
+	if changes <= 0 {
+		return 0
+	}
+	return BucketOf(seconds(changedT) / float64(changes))
+}
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// refMillis is ref in whole milliseconds (0 when ref is not a valid time).
+func refMillis(ref float64) int64 {
+	if !validTime(ref) {
+		return 0
+	}
+	return millis(ref)
+}
+
+// DecodeBinaryAt replaces c with the state encoded at the start of src by
+// AppendBinaryAt with the same ref (or by version 1, which ignores ref) and
+// returns the number of bytes read. On error (wrapping ErrCorrupt) c is left
+// unchanged. It validates the invariants that Visit and Snapshot maintain,
+// so a decoded state is always one that updates could have produced (up to
+// float rounding).
+func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
+	d := decoder{r: reader{wire.NewReader(src)}}
+	version, flags := d.header(secVisits | secLastMod | secMatloff)
+	if d.err() == nil && version == 1 {
+		return c.decodeV1(src)
+	}
 	var s Change
 	if flags&secVisits != 0 {
-		s.visits = d.count()
-		s.changes = d.count()
-		s.first = d.f64()
+		s.visits = d.r.Count()
+		s.changes = d.r.Count()
+		s.last = d.r.relTime(ref)
+		s.first = s.last
 		if s.visits != 1 || s.changes != 0 {
-			s.last = d.f64()
-			s.sumSq = d.f64()
-			s.unchanged = d.f64()
-			s.changedT = d.f64()
-			nb := d.count()
+			span := d.r.Count()
+			s.sumSq = d.r.Float32()
+			s.changedT = d.r.Count()
+			nb := d.r.Count()
+			if d.err() == nil && (span >= 2*maxMillis || s.last-span <= -maxMillis) {
+				d.r.Fail("bad visit times")
+			}
+			s.first = s.last - span
 			if nb > NumBuckets {
-				d.fail("too many buckets")
+				d.r.Fail("too many buckets")
 			}
-			prev := -1
 			var sum int64
-			for i := int64(0); i < nb && d.err == nil; i++ {
-				gap := d.count()
-				cnt := d.count()
-				b := int64(prev) + 1 + gap
-				if gap > NumBuckets || b >= NumBuckets || cnt == 0 || cnt > math.MaxUint32 {
-					d.fail("bad bucket")
-					break
+			if d.err() == nil && nb > 0 {
+				br := wire.NewBitReader(d.r.Rest())
+				k := riceParam(s.changes, nb)
+				b := int64(-1)
+				for i := int64(0); i < nb && !br.Failed(); i++ {
+					g := br.Gamma()
+					var next int64
+					if i == 0 {
+						next = int64(meanBucket(s.changedT, s.changes)) - unzigzag(g-1)
+					} else {
+						next = b + int64(min(g, NumBuckets))
+					}
+					cnt := br.Rice(k, uint64(4*nb+4)) + 1
+					if br.Failed() || next <= b || next >= NumBuckets || cnt > math.MaxUint32 {
+						d.r.Fail("bad bucket")
+						break
+					}
+					b = next
+					s.buckets[b] = uint32(cnt)
+					sum += int64(cnt)
 				}
-				s.buckets[b] = uint32(cnt)
-				sum += cnt
-				prev = int(b)
+				if br.Failed() || !br.Padding() {
+					d.r.Fail("bad bucket bits")
+				}
+				d.skip(br.Bytes())
 			}
-			if d.err == nil {
+			if d.err() == nil {
 				switch {
 				case s.visits < 1:
-					d.fail("intervals without baseline")
+					d.r.Fail("intervals without baseline")
 				case s.changes > s.visits-1:
-					d.fail("more changes than intervals")
+					d.r.Fail("more changes than intervals")
 				case sum > s.changes:
-					d.fail("bucket counts exceed changes")
-				case !finite(s.first) || !finite(s.last) || !(s.last >= s.first):
-					d.fail("bad visit times")
-				case !(s.sumSq >= 0) || !finite(s.sumSq) || !(s.unchanged >= 0) || !finite(s.unchanged) || !(s.changedT >= 0) || !finite(s.changedT):
-					d.fail("bad interval sums")
-				case s.visits == 1 && (s.last != s.first || s.sumSq != 0 || s.unchanged != 0 || s.changedT != 0):
-					d.fail("baseline with interval data")
+					d.r.Fail("bucket counts exceed changes")
+				case s.changedT > span:
+					d.r.Fail("changed time exceeds span")
+				case s.visits == 1 && (span != 0 || s.sumSq != 0 || s.changedT != 0):
+					d.r.Fail("baseline with interval data")
+				case !(s.sumSq >= 0):
+					d.r.Fail("bad interval sums")
 				}
-			}
-		} else {
-			s.last = s.first
-			if d.err == nil && !finite(s.first) {
-				d.fail("bad visit time")
 			}
 		}
 	}
 	if flags&secLastMod != 0 {
-		s.lmN = d.count()
-		s.lmX = d.count()
-		s.lmT = d.f64()
-		s.ageN = d.count()
-		s.ageSum = d.f64()
-		if d.err == nil {
+		s.lmN = d.r.Count()
+		s.lmX = d.r.Count()
+		s.lmT = d.r.Count()
+		s.ageN = d.r.Count()
+		s.ageSum = d.r.Count()
+		if d.err() == nil {
 			switch {
 			case s.lmX > s.lmN || s.lmN > s.Intervals() || s.ageN > s.visits:
-				d.fail("last-modified counts")
-			case !(s.lmT >= 0) || !finite(s.lmT) || !(s.ageSum >= 0) || !finite(s.ageSum):
-				d.fail("last-modified sums")
+				d.r.Fail("last-modified counts")
+			case s.lmT > s.last-s.first:
+				d.r.Fail("last-modified exposure exceeds span")
 			}
 		}
 	}
 	if flags&secMatloff != 0 {
 		s.mat.decode(&d)
 	}
-	if d.err != nil {
-		return 0, d.err
+	if err := d.err(); err != nil {
+		return 0, err
 	}
 	*c = s
-	return d.off, nil
+	return d.r.Offset(), nil
 }
 
 // AppendBinary appends the compact, lossless encoding of a:
 //
 //	byte     version<<4 | section flags
-//	direct:  uvarint accesses, float64 first; if accesses > 1 or last ≠ first: float64 last
+//	direct:  uvarint accesses, varint ref−last (ms); if accesses ≠ 1: uvarint last−first (ms)
 //	matloff: as for Change
 //
-// About 20 bytes for direct data only, 30 for snapshots only.
-func (a *Access) AppendBinary(dst []byte) []byte {
+// ref is as for Change.AppendBinaryAt. About 10 bytes for direct data only,
+// 30 for snapshots only.
+func (a *Access) AppendBinaryAt(dst []byte, ref float64) []byte {
 	var flags byte
 	if a.n != 0 || a.first != 0 || a.last != 0 {
 		flags |= secDirect
@@ -187,9 +262,9 @@ func (a *Access) AppendBinary(dst []byte) []byte {
 	dst = append(dst, encodingVersion<<4|flags)
 	if flags&secDirect != 0 {
 		dst = binary.AppendUvarint(dst, uint64(a.n))
-		dst = appendF64(dst, a.first)
+		dst = binary.AppendVarint(dst, refMillis(ref)-a.last)
 		if a.n != 1 {
-			dst = appendF64(dst, a.last)
+			dst = binary.AppendUvarint(dst, uint64(a.last-a.first))
 		}
 	}
 	if flags&secMatloff != 0 {
@@ -198,122 +273,122 @@ func (a *Access) AppendBinary(dst []byte) []byte {
 	return dst
 }
 
-// DecodeBinary replaces a with the state encoded at the start of src and
-// returns the bytes read; errors wrap ErrCorrupt and leave a unchanged.
-func (a *Access) DecodeBinary(src []byte) (int, error) {
-	d := decoder{b: src}
-	flags := d.header(secDirect | secMatloff)
+// AppendBinary is AppendBinaryAt(dst, 0).
+func (a *Access) AppendBinary(dst []byte) []byte { return a.AppendBinaryAt(dst, 0) }
+
+// DecodeBinary is DecodeBinaryAt(src, 0).
+func (a *Access) DecodeBinary(src []byte) (int, error) { return a.DecodeBinaryAt(src, 0) }
+
+// DecodeBinaryAt replaces a with the state encoded at the start of src by
+// AppendBinaryAt with the same ref (or by version 1) and returns the bytes
+// read; errors wrap ErrCorrupt and leave a unchanged.
+func (a *Access) DecodeBinaryAt(src []byte, ref float64) (int, error) {
+	d := decoder{r: reader{wire.NewReader(src)}}
+	version, flags := d.header(secDirect | secMatloff)
+	if d.err() == nil && version == 1 {
+		return a.decodeV1(src)
+	}
 	var s Access
 	if flags&secDirect != 0 {
-		s.n = d.count()
-		s.first = d.f64()
-		s.last = s.first
+		s.n = d.r.Count()
+		s.last = d.r.relTime(ref)
+		s.first = s.last
 		if s.n != 1 {
-			s.last = d.f64()
+			span := d.r.Count()
+			if span >= 2*maxMillis || s.last-span <= -maxMillis {
+				d.r.Fail("bad access span")
+			}
+			s.first = s.last - span
 		}
-		if d.err == nil && (!finite(s.first) || !finite(s.last) || !(s.last >= s.first) || (s.n == 0 && (s.first != 0 || s.last != 0))) {
-			d.fail("bad access times")
+		if d.err() == nil && (s.n == 0 && (s.first != 0 || s.last != 0)) {
+			d.r.Fail("bad access times")
 		}
 	}
 	if flags&secMatloff != 0 {
 		s.mat.decode(&d)
 	}
-	if d.err != nil {
-		return 0, d.err
+	if err := d.err(); err != nil {
+		return 0, err
 	}
 	*a = s
-	return d.off, nil
+	return d.r.Offset(), nil
 }
 
 func (s *matloffState) append(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(s.n))
 	dst = binary.AppendUvarint(dst, uint64(s.m))
 	dst = binary.AppendUvarint(dst, uint64(s.kern))
-	dst = appendF64(dst, s.sumTau)
-	return appendF64(dst, s.sumU)
+	dst = wire.AppendFloat64(dst, s.sumTau)
+	return wire.AppendFloat64(dst, s.sumU)
 }
 
 func (s *matloffState) decode(d *decoder) {
-	s.n = d.count()
-	s.m = d.count()
-	s.kern = d.count()
-	s.sumTau = d.f64()
-	s.sumU = d.f64()
-	if d.err != nil {
+	s.n = d.r.Count()
+	s.m = d.r.Count()
+	s.kern = d.r.Count()
+	s.sumTau = d.r.Float64()
+	s.sumU = d.r.Float64()
+	if d.err() != nil {
 		return
 	}
 	switch {
 	case s.m > s.n || s.kern > s.m:
-		d.fail("snapshot counts")
-	case !finite(s.sumTau) || !(s.sumTau >= 0) || (s.n > 0) != (s.sumTau > 0):
-		d.fail("snapshot periods")
-	case !finite(s.sumU) || !(s.sumU >= 0) || s.sumU > float64(s.m):
-		d.fail("snapshot times")
+		d.r.Fail("snapshot counts")
+	case !(s.sumTau >= 0) || (s.n > 0) != (s.sumTau > 0):
+		d.r.Fail("snapshot periods")
+	case !(s.sumU >= 0) || s.sumU > float64(s.m):
+		d.r.Fail("snapshot times")
 	}
 }
 
-func appendF64(dst []byte, x float64) []byte {
-	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(x))
-}
-
-// decoder reads with sticky errors.
+// decoder wraps a reader; its errors wrap ErrCorrupt.
 type decoder struct {
-	b   []byte
-	off int
-	err error
+	r reader
 }
 
-func (d *decoder) fail(why string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s at byte %d", ErrCorrupt, why, d.off)
+type reader struct{ wire.Reader }
+
+func (d *decoder) err() error {
+	if err := d.r.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// relTime reads a varint written as refMillis(ref) − t and returns t (ms),
+// which must be a valid time.
+func (r *reader) relTime(ref float64) int64 {
+	d := r.Varint()
+	rm := refMillis(ref)
+	if d <= -2*maxMillis || d >= 2*maxMillis || rm-d <= -maxMillis || rm-d >= maxMillis {
+		r.Fail("time out of range")
+		return 0
+	}
+	return rm - d
+}
+
+// skip consumes n bytes that a BitReader read from d.r.Rest().
+func (d *decoder) skip(n int) {
+	for i := 0; i < n; i++ {
+		d.r.Byte()
 	}
 }
 
-func (d *decoder) header(allowed byte) byte {
-	if d.off >= len(d.b) {
-		d.fail("empty")
-		return 0
+// header reads the version and section flags.
+func (d *decoder) header(allowed byte) (version int, flags byte) {
+	h := d.r.Byte()
+	if d.r.Err() != nil {
+		d.r.Fail("empty")
+		return 0, 0
 	}
-	h := d.b[d.off]
-	d.off++
-	if h>>4 != encodingVersion {
-		d.fail(fmt.Sprintf("unknown version %d", h>>4))
-		return 0
+	version = int(h >> 4)
+	if version != encodingVersion && version != 1 {
+		d.r.Fail(fmt.Sprintf("unknown version %d", version))
+		return 0, 0
 	}
 	if f := h & 0x0f; f&^allowed != 0 {
-		d.fail("unknown section")
-		return 0
+		d.r.Fail("unknown section")
+		return 0, 0
 	}
-	return h & 0x0f
-}
-
-// count reads a uvarint that must fit a non-negative int64.
-func (d *decoder) count() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	if v > math.MaxInt64 {
-		d.fail("count overflow")
-		return 0
-	}
-	d.off += n
-	return int64(v)
-}
-
-func (d *decoder) f64() float64 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b)-d.off < 8 {
-		d.fail("short float")
-		return 0
-	}
-	x := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.off:]))
-	d.off += 8
-	return x
+	return version, h & 0x0f
 }

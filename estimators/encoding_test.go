@@ -29,9 +29,13 @@ func TestChangeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 2000; i++ {
 		c := randomChange(rng, rng.IntN(300), rng.IntN(3)*rng.IntN(200), rng.IntN(2) == 0)
-		b := c.AppendBinary([]byte{0xAA})
+		ref := 0.0
+		if i%2 == 1 {
+			ref = c.latest() + rng.Float64()*3600 // as aggregate passes it: at or after the latest visit
+		}
+		b := c.AppendBinaryAt([]byte{0xAA}, ref)
 		var d Change
-		n, err := d.DecodeBinary(b[1:])
+		n, err := d.DecodeBinaryAt(b[1:], ref)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}

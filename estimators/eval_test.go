@@ -140,7 +140,7 @@ func TestPHPDocHistoryEvaluation(t *testing.T) {
 			}
 			pages++
 			var out Estimates
-			best, ok := c.Estimate(c.last, cfg, &out)
+			best, ok := c.Estimate(c.latest(), cfg, &out)
 			if ok {
 				errs["best"] = append(errs["best"], best.Rate/truth)
 			}

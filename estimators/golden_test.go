@@ -11,10 +11,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-// TestEncodingGolden pins the version-1 encoding: states stored in Redis by
-// one build must decode in the next. Regenerate with -update only together
-// with a new encodingVersion.
-func TestEncodingGolden(t *testing.T) {
+// goldenStates are the states pinned in testdata/encoding_v*.golden.
+func goldenStates() (Change, Access) {
 	var c Change
 	c.Visit(Visit{Time: 1.7e9, LastModified: 1.7e9 - 3600, HasLastModified: true})
 	c.Visit(Visit{Time: 1.7e9 + 86400, Changed: true, LastModified: 1.7e9 + 80000, HasLastModified: true})
@@ -25,8 +23,18 @@ func TestEncodingGolden(t *testing.T) {
 	a.Access(1.7e9)
 	a.Access(1.7e9 + 12.5)
 	a.Snapshot(Snapshot{Time: 1.7e9 + 600, Period: 600, LastEvent: 1.7e9 + 12.5, HasEvent: true})
-	got := "change " + hex.EncodeToString(c.AppendBinary(nil)) + "\naccess " + hex.EncodeToString(a.AppendBinary(nil)) + "\n"
-	path := filepath.Join("testdata", "encoding_v1.golden")
+	return c, a
+}
+
+// TestEncodingGolden pins the current (version-2) encoding: states stored in
+// Redis by one build must decode in the next. Regenerate with -update only
+// together with a new encodingVersion, keeping the old file for
+// TestEncodingGoldenV1-style decoding tests.
+func TestEncodingGolden(t *testing.T) {
+	c, a := goldenStates()
+	const ref = 1.7e9 + 3*86400 + 7 // the latest observation, as aggregate passes it
+	got := "change " + hex.EncodeToString(c.AppendBinaryAt(nil, ref)) + "\naccess " + hex.EncodeToString(a.AppendBinaryAt(nil, ref)) + "\n"
+	path := filepath.Join("testdata", "encoding_v2.golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -46,19 +54,58 @@ func TestEncodingGolden(t *testing.T) {
 		switch kind {
 		case "change":
 			var d Change
-			_, err = d.DecodeBinary(b)
+			_, err = d.DecodeBinaryAt(b, ref)
 			if d != c {
 				t.Error("golden change decodes differently")
 			}
 		case "access":
 			var d Access
-			_, err = d.DecodeBinary(b)
+			_, err = d.DecodeBinaryAt(b, ref)
 			if d != a {
 				t.Error("golden access decodes differently")
 			}
 		}
 		if err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestEncodingGoldenV1 decodes the states a version-1 build stored: the
+// times and sums, whole milliseconds in these inputs, come back exactly; Σ I²
+// becomes the float32 of the float64 sum.
+func TestEncodingGoldenV1(t *testing.T) {
+	c, a := goldenStates()
+	raw, err := os.ReadFile(filepath.Join("testdata", "encoding_v1.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		kind, hx, _ := strings.Cut(line, " ")
+		b, _ := hex.DecodeString(hx)
+		switch kind {
+		case "change":
+			var d Change
+			n, err := d.DecodeBinary(b)
+			if err != nil || n != len(b) {
+				t.Fatalf("v1 change: n %d of %d, %v", n, len(b), err)
+			}
+			want := c
+			want.sumSq = float32(2*86400.0*86400.0 + 86407.0*86407.0)
+			if d != want {
+				t.Errorf("v1 change decodes to\n%+v, want\n%+v", d, want)
+			}
+			if d.unchangedTime() != 86400 || d.Span() != 3*86400+7 {
+				t.Errorf("v1 change: U %v, span %v", d.unchangedTime(), d.Span())
+			}
+		case "access":
+			var d Access
+			n, err := d.DecodeBinary(b)
+			if err != nil || n != len(b) || d != a {
+				t.Errorf("v1 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
+			}
+		default:
+			t.Fatalf("unknown line %q", line)
 		}
 	}
 }

@@ -62,9 +62,9 @@ func TestIrregularBucketError(t *testing.T) {
 			f := 1.0 / 3600
 			c, ch := irregularRun(rng, r*f, f, 5+rng.IntN(200), buf)
 			buf = ch
-			exact, ok := IrregularMLE(ch, c.unchanged)
+			exact, ok := IrregularMLE(ch, c.unchangedTime())
 			var out Estimates
-			c.Estimate(c.last, cfg, &out)
+			c.Estimate(c.latest(), cfg, &out)
 			e, has := out.Get(KeyCGMIrregularMLE)
 			if ok != has {
 				t.Fatalf("defined: exact %v bucketed %v", ok, has)
@@ -104,7 +104,7 @@ func TestIrregularConsistent(t *testing.T) {
 		for k := 0; k < K; k++ {
 			c, _ := irregularRun(rng, r, f, n, nil)
 			var out Estimates
-			best, ok := c.Estimate(c.last, cfg, &out)
+			best, ok := c.Estimate(c.latest(), cfg, &out)
 			if !ok || best.Key != KeyCGMIrregularMLE {
 				t.Fatalf("best %+v, want cgm_irregular_mle (cv irregular)", best)
 			}

@@ -108,7 +108,7 @@ func TestFig12BiasMonteCarlo(t *testing.T) {
 		for k := 0; k < K; k++ {
 			c := simulateLastMod(rng, 2, r)
 			// the rate of Estimate without its interval (cheaper)
-			v := LastModXPrime(c.lmN, c.lmX) / c.lmT / r
+			v := LastModXPrime(c.lmN, c.lmX) / c.lmExposure() / r
 			s1 += v
 			s2 += v * v
 		}

@@ -36,7 +36,7 @@ func (c *Change) NextVisit(asOf float64, cfg *Config) (t float64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	t = c.last + iv
+	t = c.latest() + iv
 	if t < asOf {
 		t = asOf
 	}
@@ -58,7 +58,7 @@ func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
 			// Listing 1.
 			interval = cfg.LMTargetInterval
 			if c.ageSum > 0 {
-				if est := c.ageSum / float64(c.ageN); interval < est/cfg.LMMaxRatio {
+				if est := c.totalAge() / float64(c.ageN); interval < est/cfg.LMMaxRatio {
 					interval = est / cfg.LMMaxRatio
 				}
 			}
@@ -73,7 +73,7 @@ func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
 		// Listing 2.
 		T := c.Span()
 		var est float64
-		if _, ivl, ok := MalcolmNoLastModRate(T, c.unchanged, c.changes); ok {
+		if _, ivl, ok := MalcolmNoLastModRate(T, c.unchangedTime(), c.changes); ok {
 			est = ivl
 		} else if c.changes == 0 {
 			est = T

@@ -72,7 +72,7 @@ func TestListing2(t *testing.T) {
 	near(t, "est", iv, est, 1e-9)
 	// est > SOFT_MAX_INTERVAL: cap at 2 days unless est/3 is larger.
 	slow := regular(day, []bool{false, false, false, false, false, false, false, false, false, true, false, false, false, false, false})
-	_, est, _ = MalcolmNoLastModRate(slow.Span(), slow.unchanged, slow.changes)
+	_, est, _ = MalcolmNoLastModRate(slow.Span(), slow.unchangedTime(), slow.changes)
 	iv, _ = slow.NextInterval(cfg)
 	want := math.Max(2*day, est/3)
 	if est <= 2*day {
@@ -131,7 +131,7 @@ func TestMalcolmScenario6(t *testing.T) {
 			}
 			c.Visit(Visit{Time: tm, Changed: ch})
 		}
-		_, est, ok := MalcolmNoLastModRate(c.Span(), c.unchanged, c.changes)
+		_, est, ok := MalcolmNoLastModRate(c.Span(), c.unchangedTime(), c.changes)
 		if !ok {
 			t.Fatal("eq. 3 undefined")
 		}

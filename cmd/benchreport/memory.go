@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/sim"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
@@ -152,7 +152,6 @@ func memoryMature(ctx context.Context, e *env, perClass, days, sample int) (matu
 	}
 	model := aggregate.DefaultModel()
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	span := float64(days) * 86400
 	r := rand.New(rand.NewPCG(11, 7))
 	parts := e.parts
 	for p := 0; p < parts; p++ {
@@ -189,56 +188,10 @@ func memoryMature(ctx context.Context, e *env, perClass, days, sample int) (matu
 		cl := i % numClasses
 		name := fmt.Sprintf("https://site%d.example.org/%s/page-%07d.html", i%101, classNames[cl], i)
 		var o aggregate.Object
-		n := 0
-		changeMean := 60 * math.Exp(r.Float64()*math.Log(7*24*60))
-		nextChange, version := r.ExpFloat64()*changeMean, 0
-		visitEvery := 3600 * (1 + 11*r.Float64())
-		accessMean := 600 * math.Exp(r.Float64()*math.Log(144))
-		tv, ta, tr := r.Float64()*visitEvery, r.ExpFloat64()*accessMean, r.ExpFloat64()*6*3600
-		seen := -1
-		var off int64
-		for {
-			var obs records.Observation
-			t := math.Inf(1)
-			kind := records.Kind("")
-			if cl != classProxy && tv < t {
-				t, kind = tv, records.KindVisit
-			}
-			if cl != classCrawl && ta < t {
-				t, kind = ta, records.KindAccess
-			}
-			if cl != classCrawl && tr < t {
-				t, kind = tr, records.KindRevalidation
-			}
-			if t >= span {
-				break
-			}
-			for nextChange <= t {
-				version++
-				nextChange += r.ExpFloat64() * changeMean
-			}
-			off += 200
-			obs = records.Observation{Object: name, Time: start.Add(time.Duration(t * 1e9)), Kind: kind,
-				Source: "/var/log/x.log@1", Offset: off}
-			switch kind {
-			case records.KindVisit:
-				obs.Digest, obs.Status = digest(name, version), 200
-				tv += visitEvery
-			case records.KindAccess:
-				obs.Status = 200
-				ta += r.ExpFloat64() * accessMean
-			case records.KindRevalidation:
-				obs.Changed, obs.Status = records.Changed, 200
-				if seen == version {
-					obs.Changed, obs.Status = records.Unchanged, 304
-				}
-				seen = version
-				tr += r.ExpFloat64() * 6 * 3600
-			}
+		n := sim.History(r, sim.HistoryClass(cl), name, start, float64(days), func(obs *records.Observation) {
 			eff.Reset()
-			o.Apply(&obs, &model, &eff)
-			n++
-		}
+			o.Apply(obs, &model, &eff)
+		})
 		res.Observations += int64(n)
 		p := int(partitionOf(name, parts))
 		pending[p] = append(pending[p], state.Write{Object: name, Value: o.AppendBinary(nil)})
