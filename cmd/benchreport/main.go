@@ -59,6 +59,8 @@ type options struct {
 	latWarm      time.Duration
 	matureObjs   int
 	matureDays   int
+	population   int
+	popDays      int
 	sample       int
 	cpuprofile   string
 	trace        string
@@ -83,6 +85,8 @@ func main() {
 	fs.DurationVar(&o.latWarm, "latency-warmup", 3*time.Second, "latency samples of the first part of the run are dropped")
 	fs.IntVar(&o.matureObjs, "mature-objects", 10000, "objects per class with long histories for the memory table")
 	fs.IntVar(&o.matureDays, "mature-days", 30, "days of history of those objects")
+	fs.IntVar(&o.population, "population", 1000000, "objects (a third per class) in the population memory run")
+	fs.IntVar(&o.popDays, "population-days", 7, "days of history of the population's objects")
 	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the pipeline runs to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
@@ -122,6 +126,7 @@ type report struct {
 	latency    []latResult
 	afterRun   [numClasses]dist
 	mature     matureResult
+	population matureResult
 	notes      []string
 }
 
@@ -258,6 +263,11 @@ func run(ctx context.Context, o options) error {
 			rep.latency = append(rep.latency, lr)
 		}
 	}
+	logf("memory: population of %d objects with %d days of history", o.population, o.popDays)
+	if rep.population, err = memoryMature(ctx, e, o.population/numClasses, o.popDays, o.sample); err != nil {
+		return err
+	}
+	logf("memory: %.0f bytes of used_memory per object", rep.population.UsedPerObj)
 	logf("memory: %d objects per class with %d days of history", o.matureObjs, o.matureDays)
 	if rep.mature, err = memoryMature(ctx, e, o.matureObjs, o.matureDays, o.sample); err != nil {
 		return err
