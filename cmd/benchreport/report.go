@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/changerate/changerate/aggregate"
 	"io"
 	"strings"
 	"time"
@@ -207,7 +208,7 @@ func batchOr(b int) int {
 	if b > 0 {
 		return b
 	}
-	return 2000
+	return aggregate.DefaultConfig().BatchSize
 }
 
 // medianRatio is the median over runs of pipeline rate ÷ other rate (runs
