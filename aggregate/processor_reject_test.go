@@ -274,11 +274,11 @@ func TestRejectedDeadLetterStopsPartition(t *testing.T) {
 		wantCounts map[[2]string]float64 // (topic, reason) → outputs_rejected_total
 	}{
 		{"dead letter of a rejected output", accessLines(6), map[[2]string]float64{
-			{stream.TopicEstimates, "MESSAGE_TOO_LARGE"}:           1,
-			{stream.TopicDeadLetter, "TOPIC_AUTHORIZATION_FAILED"}: 1,
+			{stream.TopicEstimates, "MESSAGE_TOO_LARGE"}: 1,
+			{stream.TopicDeadLetter, "POLICY_VIOLATION"}: 1,
 		}},
 		{"dead letter of an undecodable input", append([]byte("garbage\n"), accessLines(5)...), map[[2]string]float64{
-			{stream.TopicDeadLetter, "TOPIC_AUTHORIZATION_FAILED"}: 1,
+			{stream.TopicDeadLetter, "POLICY_VIOLATION"}: 1,
 		}},
 	}
 	for _, tc := range cases {
@@ -291,7 +291,7 @@ func TestRejectedDeadLetterStopsPartition(t *testing.T) {
 					mu.Lock()
 					attempts++
 					mu.Unlock()
-					return "TOPIC_AUTHORIZATION_FAILED"
+					return "POLICY_VIOLATION"
 				}
 				return rejectKey(m)
 			})

@@ -41,16 +41,16 @@ import (
 // Permanent rejections: a message larger than BatchBytes is refused before
 // sending, and a produce request that the broker refuses with an error
 // that retrying cannot fix (kafka-go's Error.Temporary is false and the
-// error concerns the records or the topic, e.g. MESSAGE_TOO_LARGE,
-// INVALID_RECORD, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP, INVALID_TOPIC,
-// TOPIC_AUTHORIZATION_FAILED, POLICY_VIOLATION) refuses its records. A
-// request of several records refused for a reason other than the topic is
-// split in halves and sent again, down to single records, so that only the
-// records refused on their own are reported. Write then returns a
-// *RejectedError (see Sink) if every other message was acknowledged.
-// Errors about the connection or the cluster (authentication, cluster
-// authorization, unsupported version, UNKNOWN_SERVER_ERROR) are not
-// rejections: Write fails with them as with a network error.
+// error concerns the records, e.g. MESSAGE_TOO_LARGE, INVALID_RECORD,
+// RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP, POLICY_VIOLATION) refuses its
+// records. A request of several records so refused is split in halves and
+// sent again, down to single records, so that only the records refused on
+// their own are reported. Write then returns a *RejectedError (see Sink) if
+// every other message was acknowledged. Errors about the connection, the
+// cluster or the configuration (authentication, cluster or topic
+// authorization, an invalid topic name, unsupported version,
+// UNKNOWN_SERVER_ERROR) are not rejections: Write fails with them as with a
+// network error, and the caller retries until an operator fixes them.
 //
 // A KafkaSink is safe for concurrent use.
 type KafkaSink struct {
@@ -173,8 +173,12 @@ func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 
 // rejection returns the Rejection.Reason of a produce error that refuses
 // the records for good, and false for errors that a later retry may
-// overcome (temporary, network, context) or that concern the connection or
-// the cluster rather than the records.
+// overcome (temporary, network, context) or that concern the connection,
+// the cluster or the configuration rather than the records: a topic the
+// aggregator may not write (TOPIC_AUTHORIZATION_FAILED) or whose name is
+// invalid refuses every record, so it is retried (and counted and logged)
+// until an operator fixes it, rather than turning every output into a dead
+// letter.
 func rejection(err error) (string, bool) {
 	var kerr kafka.Error
 	if err == nil || !errors.As(err, &kerr) || kerr.Temporary() {
@@ -182,7 +186,8 @@ func rejection(err error) (string, bool) {
 	}
 	switch kerr {
 	case kafka.Unknown, kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism, kafka.IllegalSASLState,
-		kafka.ClusterAuthorizationFailed, kafka.UnsupportedVersion, kafka.InvalidRequiredAcks:
+		kafka.ClusterAuthorizationFailed, kafka.UnsupportedVersion, kafka.InvalidRequiredAcks,
+		kafka.TopicAuthorizationFailed, kafka.InvalidTopic:
 		return "", false
 	}
 	if name, ok := kafkaErrorNames[kerr]; ok {
@@ -199,19 +204,11 @@ func rejection(err error) (string, bool) {
 // kafka-go title.
 var kafkaErrorNames = map[kafka.Error]string{
 	kafka.MessageSizeTooLarge:         "MESSAGE_TOO_LARGE",
-	kafka.InvalidTopic:                "INVALID_TOPIC_EXCEPTION",
 	kafka.RecordListTooLarge:          "RECORD_LIST_TOO_LARGE",
-	kafka.TopicAuthorizationFailed:    "TOPIC_AUTHORIZATION_FAILED",
 	kafka.InvalidTimestamp:            "INVALID_TIMESTAMP",
 	kafka.UnsupportedForMessageFormat: "UNSUPPORTED_FOR_MESSAGE_FORMAT",
 	kafka.PolicyViolation:             "POLICY_VIOLATION",
 	kafka.InvalidRecord:               "INVALID_RECORD",
-}
-
-// topicWide reports whether a rejection concerns every record of the topic,
-// so that splitting the request cannot help.
-func topicWide(err error) bool {
-	return errors.Is(err, kafka.InvalidTopic) || errors.Is(err, kafka.TopicAuthorizationFailed)
 }
 
 // sizeRejection reports whether err refuses a request for its size, which
@@ -304,7 +301,7 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 				if !ok {
 					return err
 				}
-				if len(idx) > 1 && !topicWide(err) {
+				if len(idx) > 1 {
 					h := len(idx) / 2
 					if err := send(idx[:h]); err != nil {
 						return err

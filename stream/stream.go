@@ -123,7 +123,7 @@ type Rejection struct {
 	Index int
 	// Reason is a short stable code, usable as a metric label: the Kafka
 	// protocol error name (for example "MESSAGE_TOO_LARGE",
-	// "TOPIC_AUTHORIZATION_FAILED") or ReasonExceedsBatchBytes.
+	// "INVALID_RECORD") or ReasonExceedsBatchBytes.
 	Reason string
 	// Err is the cause, with details; never nil.
 	Err error

@@ -264,7 +264,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	logf("memory: population of %d objects with %d days of history", o.population, o.popDays)
-	if rep.population, err = memoryMature(ctx, e, o.population/numClasses, o.popDays, o.sample); err != nil {
+	if rep.population, err = memoryMature(ctx, e, (o.population+numClasses-1)/numClasses, o.popDays, o.sample); err != nil {
 		return err
 	}
 	logf("memory: %.0f bytes of used_memory per object", rep.population.UsedPerObj)
