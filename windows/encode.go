@@ -53,20 +53,7 @@ func (s *Stream) AppendBinary(dst []byte) []byte { return s.AppendBinaryAt(dst, 
 // bytes, 45 during a pending excursion. It does not allocate when dst has
 // room.
 func (s *Stream) AppendBinaryAt(dst []byte, ref float64) []byte {
-	f := byte(flagCompact)
-	if s.started {
-		f |= flagStarted
-	}
-	if s.visited {
-		f |= flagVisited
-	}
-	switch s.dir {
-	case dirUp:
-		f |= flagDirUp
-	case dirDown:
-		f |= flagDirDown
-	}
-	dst = append(dst, f)
+	dst = append(dst, s.stateFlags()|flagCompact)
 	if s.started {
 		dst = wire.AppendSeconds(dst, s.w.origin, ref)
 	}
@@ -102,6 +89,25 @@ func (s *Stream) AppendBinaryAt(dst []byte, ref float64) []byte {
 // and n (already decoded when X̄ is read).
 func meanLogPrediction(w *win) float32 {
 	return float32(wire.Log(float64(w.x)) - float64(w.a)/float64(max(w.n, 1)))
+}
+
+// stateFlags are the flags that describe s (every layout's first byte but
+// the layout flag).
+func (s *Stream) stateFlags() byte {
+	var f byte
+	if s.started {
+		f |= flagStarted
+	}
+	if s.visited {
+		f |= flagVisited
+	}
+	switch s.dir {
+	case dirUp:
+		f |= flagDirUp
+	case dirDown:
+		f |= flagDirDown
+	}
+	return f
 }
 
 func appendXOR(dst []byte, x, ref float32) []byte {

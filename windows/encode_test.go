@@ -14,20 +14,7 @@ import (
 // appendLayout1 writes the first layout (absolute float64 origin, plain
 // float32s), which states stored by earlier builds have.
 func appendLayout1(dst []byte, s *Stream) []byte {
-	var f byte
-	if s.started {
-		f |= flagStarted
-	}
-	if s.visited {
-		f |= flagVisited
-	}
-	switch s.dir {
-	case dirUp:
-		f |= flagDirUp
-	case dirDown:
-		f |= flagDirDown
-	}
-	dst = append(dst, f)
+	dst = append(dst, s.stateFlags())
 	if s.started {
 		dst = wire.AppendFloat64(dst, s.w.origin)
 	}
