@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/wire"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/windows"
 )
@@ -491,29 +492,29 @@ func (o *Object) DecodeBinary(src []byte) error {
 		return fmt.Errorf("%w: unknown version %d", ErrCorrupt, src[0])
 	}
 	o.flags = src[1]
-	d := decoder{b: src[2:]}
-	o.lastTime = d.varint()
-	o.lastEmit = o.lastTime - d.varint()
+	d := wire.NewReader(src[2:])
+	o.lastTime = d.Varint()
+	o.lastEmit = o.lastTime - d.Varint()
 	if o.flags&hasDedup != 0 {
-		o.dedupHash = d.uint32()
-		o.dedupOff = d.varint()
+		o.dedupHash = d.Uint32()
+		o.dedupOff = d.Varint()
 	}
 	if o.flags&hasDigest != 0 {
-		o.digest = d.uint32()
+		o.digest = d.Uint32()
 	}
 	if o.flags&hasLastMod != 0 {
-		o.lastMod = d.varint()
+		o.lastMod = d.Varint()
 	}
 	if o.flags&hasPeriod != 0 {
-		o.periodIdx = d.varint()
-		c := d.uvarint()
+		o.periodIdx = d.Varint()
+		c := d.Uvarint()
 		if c > math.MaxUint32 {
-			d.fail("period count")
+			d.Fail("period count overflows uint32")
 		}
 		o.periodCount = uint32(c)
 	}
-	if d.err != nil {
-		return d.err
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	// Version-1 sub-states are in their own first layouts, which ignore ref.
 	ref := seconds(o.lastTime)
@@ -531,56 +532,14 @@ func (o *Object) DecodeBinary(src []byte) error {
 		if o.flags&s.flag == 0 {
 			continue
 		}
-		n, err := s.dec(d.b, ref)
+		n, err := s.dec(d.Rest(), ref)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrCorrupt, s.name, err)
 		}
-		d.b = d.b[n:]
+		d.Skip(n)
 	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.b))
+	if rest := len(d.Rest()); rest != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, rest)
 	}
 	return nil
-}
-
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: truncated or invalid %s", ErrCorrupt, what)
-	}
-	d.b = nil
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uint32() uint32 {
-	if len(d.b) < 4 {
-		d.fail("uint32")
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return v
 }

@@ -198,7 +198,7 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 				if br.Failed() || !br.Padding() {
 					d.r.Fail("bad bucket bits")
 				}
-				d.skip(br.Bytes())
+				d.r.Skip(br.Bytes())
 			}
 			if d.err() == nil {
 				switch {
@@ -365,13 +365,6 @@ func (r *reader) relTime(ref float64) int64 {
 		return 0
 	}
 	return rm - d
-}
-
-// skip consumes n bytes that a BitReader read from d.r.Rest().
-func (d *decoder) skip(n int) {
-	for i := 0; i < n; i++ {
-		d.r.Byte()
-	}
 }
 
 // header reads the version and section flags.

@@ -54,6 +54,19 @@ func (r *Reader) short(what string) {
 	}
 }
 
+// Skip consumes n bytes (for example what a BitReader or another decoder
+// read from Rest).
+func (r *Reader) Skip(n int) {
+	if r.err != nil {
+		return
+	}
+	if n < 0 || n > len(r.b)-r.off {
+		r.short("skip")
+		return
+	}
+	r.off += n
+}
+
 // Byte reads one byte.
 func (r *Reader) Byte() byte {
 	if r.err != nil {
@@ -161,18 +174,6 @@ func AppendFloat64(dst []byte, x float64) []byte {
 // maxMillis bounds the millisecond counts of AppendSeconds, so that their
 // differences, doubled, fit an int64.
 const maxMillis = 1 << 60
-
-// MillisOf returns k such that float64(k)/1000 is bit for bit t, when there
-// is one (t is a whole number of milliseconds, as every time that comes
-// from a log is).
-func MillisOf(t float64) (k int64, ok bool) {
-	f := math.Round(t * 1000)
-	if !(f > -maxMillis && f < maxMillis) {
-		return 0, false
-	}
-	k = int64(f)
-	return k, math.Float64bits(float64(k)/1000) == math.Float64bits(t)
-}
 
 // roundMillis is t in whole milliseconds, 0 when out of range.
 func roundMillis(t float64) int64 {

@@ -89,22 +89,6 @@ func TestSeconds(t *testing.T) {
 	}
 }
 
-func TestMillisOf(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i < 100000; i++ {
-		ms := rng.Int64N(4e12) - 1e12
-		k, ok := MillisOf(float64(ms) / 1000)
-		if !ok || k != ms {
-			t.Fatalf("%d ms: %d %v", ms, k, ok)
-		}
-	}
-	for _, x := range []float64{math.NaN(), math.Inf(1), 1e300, 0.0005, 1.7e9 + 1e-6} {
-		if _, ok := MillisOf(x); ok {
-			t.Errorf("MillisOf(%v) ok", x)
-		}
-	}
-}
-
 func FuzzBitReader(f *testing.F) {
 	f.Add([]byte{0x01, 0xff, 0x00, 0x13})
 	f.Fuzz(func(t *testing.T, b []byte) {
