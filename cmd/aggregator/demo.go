@@ -221,6 +221,14 @@ func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
 	fmt.Fprintf(w, "\nchangerate demo: %d crawled pages (Heritrix crawl.log, hourly visits) and %d proxied pages (Squid access.log,\n"+
 		"revalidations at irregular times), %s of simulated traffic; true change intervals are known.\n\n",
 		len(sc.Pages()), len(sc.ProxyPages()), human(sc.Duration.Seconds()))
+	return printEstimates(w, change, access, truth)
+}
+
+// printEstimates prints change estimates (intervals in h/d, CI, estimator,
+// window, TTL) and access estimates as tables; truth, when it knows an
+// object, adds its true interval (the demo). Filter mode's
+// --out-format=table uses it with no truth.
+func printEstimates(w io.Writer, change, access []records.Estimate, truth map[string]sample.Page) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OBJECT\tTRUE INTERVAL\tESTIMATED\t95% CI\tESTIMATOR\tVISITS\tCHANGES\tWINDOW\tTTL")
 	var errs []float64

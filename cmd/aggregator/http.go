@@ -22,6 +22,8 @@ import (
 //	/healthz  200 while the process runs (liveness)
 //	/readyz   200 while the consumer runs and shutdown has not begun
 //	          (readiness); the body lists the owned partitions
+//
+// and whatever the routes functions register (the query API and pages).
 type httpServer struct {
 	srv   *http.Server
 	ln    net.Listener
@@ -30,7 +32,7 @@ type httpServer struct {
 	log   *slog.Logger
 }
 
-func newHTTPServer(addr string, reg *prometheus.Registry, proc *aggregate.Processor, logger *slog.Logger) *httpServer {
+func newHTTPServer(addr string, reg *prometheus.Registry, proc *aggregate.Processor, logger *slog.Logger, routes ...func(*http.ServeMux)) *httpServer {
 	s := &httpServer{addr: addr, log: logger.With("component", "http")}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -47,7 +49,10 @@ func newHTTPServer(addr string, reg *prometheus.Registry, proc *aggregate.Proces
 			fmt.Fprintf(w, "owns %s/%d\n", p.Topic, p.ID)
 		}
 	})
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	for _, r := range routes {
+		r(mux)
+	}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 64 << 10}
 	return s
 }
 

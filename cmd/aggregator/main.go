@@ -35,6 +35,7 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
@@ -110,6 +111,18 @@ type config struct {
 	DemoPages int  `envconfig:"DEMO_PAGES" default:"5" desc:"demo: generated pages per change class (crawled and proxied each)"`
 	DemoDays  int  `envconfig:"DEMO_DAYS" default:"30" desc:"demo: days of generated traffic"`
 	DemoExit  bool `envconfig:"DEMO_EXIT" desc:"demo: exit after printing the estimates instead of serving HTTP until interrupted"`
+
+	OutFormat          string        `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
+	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
+	APITimeout         time.Duration `envconfig:"API_TIMEOUT" default:"5s" desc:"time limit of one query API or page request (503 beyond it)"`
+	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" default:"8192" desc:"longest query API request target and body (414/413 beyond it)"`
+	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"1000000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
+	APIAlerts          int           `envconfig:"API_ALERTS" default:"10000" desc:"recent alerts kept for /v1/alerts"`
+	URLProfile         string        `envconfig:"URL_PROFILE" default:"changerate" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
+	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" default:"10m" desc:"shortest revisit interval of next_visit and of /v1/plan"`
+	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" default:"720h" desc:"longest revisit interval of next_visit and of /v1/plan"`
+	PlanBudget         int           `envconfig:"PLAN_BUDGET" default:"1000" desc:"default budget (fetches per period) of /v1/plan"`
+	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" default:"24h" desc:"default period of /v1/plan"`
 }
 
 func (c *config) validate() error {
@@ -145,6 +158,9 @@ func (c *config) validate() error {
 	if c.ReplicationFactor < 1 {
 		return fmt.Errorf("config: %s_REPLICATION_FACTOR must be at least 1, got %d", envPrefix, c.ReplicationFactor)
 	}
+	if err := c.validateQuery(); err != nil {
+		return err
+	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
@@ -175,6 +191,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.ReportPeriod = c.ReportPeriod
 	pc.Model.PStale = c.PStale
 	pc.Model.EmitInterval = c.EmitInterval
+	pc.Model.Estimators.MinInterval, pc.Model.Estimators.MaxInterval = c.MinRevisit.Seconds(), c.MaxRevisit.Seconds()
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
 	pc.DrainTimeout = c.DrainTimeout
@@ -310,8 +327,20 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer store.Close()
-	sink := stream.NewWriterSink(routes, nil)
+	var table *tableWriter
+	if cfg.OutFormat == "table" {
+		table = newTableWriter(routes[cfg.TopicEstimates])
+		routes[cfg.TopicEstimates] = table
+	}
+	var sink stream.Sink = stream.NewWriterSink(routes, nil)
 	defer sink.Close()
+	httpOn := os.Getenv(envPrefix+"_HTTP_ADDR") != "" && cfg.HTTPAddr != ""
+	var api *query.Server
+	if httpOn {
+		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.TopicObservations}, logger); err != nil {
+			return err
+		}
+	}
 	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
 	if err != nil {
 		return err
@@ -320,8 +349,8 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
-	if os.Getenv(envPrefix+"_HTTP_ADDR") != "" && cfg.HTTPAddr != "" {
-		srv := newHTTPServer(cfg.HTTPAddr, reg, proc, logger)
+	if httpOn {
+		srv := newHTTPServer(cfg.HTTPAddr, reg, proc, logger, api.Register)
 		g.Go(func() error { return srv.run(gctx) })
 	}
 	g.Go(func() error {
@@ -332,6 +361,11 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		return err
 	}
 	logger.Debug("filter done", "committed", proc.Committed())
+	if table != nil {
+		if err := table.print(); err != nil {
+			return err
+		}
+	}
 	return ctx.Err()
 }
 
@@ -369,6 +403,7 @@ type kafkaPipeline struct {
 	sink *stream.KafkaSink
 	src  *stream.KafkaSource
 	proc *aggregate.Processor
+	api  *query.Server
 }
 
 func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, logger *slog.Logger, reg prometheus.Registerer) (*kafkaPipeline, error) {
@@ -381,13 +416,19 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 		sink.Close()
 		return nil, err
 	}
-	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
+	api, tee, err := newQuery(cfg, store, sink, kafkaLocator(cfg, kc), logger)
 	if err != nil {
 		src.Close()
 		sink.Close()
 		return nil, err
 	}
-	return &kafkaPipeline{sink: sink, src: src, proc: proc}, nil
+	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, tee, logger, reg, time.Now)
+	if err != nil {
+		src.Close()
+		sink.Close()
+		return nil, err
+	}
+	return &kafkaPipeline{sink: sink, src: src, proc: proc, api: api}, nil
 }
 
 func (k *kafkaPipeline) close() {
@@ -406,7 +447,7 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 	g, gctx := errgroup.WithContext(runCtx)
 	var srv *httpServer
 	if cfg.HTTPAddr != "" {
-		srv = newHTTPServer(cfg.HTTPAddr, reg, kp.proc, logger)
+		srv = newHTTPServer(cfg.HTTPAddr, reg, kp.proc, logger, kp.api.Register)
 		if err := srv.listen(); err != nil {
 			return err
 		}

@@ -1,0 +1,507 @@
+package query
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+)
+
+// Config configures a Server. The zero value means the defaults.
+type Config struct {
+	// Token, when set, is required on every /v1 request and page as
+	// "Authorization: Bearer <token>" (or HTTP Basic auth with the token as
+	// the password, which browsers can send without JavaScript).
+	Token string
+	// Timeout bounds the handling of one request (503 after it). Default 5s.
+	Timeout time.Duration
+	// MaxRequestBytes bounds the request target (path and query; 414 beyond
+	// it) and the body (413). Default 8192.
+	MaxRequestBytes int
+	// DefaultLimit and MaxLimit are the default and the largest limit of
+	// /v1/top and /v1/alerts. Defaults 20 and 1000.
+	DefaultLimit, MaxLimit int
+	// Profile is the URL canonicalisation profile (parse.Profile*), the
+	// same as ingest's. Default parse.ProfileChangerate.
+	Profile string
+	Plan    PlanConfig
+}
+
+// Defaults of Config.
+const (
+	DefaultTimeout         = 5 * time.Second
+	DefaultMaxRequestBytes = 8192
+	DefaultLimit           = 20
+	DefaultMaxLimit        = 1000
+)
+
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.DefaultLimit == 0 {
+		c.DefaultLimit = DefaultLimit
+	}
+	if c.MaxLimit == 0 {
+		c.MaxLimit = DefaultMaxLimit
+	}
+	if c.Profile == "" {
+		c.Profile = parse.ProfileChangerate
+	}
+	c.Plan = c.Plan.withDefaults()
+	return c
+}
+
+// Validate lists every problem of c.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("Timeout %s must be positive", c.Timeout))
+	}
+	if c.MaxRequestBytes < 256 {
+		errs = append(errs, fmt.Errorf("MaxRequestBytes %d must be at least 256", c.MaxRequestBytes))
+	}
+	if c.DefaultLimit < 1 || c.MaxLimit < c.DefaultLimit {
+		errs = append(errs, fmt.Errorf("DefaultLimit %d must be in [1, MaxLimit %d]", c.DefaultLimit, c.MaxLimit))
+	}
+	switch c.Profile {
+	case parse.ProfileChangerate, parse.ProfileWHATWG, parse.ProfileSemantic:
+	default:
+		errs = append(errs, fmt.Errorf("Profile %q must be changerate, whatwg or semantic", c.Profile))
+	}
+	if err := c.Plan.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	return nil
+}
+
+// Server answers the JSON API and the HTML pages from the state store and
+// the Index.
+type Server struct {
+	cfg    Config
+	store  state.Store
+	locate Locator
+	model  aggregate.Model
+	idx    *Index
+	log    *slog.Logger
+	pages  *pages
+
+	canonMu sync.Mutex
+	canon   *parse.Canonicalizer
+}
+
+// NewServer returns a Server reading object states from store (where
+// locate says they are), building estimates with model (the aggregator's),
+// and rankings from idx.
+func NewServer(cfg Config, store state.Store, locate Locator, model aggregate.Model, idx *Index, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if store == nil || locate == nil || idx == nil || logger == nil {
+		return nil, errors.New("query: NewServer needs a store, a locator, an index and a logger")
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, store: store, locate: locate, model: model, idx: idx, log: logger,
+		canon: parse.NewCanonicalizer(cfg.Profile, -1)}
+	var err error
+	if s.pages, err = newPages(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Register adds the API's and the pages' routes to mux.
+func (s *Server) Register(mux *http.ServeMux) {
+	api := func(h func(r *http.Request) (any, error)) http.Handler {
+		return s.guard(false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v, err := h(r)
+			if err != nil {
+				s.writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, v)
+		}))
+	}
+	mux.Handle("GET /v1/objects", api(s.handleObject))
+	mux.Handle("GET /v1/objects/view", api(s.handleView))
+	mux.Handle("GET /v1/top", api(s.handleTop))
+	mux.Handle("GET /v1/plan", api(s.handlePlan))
+	mux.Handle("GET /v1/alerts", api(s.handleAlerts))
+	mux.Handle("GET /v1/sites", api(s.handleSites))
+	mux.Handle("GET /{$}", s.guard(true, http.HandlerFunc(s.pageIndex)))
+	mux.Handle("GET /objects", s.guard(true, http.HandlerFunc(s.pageObject)))
+}
+
+// apiError is an error with an HTTP status.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &apiError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error  string `json:"error"`
+	Status int    `json:"status"`
+}
+
+func statusOf(err error) (int, string) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.msg
+	case errors.Is(err, errNotFound):
+		return http.StatusNotFound, "object not found: no state is stored for it (never observed, or expired)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "request timed out"
+	}
+	return http.StatusInternalServerError, err.Error()
+}
+
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	status, msg := statusOf(err)
+	if status >= 500 {
+		s.log.Warn("query: request failed", "err", err)
+	}
+	writeJSON(w, status, ErrorBody{Error: msg, Status: status})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(ErrorBody{Error: "encode: " + err.Error(), Status: status})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// guard applies the request size limit, the token and the time limit.
+func (s *Server) guard(html bool, h http.Handler) http.Handler {
+	fail := func(w http.ResponseWriter, status int, msg string) {
+		if html {
+			http.Error(w, msg, status)
+			return
+		}
+		writeJSON(w, status, ErrorBody{Error: msg, Status: status})
+	}
+	timeoutBody, _ := json.Marshal(ErrorBody{Error: "request timed out", Status: http.StatusServiceUnavailable})
+	th := http.TimeoutHandler(h, s.cfg.Timeout, string(timeoutBody))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.RequestURI) > s.cfg.MaxRequestBytes {
+			fail(w, http.StatusRequestURITooLong, fmt.Sprintf("request target longer than %d bytes", s.cfg.MaxRequestBytes))
+			return
+		}
+		if r.ContentLength > int64(s.cfg.MaxRequestBytes) {
+			fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body longer than %d bytes", s.cfg.MaxRequestBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxRequestBytes))
+		if s.cfg.Token != "" && !s.authorized(r) {
+			if html {
+				w.Header().Set("WWW-Authenticate", `Basic realm="changerate", charset="UTF-8"`)
+			} else {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="changerate"`)
+			}
+			fail(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <API_TOKEN>")
+			return
+		}
+		th.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	var got string
+	switch {
+	case strings.HasPrefix(h, "Bearer "):
+		got = strings.TrimSpace(h[len("Bearer "):])
+	case strings.HasPrefix(h, "Basic "):
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len("Basic "):]))
+		if err != nil {
+			return false
+		}
+		_, pw, _ := strings.Cut(string(b), ":")
+		got = pw
+	default:
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+}
+
+// params checks that q holds only the allowed parameters, each once.
+func params(q url.Values, allowed ...string) error {
+	for k, v := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return badRequest("unknown parameter %q (allowed: %s)", k, strings.Join(allowed, ", "))
+		}
+		if len(v) > 1 {
+			return badRequest("parameter %q given %d times", k, len(v))
+		}
+	}
+	return nil
+}
+
+// object canonicalises the url parameter as ingest does.
+func (s *Server) object(q url.Values) (string, error) {
+	raw := strings.TrimSpace(q.Get("url"))
+	if raw == "" {
+		return "", badRequest("parameter url is required")
+	}
+	s.canonMu.Lock()
+	obj, _, err := s.canon.Canonical([]byte(raw))
+	s.canonMu.Unlock()
+	if err != nil {
+		return "", badRequest("url %q is not a URL ingest would accept: %v", raw, err)
+	}
+	return obj, nil
+}
+
+func (s *Server) limit(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return s.cfg.DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > s.cfg.MaxLimit {
+		return 0, badRequest("limit must be an integer in [1, %d], got %q", s.cfg.MaxLimit, v)
+	}
+	return n, nil
+}
+
+// handleObject is GET /v1/objects?url=&kind=.
+func (s *Server) handleObject(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	if err := params(q, "url", "kind"); err != nil {
+		return nil, err
+	}
+	obj, err := s.object(q)
+	if err != nil {
+		return nil, err
+	}
+	kind := q.Get("kind")
+	if kind != "" && kind != records.EstimateChange && kind != records.EstimateAccess {
+		return nil, badRequest("kind must be change or access, got %q", kind)
+	}
+	o, err := s.load(r.Context(), obj)
+	if err != nil {
+		return nil, err
+	}
+	change, access := s.estimates(o, obj)
+	switch {
+	case kind == records.EstimateAccess && access != nil:
+		return access, nil
+	case kind != records.EstimateAccess && change != nil:
+		return change, nil
+	case kind == "" && access != nil:
+		return access, nil
+	}
+	return nil, &apiError{http.StatusNotFound, fmt.Sprintf("object %s has no %s estimate", obj, kindOr(kind))}
+}
+
+func kindOr(k string) string {
+	if k == "" {
+		return "change"
+	}
+	return k
+}
+
+// handleView is GET /v1/objects/view?url=.
+func (s *Server) handleView(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	if err := params(q, "url"); err != nil {
+		return nil, err
+	}
+	obj, err := s.object(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(r.Context(), obj)
+}
+
+// TopResult is /v1/top's response: the estimate records in ranking order,
+// and the ranking itself (the bounds it is ordered by).
+type TopResult struct {
+	By      string              `json:"by"`
+	Site    string              `json:"site,omitempty"`
+	Objects []*records.Estimate `json:"objects"`
+	Ranking []Ranked            `json:"ranking"`
+}
+
+// handleTop is GET /v1/top?by=&site=&limit=.
+func (s *Server) handleTop(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	if err := params(q, "by", "site", "limit"); err != nil {
+		return nil, err
+	}
+	by := q.Get("by")
+	if by == "" {
+		by = ByChangeRate
+	}
+	if _, ok := byIndex(by); !ok {
+		return nil, badRequest("by must be one of %s, got %q", strings.Join(byNames[:], ", "), by)
+	}
+	limit, err := s.limit(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.top(r.Context(), by, strings.ToLower(q.Get("site")), limit)
+}
+
+func (s *Server) top(ctx context.Context, by, site string, limit int) (*TopResult, error) {
+	res := &TopResult{By: by, Site: site, Objects: []*records.Estimate{}, Ranking: []Ranked{}}
+	for _, rk := range s.idx.Top(by, site, limit) {
+		o, err := s.load(ctx, rk.Object)
+		if errors.Is(err, errNotFound) {
+			continue // expired since it was indexed
+		}
+		if err != nil {
+			return nil, err
+		}
+		change, access := s.estimates(o, rk.Object)
+		rec := change
+		if rk.Kind == records.EstimateAccess {
+			rec = access
+		}
+		if rec == nil {
+			continue
+		}
+		res.Objects = append(res.Objects, rec)
+		res.Ranking = append(res.Ranking, rk)
+	}
+	return res, nil
+}
+
+// handlePlan is GET /v1/plan?budget=&period=&site=&policy=&start=.
+func (s *Server) handlePlan(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	if err := params(q, "budget", "period", "site", "policy", "start"); err != nil {
+		return nil, err
+	}
+	pc := s.cfg.Plan
+	budget := pc.Budget
+	if v := q.Get("budget"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > pc.MaxBudget {
+			return nil, badRequest("budget must be an integer in [1, %d], got %q", pc.MaxBudget, v)
+		}
+		budget = n
+	}
+	period := pc.Period
+	if v := q.Get("period"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > 366*24*time.Hour {
+			return nil, badRequest("period must be a duration between 1m and 8784h such as 24h, got %q", v)
+		}
+		period = d
+	}
+	policy := q.Get("policy")
+	if policy == "" {
+		policy = PolicyCGM
+	}
+	known := false
+	for _, p := range Policies {
+		known = known || p == policy
+	}
+	if !known {
+		return nil, badRequest("policy must be one of %s, got %q", strings.Join(Policies, ", "), policy)
+	}
+	start := s.idx.Latest()
+	if v := q.Get("start"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil, badRequest("start must be an RFC 3339 time, got %q", v)
+		}
+		start = t.UTC()
+	}
+	if start.IsZero() {
+		start = time.Now().UTC()
+	}
+	site := strings.ToLower(q.Get("site"))
+	res := makePlan(s.idx.Candidates(site, 0), policy, budget, start, period, pc)
+	res.Site = site
+	return &res, nil
+}
+
+// AlertsResult is /v1/alerts's response: alert records as published,
+// newest first.
+type AlertsResult struct {
+	Alerts []json.RawMessage `json:"alerts"`
+}
+
+// handleAlerts is GET /v1/alerts?since=&site=&limit=.
+func (s *Server) handleAlerts(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	if err := params(q, "since", "site", "limit"); err != nil {
+		return nil, err
+	}
+	limit, err := s.limit(q)
+	if err != nil {
+		return nil, err
+	}
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		if since, err = time.Parse(time.RFC3339, v); err != nil {
+			d, derr := time.ParseDuration(v)
+			if derr != nil || d <= 0 {
+				return nil, badRequest("since must be an RFC 3339 time or a positive duration before the latest estimate (e.g. 24h), got %q", v)
+			}
+			since = s.idx.Latest().Add(-d)
+		}
+	}
+	a := s.idx.Alerts(since, strings.ToLower(q.Get("site")), limit)
+	if a == nil {
+		a = []json.RawMessage{}
+	}
+	return &AlertsResult{Alerts: a}, nil
+}
+
+// SitesResult is /v1/sites's response.
+type SitesResult struct {
+	Sites []SiteCount `json:"sites"`
+}
+
+// handleSites is GET /v1/sites?limit=: the indexed sites, most objects first.
+func (s *Server) handleSites(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	if err := params(q, "limit"); err != nil {
+		return nil, err
+	}
+	limit, err := s.limit(q)
+	if err != nil {
+		return nil, err
+	}
+	return &SitesResult{Sites: s.idx.Sites(limit)}, nil
+}

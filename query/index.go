@@ -1,0 +1,486 @@
+// Package query makes the aggregator's knowledge usable while it runs: a
+// JSON API (/v1/objects, /v1/top, /v1/plan, /v1/alerts; api/openapi.yaml)
+// and server-rendered HTML pages (/ and /objects) built from the same
+// response structs.
+//
+// Two sources feed it:
+//
+//   - the state store the aggregator writes (state.Store): /v1/objects
+//     decodes the object's committed state and builds its estimate record
+//     exactly as the aggregator publishes it (aggregate.Object.ChangeEstimate
+//     and AccessEstimate), so a lookup is one store read and never a scan;
+//   - an Index, fed with the encoded estimate and alert records the
+//     aggregator writes to its sink (TeeSink observes them after the sink
+//     acknowledged them). It keeps, per object, the few numbers that rank
+//     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in
+//     ordered B-trees, so /v1/top is O(log n + limit) per request and
+//     /v1/plan reads one site's objects in order, without touching the
+//     store. Its size is bounded by IndexConfig.MaxObjects: the objects
+//     updated least recently are evicted first (and counted).
+//
+// In service mode each replica indexes the partitions it owns; /v1/objects
+// answers for every object (the store is shared).
+package query
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/btree"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/records"
+)
+
+// Ranking keys of /v1/top?by=.
+const (
+	ByChangeRate = "change_rate"
+	ByAccessRate = "access_rate"
+	ByShift      = "shift"
+)
+
+// by indices.
+const (
+	byChange = iota
+	byAccess
+	byShift
+	numBy
+)
+
+var byNames = [numBy]string{ByChangeRate, ByAccessRate, ByShift}
+
+// byIndex maps a ranking key to its index; ok is false for unknown keys.
+func byIndex(s string) (int, bool) {
+	for i, n := range byNames {
+		if n == s {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// IndexConfig bounds an Index. The zero value means the defaults.
+type IndexConfig struct {
+	// MaxObjects bounds the objects indexed; beyond it the object updated
+	// least recently is evicted. Default DefaultIndexObjects.
+	MaxObjects int
+	// MaxAlerts bounds the recent alerts kept for /v1/alerts (a ring).
+	// Default DefaultIndexAlerts.
+	MaxAlerts int
+}
+
+// Defaults of IndexConfig.
+const (
+	DefaultIndexObjects = 1_000_000
+	DefaultIndexAlerts  = 10_000
+)
+
+func (c IndexConfig) withDefaults() IndexConfig {
+	if c.MaxObjects <= 0 {
+		c.MaxObjects = DefaultIndexObjects
+	}
+	if c.MaxAlerts <= 0 {
+		c.MaxAlerts = DefaultIndexAlerts
+	}
+	return c
+}
+
+// score is one ranking of one object: the 95 % interval [lo, hi] and the
+// point value.
+type score struct {
+	lo, hi, v float64
+	has       bool
+}
+
+// entry is one indexed object. site is a substring of name (no copy).
+type entry struct {
+	name, site string
+	seq        uint64 // update sequence, for eviction of the least recent
+	s          [numBy]score
+	shiftKind  string // kind of the latest alert ("change" or "access")
+	asOf       int64  // Unix ms of the latest change estimate
+	nextVisit  int64  // Unix ms; 0: none
+}
+
+// less orders entries by descending lower bound, then by name.
+func lessBy(b int) btree.LessFunc[*entry] {
+	return func(x, y *entry) bool {
+		if x.s[b].lo != y.s[b].lo {
+			return x.s[b].lo > y.s[b].lo
+		}
+		return x.name < y.name
+	}
+}
+
+// lessSiteBy orders by site, then as lessBy.
+func lessSiteBy(b int) btree.LessFunc[*entry] {
+	l := lessBy(b)
+	return func(x, y *entry) bool {
+		if x.site != y.site {
+			return x.site < y.site
+		}
+		return l(x, y)
+	}
+}
+
+// Index is the bounded in-memory ranking of the objects whose estimates and
+// alerts the aggregator published. It is safe for concurrent use: Observe
+// (from the sink's writers) and the queries take one mutex; queries hold it
+// for O(log n + limit) (Top) or O(objects of the site) (Candidates).
+//
+// Memory: per object one entry (~150 bytes plus the name) and one pointer
+// in each of up to seven B-trees (global and per-site order of the three
+// rankings, and the recency order); BenchmarkIndexMemory measures the whole
+// (reported by make bench).
+type Index struct {
+	cfg IndexConfig
+
+	mu      sync.Mutex
+	seq     uint64
+	objects map[string]*entry
+	sites   map[string]int // objects per site
+	global  [numBy]*btree.BTreeG[*entry]
+	site    [numBy]*btree.BTreeG[*entry]
+	recency *btree.BTreeG[*entry]
+	evicted uint64
+	maxAsOf int64 // Unix ms: the latest as_of seen (event time)
+
+	alerts    []alertRec // ring
+	alertNext int        // next slot
+	alertN    uint64     // alerts observed in all
+}
+
+// alertRec is one alert as encoded by the aggregator, with the fields the
+// queries filter on.
+type alertRec struct {
+	asOf   time.Time
+	object string
+	site   string
+	raw    json.RawMessage
+}
+
+// NewIndex returns an empty Index.
+func NewIndex(cfg IndexConfig) *Index {
+	cfg = cfg.withDefaults()
+	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]int{}}
+	for b := 0; b < numBy; b++ {
+		x.global[b] = btree.NewG(32, lessBy(b))
+		x.site[b] = btree.NewG(32, lessSiteBy(b))
+	}
+	x.recency = btree.NewG(32, func(a, b *entry) bool { return a.seq < b.seq })
+	return x
+}
+
+// Len returns the number of objects indexed.
+func (x *Index) Len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.objects)
+}
+
+// Evicted returns the number of objects evicted to respect MaxObjects.
+func (x *Index) Evicted() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.evicted
+}
+
+// Latest returns the latest as_of of the indexed estimates (event time),
+// zero when none.
+func (x *Index) Latest() time.Time {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.maxAsOf == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(x.maxAsOf).UTC()
+}
+
+// AddEstimate indexes one estimate record.
+func (x *Index) AddEstimate(rec *records.Estimate) {
+	b := byChange
+	if rec.Kind == records.EstimateAccess {
+		b = byAccess
+	}
+	var sc score
+	if rec.RatePerS != nil {
+		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
+		if rec.CI95 != nil {
+			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.touch(rec.Object, rec.Site)
+	x.setScore(e, b, sc)
+	if ms := rec.AsOf.UnixMilli(); ms > x.maxAsOf {
+		x.maxAsOf = ms
+	}
+	if b == byChange {
+		e.asOf = rec.AsOf.UnixMilli()
+		e.nextVisit = 0
+		if rec.NextVisit != nil {
+			e.nextVisit = rec.NextVisit.UnixMilli()
+		}
+	}
+	x.evict()
+}
+
+// AddAlert indexes one alert; raw is its encoding, served as it is (so that
+// fields added to alerts appear in /v1/alerts unchanged).
+func (x *Index) AddAlert(a *records.Alert, raw []byte) {
+	sc := shiftScore(a)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := alertRec{asOf: a.AsOf, object: a.Object, site: a.Site, raw: append(json.RawMessage(nil), raw...)}
+	if len(x.alerts) < x.cfg.MaxAlerts {
+		x.alerts = append(x.alerts, r)
+	} else {
+		x.alerts[x.alertNext] = r
+	}
+	x.alertNext = (x.alertNext + 1) % x.cfg.MaxAlerts
+	x.alertN++
+	e := x.touch(a.Object, a.Site)
+	e.shiftKind = a.Kind
+	x.setScore(e, byShift, sc)
+	x.evict()
+}
+
+// touch returns the entry of name, created if needed, and marks it the most
+// recently updated. Called with mu held.
+func (x *Index) touch(name, site string) *entry {
+	e, ok := x.objects[name]
+	if ok {
+		x.recency.Delete(e)
+	} else {
+		e = &entry{name: name, site: site}
+		if e.site == "" || len(site) > len(name) {
+			e.site = aggregate.Site(name)
+		} else if i := strings.Index(name, site); i >= 0 {
+			e.site = name[i : i+len(site)] // share the name's bytes
+		}
+		x.objects[name] = e
+		x.sites[e.site]++
+	}
+	x.seq++
+	e.seq = x.seq
+	x.recency.ReplaceOrInsert(e)
+	return e
+}
+
+// setScore replaces e's ranking b. Called with mu held.
+func (x *Index) setScore(e *entry, b int, sc score) {
+	if e.s[b].has {
+		x.global[b].Delete(e)
+		x.site[b].Delete(e)
+	}
+	e.s[b] = sc
+	if sc.has {
+		x.global[b].ReplaceOrInsert(e)
+		x.site[b].ReplaceOrInsert(e)
+	}
+}
+
+// evict removes the least recently updated objects beyond MaxObjects.
+func (x *Index) evict() {
+	for len(x.objects) > x.cfg.MaxObjects {
+		e, ok := x.recency.DeleteMin()
+		if !ok {
+			return
+		}
+		for b := 0; b < numBy; b++ {
+			if e.s[b].has {
+				x.global[b].Delete(e)
+				x.site[b].Delete(e)
+			}
+		}
+		delete(x.objects, e.name)
+		if x.sites[e.site]--; x.sites[e.site] <= 0 {
+			delete(x.sites, e.site)
+		}
+		x.evicted++
+	}
+}
+
+// Ranked is one object of a ranking.
+type Ranked struct {
+	Object string  `json:"object"`
+	Site   string  `json:"site,omitempty"`
+	Kind   string  `json:"kind"`
+	Lower  float64 `json:"lower"`
+	Upper  float64 `json:"upper"`
+	Value  float64 `json:"value"`
+}
+
+// Top returns at most limit objects of ranking by (ByChangeRate, ...) on
+// site ("" for every site), in descending order of the lower 95 % bound.
+func (x *Index) Top(by string, site string, limit int) []Ranked {
+	b, ok := byIndex(by)
+	if !ok || limit <= 0 {
+		return nil
+	}
+	out := make([]Ranked, 0, min(limit, 64))
+	add := func(e *entry) bool {
+		kind := records.EstimateChange
+		switch b {
+		case byAccess:
+			kind = records.EstimateAccess
+		case byShift:
+			kind = e.shiftKind
+		}
+		s := e.s[b]
+		out = append(out, Ranked{Object: e.name, Site: e.site, Kind: kind, Lower: s.lo, Upper: s.hi, Value: s.v})
+		return len(out) < limit
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if site == "" {
+		x.global[b].Ascend(add)
+		return out
+	}
+	pivot := &entry{site: site}
+	pivot.s[b].lo = math.Inf(1)
+	x.site[b].AscendGreaterOrEqual(pivot, func(e *entry) bool {
+		if e.site != site {
+			return false
+		}
+		return add(e)
+	})
+	return out
+}
+
+// Candidate is one object a plan may visit: its change rate and interval,
+// the time of its latest visit and its recommended next visit.
+type Candidate struct {
+	Object    string
+	Site      string
+	Rate      float64
+	Lo, Hi    float64
+	AsOf      time.Time
+	NextVisit time.Time // zero: none
+}
+
+// Candidates returns the objects with a change estimate on site ("": all),
+// in descending order of the lower bound, at most limit of them (0: all).
+func (x *Index) Candidates(site string, limit int) []Candidate {
+	var out []Candidate
+	add := func(e *entry) bool {
+		s := e.s[byChange]
+		c := Candidate{Object: e.name, Site: e.site, Rate: s.v, Lo: s.lo, Hi: s.hi, AsOf: time.UnixMilli(e.asOf).UTC()}
+		if e.nextVisit != 0 {
+			c.NextVisit = time.UnixMilli(e.nextVisit).UTC()
+		}
+		out = append(out, c)
+		return limit <= 0 || len(out) < limit
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if site == "" {
+		x.global[byChange].Ascend(add)
+		return out
+	}
+	pivot := &entry{site: site, s: [numBy]score{byChange: {lo: math.Inf(1)}}}
+	x.site[byChange].AscendGreaterOrEqual(pivot, func(e *entry) bool {
+		return e.site == site && add(e)
+	})
+	return out
+}
+
+// Alerts returns the most recent alerts, newest first, with as_of at or
+// after since (zero: any) on site ("": any), at most limit.
+func (x *Index) Alerts(since time.Time, site string, limit int) []json.RawMessage {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []json.RawMessage
+	n := len(x.alerts)
+	for i := 0; i < n && len(out) < limit; i++ {
+		a := &x.alerts[((x.alertNext-1-i)%n+n)%n]
+		if (!since.IsZero() && a.asOf.Before(since)) || (site != "" && a.site != site) {
+			continue
+		}
+		out = append(out, a.raw)
+	}
+	return out
+}
+
+// shiftScore ranks an alert by the magnitude of its shift: the ratio ρ of
+// the rate after to the rate before (or before to after, for a fall), with
+// its exact conditional 95 % interval. Given n_b points in the closed window
+// of length T_b and n_a in the new one of length T_a, n_a given n_a+n_b is
+// binomial with p = ρT_a/(ρT_a+T_b) under Poisson counts; the Clopper-Pearson
+// interval of p maps to ρ = p/(1−p)·T_b/T_a. The score is ln ρ with ln of
+// the interval's bounds (0 when the alert lacks the window lengths).
+func shiftScore(a *records.Alert) score {
+	nb, na := float64(a.Before.Points), float64(a.After.Points)
+	tb := a.After.Start.Sub(a.Before.Start).Seconds()
+	ta := a.AsOf.Sub(a.After.Start).Seconds()
+	up := a.RateAfter >= a.RateBefore
+	v := math.Abs(math.Log(a.RateAfter / a.RateBefore))
+	if !(nb > 0 && na > 0 && tb > 0 && ta > 0) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		return score{v: v, lo: 0, hi: v, has: true}
+	}
+	lo, hi := clopperPearson(na, na+nb)
+	ratio := func(p float64) float64 { return p / (1 - p) * tb / ta }
+	rlo, rhi := ratio(lo), ratio(hi)
+	if !up {
+		rlo, rhi = 1/rhi, 1/rlo
+	}
+	sc := score{v: v, lo: math.Log(rlo), hi: math.Log(rhi), has: true}
+	if math.IsNaN(sc.lo) || math.IsInf(sc.lo, 0) {
+		sc.lo = 0
+	}
+	if math.IsNaN(sc.hi) || math.IsInf(sc.hi, 1) {
+		sc.hi = math.MaxFloat64
+	}
+	return sc
+}
+
+// clopperPearson is the exact 95 % interval of a binomial proportion with
+// x successes in n trials.
+func clopperPearson(x, n float64) (lo, hi float64) {
+	const a = 0.05
+	if x > 0 {
+		lo = distuv.Beta{Alpha: x, Beta: n - x + 1}.Quantile(a / 2)
+	}
+	hi = 1
+	if x < n {
+		hi = distuv.Beta{Alpha: x + 1, Beta: n - x}.Quantile(1 - a/2)
+	}
+	return lo, hi
+}
+
+
+// SiteCount is one site of the index and its number of objects.
+type SiteCount struct {
+	Site    string `json:"site"`
+	Objects int    `json:"objects"`
+}
+
+// Sites returns the indexed sites with the most objects first (then by
+// name), at most limit.
+func (x *Index) Sites(limit int) []SiteCount {
+	x.mu.Lock()
+	out := make([]SiteCount, 0, len(x.sites))
+	for s, n := range x.sites {
+		out = append(out, SiteCount{s, n})
+	}
+	x.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Objects != out[j].Objects {
+			return out[i].Objects > out[j].Objects
+		}
+		return out[i].Site < out[j].Site
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}

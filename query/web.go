@@ -1,0 +1,333 @@
+package query
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/changerate/changerate/records"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pages holds the parsed HTML templates. The pages are rendered on the
+// server from the API's response structs (TopResult, AlertsResult,
+// ObjectView): every number on them is a number of the JSON API. They need
+// no JavaScript.
+type pages struct {
+	index, object *template.Template
+}
+
+func newPages() (*pages, error) {
+	funcs := template.FuncMap{
+		"rate":     fmtRate,
+		"interval": fmtInterval,
+		"ci":       fmtCI,
+		"when":     fmtTime,
+		"secs":     fmtSeconds,
+		"num":      func(v float64) string { return fmt.Sprintf("%.4g", v) },
+		"objurl":   func(o string) string { return "/objects?url=" + url.QueryEscape(o) },
+		"deref":    func(p *float64) float64 { return *p },
+	}
+	base, err := template.New("base").Funcs(funcs).ParseFS(templateFS, "templates/base.html")
+	if err != nil {
+		return nil, fmt.Errorf("query: templates: %w", err)
+	}
+	p := &pages{}
+	for name, dst := range map[string]**template.Template{"index.html": &p.index, "object.html": &p.object} {
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("query: templates: %w", err)
+		}
+		*dst = t
+	}
+	return p, nil
+}
+
+// fmtRate prints a rate per second with 4 significant digits (the page's
+// numbers compare with the API's at this precision).
+func fmtRate(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// fmtInterval prints the mean interval 1/rate as a short duration.
+func fmtInterval(rate float64) string {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return "∞"
+	}
+	return fmtSeconds(1 / rate)
+}
+
+func fmtSeconds(s float64) string {
+	switch {
+	case math.IsInf(s, 1) || math.IsNaN(s):
+		return "∞"
+	case s < 120:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 2*3600:
+		return fmt.Sprintf("%.1fm", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%.1fh", s/3600)
+	default:
+		return fmt.Sprintf("%.1fd", s/86400)
+	}
+}
+
+func fmtCI(ci [2]float64) string { return "[" + fmtRate(ci[0]) + ", " + fmtRate(ci[1]) + "]" }
+
+func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// indexPage is the model of /.
+type indexPage struct {
+	Sites   []siteTop
+	Access  *TopResult
+	Shift   *TopResult
+	Alerts  []records.Alert
+	Indexed int
+}
+
+type siteTop struct {
+	SiteCount
+	Top *TopResult
+}
+
+func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	m := indexPage{}
+	for _, sc := range s.idx.Sites(20) { // as /v1/sites?limit=20
+		top, err := s.top(ctx, ByChangeRate, sc.Site, 5)
+		if err != nil {
+			s.pageError(w, err)
+			return
+		}
+		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Top: top})
+		m.Indexed += sc.Objects
+	}
+	var err error
+	if m.Access, err = s.top(ctx, ByAccessRate, "", 10); err != nil {
+		s.pageError(w, err)
+		return
+	}
+	if m.Shift, err = s.top(ctx, ByShift, "", 10); err != nil {
+		s.pageError(w, err)
+		return
+	}
+	for _, raw := range s.idx.Alerts(time.Time{}, "", 20) {
+		var a records.Alert
+		if json.Unmarshal(raw, &a) == nil {
+			m.Alerts = append(m.Alerts, a)
+		}
+	}
+	s.render(w, s.pages.index, m)
+}
+
+// objectPage is the model of /objects.
+type objectPage struct {
+	Query     string
+	View      *ObjectView
+	Error     string
+	Rows      []estimatorRow
+	Plots     []plotSVG
+	Timeline  *timelineSVG
+	Canonical bool // the query was already canonical
+}
+
+// estimatorRow is one estimator of one kind.
+type estimatorRow struct {
+	Kind, Key string
+	Rate      float64
+	CI        *[2]float64
+	Best      bool
+}
+
+func rows(e *records.Estimate) []estimatorRow {
+	if e == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(e.Estimates))
+	for k := range e.Estimates {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]estimatorRow, 0, len(keys))
+	for _, k := range keys {
+		row := estimatorRow{Kind: e.Kind, Key: k, Rate: e.Estimates[k], Best: k == e.Estimator}
+		if ci, ok := e.Intervals[k]; ok {
+			row.CI = &ci
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	m := objectPage{Query: q.Get("url")}
+	obj, err := s.object(q)
+	if err == nil {
+		m.View, err = s.view(r.Context(), obj)
+	}
+	if err != nil {
+		status, msg := statusOf(err)
+		if status >= 500 {
+			s.pageError(w, err)
+			return
+		}
+		m.Error = msg
+		w.WriteHeader(status)
+		s.render(w, s.pages.object, m)
+		return
+	}
+	m.Canonical = obj == strings.TrimSpace(m.Query)
+	m.Rows = append(rows(m.View.Change), rows(m.View.Access)...)
+	if p := plot("change", m.View.ChangePlot); p != nil {
+		m.Plots = append(m.Plots, *p)
+	}
+	if p := plot("access", m.View.AccessPlot); p != nil {
+		m.Plots = append(m.Plots, *p)
+	}
+	m.Timeline = timeline(m.View.Timeline)
+	s.render(w, s.pages.object, m)
+}
+
+func (s *Server) render(w http.ResponseWriter, t *template.Template, m any) {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "page", m); err != nil {
+		s.pageError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) pageError(w http.ResponseWriter, err error) {
+	status, msg := statusOf(err)
+	if errors.Is(err, errNotFound) {
+		status = http.StatusNotFound
+	}
+	s.log.Warn("query: page failed", "err", err)
+	http.Error(w, msg, status)
+}
+
+// Plot geometry (SVG user units).
+const (
+	plotW, plotH       = 560.0, 320.0
+	plotLeft, plotBot  = 70.0, 40.0
+	plotRight, plotTop = 20.0, 20.0
+)
+
+// plotSVG is a Duane plot laid out for SVG.
+type plotSVG struct {
+	Kind                   string
+	View                   *DuaneView
+	X0, Y0, X1, Y1         float64 // fitted line, SVG coordinates
+	HasLine                bool
+	CX, CY, LX, LY         float64 // centroid and last point
+	HasCentroid, HasLast   bool
+	XTicks, YTicks         []tick
+	Left, Right, Top, Bot  float64
+	Width, Height          float64
+	XLabelX, XLabelY, YLbl float64
+}
+
+type tick struct {
+	Pos   float64
+	Label string
+}
+
+// plot lays out a Duane plot: x = ln t, y = ln MTBU (both in natural
+// logs, labelled with durations at powers of ten).
+func plot(kind string, v *DuaneView) *plotSVG {
+	if v == nil || v.Last == nil {
+		return nil
+	}
+	pts := [][2]float64{*v.Last}
+	if v.Centroid != nil {
+		pts = append(pts, *v.Centroid)
+	}
+	pts = append(pts, v.Line...)
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		xmin, xmax = math.Min(xmin, p[0]), math.Max(xmax, p[0])
+		ymin, ymax = math.Min(ymin, p[1]), math.Max(ymax, p[1])
+	}
+	pad := func(lo, hi float64) (float64, float64) {
+		if hi-lo < 1 {
+			m := (lo + hi) / 2
+			lo, hi = m-0.5, m+0.5
+		}
+		d := (hi - lo) * 0.1
+		return lo - d, hi + d
+	}
+	xmin, xmax = pad(xmin, xmax)
+	ymin, ymax = pad(ymin, ymax)
+	p := &plotSVG{Kind: kind, View: v, Left: plotLeft, Right: plotW - plotRight, Top: plotTop, Bot: plotH - plotBot,
+		Width: plotW, Height: plotH}
+	sx := func(x float64) float64 { return p.Left + (x-xmin)/(xmax-xmin)*(p.Right-p.Left) }
+	sy := func(y float64) float64 { return p.Bot - (y-ymin)/(ymax-ymin)*(p.Bot-p.Top) }
+	if len(v.Line) == 2 {
+		p.X0, p.Y0, p.X1, p.Y1, p.HasLine = sx(v.Line[0][0]), sy(v.Line[0][1]), sx(v.Line[1][0]), sy(v.Line[1][1]), true
+	}
+	if v.Centroid != nil {
+		p.CX, p.CY, p.HasCentroid = sx(v.Centroid[0]), sy(v.Centroid[1]), true
+	}
+	p.LX, p.LY, p.HasLast = sx(v.Last[0]), sy(v.Last[1]), true
+	p.XTicks = ticks(xmin, xmax, sx)
+	p.YTicks = ticks(ymin, ymax, sy)
+	p.XLabelX, p.XLabelY, p.YLbl = (p.Left+p.Right)/2, plotH-6, (p.Top+p.Bot)/2
+	return p
+}
+
+// ticks are at powers of ten seconds within [lo, hi] (natural logs).
+func ticks(lo, hi float64, scale func(float64) float64) []tick {
+	var out []tick
+	for e := math.Ceil(lo / math.Ln10); e*math.Ln10 <= hi; e++ {
+		out = append(out, tick{Pos: scale(e * math.Ln10), Label: fmtSeconds(math.Pow(10, e))})
+	}
+	if len(out) < 2 { // a narrow range: label the ends
+		out = []tick{{scale(lo), fmtSeconds(math.Exp(lo))}, {scale(hi), fmtSeconds(math.Exp(hi))}}
+	}
+	return out
+}
+
+// timelineSVG lays the timeline's events on a horizontal time axis.
+type timelineSVG struct {
+	Width, Height float64
+	Events        []timelineMark
+	From, To      time.Time
+}
+
+type timelineMark struct {
+	TimelineEvent
+	X, Y  float64
+	Color string
+}
+
+func timeline(ev []TimelineEvent) *timelineSVG {
+	if len(ev) == 0 {
+		return nil
+	}
+	t := &timelineSVG{Width: 760, From: ev[0].Time, To: ev[len(ev)-1].Time}
+	span := t.To.Sub(t.From).Seconds()
+	for i, e := range ev {
+		x := 20.0
+		if span > 0 {
+			x = 20 + e.Time.Sub(t.From).Seconds()/span*(t.Width-40)
+		}
+		color := "#1f77b4"
+		if e.Kind == records.EstimateAccess {
+			color = "#2ca02c"
+		}
+		t.Events = append(t.Events, timelineMark{TimelineEvent: e, X: x, Y: 40 + float64(i)*18, Color: color})
+	}
+	t.Height = 60 + float64(len(ev))*18
+	return t
+}
