@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/aggregate"
+	apispec "github.com/changerate/changerate/api"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
@@ -149,6 +150,10 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.Handle("GET /v1/plan", api(s.handlePlan))
 	mux.Handle("GET /v1/alerts", api(s.handleAlerts))
 	mux.Handle("GET /v1/sites", api(s.handleSites))
+	mux.Handle("GET /v1/openapi.yaml", s.guard(false, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(apispec.OpenAPI)
+	})))
 	mux.Handle("GET /{$}", s.guard(true, http.HandlerFunc(s.pageIndex)))
 	mux.Handle("GET /objects", s.guard(true, http.HandlerFunc(s.pageObject)))
 }

@@ -104,7 +104,7 @@ type entry struct {
 	s          [numBy]score
 	shiftKind  string // kind of the latest alert ("change" or "access")
 	asOf       int64  // Unix ms of the latest change estimate
-	nextVisit  int64  // Unix ms; 0: none
+	nextVisit  int64  // Unix µs; 0: none
 }
 
 // less orders entries by descending lower bound, then by name.
@@ -225,7 +225,7 @@ func (x *Index) AddEstimate(rec *records.Estimate) {
 		e.asOf = rec.AsOf.UnixMilli()
 		e.nextVisit = 0
 		if rec.NextVisit != nil {
-			e.nextVisit = rec.NextVisit.UnixMilli()
+			e.nextVisit = rec.NextVisit.UnixMicro()
 		}
 	}
 	x.evict()
@@ -373,7 +373,7 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 		s := e.s[byChange]
 		c := Candidate{Object: e.name, Site: e.site, Rate: s.v, Lo: s.lo, Hi: s.hi, AsOf: time.UnixMilli(e.asOf).UTC()}
 		if e.nextVisit != 0 {
-			c.NextVisit = time.UnixMilli(e.nextVisit).UTC()
+			c.NextVisit = time.UnixMicro(e.nextVisit).UTC()
 		}
 		out = append(out, c)
 		return limit <= 0 || len(out) < limit

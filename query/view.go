@@ -120,7 +120,7 @@ func (s *Server) view(ctx context.Context, object string) (*ObjectView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &ObjectView{Object: object, Site: aggregate.Site(object)}
+	v := &ObjectView{Object: object, Site: aggregate.Site(object), Timeline: []TimelineEvent{}}
 	v.Change, v.Access = s.estimates(o, object)
 	add := func(t time.Time, kind, ev string) {
 		if !t.IsZero() {
