@@ -457,7 +457,6 @@ func clopperPearson(x, n float64) (lo, hi float64) {
 	return lo, hi
 }
 
-
 // SiteCount is one site of the index and its number of objects.
 type SiteCount struct {
 	Site    string `json:"site"`

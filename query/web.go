@@ -307,8 +307,10 @@ type timelineSVG struct {
 
 type timelineMark struct {
 	TimelineEvent
-	X, Y  float64
-	Color string
+	X, Y   float64
+	Color  string
+	Anchor string  // text-anchor: labels right of the middle end at their mark
+	DX     float64 // label offset
 }
 
 func timeline(ev []TimelineEvent) *timelineSVG {
@@ -326,7 +328,11 @@ func timeline(ev []TimelineEvent) *timelineSVG {
 		if e.Kind == records.EstimateAccess {
 			color = "#2ca02c"
 		}
-		t.Events = append(t.Events, timelineMark{TimelineEvent: e, X: x, Y: 40 + float64(i)*18, Color: color})
+		m := timelineMark{TimelineEvent: e, X: x, Y: 40 + float64(i)*18, Color: color, Anchor: "start", DX: 4}
+		if x > t.Width/2 {
+			m.Anchor, m.DX = "end", -4
+		}
+		t.Events = append(t.Events, m)
 	}
 	t.Height = 60 + float64(len(ev))*18
 	return t
