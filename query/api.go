@@ -124,7 +124,7 @@ func NewServer(cfg Config, store state.Store, locate Locator, model aggregate.Mo
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, store: store, locate: locate, model: model, idx: idx, log: logger,
-		canon: parse.NewCanonicalizer(cfg.Profile, -1)}
+		canon: parse.NewCanonicalizer(cfg.Profile, 0)}
 	var err error
 	if s.pages, err = newPages(); err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ type IndexConfig struct {
 
 // Defaults of IndexConfig.
 const (
-	DefaultIndexObjects = 1_000_000
+	DefaultIndexObjects = 200_000
 	DefaultIndexAlerts  = 10_000
 )
 

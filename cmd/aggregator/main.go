@@ -53,7 +53,7 @@ type config struct {
 
 	Store    string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
 	IdleTTL  time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations (0: never)"`
-	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8080" desc:"address of the HTTP server (/metrics, /healthz, /readyz); empty disables it; not started in filter mode unless set explicitly"`
+	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8080" desc:"address of the HTTP server (/metrics, /healthz, /readyz, the query API /v1/... and the pages / and /objects); empty disables it; not started in filter mode unless set explicitly"`
 
 	KafkaBrokers        []string      `envconfig:"KAFKA_BROKERS" desc:"comma-separated Kafka bootstrap brokers (host:port); enables service mode"`
 	KafkaGroup          string        `envconfig:"KAFKA_GROUP" default:"changerate-aggregator" desc:"consumer group of the aggregators"`
@@ -116,7 +116,7 @@ type config struct {
 	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
 	APITimeout         time.Duration `envconfig:"API_TIMEOUT" default:"5s" desc:"time limit of one query API or page request (503 beyond it)"`
 	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" default:"8192" desc:"longest query API request target and body (414/413 beyond it)"`
-	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"1000000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
+	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"200000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
 	APIAlerts          int           `envconfig:"API_ALERTS" default:"10000" desc:"recent alerts kept for /v1/alerts"`
 	URLProfile         string        `envconfig:"URL_PROFILE" default:"changerate" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
 	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" default:"10m" desc:"shortest revisit interval of next_visit and of /v1/plan"`

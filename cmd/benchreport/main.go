@@ -69,6 +69,7 @@ type options struct {
 	timeout      time.Duration
 	skipLatency  bool
 	skipNaive    bool
+	query        string // "", "skip" or "only": the query API's section (query.go)
 }
 
 func main() {
@@ -95,6 +96,7 @@ func main() {
 	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
 	fs.BoolVar(&o.skipLatency, "skip-latency", false, "skip the latency run")
 	fs.BoolVar(&o.skipNaive, "skip-naive", false, "skip the naive runs")
+	fs.StringVar(&o.query, "query", "", "the query API section: skip, or only (just that section)")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -135,6 +137,9 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.query == "only" {
+		return queryHook(ctx, o, nil)
+	}
 	rep := &report{opts: o, machine: describeMachine(), started: time.Now()}
 	var names []string
 	for i := range o.runs {
@@ -283,7 +288,10 @@ func run(ctx context.Context, o options) error {
 		defer f.Close()
 		out = f
 	}
-	return rep.write(out)
+	if err := rep.write(out); err != nil {
+		return err
+	}
+	return queryHook(ctx, o, out)
 }
 
 func kindOf(v []byte) string {
