@@ -49,10 +49,7 @@ func defaultQueryBench() queryBenchConfig {
 
 type queryReport struct {
 	cfg             queryBenchConfig
-	requests        int64
-	errors          int64
-	p50, p90, p99   float64 // ms
-	reqPerS         float64
+	busy, idle      phaseResult
 	consumedDuring  int64
 	consumedPerS    float64
 	idxBytesPerObj  float64 // heap bytes per indexed object, names included
@@ -153,42 +150,7 @@ func runQueryBench(ctx context.Context, cfg queryBenchConfig) (queryReport, erro
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients}}
 
 	startCommitted := proc.Committed()
-	start := time.Now()
-	deadline := start.Add(cfg.Duration)
-	var mu sync.Mutex
-	var lat []float64
-	var wg sync.WaitGroup
-	var reqs, errs atomic.Int64
-	for c := 0; c < cfg.Clients; c++ {
-		wg.Add(1)
-		go func(seed uint64) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, 3))
-			var mine []float64
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				u := srv.URL + "/v1/objects?url=" + url.QueryEscape(objectName(r.IntN(cfg.Objects)))
-				t := time.Now()
-				resp, err := client.Get(u)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
-				mine = append(mine, float64(time.Since(t).Microseconds())/1000)
-				reqs.Add(1)
-				if err != nil {
-					errs.Add(1)
-				}
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		}(uint64(c))
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	busy, err := loadPhase(ctx, srv.URL, client, cfg, cfg.Duration)
 	rep.consumedDuring = proc.Committed() - startCommitted
 	close(stopFeed)
 	if err := <-feedDone; err != nil {
@@ -197,17 +159,16 @@ func runQueryBench(ctx context.Context, cfg queryBenchConfig) (queryReport, erro
 	if err := <-srcDone; err != nil {
 		return rep, err
 	}
-	sort.Float64s(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	if err != nil {
+		return rep, err
 	}
-	rep.requests, rep.errors = reqs.Load(), errs.Load()
-	rep.p50, rep.p90, rep.p99 = pct(0.5), pct(0.9), pct(0.99)
-	rep.reqPerS = float64(rep.requests) / elapsed.Seconds()
-	rep.consumedPerS = float64(rep.consumedDuring) / elapsed.Seconds()
+	rep.busy = busy
+	rep.consumedPerS = float64(rep.consumedDuring) / busy.elapsed.Seconds()
+	// The same load with the aggregator idle: the ratio shows what the
+	// concurrent consumption costs, measured in the same run.
+	if rep.idle, err = loadPhase(ctx, srv.URL, client, cfg, cfg.Duration/2); err != nil {
+		return rep, err
+	}
 
 	rep.idxObjects = cfg.IndexObjects
 	rep.idxBytesPerObj, rep.idxNameBytes, rep.idxHeapTotalMiB = indexMemory(cfg.IndexObjects)
@@ -259,20 +220,28 @@ func indexMemory(n int) (perObj, nameLen, totalMiB float64) {
 // writeQueryReport runs the query benchmark and appends its section to w.
 func writeQueryReport(ctx context.Context, w io.Writer, cfg queryBenchConfig) error {
 	logf("query API: %d objects × %d visits in Redis, %d clients for %s", cfg.Objects, cfg.Visits, cfg.Clients, cfg.Duration)
+	loadBefore := loadavg()
 	r, err := runQueryBench(ctx, cfg)
+	loadAfter := loadavg()
 	if err != nil {
 		return fmt.Errorf("query bench: %w", err)
 	}
-	logf("query API: p50 %.2f ms p99 %.2f ms, %.0f req/s; aggregator consumed %.0f obs/s meanwhile", r.p50, r.p99, r.reqPerS, r.consumedPerS)
+	logf("query API: p50 %.2f ms p99 %.2f ms, %.0f req/s; aggregator consumed %.0f obs/s meanwhile; idle: p50 %.2f ms p99 %.2f ms",
+		r.busy.p50, r.busy.p99, r.busy.reqPerS, r.consumedPerS, r.idle.p50, r.idle.p99)
 	logf("query index: %.0f bytes per object (%d objects)", r.idxBytesPerObj, r.idxObjects)
 	fmt.Fprintf(w, "\n## Query API (`/v1/objects`) and the top/plan index\n\n")
 	fmt.Fprintf(w, "`cmd/benchreport/query.go`: a real redis-server holding %d crawled objects (%d hourly visits each), an aggregator\n"+
 		"(Processor → Redis, outputs through the index's TeeSink) consuming more visits as fast as it can, and %d concurrent\n"+
 		"HTTP clients calling `GET /v1/objects?url=` for random objects for %s (each request: URL canonicalisation, one\n"+
 		"Redis MGET, decoding and the estimate built as the aggregator builds it). Wall-clock latencies on the shared 2-core\n"+
-		"machine, client and server in one process.\n\n", cfg.Objects, cfg.Visits, cfg.Clients, cfg.Duration)
-	fmt.Fprintf(w, "| requests | errors | req/s | p50 ms | p90 ms | p99 ms | observations consumed meanwhile | obs/s meanwhile |\n|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(w, "| %d | %d | %.0f | %.2f | %.2f | %.2f | %d | %.0f |\n\n", r.requests, r.errors, r.reqPerS, r.p50, r.p90, r.p99, r.consumedDuring, r.consumedPerS)
+		"machine, client and server in one process (load average %s before, %s after: compare the two phases of one run,\n"+
+		"not runs). While consuming, the API shares the cores with the aggregator and Redis with its batch commits (one\n"+
+		"Lua script per batch of up to BatchSize objects); which of the two makes the tail is not measured here.\n\n", cfg.Objects, cfg.Visits, cfg.Clients, cfg.Duration, loadBefore, loadAfter)
+	fmt.Fprintf(w, "| phase | requests | errors | req/s | p50 ms | p90 ms | p99 ms | observations consumed meanwhile | obs/s meanwhile |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| aggregator consuming | %d | %d | %.0f | %.2f | %.2f | %.2f | %d | %.0f |\n", r.busy.requests, r.busy.errors, r.busy.reqPerS,
+		r.busy.p50, r.busy.p90, r.busy.p99, r.consumedDuring, r.consumedPerS)
+	fmt.Fprintf(w, "| aggregator idle (same run, after) | %d | %d | %.0f | %.2f | %.2f | %.2f | 0 | 0 |\n\n", r.idle.requests, r.idle.errors, r.idle.reqPerS,
+		r.idle.p50, r.idle.p90, r.idle.p99)
 	fmt.Fprintf(w, "Index memory (`query.Index`, which `/v1/top` and `/v1/plan` read): %d objects with a change and an access\n"+
 		"estimate (one in ten with a shift alert) take %.1f MiB of Go heap: **%.0f bytes per object**, of which %.0f are the\n"+
 		"object's name (mean length). It is bounded by `API_INDEX_OBJECTS` (default 200,000: about %.0f MiB at this size).\n",
@@ -300,3 +269,67 @@ func queryHook(ctx context.Context, o options, out io.Writer) error {
 	}
 	return writeQueryReport(ctx, out, defaultQueryBench())
 }
+
+// phaseResult is one load phase.
+type phaseResult struct {
+	requests, errors int64
+	p50, p90, p99    float64 // ms
+	reqPerS          float64
+	elapsed          time.Duration
+}
+
+// loadPhase runs cfg.Clients clients calling /v1/objects for random objects
+// for d.
+func loadPhase(ctx context.Context, base string, client *http.Client, cfg queryBenchConfig, d time.Duration) (phaseResult, error) {
+	start := time.Now()
+	deadline := start.Add(d)
+	var mu sync.Mutex
+	var lat []float64
+	var wg sync.WaitGroup
+	var reqs, errs atomic.Int64
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, 3))
+			var mine []float64
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				u := base + "/v1/objects?url=" + url.QueryEscape(objectName(r.IntN(cfg.Objects)))
+				t := time.Now()
+				resp, err := client.Get(u)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				mine = append(mine, float64(time.Since(t).Microseconds())/1000)
+				reqs.Add(1)
+				if err != nil {
+					errs.Add(1)
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}(seed(c))
+	}
+	wg.Wait()
+	res := phaseResult{requests: reqs.Load(), errors: errs.Load(), elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	sort.Float64s(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	res.p50, res.p90, res.p99 = pct(0.5), pct(0.9), pct(0.99)
+	res.reqPerS = float64(res.requests) / res.elapsed.Seconds()
+	return res, nil
+}
+
+func seed(c int) uint64 { return uint64(c) + 1 }
