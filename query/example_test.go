@@ -1,0 +1,29 @@
+package query_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/changerate/changerate/query"
+	"github.com/changerate/changerate/records"
+)
+
+// An Index ranks objects by the lower bound of their 95 % interval: an
+// object estimated from two observations (wide interval) ranks below one
+// with a slightly lower rate known precisely.
+func ExampleIndex_Top() {
+	idx := query.NewIndex(query.IndexConfig{})
+	at := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	add := func(object string, rate, lo, hi float64) {
+		idx.AddEstimate(&records.Estimate{Object: object, Site: "news.example", Kind: records.EstimateChange, AsOf: at,
+			RatePerS: &rate, CI95: &[2]float64{lo, hi}})
+	}
+	add("http://news.example/seen-twice", 2e-4, 1e-6, 9e-4)
+	add("http://news.example/well-known", 1.5e-4, 1.3e-4, 1.7e-4)
+	for _, r := range idx.Top(query.ByChangeRate, "news.example", 10) {
+		fmt.Printf("%s lower %.1e\n", r.Object, r.Lower)
+	}
+	// Output:
+	// http://news.example/well-known lower 1.3e-04
+	// http://news.example/seen-twice lower 1.0e-06
+}
