@@ -104,6 +104,7 @@ type entry struct {
 	s          [numBy]score
 	shiftKind  string // kind of the latest alert ("change" or "access")
 	asOf       int64  // Unix ms of the latest change estimate
+	accessAsOf int64  // Unix ms of the latest access estimate
 	nextVisit  int64  // Unix µs; 0: none
 }
 
@@ -201,7 +202,9 @@ func (x *Index) Latest() time.Time {
 	return time.UnixMilli(x.maxAsOf).UTC()
 }
 
-// AddEstimate indexes one estimate record.
+// AddEstimate indexes one estimate record, unless the object's indexed
+// estimate of the same kind is newer (as_of), as when the index is rebuilt
+// from the estimates topic while live estimates arrive.
 func (x *Index) AddEstimate(rec *records.Estimate) {
 	b := byChange
 	if rec.Kind == records.EstimateAccess {
@@ -214,10 +217,19 @@ func (x *Index) AddEstimate(rec *records.Estimate) {
 			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
 		}
 	}
+	asOf := rec.AsOf.UnixMilli()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if e, ok := x.objects[rec.Object]; ok && e.s[b].has {
+		if (b == byChange && asOf < e.asOf) || (b == byAccess && asOf < e.accessAsOf) {
+			return
+		}
+	}
 	e := x.touch(rec.Object, rec.Site)
 	x.setScore(e, b, sc)
+	if b == byAccess {
+		e.accessAsOf = asOf
+	}
 	if ms := rec.AsOf.UnixMilli(); ms > x.maxAsOf {
 		x.maxAsOf = ms
 	}

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -31,4 +32,63 @@ func TopicPartitions(ctx context.Context, cfg KafkaConfig, topic string) ([]int,
 		}
 	}
 	return ids, nil
+}
+
+// ReadTopic calls fn with the messages of every partition of topic, in
+// offset order per partition, from the partition's start (tail <= 0) or
+// its last tail messages, up to its end when ReadTopic was called: a
+// snapshot, for example of a compacted topic to rebuild a table from. It
+// uses cfg's TLS and SASL settings and no consumer group.
+func ReadTopic(ctx context.Context, cfg KafkaConfig, topic string, tail int64, fn func(Message) error) error {
+	k, err := newKafkaClients(cfg)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	ids, err := TopicPartitions(ctx, cfg, topic)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		res, err := k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+			topic: {kafka.FirstOffsetOf(id), kafka.LastOffsetOf(id)}}})
+		if err != nil {
+			return fmt.Errorf("stream: offsets of %s/%d: %w", topic, id, err)
+		}
+		var first, end int64
+		for _, po := range res.Topics[topic] {
+			if po.Error != nil {
+				return fmt.Errorf("stream: offsets of %s/%d: %w", topic, id, po.Error)
+			}
+			first, end = po.FirstOffset, po.LastOffset
+		}
+		if tail > 0 && end-tail > first {
+			first = end - tail
+		}
+		if end <= first {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: k.cfg.Brokers, Topic: topic, Partition: id, Dialer: k.dialer,
+			MaxWait: 500 * time.Millisecond})
+		if err := r.SetOffset(first); err != nil {
+			r.Close()
+			return fmt.Errorf("stream: read %s/%d: %w", topic, id, err)
+		}
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				return fmt.Errorf("stream: read %s/%d: %w", topic, id, err)
+			}
+			if err := fn(Message{Topic: topic, Partition: int32(m.Partition), Offset: m.Offset, Key: m.Key, Value: m.Value, Time: m.Time}); err != nil {
+				r.Close()
+				return err
+			}
+			if m.Offset+1 >= end {
+				break
+			}
+		}
+		r.Close()
+	}
+	return nil
 }

@@ -394,7 +394,17 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 		return err
 	}
 	defer kp.close()
-	return serve(ctx, cfg, kp, logger, reg, nil)
+	rebuild := func(ctx context.Context, _ *httpServer, _ context.CancelFunc) error {
+		if cfg.HTTPAddr == "" {
+			return nil
+		}
+		if err := rebuildIndex(ctx, cfg, kc, kp.tee, logger); err != nil && ctx.Err() == nil {
+			// Not fatal: the index fills with the estimates published from now on.
+			logger.Warn("query index not rebuilt; /v1/top, /v1/plan and /v1/alerts show only estimates published from now on", "err", err)
+		}
+		return nil
+	}
+	return serve(ctx, cfg, kp, logger, reg, rebuild)
 }
 
 // kafkaPipeline is the service's wiring: a consumer-group source and a
@@ -404,6 +414,7 @@ type kafkaPipeline struct {
 	src  *stream.KafkaSource
 	proc *aggregate.Processor
 	api  *query.Server
+	tee  *query.TeeSink
 }
 
 func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, logger *slog.Logger, reg prometheus.Registerer) (*kafkaPipeline, error) {
@@ -428,7 +439,7 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 		sink.Close()
 		return nil, err
 	}
-	return &kafkaPipeline{sink: sink, src: src, proc: proc, api: api}, nil
+	return &kafkaPipeline{sink: sink, src: src, proc: proc, api: api, tee: tee}, nil
 }
 
 func (k *kafkaPipeline) close() {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/changerate/changerate/query"
@@ -43,7 +45,7 @@ func (c *config) validateQuery() error {
 
 // newQuery returns the query API over store and the sink that feeds its
 // index with what the processor writes to sink.
-func newQuery(cfg *config, store state.Store, sink stream.Sink, loc query.Locator, logger *slog.Logger) (*query.Server, stream.Sink, error) {
+func newQuery(cfg *config, store state.Store, sink stream.Sink, loc query.Locator, logger *slog.Logger) (*query.Server, *query.TeeSink, error) {
 	idx := query.NewIndex(query.IndexConfig{MaxObjects: cfg.APIIndexObjects, MaxAlerts: cfg.APIAlerts})
 	srv, err := query.NewServer(cfg.queryConfig(), store, loc, cfg.processorConfig().Model, idx, logger.With("component", "query"))
 	if err != nil {
@@ -57,4 +59,55 @@ func kafkaLocator(cfg *config, kc stream.KafkaConfig) query.Locator {
 	return &query.KafkaLocator{Topic: cfg.TopicObservations, Partitions: func(ctx context.Context) ([]int, error) {
 		return stream.TopicPartitions(ctx, kc, cfg.TopicObservations)
 	}}
+}
+
+// rebuildIndex fills the query index, after a start, with what the
+// aggregators published before: the compacted estimates topic (the latest
+// estimate of every object) and the last API_ALERTS alerts of each alerts
+// partition, oldest first. Live records that arrive meanwhile win over
+// older ones (Index.AddEstimate keeps the newest as_of).
+func rebuildIndex(ctx context.Context, cfg *config, kc stream.KafkaConfig, tee *query.TeeSink, logger *slog.Logger) error {
+	start := time.Now()
+	n := 0
+	err := stream.ReadTopic(ctx, kc, cfg.TopicEstimates, 0, func(m stream.Message) error {
+		if m.Value != nil { // tombstones (nil values) delete keys: nothing to index
+			tee.Observe([]stream.Message{m}, nil)
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("query: rebuild the index from %s: %w", cfg.TopicEstimates, err)
+	}
+	var alerts []stream.Message
+	err = stream.ReadTopic(ctx, kc, cfg.TopicAlerts, int64(max(cfg.APIAlerts, 1)), func(m stream.Message) error {
+		alerts = append(alerts, m)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("query: rebuild the index from %s: %w", cfg.TopicAlerts, err)
+	}
+	// Oldest first by event time (partitions interleave), so that the
+	// index's ring serves the newest first.
+	keys := make([]time.Time, len(alerts))
+	for i := range alerts {
+		var a struct {
+			AsOf time.Time `json:"as_of"`
+		}
+		_ = json.Unmarshal(alerts[i].Value, &a) // undecodable alerts sort first; Observe logs them
+		keys[i] = a.AsOf
+	}
+	idx := make([]int, len(alerts))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return keys[idx[a]].Before(keys[idx[b]]) })
+	sorted := make([]stream.Message, len(alerts))
+	for k, i := range idx {
+		sorted[k] = alerts[i]
+	}
+	alerts = sorted
+	tee.Observe(alerts, nil)
+	logger.Info("query index rebuilt from the output topics", "estimates", n, "alerts", len(alerts), "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
