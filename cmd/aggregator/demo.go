@@ -93,7 +93,8 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 			return err
 		}
 		if srv != nil && !cfg.DemoExit {
-			fmt.Fprintf(stdout, "\nServing http://%s/metrics, /healthz and /readyz; in-process Kafka at %s. Ctrl-C to stop.\n",
+			fmt.Fprintf(stdout, "\nServing http://%s/metrics, /healthz and /readyz, the web page http://%[1]s/ and the query API\n"+
+				"(curl 'http://%[1]s/v1/top?by=change_rate&limit=5'); in-process Kafka at %s. Ctrl-C to stop.\n",
 				srv.Addr(), strings.Join(kc.Brokers, ","))
 			<-gctx.Done()
 			return nil
