@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/changerate/changerate/estimators"
@@ -100,7 +101,7 @@ func (c PlanConfig) Validate() error {
 		errs = append(errs, fmt.Sprintf("Period %s must be positive", c.Period))
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("query: plan config: %s", joinStrings(errs, "; "))
+		return fmt.Errorf("query: plan config: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -342,15 +343,4 @@ func ntoulas(cands []Candidate, rates []float64, policy string, budget int, star
 		}
 	}
 	return visits
-}
-
-func joinStrings(s []string, sep string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += sep
-		}
-		out += x
-	}
-	return out
 }

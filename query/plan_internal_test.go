@@ -1,0 +1,73 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/plan"
+)
+
+// TestBoundedAllocate: CGM's f ∝ √λ with the revisit bounds — an object
+// whose share exceeds 1/MinRevisit is held there and the rest of the budget
+// is shared ∝ √λ among the others; the frequencies sum to the budget.
+func TestBoundedAllocate(t *testing.T) {
+	cfg := PlanConfig{MinRevisit: 10 * time.Minute, MaxRevisit: 720 * time.Hour}.withDefaults()
+	rates := []float64{1, 1e-4, 4e-4, 9e-4} // √: 1, 0.01, 0.02, 0.03
+	total := 200.0 / 86400                  // 200 visits a day
+	f := make([]float64, len(rates))
+	boundedAllocate(rates, total, cfg, f)
+	fmax := 1 / cfg.MinRevisit.Seconds()
+	if math.Abs(f[0]-fmax) > 1e-15 {
+		t.Fatalf("f[0] = %g, want the bound %g", f[0], fmax)
+	}
+	rest := total - fmax
+	for i, w := range []float64{0.01, 0.02, 0.03} {
+		if want := rest * w / 0.06; math.Abs(f[i+1]-want) > 1e-12*want {
+			t.Errorf("f[%d] = %g, want %g (∝ √λ of what the bound left)", i+1, f[i+1], want)
+		}
+	}
+	sum := 0.0
+	for _, v := range f {
+		sum += v
+	}
+	if math.Abs(sum-total) > 1e-12*total {
+		t.Errorf("Σf = %g, budget %g", sum, total)
+	}
+}
+
+// TestNtoulas: the site-level policies rank (greedy) or weigh
+// (proportional) sites by the expected change ratio over the period.
+func TestNtoulas(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	var cands []Candidate
+	var rates []float64
+	add := func(site string, n int, rate float64) {
+		for i := 0; i < n; i++ {
+			cands = append(cands, Candidate{Object: fmt.Sprintf("http://%s/%d", site, i), Site: site, Rate: rate, AsOf: start})
+			rates = append(rates, rate)
+		}
+	}
+	add("fast.example", 3, 1e-4) // ρ = 1 − e^{−8.64} ≈ 1
+	add("slow.example", 5, 1e-6) // ρ ≈ 0.083
+	add("mid.example", 4, 1e-5)  // ρ ≈ 0.58
+	P := 86400.0
+	count := func(v []Visit) map[string]int {
+		m := map[string]int{}
+		for _, x := range v {
+			m[x.Object[7:11]]++
+		}
+		return m
+	}
+	g := count(ntoulas(cands, rates, PolicyNtoulasGreedy, 5, start, P))
+	if g["fast"] != 3 || g["mid."] != 2 || g["slow"] != 0 {
+		t.Fatalf("greedy: %v, want all 3 pages of the fastest site, then 2 of the next", g)
+	}
+	rho := func(r float64) float64 { return -math.Expm1(-r * P) }
+	want := plan.Apportion(6, []float64{3 * rho(1e-4), 5 * rho(1e-6), 4 * rho(1e-5)}, func(k int) int { return []int{3, 5, 4}[k] })
+	p := count(ntoulas(cands, rates, PolicyNtoulasProportional, 6, start, P))
+	if p["fast"] != want[0] || p["slow"] != want[1] || p["mid."] != want[2] {
+		t.Fatalf("proportional: %v, want %v (fast, slow, mid)", p, want)
+	}
+}
