@@ -231,7 +231,14 @@ func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
 // --out-format=table uses it with no truth.
 func printEstimates(w io.Writer, change, access []records.Estimate, truth map[string]sample.Page) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OBJECT\tTRUE INTERVAL\tESTIMATED\t95% CI\tESTIMATOR\tVISITS\tCHANGES\tWINDOW\tTTL")
+	// Without truth (filter mode) the TRUE columns are left out.
+	cols := func(cells ...string) string {
+		if truth == nil {
+			cells = append(cells[:1], cells[2:]...)
+		}
+		return strings.Join(cells, "\t") + "\n"
+	}
+	fmt.Fprint(tw, cols("OBJECT", "TRUE INTERVAL", "ESTIMATED", "95% CI", "ESTIMATOR", "VISITS", "CHANGES", "WINDOW", "TTL"))
 	var errs []float64
 	for _, e := range change {
 		est, ci := "-", "-"
@@ -255,7 +262,7 @@ func printEstimates(w io.Writer, change, access []records.Estimate, truth map[st
 		if e.TTLS != nil {
 			ttl = human(*e.TTLS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.Object, tru, est, ci, e.Estimator, e.Observations, e.Changes, win, ttl)
+		fmt.Fprint(tw, cols(e.Object, tru, est, ci, e.Estimator, fmt.Sprint(e.Observations), fmt.Sprint(e.Changes), win, ttl))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -265,9 +272,9 @@ func printEstimates(w io.Writer, change, access []records.Estimate, truth map[st
 		fmt.Fprintf(w, "\nmedian |log(estimated/true rate)| over %d objects: %.3f (0 is perfect; 0.1 is about 10%% off)\n",
 			len(errs), errs[len(errs)/2])
 	}
-	fmt.Fprintln(w, "\naccess rates (proxied pages):")
+	fmt.Fprintln(w, "\naccess rates:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OBJECT\tTRUE MEAN GAP\tESTIMATED\tESTIMATOR\tACCESSES")
+	fmt.Fprint(tw, cols("OBJECT", "TRUE MEAN GAP", "ESTIMATED", "ESTIMATOR", "ACCESSES"))
 	for _, e := range access {
 		est := "-"
 		if e.RatePerS != nil && *e.RatePerS > 0 {
@@ -277,7 +284,7 @@ func printEstimates(w io.Writer, change, access []records.Estimate, truth map[st
 		if tp, ok := truth[e.Object]; ok && tp.AccessRate > 0 {
 			tru = human(1 / tp.AccessRate)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", e.Object, tru, est, e.Estimator, e.Observations)
+		fmt.Fprint(tw, cols(e.Object, tru, est, e.Estimator, fmt.Sprint(e.Observations)))
 	}
 	return tw.Flush()
 }
