@@ -3,7 +3,8 @@
 # is installed, runs cmd/benchreport — real redis-server, in-process kfake
 # broker, the real KafkaSource → Processor → Redis/KafkaSink path against a
 # naive one-round-trip-per-observation design, latency at half load, bytes
-# per object — which writes docs/bench.md, then appends the `go test -bench`
+# per object, and the query API's latency and index memory (cmd/benchreport/query.go;
+# alone: go run ./cmd/benchreport -query=only) — which writes docs/bench.md, then appends the `go test -bench`
 # results of the hot-path packages. Takes about 6–9 minutes on 2 cores.
 #
 # Knobs: BENCH_OUT (report file, default docs/bench.md), BENCH_RUNS (runs per
