@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,10 @@ func TopicPartitions(ctx context.Context, cfg KafkaConfig, topic string) ([]int,
 	}
 	return ids, nil
 }
+
+// idleRead is how long ReadTopic waits for the next message of a partition
+// before it takes the partition as read.
+const idleRead = 10 * time.Second
 
 // ReadTopic calls fn with the messages of every partition of topic, in
 // offset order per partition, from the partition's start (tail <= 0) or
@@ -75,7 +80,14 @@ func ReadTopic(ctx context.Context, cfg KafkaConfig, topic string, tail int64, f
 			return fmt.Errorf("stream: read %s/%d: %w", topic, id, err)
 		}
 		for {
-			m, err := r.ReadMessage(ctx)
+			// A compacted partition may lack its last offsets (deleted
+			// tombstones): no message for idleRead ends the partition.
+			rctx, cancel := context.WithTimeout(ctx, idleRead)
+			m, err := r.ReadMessage(rctx)
+			cancel()
+			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
 			if err != nil {
 				r.Close()
 				return fmt.Errorf("stream: read %s/%d: %w", topic, id, err)
