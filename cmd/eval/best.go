@@ -18,10 +18,11 @@ func bestSection(e *Env) {
 	r.P("2. **Regular visits, no Last-Modified → `cgm_improved`: confirmed** (Fig. 3–7 exact, Fig. 15 at α = 1, Table I ordering). On real data with r ≪ 1 it " +
 		"equals `naive` up to noise; CGM's 83 %% \"beats naive\" only appears where r is large enough for naive to miss changes.")
 	r.P("3. **Irregular visits → `cgm_irregular_mle`: consistent with the data** (on php/doc-en irregular crawls its median error is at least as low as `cgm_improved`'s).")
-	if s, ok := e.php[[2]int{0, 1}]; ok {
+	if reg, ok := e.php[1]; ok {
+		s := reg[4] // weekly crawler, r ≥ 0.5
 		b := s[estimators.KeyBayesBeta]
 		m := s[estimators.KeyMalcolmLastMod]
-		r.P("4. **Never name `bayes_beta` or `malcolm_lastmod` as best.** On php/doc-en (weekly crawler, 90 days) `bayes_beta` with the default Beta(1, 1) prior "+
+		r.P("4. **Never name `bayes_beta` or `malcolm_lastmod` as best.** On php/doc-en (weekly crawler, 90 days, r ≥ 0.5) `bayes_beta` with the default Beta(1, 1) prior "+
 			"over-estimates by a median %s (the prior adds one pseudo-change, which dominates when changes are rare), and `malcolm_lastmod` by %s. "+
 			"Recommendation to the estimators owner: default the Beta prior to Jeffreys (α = β = ½) so that θ̂ = (X+½)/(n+1), close to CGM's +0.5 correction.",
 			pct(expMedian(b)), pct(expMedian(m)))

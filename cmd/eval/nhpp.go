@@ -229,70 +229,150 @@ func nhppSection(e *Env) {
 		}
 		return quantile(a.all["total"][i], 0.5)
 	}
-	weibullLowest := med(synth, 1) < med(synth, 0) && med(synth, 1) < med(synth, 2)
-	r.Verdict("001 Table 1", "Weibull has the lowest average MSE (synthetic 2.36 vs 3.59 intuitive, 2.96 Duane)",
-		fmt.Sprintf("median MSE synthetic: intuitive %.3g, weibull %.3g, duane %.3g (means %.3g, %.3g, %.3g); real medians %.3g, %.3g, %.3g",
-			med(synth, 0), med(synth, 1), med(synth, 2), wTot(synth, 0), wTot(synth, 1), wTot(synth, 2), med(real, 0), med(real, 1), med(real, 2)),
-		map[bool]string{true: "matches in ordering of medians; means differ (Weibull outliers)", false: "differs in ordering"}[weibullLowest])
+	// Cause experiment for the means: drop each model's largest 1 % of
+	// window MSEs (the Weibull outliers) and compare the trimmed means.
+	trim := func(a *windowAgg, i int) float64 {
+		if a.all["total"] == nil {
+			return math.NaN()
+		}
+		xs := append([]float64(nil), a.all["total"][i]...)
+		sort.Float64s(xs)
+		xs = xs[:len(xs)-len(xs)/100]
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(max(1, len(xs)))
+	}
+	r.P("Means without each model's largest 1 %% of window MSEs (synthetic): intuitive %.3g, weibull %.3g, duane %.3g; real: %.3g, %.3g, %.3g.",
+		trim(synth, 0), trim(synth, 1), trim(synth, 2), trim(real, 0), trim(real, 1), trim(real, 2))
+	lowest := func(f func(*windowAgg, int) float64, a *windowAgg) bool {
+		return f(a, 1) < f(a, 0) && f(a, 1) < f(a, 2)
+	}
+	r.Verdict("001 Table 1", "Weibull has the lowest average (mean) MSE: synthetic 2.36 vs 3.59 intuitive, 2.96 Duane; real 2.2 vs 3.82, 2.6",
+		fmt.Sprintf("mean MSE synthetic: intuitive %.3g, weibull %.3g, duane %.3g; real %.3g, %.3g, %.3g (medians beside: synthetic %.3g, %.3g, %.3g; real %.3g, %.3g, %.3g)",
+			wTot(synth, 0), wTot(synth, 1), wTot(synth, 2), wTot(real, 0), wTot(real, 1), wTot(real, 2),
+			med(synth, 0), med(synth, 1), med(synth, 2), med(real, 0), med(real, 1), med(real, 2)),
+		[]check{
+			holds("synthetic: Weibull has the lowest mean MSE", lowest(wTot, synth), "the paper's ordering of means (absolute MSEs depend on the data's time scale)"),
+			holds("real: Weibull has the lowest mean MSE", lowest(wTot, real), "the paper's ordering of means"),
+		},
+		fmt.Sprintf("a few windows: without each model's largest 1 %% of window MSEs, the synthetic means are intuitive %.3g, weibull %.3g, duane %.3g (Weibull lowest: %v), "+
+			"and the medians order Weibull first on synthetic data (%v); the unbiased λ̌(t) of §3.2 explodes in short windows with β̃ far from 1.",
+			trim(synth, 0), trim(synth, 1), trim(synth, 2), lowest(trim, synth), lowest(med, synth)))
+	share := func(a *windowAgg) float64 { return float64(a.best[1]) / float64(max(1, a.total)) }
+	se := func(p float64, n int) float64 { return 2 * math.Sqrt(p*(1-p)/float64(max(1, n))) }
 	r.Verdict("001 Table 2", "Weibull best in 91.5 % (synthetic) / 96.1 % (real) of windows",
-		fmt.Sprintf("Weibull best in %s (synthetic) / %s (real)", pct(float64(synth.best[1])/float64(max(1, synth.total))), pct(float64(real.best[1])/float64(max(1, real.total)))),
-		func() string {
-			if float64(synth.best[1])/float64(max(1, synth.total)) > 0.5 {
-				return "matches qualitatively"
-			}
-			return "differs"
-		}())
+		fmt.Sprintf("Weibull best in %s (synthetic) / %s (real)", pct(share(synth)), pct(share(real))),
+		[]check{
+			near("synthetic: share of windows where Weibull beats both", share(synth), 0.915, 0.0005+se(0.915, synth.total), "the paper's rounding ± 2·SE (binomial)"),
+			near("real: share of windows where Weibull beats both", share(real), 0.961, 0.0005+se(0.961, real.total), "the paper's rounding ± 2·SE"),
+		}, "")
 
 	// Table 3: next-update prediction.
 	r.H(3, "Table 3 — next-update prediction: observed / unobserved updates and premature visits")
 	nPred := e.reps(1000, 150)
-	type pr struct{ obs, unobs, prem, total int }
-	res := make([][3]pr, nPred)
-	parallel(nPred, e.Procs, func(i int) {
-		ev, _ := synthObject(e.Seed, 950000+uint64(i), horizon)
-		if len(ev) < 5 {
-			return
+	runs := func(v predictVariant) [3]crawlCounts {
+		res := make([][3]crawlCounts, nPred)
+		parallel(nPred, e.Procs, func(i int) {
+			ev, p := synthObject(e.Seed, 950000+uint64(i), horizon)
+			if v.single > 0 {
+				ev, p = singleObject(e.Seed, 960000+uint64(i), horizon, v.single)
+			}
+			if len(ev) < 5 {
+				return
+			}
+			vv := v
+			if v.name == "oracle" {
+				vv.oracle = p.RateAt
+			}
+			for mi := 0; mi < 3; mi++ {
+				res[i][mi] = predictCrawl(ev, mi, &wcfg, horizon, vv)
+			}
+		})
+		var tot [3]crawlCounts
+		for _, x := range res {
+			for mi := range tot {
+				tot[mi].obs += x[mi].obs
+				tot[mi].unobs += x[mi].unobs
+				tot[mi].prem += x[mi].prem
+				tot[mi].total += x[mi].total
+				tot[mi].visits += x[mi].visits
+				tot[mi].mismatch += x[mi].mismatch
+			}
 		}
-		for mi := 0; mi < 3; mi++ {
-			res[i][mi] = predictCrawl(ev, mi, &wcfg, horizon)
-		}
-	})
-	var tot [3]pr
-	for _, x := range res {
-		for mi := range tot {
-			tot[mi].obs += x[mi].obs
-			tot[mi].unobs += x[mi].unobs
-			tot[mi].prem += x[mi].prem
-			tot[mi].total += x[mi].total
-		}
+		return tot
 	}
+	obsShare := func(c crawlCounts) float64 { return float64(c.obs) / float64(max(1, c.total)) }
+	tot := runs(predictVariant{name: "paper"})
 	rows = nil
 	for mi, m := range models {
 		t := tot[mi]
-		rows = append(rows, []string{m, pct(float64(t.unobs) / float64(max(1, t.total))), pct(float64(t.obs) / float64(max(1, t.total))), fmt.Sprint(t.prem)})
+		rows = append(rows, []string{m, pct(float64(t.unobs) / float64(max(1, t.total))), pct(obsShare(t)), fmt.Sprint(t.prem), pct(float64(t.prem) / float64(max(1, t.visits)))})
 	}
-	r.Table([]string{"estimator", "% unobserved", "% observed", "# premature visits"}, rows)
+	r.Table([]string{"estimator", "% unobserved", "% observed", "# premature visits", "premature / visits"}, rows)
+	// Cause experiments: change one thing at a time.
+	variants := []predictVariant{
+		{name: "Duane with the instantaneous MTBU e^a·t^γ/(1−γ) (this report's code before issue 16)", duaneInstantaneous: true},
+		{name: "α = 1 in every window state (no 0.7 bound)", alphaOne: true},
+		{name: "Weibull and Duane MTBU bounded within 10× of t/N(t) (windows.MaxRateRatio)", bounded: true},
+		{name: "one increasing segment (β = 2, no transitions)", single: 2},
+		{name: "one decreasing segment (β = 0.5, no transitions)", single: 0.5},
+		{name: "one constant segment (β = 1)", single: 1},
+		{name: "oracle", oracle: func(float64) float64 { return 0 }},
+	}
+	var vrows [][]string
+	vres := map[string][3]crawlCounts{}
+	for _, v := range variants {
+		t := runs(v)
+		vres[v.name] = t
+		label := v.name
+		if v.name == "oracle" {
+			label = "oracle: MTBU = 1/λ(t_cur) of the true process (same for every column)"
+		}
+		row := []string{label}
+		for mi := range models {
+			row = append(row, fmt.Sprintf("%s / %d of %d", pct(obsShare(t[mi])), t[mi].prem, t[mi].visits))
+		}
+		vrows = append(vrows, row)
+	}
+	r.P("Cause experiments (one change at a time; cells: %% observed / premature visits of all visits):")
+	r.Table([]string{"variant", "intuitive", "weibull", "duane"}, vrows)
+	mism := tot[0].mismatch + tot[1].mismatch + tot[2].mismatch
+	or := vres["oracle"][0]
 	r.P("Synthetic, %d objects (%d updates). The crawler starts at the first update, then visits at t_next = t_cur + α·MTBU(t_cur) from the current window "+
 		"(α = %.1f for decreasing windows, %.1f otherwise, `windows.Config`); a visit with no change since the last visit is premature, a visit after k changes "+
-		"observes one (the Last-Modified one) and misses k − 1. Per-model MTBU: intuitive t/N(t); Weibull 1/λ̌(t) with β̃ from `windows.Summary`; Duane from the "+
-		"least-squares fit of log(t_i/i) on log t_i over the window (instantaneous rate (1−γ)t^{−γ}/e^a). As in the paper the windows are built from the "+
-		"update-point sequence itself (every update up to the visit is fed to `windows.Stream`). Paper (Table 3, synthetic): observed 58.6 %% / 76 %% / 88.3 %%, "+
-		"premature visits rising in the same order. The observed share is a trade-off with premature visits (a shorter predicted interval observes more and "+
-		"wastes more visits); in our runs the three predictors sit at nearly the same point of that trade-off, while the paper's Duane predictor was much more "+
-		"aggressive (36 %% of its accesses premature). Our unit test checks the mechanism: on a homogeneous Poisson process each predictor observes 1 − e^{−1} ≈ 63 %% of the updates.",
-		nPred, tot[0].total, wcfg.AlphaDecreasing, wcfg.Alpha)
-	obsOrder := tot[2].obs >= tot[1].obs && tot[1].obs >= tot[0].obs
-	premOrder := tot[2].prem >= tot[1].prem && tot[1].prem >= tot[0].prem
+		"observes one (the Last-Modified one) and misses k − 1. Per-model MTBU: intuitive t/N(t); Weibull 1/λ̌(t) with β̃ from `windows.Summary`; Duane the paper's "+
+		"MTBU(t) = α·t^γ from the least-squares fit of log(t_i/i) on log t_i over the window (§3.3–3.4). As in the paper the windows are built from the "+
+		"update-point sequence itself (every update up to the visit is fed to `windows.Stream`; the crawler's copy of the window and the stream's disagreed on the "+
+		"number of points at %d of its predictions). Paper (Table 3, synthetic): observed 58.6 %% / 76 %% / 88.3 %%, premature visits rising in the same order.\n\n"+
+		"Investigation (issue 16), down to the code. Two defects of this report's predictor were found and fixed: (1) the Duane predictor used the "+
+		"instantaneous MTBU e^a·t^γ/(1−γ) of the fitted power law instead of the paper's MTBU(t) = α·t^γ (§3.3; `windows` publishes the same cumulative form) "+
+		"(first experiment row: the old behaviour); (2) the crawler's copy of the window was cut by comparing absolute times with the stream's float32 τ, so the "+
+		"point at τ stayed in the copy and λ̌ combined β̃ of one point set with n and t_n of another in about 15 %% of the predictions; the copy is now the "+
+		"stream's own last n points (0 disagreements above). `windows.Summary.NextUpdate` itself (asOf + α/rate) was checked and is not involved. "+
+		"What remains is not a code error: on single segments without transitions the predictors trade observed updates against premature visits "+
+		"(increasing β = 2: Weibull observes the most and visits the most; decreasing β = 0.5: it visits the least), and the constant segment gives ≈ 1 − e^{−1} "+
+		"for every model; only across transitions between segments are Weibull and Duane dominated, which is the failure the paper itself names "+
+		"(\"it overestimates (underestimates) the prediction during the transition\"). The oracle row visits one true MTBU after each visit: %s of the updates "+
+		"observed with %s of the visits premature — even perfect knowledge of λ(t) observes little more than 1 − e^{−1}, so the paper's 76–88 %% require "+
+		"predictions much shorter than 1/λ(t) on its (unspecified) synthetic data. Our unit test checks the mechanism: on a homogeneous Poisson process each "+
+		"predictor observes 1 − e^{−1} ≈ 63 %% of the updates.",
+		nPred, tot[0].total, wcfg.AlphaDecreasing, wcfg.Alpha, mism, pct(obsShare(or)), pct(float64(or.prem)/float64(max(1, or.visits))))
+	inst := vres[variants[0].name]
+	inc := vres[variants[3].name]
 	r.Verdict("001 Table 3", "observed: Duane 88 % > Weibull 76 % > Intuitive 59 %; premature visits in the same order",
 		fmt.Sprintf("observed: intuitive %s, weibull %s, duane %s; premature %d / %d / %d",
-			pct(float64(tot[0].obs)/float64(max(1, tot[0].total))), pct(float64(tot[1].obs)/float64(max(1, tot[1].total))), pct(float64(tot[2].obs)/float64(max(1, tot[2].total))),
-			tot[0].prem, tot[1].prem, tot[2].prem),
-		func() string {
-			if obsOrder && premOrder {
-				return "matches in ordering"
-			}
-			return "differs in ordering (see text)"
-		}())
+			pct(obsShare(tot[0])), pct(obsShare(tot[1])), pct(obsShare(tot[2])), tot[0].prem, tot[1].prem, tot[2].prem),
+		[]check{
+			holds("observed: Duane > Weibull", tot[2].obs*tot[1].total > tot[1].obs*tot[2].total, "the paper's ordering"),
+			holds("observed: Weibull > Intuitive", tot[1].obs*tot[0].total > tot[0].obs*tot[1].total, "the paper's ordering"),
+			holds("premature: Duane > Weibull > Intuitive", tot[2].prem > tot[1].prem && tot[1].prem > tot[0].prem, "the paper's ordering"),
+		},
+		fmt.Sprintf("the two code defects found (Duane's instantaneous MTBU: observed %s, premature %d before the fix; the window copy) are fixed; on one increasing "+
+			"segment Weibull observes %s against intuitive %s, so the models work where the window is consistent; the losses come from the transitions between "+
+			"segments (the paper's own caveat), and even the oracle observes only %s on these processes (the paper's generator is not specified).",
+			pct(obsShare(inst[2])), inst[2].prem, pct(obsShare(inc[1])), pct(obsShare(inc[0])), pct(obsShare(or))))
 }
 
 func mergeAgg(dst, src *windowAgg) {
@@ -316,6 +396,31 @@ func mergeAgg(dst, src *windowAgg) {
 	dst.total += src.total
 }
 
+// predictVariant changes one thing in predictCrawl, for the cause
+// experiments of Table 3.
+type predictVariant struct {
+	name string
+	// duaneInstantaneous uses the Duane fit's instantaneous MTBU
+	// e^a·t^γ/(1−γ) instead of the paper's cumulative MTBU(t) = α·t^γ (§3.3).
+	duaneInstantaneous bool
+	// alphaOne predicts with α = 1 in every window state (the paper's
+	// Table 3 is before its α = 0.7 bound for decreasing windows).
+	alphaOne bool
+	// oracle, when set, is the true intensity λ(t): MTBU = 1/λ(t_cur).
+	oracle func(t float64) float64
+	// fixed, when > 0, visits every fixed days (no prediction).
+	fixed float64
+	// single, when > 0, replaces the piecewise objects by one Weibull
+	// segment of shape single over the whole horizon (no transitions).
+	single float64
+	// bounded clamps the Weibull and Duane MTBU to within
+	// windows.MaxRateRatio of the intuitive t/N(t), the bound the windows
+	// package applies to the rates it publishes.
+	bounded bool
+}
+
+type crawlCounts struct{ obs, unobs, prem, total, visits, mismatch int }
+
 // predictCrawl runs the §5 prediction experiment with model mi (0
 // intuitive, 1 weibull, 2 duane) over the update points ev (days). As in the
 // paper, the windows are built from the update-point sequence itself (the
@@ -323,7 +428,7 @@ func mergeAgg(dst, src *windowAgg) {
 // at t_next = t_cur + α·MTBU(t_cur). A visit before the next update is
 // premature (the crawler then predicts again from the visit); a visit after
 // k ≥ 1 updates observes the last of them and misses k − 1.
-func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (out struct{ obs, unobs, prem, total int }) {
+func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64, v predictVariant) (out crawlCounts) {
 	var s windows.Stream
 	s.Event(ev[0], cfg)
 	start := ev[0]
@@ -332,15 +437,22 @@ func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (o
 	feed := func(upto float64) {
 		for fed < len(ev) && ev[fed] <= upto {
 			t := ev[fed]
-			if sh, ok := s.Event(t, cfg); ok {
-				cut := sh.After.Start
-				var rest []float64
-				for _, p := range win {
-					if p > cut {
-						rest = append(rest, p)
-					}
+			sh, cut := s.Event(t, cfg)
+			if n := s.Current(t, cfg).Points; cut || int(n) != len(win)+1 {
+				// The stream's window holds its own last n points (a cut
+				// keeps the pending points after τ; a point at the same
+				// float32 local time as the previous one is ignored):
+				// take the crawler's copy from the stream, not from a
+				// comparison of absolute times with the float32 τ.
+				all := append(win, t)
+				if int(n) <= len(all) {
+					win = append([]float64(nil), all[len(all)-int(n):]...)
 				}
-				win, start = rest, cut
+				if cut {
+					start = sh.After.Start
+				}
+				fed++
+				continue
 			}
 			win = append(win, t)
 			fed++
@@ -349,6 +461,9 @@ func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (o
 	last := ev[0]
 	for steps := 0; steps < 100000; steps++ {
 		sum := s.Current(last, cfg)
+		if int(sum.Points) != len(win) {
+			out.mismatch++
+		}
 		n := float64(len(win))
 		tl := last - start
 		mtbu := math.NaN()
@@ -361,10 +476,13 @@ func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (o
 				if sum.HasWeibull {
 					b := sum.Beta
 					tn := win[len(win)-1] - start
+					// λ̌(t) = ((n−3)n/(n−2))·β̃·t^{β̃−1}/t_n^{β̃} (§3.2)
 					lam := (n - 3) / (n - 2) * n * b * math.Pow(tl, b-1) / math.Pow(tn, b)
 					mtbu = 1 / lam
 				}
 			case 2:
+				// Duane plot (§3.3–3.4): least squares of log(t_i/i) on log t_i,
+				// MTBU(t) = α·t^γ with log α = a, γ = b.
 				var sx, sy, sxx, sxy float64
 				for i, p := range win {
 					t := p - start
@@ -373,22 +491,41 @@ func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (o
 				}
 				b := (n*sxy - sx*sy) / (n*sxx - sx*sx)
 				a := (sy - b*sx) / n
-				if b < 1 {
+				switch {
+				case !v.duaneInstantaneous:
+					mtbu = math.Exp(a) * math.Pow(tl, b)
+				case b < 1:
 					mtbu = math.Exp(a) * math.Pow(tl, b) / (1 - b)
 				}
+			}
+		}
+		if v.bounded && n > 0 && tl > 0 {
+			mi := tl / n
+			mtbu = math.Max(mi/windows.MaxRateRatio, math.Min(mi*windows.MaxRateRatio, mtbu))
+		}
+		if v.oracle != nil {
+			if l := v.oracle(last); l > 0 {
+				mtbu = 1 / l
+			} else {
+				mtbu = math.Inf(1)
 			}
 		}
 		if !(mtbu > 0) || math.IsInf(mtbu, 0) {
 			mtbu = 1
 		}
 		alpha := cfg.Alpha
-		if sum.State == windows.Decreasing {
+		if sum.State == windows.Decreasing && !v.alphaOne {
 			alpha = cfg.AlphaDecreasing
 		}
-		next := last + math.Max(alpha*mtbu, 1e-3)
+		step := alpha * mtbu
+		if v.fixed > 0 {
+			step = v.fixed
+		}
+		next := last + math.Max(step, 1e-3)
 		if next > horizon || next > ev[len(ev)-1] {
 			break
 		}
+		out.visits++
 		k := sim.Count(ev, last, next)
 		if k == 0 {
 			out.prem++
@@ -401,4 +538,13 @@ func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (o
 	}
 	out.total = out.obs + out.unobs
 	return out
+}
+
+// singleObject is one Weibull segment of shape beta over the horizon with
+// 20–60 expected updates: a window without transitions.
+func singleObject(seed, stream uint64, horizon, beta float64) ([]float64, sim.Piecewise) {
+	rng := sim.NewRand(seed, stream)
+	m := 20 + 40*rng.Float64()
+	p := sim.Piecewise{Segments: []sim.WeibullSegment{{Duration: horizon, Beta: beta, Eta: horizon / math.Pow(m, 1/beta)}}}
+	return p.Events(rng, horizon, nil), p
 }

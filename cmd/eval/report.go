@@ -21,10 +21,6 @@ type Report struct {
 	verdicts []verdict
 }
 
-type verdict struct {
-	figure, paper, ours, match string
-}
-
 func (r *Report) P(format string, a ...any) {
 	fmt.Fprintf(&r.b, format, a...)
 	r.b.WriteString("\n\n")
@@ -45,12 +41,6 @@ func (r *Report) Table(header []string, rows [][]string) {
 		r.b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 	r.b.WriteString("\n")
-}
-
-// Verdict records a figure's match for the summary table and prints it.
-func (r *Report) Verdict(figure, paper, ours, match string) {
-	r.verdicts = append(r.verdicts, verdict{figure, paper, ours, match})
-	r.P("**Verdict (%s):** paper: %s; ours: %s → **%s**.", figure, paper, ours, match)
 }
 
 // Image embeds a plot file.
@@ -181,6 +171,9 @@ func (r *Report) Bars(file, title, ylabel string, groups []string, series []Seri
 func f3(x float64) string {
 	if math.IsNaN(x) {
 		return "—"
+	}
+	if math.IsInf(x, 1) {
+		return "∞"
 	}
 	return fmt.Sprintf("%.3f", x)
 }
