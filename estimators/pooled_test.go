@@ -52,7 +52,7 @@ func TestPooledPriorAndCoverage(t *testing.T) {
 		lam := gammaDraw(rng, shape, rate)
 		e := 86400 * (3 + 87*rng.Float64()) // 3 to 90 days
 		x := poissonDraw(rng, lam*e)
-		ps.Add(x, e, 1)
+		ps.Add(Evidence{X: x, E: e}, 1)
 		objs = append(objs, obj{lam, x, e})
 	}
 	g, ok := ps.Prior()
@@ -65,7 +65,7 @@ func TestPooledPriorAndCoverage(t *testing.T) {
 	}
 	in := 0
 	for _, o := range objs {
-		e, ok := Pooled(GammaPrior{shape, rate}, o.x, o.e, cfg)
+		e, ok := Pooled(GammaPrior{shape, rate}, Evidence{X: o.x, E: o.e}, cfg)
 		if !ok || !(e.Lo <= e.Rate && e.Rate <= e.Hi) {
 			t.Fatalf("bad pooled estimate %+v", e)
 		}
@@ -84,7 +84,7 @@ func TestPooledPriorAndCoverage(t *testing.T) {
 // gamma function (independent of mathext's inverse).
 func TestPooledPosteriorMedian(t *testing.T) {
 	cfg := mustCfg(t)
-	e, ok := Pooled(GammaPrior{Shape: 2, Rate: 1}, 3, 4, cfg)
+	e, ok := Pooled(GammaPrior{Shape: 2, Rate: 1}, Evidence{X: 3, E: 4}, cfg)
 	if !ok {
 		t.Fatal("no estimate")
 	}
@@ -115,17 +115,32 @@ func TestPooledEvidence(t *testing.T) {
 	ch := make([]bool, 30)
 	ch[3], ch[10], ch[20] = true, true, true
 	c := regular(day, ch)
-	x, e, ok := c.Evidence(cfg)
+	ev, ok := c.Evidence(cfg)
 	if !ok {
 		t.Fatal("no evidence")
 	}
+	x, e := ev.X, ev.E
 	l := -math.Log(1-3.0/30) / day
 	info := 30 * day * day * math.Exp(-l*day) / (1 - math.Exp(-l*day))
 	near(t, "x", x, l*l*info, 1e-3*l*l*info)
 	near(t, "e", e, l*info, 1e-3*l*info)
 	// no change: the likelihood e^{−λU} is exact.
 	c0 := regular(day, make([]bool, 30))
-	if x, e, ok := c0.Evidence(cfg); !ok || x != 0 || e != 30*day {
-		t.Errorf("no change: x %v e %v ok %v", x, e, ok)
+	if ev, ok := c0.Evidence(cfg); !ok || ev.X != 0 || ev.E != 30*day || ev.Floor != 0 {
+		t.Errorf("no change: %+v ok %v", ev, ok)
+	}
+	// every interval changed: a floor where (1 − e^{−λ·day})^30 = ½.
+	all := make([]bool, 30)
+	for i := range all {
+		all[i] = true
+	}
+	ev, ok = regular(day, all).Evidence(cfg)
+	if !ok || !(ev.Floor > 0) {
+		t.Fatalf("all changed: %+v", ev)
+	}
+	near(t, "likelihood at the floor", math.Pow(-math.Expm1(-ev.Floor*day), 30), 0.5, 1e-9)
+	p, ok := Pooled(GammaPrior{Shape: 2, Rate: day}, ev, cfg)
+	if !ok || !(p.Lo >= ev.Floor*(1-1e-9)) {
+		t.Errorf("all changed: pooled %+v below the floor %v", p, ev.Floor)
 	}
 }

@@ -31,6 +31,8 @@ type Env struct {
 	php map[int][]map[string]*realScore
 	// phpPages is the php/doc-en history once read.
 	phpPages map[string][]float64
+	// pooledSim, pooledPHP hold the pooled estimator's evaluation.
+	pooledSim, pooledPHP *pooledScore
 	// dataMissing lists the real-data sections skipped for want of data.
 	dataMissing []string
 }
@@ -71,6 +73,7 @@ func main() {
 		{"ntoulas", ntoulasSection},
 		{"realphp", phpSection},
 		{"nasa", nasaSection},
+		{"pooled", pooledSection},
 		{"best", bestSection},
 	}
 	want := map[string]bool{}
