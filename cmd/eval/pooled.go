@@ -197,7 +197,7 @@ func pooledSection(e *Env) {
 		// Site: a median rate log-uniform between once in 120 days and
 		// twice a day, a within-site log-normal spread (not gamma: the
 		// prior family is misspecified on purpose), one crawler.
-		med := math.Exp(math.Log(1.0/120) + rng.Float64()*(math.Log(2)-math.Log(1.0/120))) / day
+		med := math.Exp(math.Log(1.0/120)+rng.Float64()*(math.Log(2)-math.Log(1.0/120))) / day
 		spread := 0.3 + 0.9*rng.Float64()
 		nObj := 30 + rng.IntN(170)
 		var sched sim.Schedule
