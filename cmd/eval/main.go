@@ -6,7 +6,8 @@
 //
 // --quick runs every section with fewer replications and coarser grids (for
 // CI, under about a minute); the full run takes a few minutes on 2 cores.
-// The real-data sections are skipped with a note when --data has no data.
+// The real-data sections are skipped with a note when --data has no data;
+// under CI=true the command then exits non-zero instead.
 package main
 
 import (
@@ -116,6 +117,10 @@ func main() {
 		"reports means); other statistics appear in the sections. %s", verdictCounts(body.verdicts))
 	head.Table([]string{"figure / table", "paper", "ours", "checks (accepted interval, tolerance)", "verdict"}, summaryRows(body.verdicts))
 	text := head.b.String() + body.b.String()
+	if len(env.dataMissing) > 0 && os.Getenv("CI") == "true" {
+		fmt.Fprintln(os.Stderr, "eval: real data missing under CI=true:", strings.Join(env.dataMissing, "; "))
+		os.Exit(1)
+	}
 	path := filepath.Join(*out, "REPORT.md")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)

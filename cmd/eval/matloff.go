@@ -183,6 +183,7 @@ func nasaSection(e *Env) {
 	byURL, lo, hi, err := readNASA(e.Data)
 	if err != nil {
 		r.P("Skipped: %v (pass --data).", err)
+		e.dataMissing = append(e.dataMissing, err.Error())
 		return
 	}
 	cfg := newEstConfig()

@@ -167,6 +167,7 @@ func nhppSection(e *Env) {
 		realNote = fmt.Sprintf("Real: the %d php/doc-en pages with at least 30 changes (bulk commits removed), true change times in days as update points.", len(names))
 	} else {
 		realNote = "Real data skipped: " + err.Error()
+		e.dataMissing = append(e.dataMissing, err.Error())
 	}
 	r.P("Synthetic: %d objects over %.0f days, each a piecewise Weibull process of 3–5 segments (constant β = 1, increasing β ∈ [1.5, 3], decreasing β ∈ [0.3, 0.7], "+
 		"8–28 expected changes per segment), observed daily with Last-Modified (the last change of each day is the update point, §1.1). %s "+
