@@ -167,9 +167,15 @@ type Model struct {
 	// PoolSites is the most sites per partition whose pooled
 	// (empirical-Bayes) prior is kept (see pooled.go); 0 disables pooled
 	// estimates. Default DefaultPoolSites.
-	PoolSites  int
-	Estimators estimators.Config
-	Windows    windows.Config
+	PoolSites int
+	// PublishPooled makes the pooled estimate the published one (rate_per_s,
+	// estimator, ci95, ttl_s) for objects with fewer than
+	// estimators.PooledMaxChanges changes. Off by default: it meets its
+	// accuracy and coverage target on simulated sites but not on the real
+	// php/doc-en history (docs/eval/REPORT.md).
+	PublishPooled bool
+	Estimators    estimators.Config
+	Windows       windows.Config
 }
 
 // DefaultModel returns the documented defaults.

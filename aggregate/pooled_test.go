@@ -53,14 +53,15 @@ func slowSiteLog(seed uint64, n, days int) ([]byte, map[string]float64) {
 }
 
 // TestPooledPublished: with a site prior, every change estimate carries a
-// pooled entry with its interval, objects with fewer than
-// estimators.PooledMaxChanges changes publish it (estimator, rate, ci95,
-// ttl), and on them it is closer to the truth than the single estimators
-// of the same records.
+// pooled entry with its interval; with PublishPooled, objects with fewer
+// than estimators.PooledMaxChanges changes publish it (estimator, rate,
+// ci95, ttl), and on them it is closer to the truth than the single
+// estimators of the same records.
 func TestPooledPublished(t *testing.T) {
 	in, truth := slowSiteLog(5, 300, 40)
 	cfg := DefaultConfig()
 	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	cfg.Model.PublishPooled = true
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
 	errs := map[string][]float64{}
@@ -135,4 +136,23 @@ func TestSitePoolsBounded(t *testing.T) {
 	}
 	var none *sitePools
 	none.apply(&records.Estimate{Site: "x"}, &Object{}, &Model{}, true) // disabled: no-op
+}
+
+// Without PublishPooled the pooled entry is there but the package's rule
+// names the published estimate.
+func TestPooledNotPublishedByDefault(t *testing.T) {
+	in, _ := slowSiteLog(6, 100, 40)
+	cfg := DefaultConfig()
+	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	p, sink := newTestProcessor(t, cfg, newMemory(t))
+	runReader(t, p, in)
+	for _, v := range sink.Latest(stream.TopicEstimates) {
+		var e records.Estimate
+		if err := json.Unmarshal(v, &e); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.Estimates[estimators.KeyPooled]; !ok || e.Estimator == estimators.KeyPooled {
+			t.Fatalf("%s: pooled %v, published %s", e.Object, ok, e.Estimator)
+		}
+	}
 }
