@@ -32,13 +32,21 @@ func (r *Report) H(level int, title string) {
 
 // Table writes a Markdown table.
 func (r *Report) Table(header []string, rows [][]string) {
-	r.b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	hs := make([]string, len(header))
+	for i, h := range header {
+		hs[i] = cellEscape(h)
+	}
+	r.b.WriteString("| " + strings.Join(hs, " | ") + " |\n|")
 	for range header {
 		r.b.WriteString("---|")
 	}
 	r.b.WriteString("\n")
 	for _, row := range rows {
-		r.b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = cellEscape(c)
+		}
+		r.b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	r.b.WriteString("\n")
 }
@@ -216,3 +224,6 @@ func constSeries(name string, xs []float64, y float64) Series {
 	}
 	return Series{Name: name, X: xs, Y: ys, Dashed: true}
 }
+
+// cellEscape escapes the pipes of a table cell (|log ratio|, |bias|).
+func cellEscape(c string) string { return strings.ReplaceAll(c, "|", "\\|") }
