@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/changerate/changerate/sim"
 	"github.com/changerate/changerate/windows"
@@ -17,6 +18,9 @@ type windowAgg struct {
 	beats [3][3]int // beats[i][j]: windows where model i has lower MSE than j
 	best  [3]int
 	total int
+	// bySize[k]: {windows where Weibull beats both, windows} for window
+	// sizes 4–9, 10–19, 20+ points
+	bySize [3][2]int
 }
 
 func newWindowAgg() *windowAgg {
@@ -48,6 +52,17 @@ func (a *windowAgg) add(state string, origin float64, points []float64) {
 		if m[i] < m[(i+1)%3] && m[i] < m[(i+2)%3] {
 			a.best[i]++
 		}
+	}
+	k := 0
+	switch {
+	case len(points) >= 20:
+		k = 2
+	case len(points) >= 10:
+		k = 1
+	}
+	a.bySize[k][1]++
+	if m[1] < m[0] && m[1] < m[2] {
+		a.bySize[k][0]++
 	}
 	a.total++
 }
@@ -263,12 +278,22 @@ func nhppSection(e *Env) {
 			trim(synth, 0), trim(synth, 1), trim(synth, 2), lowest(trim, synth), lowest(med, synth)))
 	share := func(a *windowAgg) float64 { return float64(a.best[1]) / float64(max(1, a.total)) }
 	se := func(p float64, n int) float64 { return 2 * math.Sqrt(p*(1-p)/float64(max(1, n))) }
+	sizeShare := func(a *windowAgg) string {
+		var parts []string
+		for k, name := range []string{"4–9", "10–19", "≥ 20"} {
+			parts = append(parts, fmt.Sprintf("%s points: %s of %d", name, pct(float64(a.bySize[k][0])/float64(max(1, a.bySize[k][1]))), a.bySize[k][1]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	r.P("Weibull best by window size — synthetic: %s; real: %s.", sizeShare(synth), sizeShare(real))
 	r.Verdict("001 Table 2", "Weibull best in 91.5 % (synthetic) / 96.1 % (real) of windows",
 		fmt.Sprintf("Weibull best in %s (synthetic) / %s (real)", pct(share(synth)), pct(share(real))),
 		[]check{
 			near("synthetic: share of windows where Weibull beats both", share(synth), 0.915, 0.0005+se(0.915, synth.total), "the paper's rounding ± 2·SE (binomial)"),
 			near("real: share of windows where Weibull beats both", share(real), 0.961, 0.0005+se(0.961, real.total), "the paper's rounding ± 2·SE"),
-		}, "")
+		}, fmt.Sprintf("partly window size: the share grows with the points per window (synthetic %s; real %s): the real data's many short windows "+
+			"explain most of its gap; windows of 20 points or more still stay a few points below the paper's share, and the paper's window sizes and synthetic "+
+			"generator are not reported, so the rest is not isolated.", sizeShare(synth), sizeShare(real)))
 
 	// Table 3: next-update prediction.
 	r.H(3, "Table 3 — next-update prediction: observed / unobserved updates and premature visits")
@@ -393,6 +418,10 @@ func mergeAgg(dst, src *windowAgg) {
 			dst.beats[i][j] += src.beats[i][j]
 		}
 		dst.best[i] += src.best[i]
+	}
+	for k := range src.bySize {
+		dst.bySize[k][0] += src.bySize[k][0]
+		dst.bySize[k][1] += src.bySize[k][1]
 	}
 	dst.total += src.total
 }
