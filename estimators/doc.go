@@ -38,6 +38,9 @@
 //	matloff_kernel      b̂(0) = #(0,h)/(nh), h = τ/10 (eq. 27)                     Garwood interval of #(0,h), divided by nh
 //	malcolm_lastmod     visits/Σ ages (inverse of the eq. 2 mean age)          none: ages at successive visits share one change, not independent
 //	malcolm_nolastmod   1/avgChgInterval' of eq. 3                             none
+//	pooled              beyond the papers: median of the Gamma(α+x, β+e) posterior  equal-tailed posterior (credible) interval
+//	                    under a site prior fitted by moments (pooled.go; the
+//	                    aggregator adds it, Change.Estimate does not)
 //
 // Details and edge cases:
 //   - naive and cgm_improved/bayes_beta need n ≥ 1 and T > 0; cgm_improved
