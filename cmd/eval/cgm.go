@@ -191,6 +191,9 @@ func cgmSection(e *Env) {
 			near("Example 4: P(|r̂/r − 1| ≤ 35 %)", within35, 0.75, 0.025, "≈ 75 %: the paper's rounding to 5 %"),
 		}, "")
 
+	if e.exactOnly {
+		return
+	}
 	cgmLastMod(e, cfg)
 	cgmGamma(e, cfg)
 	cgmTableI(e, cfg)

@@ -34,6 +34,9 @@ type Env struct {
 	phpPages map[string][]float64
 	// pooledSim, pooledPHP hold the pooled estimator's evaluation.
 	pooledSim, pooledPHP *pooledScore
+	// exactOnly skips the simulations of sections that also have exact
+	// results (tests).
+	exactOnly bool
 	// dataMissing lists the real-data sections skipped for want of data.
 	dataMissing []string
 }
