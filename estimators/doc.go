@@ -130,7 +130,10 @@
 // Outside this grid, at r = 0.1 (a few changes in 30–90 visits), the
 // lowest single estimator is up to 20 % better than the rule (checked by
 // hand, not enforced); objects with so few changes are where the pooled
-// estimate (Pooled) replaces the single-object rule in the aggregator.
+// estimate (Pooled) can replace the single-object rule in the aggregator.
+// On the bursty php/doc-en histories the Last-Modified correction (naive
+// while r̂ < 1) is less accurate than cgm_lastmod at r ≥ 0.5
+// (docs/eval/REPORT.md, "Is the best estimator the right one?").
 //
 // On real data (TestPHPDocHistoryEvaluation: 136 PHP-manual pages with ≥ 4
 // change days in 2016–2017, truth = change days per second as in CGM §6.3,
