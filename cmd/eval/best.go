@@ -34,7 +34,7 @@ func bestSection(e *Env) {
 		r.P("**On real data the small-count corrections cut both ways.** php/doc-en, weekly crawler, r ≥ 0.5 (truth from the disjoint history): "+
 			"the rule without Last-Modified (`bayes_beta` below 10 changes) has median |log| %s against %s for `cgm_improved`; with Last-Modified "+
 			"(`naive` while r̂ < 1) %s against %s for `cgm_lastmod` (at 1 ≤ r < 3: %s against %s). The Last-Modified correction, required by the "+
-			"simulated grid (naive is the most accurate at r = 0.5, n = 20), loses on these bursty histories, where the observed year reads low and naive "+
+			"simulated grid (naive is the most accurate at r = 0.5, n = 20), loses on these bursty histories, where the observed window reads low and naive "+
 			"reads lower still; the grid does not contain such histories.",
 			f3(med(4, "best (no LM)")), f3(med(4, estimators.KeyCGMImproved)), f3(med(4, "best (LM)")), f3(med(4, estimators.KeyCGMLastMod)),
 			f3(med(2, "best (LM)")), f3(med(2, estimators.KeyCGMLastMod)))
