@@ -163,9 +163,19 @@ type Model struct {
 	EmitInterval time.Duration
 	// PStale is the target probability that a cached copy served within
 	// its TTL is stale; the TTL of an estimate is chosen for it. Default 0.1.
-	PStale     float64
-	Estimators estimators.Config
-	Windows    windows.Config
+	PStale float64
+	// PoolSites is the most sites per partition whose pooled
+	// (empirical-Bayes) prior is kept (see pooled.go); 0 disables pooled
+	// estimates. Default DefaultPoolSites.
+	PoolSites int
+	// PublishPooled makes the pooled estimate the published one (rate_per_s,
+	// estimator, ci95, ttl_s) for objects with fewer than
+	// estimators.PooledMaxChanges changes. Off by default: it meets its
+	// accuracy and coverage target on simulated sites but not on the real
+	// php/doc-en history (docs/eval/REPORT.md).
+	PublishPooled bool
+	Estimators    estimators.Config
+	Windows       windows.Config
 }
 
 // DefaultModel returns the documented defaults.
@@ -175,6 +185,7 @@ func DefaultModel() Model {
 		ReportPeriod:  time.Hour,
 		PStale:        0.1,
 		EmitInterval:  10 * time.Minute,
+		PoolSites:     DefaultPoolSites,
 		Estimators:    estimators.DefaultConfig(),
 		Windows:       windows.DefaultConfig(),
 	}
@@ -190,6 +201,9 @@ func (m *Model) Validate() error {
 	}
 	if m.ReportPeriod < time.Second {
 		return fmt.Errorf("aggregate: ReportPeriod must be at least 1s, got %s", m.ReportPeriod)
+	}
+	if m.PoolSites < 0 {
+		return fmt.Errorf("aggregate: PoolSites must not be negative, got %d", m.PoolSites)
 	}
 	if !(m.PStale > 0 && m.PStale < 1) {
 		return fmt.Errorf("aggregate: PStale must be in (0,1), got %g", m.PStale)

@@ -346,7 +346,9 @@ type worker struct {
 	inflight  []*flight    // oldest first
 	free      []*batchWork // recycled batches
 	evicted   map[string]evictedState
-	scratch   []byte // encoding buffer
+	scratch   []byte     // encoding buffer
+	pools     *sitePools // per-site pooled priors (pooled.go)
+	final     bool       // emitFinal: the priors are already folded
 	// storeMu serialises the partition's store calls (Get by the
 	// handler's goroutine, Commit by a batch's goroutine): the Store
 	// contract allows one call per partition at a time.
@@ -365,7 +367,7 @@ const maxInFlight = 2
 func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
 	cch := newCache(p.cfg.CacheObjects)
 	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
-		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part)}
+		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part), pools: newSitePools(p.cfg.Model.PoolSites)}
 }
 
 // pending is one object of a batch: its cache entry, worked on in place.
@@ -914,6 +916,7 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
 		if rec, ok := obj.ChangeEstimate(name, &w.p.cfg.Model, &w.es); ok {
+			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
 		}
@@ -934,6 +937,11 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 func (w *worker) emitFinal(ctx context.Context) error {
 	names := w.cache.names()
 	sort.Strings(names)
+	for _, n := range names { // the site priors see every object first (pooled.go)
+		obj, _ := w.cache.get(n)
+		w.pools.fold(Site(n), obj, &w.p.cfg.Model)
+	}
+	w.final = true
 	var out []stream.Message
 	for _, n := range names {
 		obj, _ := w.cache.get(n)

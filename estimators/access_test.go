@@ -211,7 +211,7 @@ func ExampleChange_Estimate() {
 	naive, _ := out.Get(KeyNaive)
 	fmt.Printf("naive %.2f/day, best %s %.2f/day, 95%% CI [%.2f, %.2f]\n",
 		naive.Rate*86400, best.Key, best.Rate*86400, best.Lo*86400, best.Hi*86400)
-	// Output: naive 0.60/day, best cgm_improved 0.85/day, 95% CI [0.30, 2.11]
+	// Output: naive 0.60/day, best bayes_beta 0.88/day, 95% CI [0.37, 1.79]
 }
 
 func ExampleIrregularMLE() {

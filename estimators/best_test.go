@@ -3,6 +3,7 @@ package estimators
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 )
 
@@ -36,72 +37,96 @@ func observe(rng *rand.Rand, lambda float64, n int, irregularVisits, lm bool) *C
 	return &c
 }
 
-type errStats struct{ sum, ss float64 }
+// regimeErr collects one estimator's errors in a regime.
+type regimeErr struct {
+	logs []float64 // |log(est/true)|, +Inf for an estimate of 0
+	ss   float64   // Σ (est/true − 1)²
+}
 
-func (e *errStats) add(v, truth float64) { e.sum += v/truth - 1; e.ss += (v/truth - 1) * (v/truth - 1) }
-func (e errStats) bias(k int) float64    { return e.sum / float64(k) }
-func (e errStats) rmse(k int) float64    { return math.Sqrt(e.ss / float64(k)) }
+func (e *regimeErr) add(v, truth float64) {
+	l := math.Inf(1)
+	if v > 0 {
+		l = math.Abs(math.Log(v / truth))
+	}
+	e.logs = append(e.logs, l)
+	e.ss += (v/truth - 1) * (v/truth - 1)
+}
 
-// TestBestRuleEvaluation backs the best-estimate rule with a seeded
-// simulation: in each regime, the chosen estimator has the smallest
-// relative RMSE (or, where it ties, the smallest bias) of the estimators
-// that apply, and is the one Estimate names.
+// median is the error the rule is judged on: median |log(est/true)|, the
+// project's accuracy measure (cmd/eval, the pooled target): symmetric in
+// over- and under-estimation, unlike the relative RMSE (logged beside),
+// which an estimate of 0 bounds at 1 and so rewards estimators biased low.
+func (e *regimeErr) median() float64 {
+	s := append([]float64(nil), e.logs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func (e *regimeErr) rmse() float64 { return math.Sqrt(e.ss / float64(len(e.logs))) }
+
+// bestGrid is the project's simulated grid for the best-estimate rule.
+var bestGrid = []struct {
+	name      string
+	r         float64
+	n         int
+	irregular bool
+	lm        bool
+}{
+	{"regular, no LM, r=1.5, n=30", 1.5, 30, false, false},
+	{"regular, no LM, r=0.3, n=30", 0.3, 30, false, false},
+	{"regular, LM, r=3, n=20", 3, 20, false, true},
+	{"regular, LM, r=0.5, n=20", 0.5, 20, false, true},
+	{"irregular, no LM, r=1.5, n=60", 1.5, 60, true, false},
+	{"irregular, LM, r=1.5, n=30", 1.5, 30, true, true},
+}
+
+// TestBestRuleEvaluation enforces the best-estimate rule (issue 16): in
+// every regime of the grid, the error of the published (best) estimate is
+// within 3 % of the lowest error of the single paper estimators that are
+// defined in every run. 4000 seeded objects per regime: the median's
+// sampling error is about 2 %, so 3 % separates a wrong rule from noise.
 func TestBestRuleEvaluation(t *testing.T) {
 	cfg := mustCfg(t)
 	rng := rand.New(rand.NewPCG(31, 32))
-	const K = 2000
-	type regime struct {
-		name      string
-		r         float64
-		n         int
-		irregular bool
-		lm        bool
-		want      string
-		rivals    []string
-	}
-	regimes := []regime{
-		{"regular, no LM, r=1.5", 1.5, 30, false, false, KeyCGMImproved, []string{KeyNaive, KeyBayesBeta}},
-		{"regular, no LM, r=0.3", 0.3, 30, false, false, KeyCGMImproved, []string{KeyNaive}},
-		{"regular, LM, r=3", 3, 20, false, true, KeyCGMLastMod, []string{KeyCGMImproved, KeyNaive, KeyMalcolmLastMod}},
-		{"regular, LM, r=0.5", 0.5, 20, false, true, KeyCGMLastMod, []string{KeyCGMImproved, KeyNaive}},
-		{"irregular, no LM, r=1.5", 1.5, 60, true, false, KeyCGMIrregularMLE, []string{KeyCGMImproved, KeyNaive, KeyMalcolmNoLastMod}},
-		{"irregular, LM, r=1.5", 1.5, 30, true, true, KeyCGMLastMod, []string{KeyCGMIrregularMLE, KeyCGMImproved}},
-	}
-	for _, g := range regimes {
-		stats := map[string]*errStats{}
-		defined := map[string]int{}
-		for _, k := range append([]string{g.want}, g.rivals...) {
-			stats[k] = &errStats{}
+	const K = 4000
+	keys := []string{KeyNaive, KeyCGMImproved, KeyBayesBeta, KeyCGMIrregularMLE, KeyCGMLastMod, KeyMalcolmLastMod, KeyMalcolmNoLastMod}
+	for _, g := range bestGrid {
+		errs := map[string]*regimeErr{"best": {}}
+		for _, k := range keys {
+			errs[k] = &regimeErr{}
 		}
+		chosen := map[string]int{}
 		for k := 0; k < K; k++ {
 			c := observe(rng, g.r, g.n, g.irregular, g.lm)
 			var out Estimates
 			best, ok := c.Estimate(c.latest(), cfg, &out)
-			if !ok || best.Key != g.want {
-				t.Fatalf("%s: best = %q, want %q", g.name, best.Key, g.want)
+			if !ok {
+				t.Fatalf("%s: no best estimate", g.name)
 			}
-			for key, s := range stats {
-				e, ok := out.Get(key)
-				if !ok {
-					continue // undefined in this run (e.g. singular)
+			chosen[best.Key]++
+			errs["best"].add(best.Rate, g.r)
+			for _, key := range keys {
+				if e, ok := out.Get(key); ok {
+					errs[key].add(e.Rate, g.r)
 				}
-				defined[key]++
-				s.add(e.Rate, g.r)
 			}
 		}
-		w := stats[g.want]
-		if defined[g.want] != K {
-			t.Fatalf("%s: best estimator defined in %d of %d runs", g.name, defined[g.want], K)
-		}
-		t.Logf("%s: %s bias %+.3f rmse %.3f", g.name, g.want, w.bias(K), w.rmse(K))
-		for _, key := range g.rivals {
-			s, k := stats[key], defined[key]
-			t.Logf("    %-18s bias %+.3f rmse %.3f (defined %d)", key, s.bias(k), s.rmse(k), k)
-			// 3% slack: the RMSEs are estimated from K runs.
-			if k == K && w.rmse(K) > 1.03*s.rmse(k) && math.Abs(w.bias(K)) > math.Abs(s.bias(k)) {
-				t.Errorf("%s: %s (rmse %.3f, bias %.3f) is beaten by %s (rmse %.3f, bias %.3f)",
-					g.name, g.want, w.rmse(K), w.bias(K), key, s.rmse(k), s.bias(k))
+		lowest, lowKey := math.Inf(1), ""
+		for _, key := range keys {
+			e := errs[key]
+			if len(e.logs) != K {
+				t.Logf("    %-18s defined in %d of %d runs: not a candidate", key, len(e.logs), K)
+				continue
 			}
+			t.Logf("    %-18s median |log| %.3f  rel. RMSE %.3f", key, e.median(), e.rmse())
+			if m := e.median(); m < lowest {
+				lowest, lowKey = m, key
+			}
+		}
+		b := errs["best"]
+		t.Logf("%s: best (chosen %v) median |log| %.3f rel. RMSE %.3f; lowest %s %.3f", g.name, chosen, b.median(), b.rmse(), lowKey, lowest)
+		if b.median() > 1.03*lowest {
+			t.Errorf("%s: the published estimate's error %.3f is more than 3 %% above the lowest single estimator's, %s %.3f", g.name, b.median(), lowKey, lowest)
 		}
 	}
 }

@@ -232,6 +232,9 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
 // interval of the chosen estimator.
 func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool) (Estimate, bool) {
+	if e, ok := c.smallCountBest(cfg, withCI); ok {
+		return e, true
+	}
 	minN := int64(cfg.MinIntervals)
 	n := c.Intervals()
 	if c.lmN >= minN && c.hasLastMod(cfg) {

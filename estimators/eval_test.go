@@ -6,23 +6,26 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/changerate/changerate/internal/realdata"
 )
 
 // phpHistory is the real change history of the PHP manual (see
-// ../shared/data/php-doc-en-history/SOURCE.txt); it is read in place and
-// never copied into the repository.
-const phpHistory = "../../shared/data/php-doc-en-history/git-file-changes.tsv.gz"
+// ../shared/data/php-doc-en-history/SOURCE.txt), relative to the data
+// folder; it is read in place and never copied into the repository.
+const phpHistory = "php-doc-en-history/git-file-changes.tsv.gz"
 
 // loadPHP returns per-path sorted change times, without bulk commits
 // (≥ 500 files: reformatting, licence edits — SOURCE.txt caveat).
 func loadPHP(t *testing.T) map[string][]float64 {
-	f, err := os.Open(phpHistory)
+	f, err := os.Open(filepath.Join(realdata.Dir(t, phpHistory), phpHistory))
 	if err != nil {
-		t.Skipf("evaluation data not present: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)

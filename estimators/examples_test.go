@@ -44,10 +44,11 @@ func TestCGMExample1(t *testing.T) {
 	ch := []bool{true, true, false, true, false, true, true, false, false, true}
 	c := regular(day, ch)
 	var out Estimates
-	best, ok := c.Estimate(1e9+10*day, cfg, &out)
-	if !ok || best.Key != KeyCGMImproved {
-		t.Fatalf("best = %+v %v, want cgm_improved", best, ok)
+	pub, ok := c.Estimate(1e9+10*day, cfg, &out)
+	if !ok || pub.Key != KeyBayesBeta {
+		t.Fatalf("best = %+v %v, want bayes_beta (regular, %d < FewChanges changes)", pub, ok, c.Changes())
 	}
+	best, _ := out.Get(KeyCGMImproved)
 	nv, _ := out.Get(KeyNaive)
 	near(t, "naive per day", nv.Rate*day, 0.6, 1e-12)
 	near(t, "improved per day", best.Rate*day, -math.Log(4.5/10.5), 1e-12)

@@ -141,10 +141,11 @@ func TestCGMLastModByHand(t *testing.T) {
 	c.Visit(Visit{Time: 20 * hour, LastModified: 6 * hour, HasLastModified: true})
 	c.Visit(Visit{Time: 30 * hour, Changed: true, LastModified: 27 * hour, HasLastModified: true})
 	var out Estimates
-	best, ok := c.Estimate(30*hour, cfg, &out)
-	if !ok || best.Key != KeyCGMLastMod {
-		t.Fatalf("best %+v", best)
+	pub, ok := c.Estimate(30*hour, cfg, &out)
+	if !ok || pub.Key != KeyNaive {
+		t.Fatalf("best %+v, want naive (regular, cgm_lastmod's r̂ < NaiveMaxRatio)", pub)
 	}
+	best, _ := out.Get(KeyCGMLastMod)
 	xp := (2 - 1) - 2/(3*math.Log(1-2.0/3))
 	near(t, "rate per hour", best.Rate*hour, xp/17, 1e-12)
 	// Garwood for X = 2: [0.242209, 7.224687] over 17 h.

@@ -12,19 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/changerate/changerate/internal/realdata"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/stream"
 )
-
-// dataDir is the shared folder of real data (never copied into the repo);
-// CHANGERATE_DATA overrides it.
-func dataDir() string {
-	if d := os.Getenv("CHANGERATE_DATA"); d != "" {
-		return d
-	}
-	return "/work/shared/data"
-}
 
 // countingSink decodes and counts observations; it keeps nothing else.
 type countingSink struct {
@@ -60,10 +52,7 @@ func TestRealData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 10 MB of real data; skipped with -short")
 	}
-	dir := dataDir()
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("real data folder %s not present", dir)
-	}
+	dir := realdata.Dir(t) // ../shared/data or $CHANGERATE_DATA; fatal under CI=true when missing
 	type want struct {
 		lines, obs int64
 		skipped    map[string]int64

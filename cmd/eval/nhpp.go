@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/changerate/changerate/sim"
 	"github.com/changerate/changerate/windows"
@@ -17,6 +18,9 @@ type windowAgg struct {
 	beats [3][3]int // beats[i][j]: windows where model i has lower MSE than j
 	best  [3]int
 	total int
+	// bySize[k]: {windows where Weibull beats both, windows} for window
+	// sizes 4–9, 10–19, 20+ points
+	bySize [3][2]int
 }
 
 func newWindowAgg() *windowAgg {
@@ -48,6 +52,17 @@ func (a *windowAgg) add(state string, origin float64, points []float64) {
 		if m[i] < m[(i+1)%3] && m[i] < m[(i+2)%3] {
 			a.best[i]++
 		}
+	}
+	k := 0
+	switch {
+	case len(points) >= 20:
+		k = 2
+	case len(points) >= 10:
+		k = 1
+	}
+	a.bySize[k][1]++
+	if m[1] < m[0] && m[1] < m[2] {
+		a.bySize[k][0]++
 	}
 	a.total++
 }
@@ -167,6 +182,7 @@ func nhppSection(e *Env) {
 		realNote = fmt.Sprintf("Real: the %d php/doc-en pages with at least 30 changes (bulk commits removed), true change times in days as update points.", len(names))
 	} else {
 		realNote = "Real data skipped: " + err.Error()
+		e.dataMissing = append(e.dataMissing, err.Error())
 	}
 	r.P("Synthetic: %d objects over %.0f days, each a piecewise Weibull process of 3–5 segments (constant β = 1, increasing β ∈ [1.5, 3], decreasing β ∈ [0.3, 0.7], "+
 		"8–28 expected changes per segment), observed daily with Last-Modified (the last change of each day is the update point, §1.1). %s "+
@@ -229,70 +245,160 @@ func nhppSection(e *Env) {
 		}
 		return quantile(a.all["total"][i], 0.5)
 	}
-	weibullLowest := med(synth, 1) < med(synth, 0) && med(synth, 1) < med(synth, 2)
-	r.Verdict("001 Table 1", "Weibull has the lowest average MSE (synthetic 2.36 vs 3.59 intuitive, 2.96 Duane)",
-		fmt.Sprintf("median MSE synthetic: intuitive %.3g, weibull %.3g, duane %.3g (means %.3g, %.3g, %.3g); real medians %.3g, %.3g, %.3g",
-			med(synth, 0), med(synth, 1), med(synth, 2), wTot(synth, 0), wTot(synth, 1), wTot(synth, 2), med(real, 0), med(real, 1), med(real, 2)),
-		map[bool]string{true: "matches in ordering of medians; means differ (Weibull outliers)", false: "differs in ordering"}[weibullLowest])
+	// Cause experiment for the means: drop each model's largest 1 % of
+	// window MSEs (the Weibull outliers) and compare the trimmed means.
+	trim := func(a *windowAgg, i int) float64 {
+		if a.all["total"] == nil {
+			return math.NaN()
+		}
+		xs := append([]float64(nil), a.all["total"][i]...)
+		sort.Float64s(xs)
+		xs = xs[:len(xs)-len(xs)/100]
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(max(1, len(xs)))
+	}
+	r.P("Means without each model's largest 1 %% of window MSEs (synthetic): intuitive %.3g, weibull %.3g, duane %.3g; real: %.3g, %.3g, %.3g.",
+		trim(synth, 0), trim(synth, 1), trim(synth, 2), trim(real, 0), trim(real, 1), trim(real, 2))
+	lowest := func(f func(*windowAgg, int) float64, a *windowAgg) bool {
+		return f(a, 1) < f(a, 0) && f(a, 1) < f(a, 2)
+	}
+	r.Verdict("001 Table 1", "Weibull has the lowest average (mean) MSE: synthetic 2.36 vs 3.59 intuitive, 2.96 Duane; real 2.2 vs 3.82, 2.6",
+		fmt.Sprintf("mean MSE synthetic: intuitive %.3g, weibull %.3g, duane %.3g; real %.3g, %.3g, %.3g (medians beside: synthetic %.3g, %.3g, %.3g; real %.3g, %.3g, %.3g)",
+			wTot(synth, 0), wTot(synth, 1), wTot(synth, 2), wTot(real, 0), wTot(real, 1), wTot(real, 2),
+			med(synth, 0), med(synth, 1), med(synth, 2), med(real, 0), med(real, 1), med(real, 2)),
+		[]check{
+			holds("synthetic: Weibull has the lowest mean MSE", lowest(wTot, synth), "the paper's ordering of means (absolute MSEs depend on the data's time scale)"),
+			holds("real: Weibull has the lowest mean MSE", lowest(wTot, real), "the paper's ordering of means"),
+		},
+		fmt.Sprintf("a few windows: without each model's largest 1 %% of window MSEs, the synthetic means are intuitive %.3g, weibull %.3g, duane %.3g (Weibull lowest: %v), "+
+			"and the medians order Weibull first on synthetic data (%v); the unbiased λ̌(t) of §3.2 explodes in short windows with β̃ far from 1.",
+			trim(synth, 0), trim(synth, 1), trim(synth, 2), lowest(trim, synth), lowest(med, synth)))
+	share := func(a *windowAgg) float64 { return float64(a.best[1]) / float64(max(1, a.total)) }
+	se := func(p float64, n int) float64 { return 2 * math.Sqrt(p*(1-p)/float64(max(1, n))) }
+	sizeShare := func(a *windowAgg) string {
+		var parts []string
+		for k, name := range []string{"4–9", "10–19", "≥ 20"} {
+			parts = append(parts, fmt.Sprintf("%s points: %s of %d", name, pct(float64(a.bySize[k][0])/float64(max(1, a.bySize[k][1]))), a.bySize[k][1]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	r.P("Weibull best by window size — synthetic: %s; real: %s.", sizeShare(synth), sizeShare(real))
 	r.Verdict("001 Table 2", "Weibull best in 91.5 % (synthetic) / 96.1 % (real) of windows",
-		fmt.Sprintf("Weibull best in %s (synthetic) / %s (real)", pct(float64(synth.best[1])/float64(max(1, synth.total))), pct(float64(real.best[1])/float64(max(1, real.total)))),
-		func() string {
-			if float64(synth.best[1])/float64(max(1, synth.total)) > 0.5 {
-				return "matches qualitatively"
-			}
-			return "differs"
-		}())
+		fmt.Sprintf("Weibull best in %s (synthetic) / %s (real)", pct(share(synth)), pct(share(real))),
+		[]check{
+			near("synthetic: share of windows where Weibull beats both", share(synth), 0.915, 0.0005+se(0.915, synth.total), "the paper's rounding ± 2·SE (binomial)"),
+			near("real: share of windows where Weibull beats both", share(real), 0.961, 0.0005+se(0.961, real.total), "the paper's rounding ± 2·SE"),
+		}, fmt.Sprintf("partly window size: the share grows with the points per window (synthetic %s; real %s): the real data's many short windows "+
+			"explain most of its gap; windows of 20 points or more still stay a few points below the paper's share, and the paper's window sizes and synthetic "+
+			"generator are not reported, so the rest is not isolated.", sizeShare(synth), sizeShare(real)))
 
 	// Table 3: next-update prediction.
 	r.H(3, "Table 3 — next-update prediction: observed / unobserved updates and premature visits")
 	nPred := e.reps(1000, 150)
-	type pr struct{ obs, unobs, prem, total int }
-	res := make([][3]pr, nPred)
-	parallel(nPred, e.Procs, func(i int) {
-		ev, _ := synthObject(e.Seed, 950000+uint64(i), horizon)
-		if len(ev) < 5 {
-			return
+	runs := func(v predictVariant) [3]crawlCounts {
+		res := make([][3]crawlCounts, nPred)
+		parallel(nPred, e.Procs, func(i int) {
+			ev, p := synthObject(e.Seed, 950000+uint64(i), horizon)
+			if v.single > 0 {
+				ev, p = singleObject(e.Seed, 960000+uint64(i), horizon, v.single)
+			}
+			if len(ev) < 5 {
+				return
+			}
+			vv := v
+			if v.name == "oracle" {
+				vv.oracle = p.RateAt
+			}
+			for mi := 0; mi < 3; mi++ {
+				res[i][mi] = predictCrawl(ev, mi, &wcfg, horizon, vv)
+			}
+		})
+		var tot [3]crawlCounts
+		for _, x := range res {
+			for mi := range tot {
+				tot[mi].obs += x[mi].obs
+				tot[mi].unobs += x[mi].unobs
+				tot[mi].prem += x[mi].prem
+				tot[mi].total += x[mi].total
+				tot[mi].visits += x[mi].visits
+				tot[mi].mismatch += x[mi].mismatch
+			}
 		}
-		for mi := 0; mi < 3; mi++ {
-			res[i][mi] = predictCrawl(ev, mi, &wcfg, horizon)
-		}
-	})
-	var tot [3]pr
-	for _, x := range res {
-		for mi := range tot {
-			tot[mi].obs += x[mi].obs
-			tot[mi].unobs += x[mi].unobs
-			tot[mi].prem += x[mi].prem
-			tot[mi].total += x[mi].total
-		}
+		return tot
 	}
+	obsShare := func(c crawlCounts) float64 { return float64(c.obs) / float64(max(1, c.total)) }
+	tot := runs(predictVariant{name: "paper"})
 	rows = nil
 	for mi, m := range models {
 		t := tot[mi]
-		rows = append(rows, []string{m, pct(float64(t.unobs) / float64(max(1, t.total))), pct(float64(t.obs) / float64(max(1, t.total))), fmt.Sprint(t.prem)})
+		rows = append(rows, []string{m, pct(float64(t.unobs) / float64(max(1, t.total))), pct(obsShare(t)), fmt.Sprint(t.prem), pct(float64(t.prem) / float64(max(1, t.visits)))})
 	}
-	r.Table([]string{"estimator", "% unobserved", "% observed", "# premature visits"}, rows)
+	r.Table([]string{"estimator", "% unobserved", "% observed", "# premature visits", "premature / visits"}, rows)
+	// Cause experiments: change one thing at a time.
+	variants := []predictVariant{
+		{name: "Duane with the instantaneous MTBU e^a·t^γ/(1−γ) (this report's code before issue 16)", duaneInstantaneous: true},
+		{name: "α = 1 in every window state (no 0.7 bound)", alphaOne: true},
+		{name: "Weibull and Duane MTBU bounded within 10× of t/N(t) (windows.MaxRateRatio)", bounded: true},
+		{name: "one increasing segment (β = 2, no transitions)", single: 2},
+		{name: "one decreasing segment (β = 0.5, no transitions)", single: 0.5},
+		{name: "one constant segment (β = 1)", single: 1},
+		{name: "oracle", oracle: func(float64) float64 { return 0 }},
+	}
+	var vrows [][]string
+	vres := map[string][3]crawlCounts{}
+	for _, v := range variants {
+		t := runs(v)
+		vres[v.name] = t
+		label := v.name
+		if v.name == "oracle" {
+			label = "oracle: MTBU = 1/λ(t_cur) of the true process (same for every column)"
+		}
+		row := []string{label}
+		for mi := range models {
+			row = append(row, fmt.Sprintf("%s / %d of %d", pct(obsShare(t[mi])), t[mi].prem, t[mi].visits))
+		}
+		vrows = append(vrows, row)
+	}
+	r.P("Cause experiments (one change at a time; cells: %% observed / premature visits of all visits):")
+	r.Table([]string{"variant", "intuitive", "weibull", "duane"}, vrows)
+	mism := tot[0].mismatch + tot[1].mismatch + tot[2].mismatch
+	or := vres["oracle"][0]
 	r.P("Synthetic, %d objects (%d updates). The crawler starts at the first update, then visits at t_next = t_cur + α·MTBU(t_cur) from the current window "+
 		"(α = %.1f for decreasing windows, %.1f otherwise, `windows.Config`); a visit with no change since the last visit is premature, a visit after k changes "+
-		"observes one (the Last-Modified one) and misses k − 1. Per-model MTBU: intuitive t/N(t); Weibull 1/λ̌(t) with β̃ from `windows.Summary`; Duane from the "+
-		"least-squares fit of log(t_i/i) on log t_i over the window (instantaneous rate (1−γ)t^{−γ}/e^a). As in the paper the windows are built from the "+
-		"update-point sequence itself (every update up to the visit is fed to `windows.Stream`). Paper (Table 3, synthetic): observed 58.6 %% / 76 %% / 88.3 %%, "+
-		"premature visits rising in the same order. The observed share is a trade-off with premature visits (a shorter predicted interval observes more and "+
-		"wastes more visits); in our runs the three predictors sit at nearly the same point of that trade-off, while the paper's Duane predictor was much more "+
-		"aggressive (36 %% of its accesses premature). Our unit test checks the mechanism: on a homogeneous Poisson process each predictor observes 1 − e^{−1} ≈ 63 %% of the updates.",
-		nPred, tot[0].total, wcfg.AlphaDecreasing, wcfg.Alpha)
-	obsOrder := tot[2].obs >= tot[1].obs && tot[1].obs >= tot[0].obs
-	premOrder := tot[2].prem >= tot[1].prem && tot[1].prem >= tot[0].prem
+		"observes one (the Last-Modified one) and misses k − 1. Per-model MTBU: intuitive t/N(t); Weibull 1/λ̌(t) with β̃ from `windows.Summary`; Duane the paper's "+
+		"MTBU(t) = α·t^γ from the least-squares fit of log(t_i/i) on log t_i over the window (§3.3–3.4). As in the paper the windows are built from the "+
+		"update-point sequence itself (every update up to the visit is fed to `windows.Stream`; the crawler's copy of the window and the stream's disagreed on the "+
+		"number of points at %d of its predictions). Paper (Table 3, synthetic): observed 58.6 %% / 76 %% / 88.3 %%, premature visits rising in the same order.\n\n"+
+		"Investigation (issue 16), down to the code. Two defects of this report's predictor were found and fixed: (1) the Duane predictor used the "+
+		"instantaneous MTBU e^a·t^γ/(1−γ) of the fitted power law instead of the paper's MTBU(t) = α·t^γ (§3.3; `windows` publishes the same cumulative form) "+
+		"(first experiment row: the old behaviour); (2) the crawler's copy of the window was cut by comparing absolute times with the stream's float32 τ, so the "+
+		"point at τ stayed in the copy and λ̌ combined β̃ of one point set with n and t_n of another in about 15 %% of the predictions; the copy is now the "+
+		"stream's own last n points (0 disagreements above). `windows.Summary.NextUpdate` itself (asOf + α/rate) was checked and is not involved. "+
+		"What remains is not a code error: on single segments without transitions the predictors trade observed updates against premature visits "+
+		"(increasing β = 2: Weibull observes the most and visits the most; decreasing β = 0.5: it visits the least), and the constant segment gives ≈ 1 − e^{−1} "+
+		"for every model; only across transitions between segments are Weibull and Duane dominated, which is the failure the paper itself names "+
+		"(\"it overestimates (underestimates) the prediction during the transition\"). The oracle row visits one true MTBU after each visit: %s of the updates "+
+		"observed with %s of the visits premature — even perfect knowledge of λ(t) observes little more than 1 − e^{−1}, so the paper's 76–88 %% require "+
+		"predictions much shorter than 1/λ(t) on its (unspecified) synthetic data. Our unit test checks the mechanism: on a homogeneous Poisson process each "+
+		"predictor observes 1 − e^{−1} ≈ 63 %% of the updates.",
+		nPred, tot[0].total, wcfg.AlphaDecreasing, wcfg.Alpha, mism, pct(obsShare(or)), pct(float64(or.prem)/float64(max(1, or.visits))))
+	inst := vres[variants[0].name]
+	inc := vres[variants[3].name]
 	r.Verdict("001 Table 3", "observed: Duane 88 % > Weibull 76 % > Intuitive 59 %; premature visits in the same order",
 		fmt.Sprintf("observed: intuitive %s, weibull %s, duane %s; premature %d / %d / %d",
-			pct(float64(tot[0].obs)/float64(max(1, tot[0].total))), pct(float64(tot[1].obs)/float64(max(1, tot[1].total))), pct(float64(tot[2].obs)/float64(max(1, tot[2].total))),
-			tot[0].prem, tot[1].prem, tot[2].prem),
-		func() string {
-			if obsOrder && premOrder {
-				return "matches in ordering"
-			}
-			return "differs in ordering (see text)"
-		}())
+			pct(obsShare(tot[0])), pct(obsShare(tot[1])), pct(obsShare(tot[2])), tot[0].prem, tot[1].prem, tot[2].prem),
+		[]check{
+			holds("observed: Duane > Weibull", tot[2].obs*tot[1].total > tot[1].obs*tot[2].total, "the paper's ordering"),
+			holds("observed: Weibull > Intuitive", tot[1].obs*tot[0].total > tot[0].obs*tot[1].total, "the paper's ordering"),
+			holds("premature: Duane > Weibull > Intuitive", tot[2].prem > tot[1].prem && tot[1].prem > tot[0].prem, "the paper's ordering"),
+		},
+		fmt.Sprintf("the two code defects found (Duane's instantaneous MTBU: observed %s, premature %d before the fix; the window copy) are fixed; on one increasing "+
+			"segment Weibull observes %s against intuitive %s, so the models work where the window is consistent; the losses come from the transitions between "+
+			"segments (the paper's own caveat), and even the oracle observes only %s on these processes (the paper's generator is not specified).",
+			pct(obsShare(inst[2])), inst[2].prem, pct(obsShare(inc[1])), pct(obsShare(inc[0])), pct(obsShare(or))))
 }
 
 func mergeAgg(dst, src *windowAgg) {
@@ -313,92 +419,9 @@ func mergeAgg(dst, src *windowAgg) {
 		}
 		dst.best[i] += src.best[i]
 	}
+	for k := range src.bySize {
+		dst.bySize[k][0] += src.bySize[k][0]
+		dst.bySize[k][1] += src.bySize[k][1]
+	}
 	dst.total += src.total
-}
-
-// predictCrawl runs the §5 prediction experiment with model mi (0
-// intuitive, 1 weibull, 2 duane) over the update points ev (days). As in the
-// paper, the windows are built from the update-point sequence itself (the
-// observation space); the crawler at its latest observed update t_cur visits
-// at t_next = t_cur + α·MTBU(t_cur). A visit before the next update is
-// premature (the crawler then predicts again from the visit); a visit after
-// k ≥ 1 updates observes the last of them and misses k − 1.
-func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64) (out struct{ obs, unobs, prem, total int }) {
-	var s windows.Stream
-	s.Event(ev[0], cfg)
-	start := ev[0]
-	var win []float64 // absolute times of the current window's points
-	fed := 1
-	feed := func(upto float64) {
-		for fed < len(ev) && ev[fed] <= upto {
-			t := ev[fed]
-			if sh, ok := s.Event(t, cfg); ok {
-				cut := sh.After.Start
-				var rest []float64
-				for _, p := range win {
-					if p > cut {
-						rest = append(rest, p)
-					}
-				}
-				win, start = rest, cut
-			}
-			win = append(win, t)
-			fed++
-		}
-	}
-	last := ev[0]
-	for steps := 0; steps < 100000; steps++ {
-		sum := s.Current(last, cfg)
-		n := float64(len(win))
-		tl := last - start
-		mtbu := math.NaN()
-		if n > 0 && tl > 0 {
-			mtbu = tl / n // intuitive, and the fallback
-		}
-		if n >= 4 && tl > 0 {
-			switch mi {
-			case 1:
-				if sum.HasWeibull {
-					b := sum.Beta
-					tn := win[len(win)-1] - start
-					lam := (n - 3) / (n - 2) * n * b * math.Pow(tl, b-1) / math.Pow(tn, b)
-					mtbu = 1 / lam
-				}
-			case 2:
-				var sx, sy, sxx, sxy float64
-				for i, p := range win {
-					t := p - start
-					x, y := math.Log(t), math.Log(t/float64(i+1))
-					sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
-				}
-				b := (n*sxy - sx*sy) / (n*sxx - sx*sx)
-				a := (sy - b*sx) / n
-				if b < 1 {
-					mtbu = math.Exp(a) * math.Pow(tl, b) / (1 - b)
-				}
-			}
-		}
-		if !(mtbu > 0) || math.IsInf(mtbu, 0) {
-			mtbu = 1
-		}
-		alpha := cfg.Alpha
-		if sum.State == windows.Decreasing {
-			alpha = cfg.AlphaDecreasing
-		}
-		next := last + math.Max(alpha*mtbu, 1e-3)
-		if next > horizon || next > ev[len(ev)-1] {
-			break
-		}
-		k := sim.Count(ev, last, next)
-		if k == 0 {
-			out.prem++
-		} else {
-			out.obs++
-			out.unobs += k - 1
-			feed(next)
-		}
-		last = next
-	}
-	out.total = out.obs + out.unobs
-	return out
 }

@@ -21,10 +21,6 @@ type Report struct {
 	verdicts []verdict
 }
 
-type verdict struct {
-	figure, paper, ours, match string
-}
-
 func (r *Report) P(format string, a ...any) {
 	fmt.Fprintf(&r.b, format, a...)
 	r.b.WriteString("\n\n")
@@ -36,21 +32,23 @@ func (r *Report) H(level int, title string) {
 
 // Table writes a Markdown table.
 func (r *Report) Table(header []string, rows [][]string) {
-	r.b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	hs := make([]string, len(header))
+	for i, h := range header {
+		hs[i] = cellEscape(h)
+	}
+	r.b.WriteString("| " + strings.Join(hs, " | ") + " |\n|")
 	for range header {
 		r.b.WriteString("---|")
 	}
 	r.b.WriteString("\n")
 	for _, row := range rows {
-		r.b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = cellEscape(c)
+		}
+		r.b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	r.b.WriteString("\n")
-}
-
-// Verdict records a figure's match for the summary table and prints it.
-func (r *Report) Verdict(figure, paper, ours, match string) {
-	r.verdicts = append(r.verdicts, verdict{figure, paper, ours, match})
-	r.P("**Verdict (%s):** paper: %s; ours: %s → **%s**.", figure, paper, ours, match)
 }
 
 // Image embeds a plot file.
@@ -182,6 +180,9 @@ func f3(x float64) string {
 	if math.IsNaN(x) {
 		return "—"
 	}
+	if math.IsInf(x, 1) {
+		return "∞"
+	}
 	return fmt.Sprintf("%.3f", x)
 }
 
@@ -223,3 +224,6 @@ func constSeries(name string, xs []float64, y float64) Series {
 	}
 	return Series{Name: name, X: xs, Y: ys, Dashed: true}
 }
+
+// cellEscape escapes the pipes of a table cell (|log ratio|, |bias|).
+func cellEscape(c string) string { return strings.ReplaceAll(c, "|", "\\|") }

@@ -114,6 +114,12 @@ func quantile(xs []float64, q float64) float64 {
 	pos := q * float64(len(s)-1)
 	lo := int(math.Floor(pos))
 	hi := int(math.Ceil(pos))
+	if s[lo] == s[hi] || math.IsInf(s[lo], 0) || math.IsInf(s[hi], 0) && pos == float64(lo) {
+		return s[lo] // also ±Inf (an estimate of 0 scores ∞)
+	}
+	if math.IsInf(s[hi], 0) {
+		return s[hi]
+	}
 	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 }
 

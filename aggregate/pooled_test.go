@@ -1,0 +1,158 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/stream"
+)
+
+// slowSiteLog is one site of n pages crawled daily for days days; page
+// rates are log-normal around one change in 30 days (σ = 0.5), so most
+// pages show fewer than 5 changes: the regime of the pooled estimate.
+func slowSiteLog(seed uint64, n, days int) ([]byte, map[string]float64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	truth := map[string]float64{}
+	type ev struct {
+		t   float64
+		obs records.Observation
+	}
+	var evs []ev
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("http://slow.example/p/%d", i)
+		rate := math.Exp(0.5*r.NormFloat64()) / (30 * 86400)
+		truth[name] = rate
+		version, next := 0, r.ExpFloat64()/rate
+		for d := 0; d <= days; d++ {
+			t := float64(d)*86400 + 60*float64(i)
+			for next <= t {
+				version++
+				next += r.ExpFloat64() / rate
+			}
+			evs = append(evs, ev{t, records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
+				Digest: fmt.Sprintf("sha1:%d", version), Format: "jsonl"}})
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, e := range evs {
+		if err := enc.Encode(e.obs); err != nil {
+			panic(err)
+		}
+	}
+	return buf.Bytes(), truth
+}
+
+// TestPooledPublished: with a site prior, every change estimate carries a
+// pooled entry with its interval; with PublishPooled, objects with fewer
+// than estimators.PooledMaxChanges changes publish it (estimator, rate,
+// ci95, ttl), and on them it is closer to the truth than the single
+// estimators of the same records.
+func TestPooledPublished(t *testing.T) {
+	in, truth := slowSiteLog(5, 300, 40)
+	cfg := DefaultConfig()
+	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	cfg.Model.PublishPooled = true
+	p, sink := newTestProcessor(t, cfg, newMemory(t))
+	runReader(t, p, in)
+	errs := map[string][]float64{}
+	covered, few := 0, 0
+	for _, v := range sink.Latest(stream.TopicEstimates) {
+		var e records.Estimate
+		if err := json.Unmarshal(v, &e); err != nil {
+			t.Fatal(err)
+		}
+		rate := truth[e.Object]
+		pr, ok := e.Estimates[estimators.KeyPooled]
+		if !ok || e.Intervals[estimators.KeyPooled][1] <= 0 {
+			t.Fatalf("%s: no pooled estimate with an interval: %+v", e.Object, e)
+		}
+		if e.Changes >= estimators.PooledMaxChanges {
+			if e.Estimator == estimators.KeyPooled {
+				t.Errorf("%s: %d changes but pooled published", e.Object, e.Changes)
+			}
+			continue
+		}
+		few++
+		if e.Estimator != estimators.KeyPooled || *e.RatePerS != pr || e.CI95 == nil || e.TTLS == nil {
+			t.Fatalf("%s: %d changes: published %s %v, want pooled %v with ci95 and ttl", e.Object, e.Changes, e.Estimator, e.RatePerS, pr)
+		}
+		if e.CI95[0] <= rate && rate <= e.CI95[1] {
+			covered++
+		}
+		for _, k := range []string{estimators.KeyPooled, estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta} {
+			x, ok := e.Estimates[k]
+			l := math.Inf(1)
+			if ok && x > 0 {
+				l = math.Abs(math.Log(x / rate))
+			}
+			errs[k] = append(errs[k], l)
+		}
+	}
+	med := func(k string) float64 {
+		s := errs[k]
+		sort.Float64s(s)
+		return s[len(s)/2]
+	}
+	t.Logf("%d objects with < %d changes: median |log| pooled %.3f naive %.3f cgm_improved %.3f bayes_beta %.3f; coverage %d", few,
+		estimators.PooledMaxChanges, med(estimators.KeyPooled), med(estimators.KeyNaive), med(estimators.KeyCGMImproved), med(estimators.KeyBayesBeta), covered)
+	if few < 100 {
+		t.Fatalf("only %d objects with few changes", few)
+	}
+	for _, k := range []string{estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta} {
+		if !(med(estimators.KeyPooled) < 0.85*med(k)) {
+			t.Errorf("pooled median |log| %.3f not 15 %% below %s's %.3f", med(estimators.KeyPooled), k, med(k))
+		}
+	}
+	// ≥ 100 objects: binomial 2·SE of a 95 % coverage is ≤ 4.4 %.
+	if c := float64(covered) / float64(few); c < 0.9 {
+		t.Errorf("coverage %.3f of the pooled intervals, want ≈ 0.95", c)
+	}
+}
+
+// The per-partition site statistics are bounded: the least recently
+// published site makes room for a new one.
+func TestSitePoolsBounded(t *testing.T) {
+	s := newSitePools(3)
+	for i := 0; i < 5; i++ {
+		s.site(fmt.Sprintf("s%d", i)).used = uint64(i + 1)
+	}
+	if s.Len() != 3 {
+		t.Fatalf("%d sites kept, want 3", s.Len())
+	}
+	for _, k := range []string{"s2", "s3", "s4"} {
+		if _, ok := s.sites[k]; !ok {
+			t.Errorf("recent site %s dropped", k)
+		}
+	}
+	var none *sitePools
+	none.apply(&records.Estimate{Site: "x"}, &Object{}, &Model{}, true) // disabled: no-op
+}
+
+// Without PublishPooled the pooled entry is there but the package's rule
+// names the published estimate.
+func TestPooledNotPublishedByDefault(t *testing.T) {
+	in, _ := slowSiteLog(6, 100, 40)
+	cfg := DefaultConfig()
+	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	p, sink := newTestProcessor(t, cfg, newMemory(t))
+	runReader(t, p, in)
+	for _, v := range sink.Latest(stream.TopicEstimates) {
+		var e records.Estimate
+		if err := json.Unmarshal(v, &e); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.Estimates[estimators.KeyPooled]; !ok || e.Estimator == estimators.KeyPooled {
+			t.Fatalf("%s: pooled %v, published %s", e.Object, ok, e.Estimator)
+		}
+	}
+}

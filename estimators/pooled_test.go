@@ -1,0 +1,146 @@
+package estimators
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// gammaDraw draws Gamma(shape, rate) (Marsaglia–Tsang, with the shape < 1
+// boost).
+func gammaDraw(rng *rand.Rand, shape, rate float64) float64 {
+	boost := 1.0
+	if shape < 1 {
+		boost = math.Pow(rng.Float64(), 1/shape)
+		shape++
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		z := rng.NormFloat64()
+		v := 1 + c*z
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		if u := rng.Float64(); math.Log(u) < z*z/2+d-d*v+d*math.Log(v) {
+			return boost * d * v / rate
+		}
+	}
+}
+
+func poissonDraw(rng *rand.Rand, m float64) float64 {
+	n, t := 0.0, rng.ExpFloat64()
+	for t < m {
+		n++
+		t += rng.ExpFloat64()
+	}
+	return n
+}
+
+// The moment fit recovers a known gamma population (exposures vary by a
+// factor 30), and with the true prior the posterior intervals cover the
+// true rates at the nominal 95 %.
+func TestPooledPriorAndCoverage(t *testing.T) {
+	cfg := mustCfg(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	const shape, rate = 1.5, 3e5 // mean 5e-6/s: about one change in 2.3 days
+	var ps PoolStats
+	type obj struct{ lam, x, e float64 }
+	var objs []obj
+	for i := 0; i < 20000; i++ {
+		lam := gammaDraw(rng, shape, rate)
+		e := 86400 * (3 + 87*rng.Float64()) // 3 to 90 days
+		x := poissonDraw(rng, lam*e)
+		ps.Add(Evidence{X: x, E: e}, 1)
+		objs = append(objs, obj{lam, x, e})
+	}
+	g, ok := ps.Prior()
+	if !ok {
+		t.Fatal("no prior")
+	}
+	// 20000 objects: the moment estimates' relative SE is a few percent.
+	if math.Abs(g.Shape/g.Rate/(shape/rate)-1) > 0.03 || math.Abs(g.Shape/shape-1) > 0.1 {
+		t.Errorf("fitted Gamma(%.3g, %.3g), want Gamma(%.3g, %.3g)", g.Shape, g.Rate, shape, rate)
+	}
+	in := 0
+	for _, o := range objs {
+		e, ok := Pooled(GammaPrior{shape, rate}, Evidence{X: o.x, E: o.e}, cfg)
+		if !ok || !(e.Lo <= e.Rate && e.Rate <= e.Hi) {
+			t.Fatalf("bad pooled estimate %+v", e)
+		}
+		if e.Lo <= o.lam && o.lam <= e.Hi {
+			in++
+		}
+	}
+	// Exact Bayesian coverage is 95 %; binomial 2·SE with 20000 draws is 0.3 %.
+	if c := float64(in) / float64(len(objs)); math.Abs(c-0.95) > 0.005 {
+		t.Errorf("coverage %.4f, want 0.95", c)
+	}
+}
+
+// Conjugacy: the estimate is the median of Gamma(α+x, β+e), checked against
+// the Gamma CDF by bisection on a series of the regularized incomplete
+// gamma function (independent of mathext's inverse).
+func TestPooledPosteriorMedian(t *testing.T) {
+	cfg := mustCfg(t)
+	e, ok := Pooled(GammaPrior{Shape: 2, Rate: 1}, Evidence{X: 3, E: 4}, cfg)
+	if !ok {
+		t.Fatal("no estimate")
+	}
+	// P(5, 5λ) = 1/2 at the median: for integer shape k, P(k, y) =
+	// 1 − e^{−y} Σ_{j<k} y^j/j!.
+	cdf := func(l float64) float64 {
+		y, s, term := 5*l, 0.0, 1.0
+		for j := 0; j < 5; j++ {
+			if j > 0 {
+				term *= y / float64(j)
+			}
+			s += term
+		}
+		return 1 - math.Exp(-y)*s
+	}
+	near(t, "P(median)", cdf(e.Rate), 0.5, 1e-9)
+	near(t, "P(lo)", cdf(e.Lo), 0.025, 1e-9)
+	near(t, "P(hi)", cdf(e.Hi), 0.975, 1e-9)
+}
+
+// Evidence for regular visits without Last-Modified matches the binomial
+// likelihood's maximum and curvature (closed form of the regular MLE); with
+// no change it is the exact exposure.
+func TestPooledEvidence(t *testing.T) {
+	cfg := mustCfg(t)
+	// regular daily visits, 3 changes in 30: λ̂ = −f ln(1 − 3/30) and, for
+	// θ = 1 − e^{−λI}, the information I(λ) = n·I²·e^{−λI}/(1−e^{−λI}).
+	ch := make([]bool, 30)
+	ch[3], ch[10], ch[20] = true, true, true
+	c := regular(day, ch)
+	ev, ok := c.Evidence(cfg)
+	if !ok {
+		t.Fatal("no evidence")
+	}
+	x, e := ev.X, ev.E
+	l := -math.Log(1-3.0/30) / day
+	info := 30 * day * day * math.Exp(-l*day) / (1 - math.Exp(-l*day))
+	near(t, "x", x, l*l*info, 1e-3*l*l*info)
+	near(t, "e", e, l*info, 1e-3*l*info)
+	// no change: the likelihood e^{−λU} is exact.
+	c0 := regular(day, make([]bool, 30))
+	if ev, ok := c0.Evidence(cfg); !ok || ev.X != 0 || ev.E != 30*day || ev.Floor != 0 {
+		t.Errorf("no change: %+v ok %v", ev, ok)
+	}
+	// every interval changed: a floor where (1 − e^{−λ·day})^30 = ½.
+	all := make([]bool, 30)
+	for i := range all {
+		all[i] = true
+	}
+	ev, ok = regular(day, all).Evidence(cfg)
+	if !ok || !(ev.Floor > 0) {
+		t.Fatalf("all changed: %+v", ev)
+	}
+	near(t, "likelihood at the floor", math.Pow(-math.Expm1(-ev.Floor*day), 30), 0.5, 1e-9)
+	p, ok := Pooled(GammaPrior{Shape: 2, Rate: day}, ev, cfg)
+	if !ok || !(p.Lo >= ev.Floor*(1-1e-9)) {
+		t.Errorf("all changed: pooled %+v below the floor %v", p, ev.Floor)
+	}
+}
