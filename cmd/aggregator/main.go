@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -213,7 +214,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
+	version := fs.Bool("version", false, "print the version and exit")
 	if _, err := cliconfig.Load(envPrefix, &cfg, fs, args); err != nil {
+		return err
+	}
+	if *version {
+		_, err := fmt.Fprintln(stdout, buildinfo.Get().String("aggregator"))
 		return err
 	}
 	if *ref {
@@ -231,7 +237,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		logger = slog.New(slog.NewTextHandler(stderr, hopts))
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
 
 	switch {
 	case cfg.In != "":
