@@ -96,7 +96,7 @@ type options struct {
 	KafkaTLSInsecure   bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
 	KafkaSASLMechanism string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
 	KafkaSASLUser      string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
-	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD" desc:"SASL password (prefer the environment variable)"`
+	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password (prefer the environment variable)"`
 	KafkaCompression   string        `envconfig:"KAFKA_COMPRESSION" desc:"produce compression: none, gzip, snappy, lz4, zstd"`
 	KafkaLinger        time.Duration `envconfig:"KAFKA_LINGER" default:"5ms" desc:"how long the producer waits to fill a batch"`
 }
