@@ -15,7 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -75,7 +74,6 @@ func intAt(v any, keys ...any) (int64, bool) {
 	n, ok := get(v, keys...).(int64)
 	return n, ok
 }
-
 
 // objects parses every YAML document of every manifest file.
 
@@ -501,7 +499,6 @@ func TestEnvNames(t *testing.T) {
 	})
 }
 
-
 func labelsMatch(selector, labels map[string]any) bool {
 	if len(selector) == 0 {
 		return false
@@ -612,7 +609,6 @@ func setting(e map[string]string, name, def string) string {
 	}
 	return def
 }
-
 
 // fileSources are the ConfigMaps and Secrets ("Kind/name") used other than as environment: mounted as volumes,
 // referenced by KEDA, or picked up by Grafana (label grafana_dashboard).

@@ -29,7 +29,7 @@ type kedaScaledObject struct {
 		Advanced         *struct {
 			RestoreToOriginalReplicaCount bool `json:"restoreToOriginalReplicaCount,omitempty"`
 			HorizontalPodAutoscalerConfig *struct {
-				Name     string                                       `json:"name,omitempty"`
+				Name     string                                         `json:"name,omitempty"`
 				Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 			} `json:"horizontalPodAutoscalerConfig,omitempty"`
 		} `json:"advanced,omitempty"`
