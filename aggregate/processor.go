@@ -168,6 +168,8 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err != nil {
 		return nil, err
 	}
+	m.initLabels(cfg)
+	m.eventLag.now = now
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
 		owned: map[state.Partition]bool{}}, nil
 }
@@ -238,6 +240,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	}()
 
 	w := p.newWorker(part, c, next, log)
+	defer p.metrics.forget(part)
 	// A batch that was fetched is finished (outputs written, state
 	// committed) even when ctx is cancelled meanwhile, within DrainTimeout.
 	bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -574,7 +577,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		}
 	}
 	for oc, n := range outcomes {
-		if n > 0 {
+		if n > 0 && Outcome(oc) != Late { // counted as late_events_total{action="dropped"}
 			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
 		}
 	}
@@ -686,10 +689,7 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	}
 	if err != nil {
 		if errors.Is(err, state.ErrOffsetMismatch) {
-			p.metrics.fenced.WithLabelValues("offset").Inc()
 			err = fmt.Errorf("aggregate: %s/%d: %w", w.part.Topic, w.part.ID, err)
-		} else if errors.Is(err, state.ErrFenced) {
-			p.metrics.fenced.WithLabelValues("epoch").Inc()
 		}
 		f.err = err
 		return
@@ -698,6 +698,7 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	// is atomic and never blocks.
 	w.claim.MarkCommitted(b.to)
 	w.gauges.next.Set(float64(b.to))
+	w.gauges.committed(b.obs)
 	p.metrics.committed.Add(float64(b.n))
 	p.committed.Add(int64(b.n))
 	p.metrics.batchLatency.Observe(time.Since(b.start).Seconds())
