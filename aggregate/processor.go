@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/backoff"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -891,7 +892,7 @@ func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError
 // retry runs f until it succeeds, fails with a fencing error or a permanent
 // rejection (stream.ErrRejected), or ctx ends.
 func (w *worker) retry(ctx context.Context, what string, f func() error) error {
-	backoff := w.p.cfg.RetryBackoff
+	wait := backoff.New(w.p.cfg.RetryBackoff, 30*time.Second) // exponential with jitter
 	for {
 		err := f()
 		if err == nil || errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) ||
@@ -901,14 +902,14 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.log.Warn("retrying", "op", what, "err", err, "backoff", backoff)
+		d := wait.Next()
+		w.log.Warn("retrying", "op", what, "err", err, "backoff", d)
 		w.p.metrics.retries.WithLabelValues(what).Inc()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(d):
 		}
-		backoff = min(2*backoff, 30*time.Second)
 	}
 }
 
