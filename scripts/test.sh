@@ -2,7 +2,9 @@
 # The project's test command (README: `make test`). It makes sure the real
 # third-party programs the tests drive are installed — redis-server and
 # redis-cli (state/ and pipeline tests start their own servers on free ports)
-# and kcat (a non-Go Kafka client reading our topics) — then runs go vet and
+# kcat (a non-Go Kafka client reading our topics) and promtool (Debian's
+# prometheus package: deploy/k8s checks and unit-tests the alerting rules
+# with it) — then runs go vet and
 # every test with the race detector. With CHANGERATE_REQUIRE_* set, a test
 # that would need a missing program fails instead of skipping.
 set -euo pipefail
@@ -12,6 +14,7 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${need[*]}"
@@ -23,6 +26,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 if command -v redis-server >/dev/null 2>&1; then export CHANGERATE_REQUIRE_REDIS=1; fi
 if command -v kcat >/dev/null 2>&1; then export CHANGERATE_REQUIRE_KCAT=1; fi
+if command -v promtool >/dev/null 2>&1; then export CHANGERATE_REQUIRE_PROMTOOL=1; fi
 
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...
