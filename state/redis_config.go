@@ -1,15 +1,16 @@
 package state
 
 import (
-	"crypto/tls"
-	"crypto/x509"
+	"context"
 	"errors"
 	"fmt"
-	"os"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/changerate/changerate/internal/tlsfiles"
 )
 
 // RedisConfig configures a Redis store. Zero values mean the documented
@@ -213,35 +214,19 @@ func (c RedisConfig) Validate() error {
 	return nil
 }
 
-// tlsConfig builds the client TLS configuration, reading the files.
-func (t RedisTLS) tlsConfig() (*tls.Config, error) {
+// dialer returns a dial function doing TLS with the files' current
+// contents (rotated certificates and CAs apply to new connections), or nil
+// without TLS (go-redis's default dialer).
+func (t RedisTLS) dialer(timeout time.Duration) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
 	if !t.Enable {
 		return nil, nil
 	}
-	cfg := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // explicit opt-in
+	src, err := tlsfiles.New(tlsfiles.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify})
+	if err != nil {
+		return nil, fmt.Errorf("state: TLS: %w", err)
 	}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("state: TLS.CAFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("state: TLS.CAFile %s: no PEM certificates", t.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("state: TLS.CertFile/KeyFile: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
+	return src.DialFunc((&net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}).DialContext), nil
 }
 
 // NewRedisClient builds the go-redis client that cfg describes: a
@@ -253,13 +238,13 @@ func NewRedisClient(cfg RedisConfig) (redis.UniversalClient, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	tc, err := cfg.TLS.tlsConfig()
+	dial, err := cfg.TLS.dialer(cfg.DialTimeout)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Cluster {
 		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: cfg.Addrs, Username: cfg.Username, Password: cfg.Password, TLSConfig: tc,
+			Addrs: cfg.Addrs, Username: cfg.Username, Password: cfg.Password, Dialer: dial,
 			DisableIdentity: true, // no CLIENT SETINFO: one round trip and one ACL permission less (RedisACLRules)
 			PoolSize:        cfg.PoolSize, DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		}), nil
@@ -268,13 +253,13 @@ func NewRedisClient(cfg RedisConfig) (redis.UniversalClient, error) {
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: cfg.SentinelMaster, SentinelAddrs: cfg.Addrs,
 			SentinelUsername: cfg.SentinelUsername, SentinelPassword: cfg.SentinelPassword,
-			Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLSConfig: tc,
+			Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, Dialer: dial,
 			DisableIdentity: true, // no CLIENT SETINFO: one round trip and one ACL permission less (RedisACLRules)
 			PoolSize:        cfg.PoolSize, DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		}), nil
 	}
 	return redis.NewClient(&redis.Options{
-		Addr: cfg.Addrs[0], Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLSConfig: tc,
+		Addr: cfg.Addrs[0], Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, Dialer: dial,
 		DisableIdentity: true, // no CLIENT SETINFO: one round trip and one ACL permission less (RedisACLRules)
 		PoolSize:        cfg.PoolSize, DialTimeout: cfg.DialTimeout, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 	}), nil
