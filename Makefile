@@ -22,7 +22,8 @@ test: ## run every test (installs redis-server and kcat when missing and root)
 test-short: ## unit tests only, no race detector
 	$(GO) test -short ./...
 
-build: ## build the release binaries (static, version-stamped) into bin/
+build: ## build every command into bin/; aggregator and ingest as release binaries (static, version-stamped)
+	$(GO) build -o bin/ ./cmd/...
 	VERSION=$(VERSION) REVISION=$(REVISION) DATE=$(DATE) GO=$(GO) ./scripts/build-static.sh bin
 
 image: ## build the container image $(IMAGE):$(VERSION) (Dockerfile; both programs, distroless, UID 65532)
