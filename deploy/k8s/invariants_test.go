@@ -873,3 +873,63 @@ func TestPlaceholders(t *testing.T) {
 		}
 	})
 }
+
+// parseBytes reads a byte size as the programs' configuration writes it: an integer, optionally with a unit
+// (KiB, MiB, GiB, Ki, Mi, Gi, KB, MB, GB, B).
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n * mult, err
+}
+
+// TestCacheFitsMemoryLimit: the aggregator's object cache (CHANGERATE_CACHE_BYTES, as set in the manifests or
+// its default) takes at most half of the container's memory limit, leaving the rest to batches in flight,
+// encoding buffers, Kafka and Redis clients and the Go runtime; GOMEMLIMIT, when set, is below the limit.
+// It skips while the aggregator has no CACHE_BYTES (issue 13 adds it).
+func TestCacheFitsMemoryLimit(t *testing.T) {
+	acceptedVars(t)
+	def, ok := defaultsOf["aggregator"]["CHANGERATE_CACHE_BYTES"]
+	if !ok && !accepted["aggregator"]["CHANGERATE_CACHE_BYTES"] {
+		t.Skip("the aggregator has no CHANGERATE_CACHE_BYTES yet")
+	}
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		for _, c := range m.containers(t) {
+			if c.binary != "aggregator" {
+				continue
+			}
+			var ctr corev1.Container
+			b, _ := json.Marshal(c.c)
+			if err := json.Unmarshal(b, &ctr); err != nil {
+				t.Fatal(err)
+			}
+			limit := ctr.Resources.Limits.Memory().Value()
+			e := m.env(t, c)
+			v := setting(e, "CHANGERATE_CACHE_BYTES", def)
+			cache, err := parseBytes(v)
+			if err != nil {
+				t.Fatalf("%s: CHANGERATE_CACHE_BYTES=%q: %v", c, v, err)
+			}
+			if cache <= 0 || 2*cache > limit {
+				t.Errorf("%s: cache of %d bytes (CHANGERATE_CACHE_BYTES=%q) is more than half of the memory limit %d", c, cache, v, limit)
+			}
+			if g, ok := e["GOMEMLIMIT"]; ok {
+				gl, err := parseBytes(g)
+				if err != nil || gl >= limit || gl <= cache {
+					t.Errorf("%s: GOMEMLIMIT=%q must lie between the cache (%d) and the memory limit (%d)", c, g, cache, limit)
+				}
+			}
+		}
+	})
+}

@@ -102,6 +102,7 @@ func (m *manifests) find(kind, namespace, name string) (object, bool) {
 var (
 	acceptOnce sync.Once
 	accepted   map[string]map[string]bool // binary -> CHANGERATE_* names
+	defaultsOf map[string]map[string]string // binary -> CHANGERATE_* name -> default ("" for none)
 	acceptErr  error
 )
 
@@ -115,6 +116,7 @@ func acceptedVars(t *testing.T) map[string]map[string]bool {
 	}
 	acceptOnce.Do(func() {
 		accepted = map[string]map[string]bool{}
+		defaultsOf = map[string]map[string]string{}
 		for _, c := range []struct {
 			binary string
 			args   []string
@@ -144,6 +146,13 @@ func acceptedVars(t *testing.T) map[string]map[string]bool {
 				return
 			}
 			accepted[c.binary] = names
+			defs := map[string]string{}
+			for _, m := range regexp.MustCompile("(?m)^\\| `(CHANGERATE_[A-Z0-9_]+)` \\| `[^`]*` \\| `([^`]*)` \\|").FindAllStringSubmatch(out.String(), -1) {
+				if m[2] != "—" {
+					defs[m[1]] = m[2]
+				}
+			}
+			defaultsOf[c.binary] = defs
 		}
 	})
 	if acceptErr != nil {
