@@ -101,7 +101,7 @@ func (m *manifests) find(kind, namespace, name string) (object, bool) {
 
 var (
 	acceptOnce sync.Once
-	accepted   map[string]map[string]bool // binary -> CHANGERATE_* names
+	accepted   map[string]map[string]bool   // binary -> CHANGERATE_* names
 	defaultsOf map[string]map[string]string // binary -> CHANGERATE_* name -> default ("" for none)
 	acceptErr  error
 )
