@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -56,9 +55,8 @@ func (r *Redis) CheckDurability(ctx context.Context) error {
 // parseInfo reads the "field:value" lines of an INFO reply.
 func parseInfo(s string) map[string]string {
 	m := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\r' || r == '\n' }) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if ok && !strings.HasPrefix(k, "#") {
 			m[k] = v
 		}
