@@ -224,7 +224,7 @@ func (t RedisTLS) dialer(timeout time.Duration) (func(ctx context.Context, netwo
 	src, err := tlsfiles.New(tlsfiles.Files{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
 		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify})
 	if err != nil {
-		return nil, fmt.Errorf("state: TLS: %w", err)
+		return nil, fmt.Errorf("state: RedisConfig.TLS.CAFile, CertFile or KeyFile: %w", err)
 	}
 	return src.DialFunc((&net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}).DialContext), nil
 }

@@ -331,7 +331,7 @@ func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
 		src, err := tlsfiles.New(tlsfiles.Files{CAFile: cfg.TLS.CAFile, CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile,
 			ServerName: cfg.TLS.ServerName, InsecureSkipVerify: cfg.TLS.InsecureSkipVerify})
 		if err != nil {
-			return nil, fmt.Errorf("stream: KafkaConfig.TLS: %w", err)
+			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CAFile, CertFile or KeyFile: %w", err)
 		}
 		dial = src.DialFunc(dial)
 	}

@@ -129,11 +129,11 @@ func (r *reloader) load(force bool) error {
 	var errs []error
 	if r.f.CAFile != "" {
 		if b, err := os.ReadFile(r.f.CAFile); err != nil {
-			errs = append(errs, fmt.Errorf("tlsfiles: CA file: %w", err))
+			errs = append(errs, fmt.Errorf("tlsfiles: CAFile: %w", err))
 		} else if !bytes.Equal(b, r.caPEM) {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(b) {
-				errs = append(errs, fmt.Errorf("tlsfiles: CA file %s: no PEM certificates", r.f.CAFile))
+				errs = append(errs, fmt.Errorf("tlsfiles: CAFile %s: no PEM certificates", r.f.CAFile))
 			} else {
 				r.caPEM, r.pool = b, pool
 			}
@@ -144,7 +144,7 @@ func (r *reloader) load(force bool) error {
 		k, errK := os.ReadFile(r.f.KeyFile)
 		switch {
 		case errC != nil || errK != nil:
-			errs = append(errs, fmt.Errorf("tlsfiles: certificate or key file: %w", errors.Join(errC, errK)))
+			errs = append(errs, fmt.Errorf("tlsfiles: CertFile/KeyFile: %w", errors.Join(errC, errK)))
 		case !bytes.Equal(c, r.certPEM) || !bytes.Equal(k, r.keyPEM):
 			pair, err := tls.X509KeyPair(c, k)
 			if err != nil {

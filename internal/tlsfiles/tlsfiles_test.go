@@ -218,10 +218,10 @@ func TestLoadErrors(t *testing.T) {
 		f    Files
 		want string
 	}{
-		{"missing CA", Files{CAFile: filepath.Join(dir, "none")}, "CA file"},
+		{"missing CA", Files{CAFile: filepath.Join(dir, "none")}, "CAFile"},
 		{"not PEM", Files{CAFile: os.Args[0]}, "no PEM certificates"},
 		{"cert without key", Files{CertFile: "x"}, "together"},
-		{"missing cert", Files{CertFile: filepath.Join(dir, "c"), KeyFile: filepath.Join(dir, "k")}, "certificate or key file"},
+		{"missing cert", Files{CertFile: filepath.Join(dir, "c"), KeyFile: filepath.Join(dir, "k")}, "CertFile/KeyFile"},
 	} {
 		if _, err := New(tc.f); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
