@@ -2,7 +2,13 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: help demo test test-short bench fuzz build vet
+VERSION ?= $(shell cat VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown)
+IMAGE ?= changerate/changerate
+DOCKER ?= docker
+
+.PHONY: help demo test test-short bench fuzz build image vet
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -10,14 +16,19 @@ help: ## list the targets
 demo: ## run the embedded default: in-process Kafka, in-memory state, sample logs; prints the estimates
 	$(GO) run ./cmd/aggregator
 
-test: ## run every test (installs redis-server and kcat when missing and root)
+test: ## run every test (installs redis-server, kcat and promtool when missing and root)
 	./scripts/test.sh
 
 test-short: ## unit tests only, no race detector
 	$(GO) test -short ./...
 
-build: ## build the binaries into bin/
+build: ## build every command into bin/; aggregator and ingest as release binaries (static, version-stamped)
 	$(GO) build -o bin/ ./cmd/...
+	VERSION=$(VERSION) REVISION=$(REVISION) DATE=$(DATE) GO=$(GO) ./scripts/build-static.sh bin
+
+image: ## build the container image $(IMAGE):$(VERSION) (Dockerfile; both programs, distroless, UID 65532)
+	$(DOCKER) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg DATE=$(DATE) \
+		-t $(IMAGE):$(VERSION) .
 
 vet: ## go vet
 	$(GO) vet ./...

@@ -3,10 +3,15 @@ package aggregate
 import (
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
 )
 
 // metrics are the Processor's Prometheus metrics, registered on the
@@ -32,13 +37,135 @@ type metrics struct {
 	stateBytes   prometheus.Histogram
 	nextOffset   *prometheus.GaugeVec
 	cachedObjs   *prometheus.GaugeVec
+	eventLag     *eventLagCollector
 }
 
-type partitionGauges struct{ next, cached prometheus.Gauge }
+// partitionGauges are a partition's series; metrics.forget deletes them
+// when the partition leaves this member.
+type partitionGauges struct {
+	next, cached prometheus.Gauge
+	newest       *atomic.Int64 // UnixNano of the newest committed observation; 0: none yet
+}
 
 func (m *metrics) partition(p state.Partition) partitionGauges {
 	id := strconv.Itoa(int(p.ID))
-	return partitionGauges{next: m.nextOffset.WithLabelValues(p.Topic, id), cached: m.cachedObjs.WithLabelValues(p.Topic, id)}
+	return partitionGauges{next: m.nextOffset.WithLabelValues(p.Topic, id), cached: m.cachedObjs.WithLabelValues(p.Topic, id),
+		newest: m.eventLag.track(p)}
+}
+
+// forget deletes p's per-partition series: a partition that moved to
+// another member must not be reported by this one (a frozen next_offset
+// would look like a stopped partition, and sums over members would count
+// it twice).
+func (m *metrics) forget(p state.Partition) {
+	id := strconv.Itoa(int(p.ID))
+	m.nextOffset.DeleteLabelValues(p.Topic, id)
+	m.cachedObjs.DeleteLabelValues(p.Topic, id)
+	m.eventLag.forget(p)
+}
+
+// committed records the newest event time of a committed batch.
+func (g partitionGauges) committed(obs []records.Observation) {
+	newest := g.newest.Load()
+	for i := range obs {
+		if t := obs[i].Time.UnixNano(); t > newest {
+			newest = t
+		}
+	}
+	g.newest.Store(newest)
+}
+
+// Known label values, exported at 0 from the start so that rate() and
+// alerts see a series before the first event (and an absent series means
+// a scrape problem, not "nothing happened").
+var (
+	knownAlertKinds   = []string{records.EstimateChange, records.EstimateAccess}
+	knownLateActions  = []string{"reordered", "dropped"}
+	knownDeadReasons  = []string{"decode", ReasonOutputRejected}
+	knownRetryOps     = []string{"commit", "write outputs", "write dead letters"}
+	knownRejectReason = []string{"MESSAGE_TOO_LARGE", stream.ReasonExceedsBatchBytes, "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"}
+	knownFenced       = []string{"takeover", "rewound"}
+)
+
+// initLabels creates the known series of the labelled counters at 0; the
+// output topics come from cfg.
+func (m *metrics) initLabels(cfg Config) {
+	for _, k := range knownAlertKinds {
+		m.alerts.WithLabelValues(k)
+		m.estimates.WithLabelValues(k)
+	}
+	for _, a := range knownLateActions {
+		m.late.WithLabelValues(a)
+	}
+	for _, r := range knownDeadReasons {
+		m.deadLetters.WithLabelValues(r)
+	}
+	for _, op := range knownRetryOps {
+		m.retries.WithLabelValues(op)
+	}
+	for _, topic := range []string{cfg.EstimatesTopic, cfg.AccessReportsTopic, cfg.AlertsTopic, cfg.DeadLetterTopic} {
+		for _, r := range knownRejectReason {
+			m.rejected.WithLabelValues(topic, r)
+		}
+	}
+	for _, r := range knownFenced {
+		m.fenced.WithLabelValues(r)
+	}
+	for _, oc := range outcomeNames {
+		if oc != Late.String() {
+			m.outcomes.WithLabelValues(oc)
+		}
+	}
+	for _, r := range []string{"hit", "miss"} {
+		m.cache.WithLabelValues(r)
+	}
+}
+
+// eventLagCollector exports changerate_aggregator_event_time_lag_seconds:
+// per owned partition, the wall clock at scrape time minus the newest
+// observation time committed, so the gauge keeps growing while a
+// partition is stuck (a gauge set at commit time would freeze).
+type eventLagCollector struct {
+	desc  *prometheus.Desc
+	now   func() time.Time
+	mu    sync.Mutex
+	parts map[state.Partition]*atomic.Int64
+}
+
+func newEventLagCollector(ns string, now func() time.Time) *eventLagCollector {
+	return &eventLagCollector{
+		desc: prometheus.NewDesc(ns+"_event_time_lag_seconds",
+			"Wall clock minus the newest observation time committed, per owned partition (absent until the partition's first commit).",
+			[]string{"topic", "partition"}, nil),
+		now: now, parts: map[state.Partition]*atomic.Int64{},
+	}
+}
+
+func (c *eventLagCollector) track(p state.Partition) *atomic.Int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := new(atomic.Int64)
+	c.parts[p] = v
+	return v
+}
+
+func (c *eventLagCollector) forget(p state.Partition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.parts, p)
+}
+
+func (c *eventLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *eventLagCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, v := range c.parts {
+		if n := v.Load(); n != 0 {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, now.Sub(time.Unix(0, n)).Seconds(), p.Topic, strconv.Itoa(int(p.ID)))
+		}
+	}
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,7 +173,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	lat := prometheus.ExponentialBuckets(0.0001, 2, 18)
 	m := &metrics{
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_in_total", Help: "Observations decoded, by kind."}, []string{"kind"}),
-		outcomes:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_outcome_total", Help: "What applying an observation did: applied, duplicate, late, no_information."}, []string{"outcome"}),
+		outcomes:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_outcome_total", Help: "What applying an observation did: applied, duplicate, no_information (dropped late observations are counted in late_events_total{action=\"dropped\"})."}, []string{"outcome"}),
 		late:         prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "late_events_total", Help: "Out-of-order observations: reordered (applied at the object's latest time) or dropped (older than the tolerance)."}, []string{"action"}),
 		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "dead_letters_total", Help: "Messages sent to the dead-letter topic, by reason."}, []string{"reason"}),
 		rejected:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "outputs_rejected_total", Help: "Output records the sink refused permanently, by topic and the sink's reason (e.g. MESSAGE_TOO_LARGE); each is replaced by a dead letter (reason output_rejected), except rejected dead letters (topic = the dead-letter topic), which stop the partition."}, []string{"topic", "reason"}),
@@ -54,21 +181,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		estimates:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "estimates_out_total", Help: "Estimate records published, by kind."}, []string{"kind"}),
 		cache:        prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_lookups_total", Help: "Object cache lookups: hit or miss (a miss reads the store)."}, []string{"result"}),
 		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "retries_total", Help: "Retried output writes and state commits."}, []string{"op"}),
-		fenced:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fenced_commits_total", Help: "Commits refused by the store: epoch (partition lost) or offset (stale view); takeover counts claims refused and then taken over (a restarted consumer group); rewound counts idle checks that found the stored offset behind the last commit (the store lost writes)."}, []string{"reason"}),
+		fenced:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fenced_commits_total", Help: "Fencing events of the aggregator beyond the store's refusals (those are changerate_state_commit_rejected_total): takeover counts claims refused and then taken over (a restarted consumer group); rewound counts idle checks that found the stored offset behind the last commit (the store lost writes)."}, []string{"reason"}),
 		corrupt:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "corrupt_states_total", Help: "Stored object states that could not be decoded and were started afresh."}),
 		outputs:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "output_records_total", Help: "Output records written (estimates, reports, alerts, dead letters)."}),
 		committed:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "messages_committed_total", Help: "Input messages whose batch was committed to the store."}),
-		batchSize:    prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_size", Help: "Messages per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 16)}),
+		batchSize:    prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_messages", Help: "Input messages per batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 16)}),
 		batchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_seconds", Help: "Time to process and commit one batch.", Buckets: lat}),
 		sinkLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "output_write_seconds", Help: "Time to write one batch's outputs (Kafka produce latency).", Buckets: lat}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "store_seconds", Help: "State store latency by operation.", Buckets: lat}, []string{"op"}),
 		stateBytes:   prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "state_bytes", Help: "Encoded size of written object states.", Buckets: prometheus.LinearBuckets(16, 16, 20)}),
 		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
+		eventLag:     newEventLagCollector(ns, time.Now),
 	}
 	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
-		m.stateBytes, m.nextOffset, m.cachedObjs} {
+		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("aggregate: register metrics: %w", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/backoff"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -168,6 +169,8 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err != nil {
 		return nil, err
 	}
+	m.initLabels(cfg)
+	m.eventLag.now = now
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
 		owned: map[state.Partition]bool{}}, nil
 }
@@ -238,6 +241,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	}()
 
 	w := p.newWorker(part, c, next, log)
+	defer p.metrics.forget(part)
 	// A batch that was fetched is finished (outputs written, state
 	// committed) even when ctx is cancelled meanwhile, within DrainTimeout.
 	bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -576,7 +580,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		}
 	}
 	for oc, n := range outcomes {
-		if n > 0 {
+		if n > 0 && Outcome(oc) != Late { // counted as late_events_total{action="dropped"}
 			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
 		}
 	}
@@ -688,10 +692,7 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	}
 	if err != nil {
 		if errors.Is(err, state.ErrOffsetMismatch) {
-			p.metrics.fenced.WithLabelValues("offset").Inc()
 			err = fmt.Errorf("aggregate: %s/%d: %w", w.part.Topic, w.part.ID, err)
-		} else if errors.Is(err, state.ErrFenced) {
-			p.metrics.fenced.WithLabelValues("epoch").Inc()
 		}
 		f.err = err
 		return
@@ -700,6 +701,7 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	// is atomic and never blocks.
 	w.claim.MarkCommitted(b.to)
 	w.gauges.next.Set(float64(b.to))
+	w.gauges.committed(b.obs)
 	p.metrics.committed.Add(float64(b.n))
 	p.committed.Add(int64(b.n))
 	p.metrics.batchLatency.Observe(time.Since(b.start).Seconds())
@@ -892,7 +894,7 @@ func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError
 // retry runs f until it succeeds, fails with a fencing error or a permanent
 // rejection (stream.ErrRejected), or ctx ends.
 func (w *worker) retry(ctx context.Context, what string, f func() error) error {
-	backoff := w.p.cfg.RetryBackoff
+	wait := backoff.New(w.p.cfg.RetryBackoff, 30*time.Second) // exponential with jitter
 	for {
 		err := f()
 		if err == nil || errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) ||
@@ -902,14 +904,14 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.log.Warn("retrying", "op", what, "err", err, "backoff", backoff)
+		d := wait.Next()
+		w.log.Warn("retrying", "op", what, "err", err, "backoff", d)
 		w.p.metrics.retries.WithLabelValues(what).Inc()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(d):
 		}
-		backoff = min(2*backoff, 30*time.Second)
 	}
 }
 

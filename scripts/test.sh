@@ -2,8 +2,10 @@
 # The project's test command (README: `make test`). It makes sure the real
 # third-party programs the tests drive are installed — redis-server and
 # redis-cli (state/ and pipeline tests start their own servers on free ports)
-# and kcat (a non-Go Kafka client reading our topics) and chromium (the
-# headless browser of the web page's end-to-end test) — then runs go vet and
+# kcat (a non-Go Kafka client reading our topics), chromium (the headless
+# browser of the web page's end-to-end test) and promtool (Debian's prometheus
+# package: deploy/k8s checks and unit-tests the alerting rules with it) — then
+# runs go vet and
 # every test with the race detector. With CHANGERATE_REQUIRE_* set, a test
 # that would need a missing program fails instead of skipping.
 set -euo pipefail
@@ -14,6 +16,7 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${need[*]}"
@@ -28,6 +31,7 @@ if command -v kcat >/dev/null 2>&1; then export CHANGERATE_REQUIRE_KCAT=1; fi
 if command -v chromium >/dev/null 2>&1; then export CHANGERATE_REQUIRE_CHROMIUM=1; fi
 # The browser test's screenshot (object-page.png) goes here.
 export CHANGERATE_ARTIFACT_DIR="${CHANGERATE_ARTIFACT_DIR:-$PWD/artifacts}"
+if command -v promtool >/dev/null 2>&1; then export CHANGERATE_REQUIRE_PROMTOOL=1; fi
 
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...

@@ -195,7 +195,10 @@ func roundTrip(t *testing.T, r state.Store) {
 
 func TestAuth(t *testing.T) {
 	t.Run("acl user", func(t *testing.T) {
-		s := redistest.Start(t, redistest.WithACLUser("aggregator", "pa55", true))
+		// The user has exactly the store's least-privilege rules (with
+		// ExpiryEvents "config": CONFIG GET/SET of notify-keyspace-events).
+		s := redistest.Start(t, redistest.WithUser("aggregator", "pa55", state.RedisACLRules(state.RedisConfig{})),
+			redistest.WithPassword("admin-only"))
 		r, err := state.NewRedis(state.RedisConfig{Addrs: []string{s.Addr}, Username: "aggregator", Password: "pa55"}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +209,7 @@ func TestAuth(t *testing.T) {
 			t.Fatal("wrong password accepted")
 		}
 		if _, err := state.NewRedis(state.RedisConfig{Addrs: []string{s.Addr}}, nil, nil); err == nil {
-			t.Fatal("default user accepted although disabled")
+			t.Fatal("default user accepted without its password")
 		}
 	})
 	t.Run("requirepass", func(t *testing.T) {

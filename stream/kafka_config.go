@@ -1,12 +1,9 @@
 package stream
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -14,6 +11,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/changerate/changerate/internal/tlsfiles"
 )
 
 // SASL mechanisms accepted by KafkaSASLConfig.Mechanism.
@@ -285,37 +284,6 @@ func compressionCodec(name string) (kafka.Compression, error) {
 	return 0, fmt.Errorf("stream: KafkaConfig.Compression: unknown codec %q (want none, gzip, snappy, lz4 or zstd)", name)
 }
 
-// tlsConfig loads the TLS material; nil when TLS is disabled.
-func (c KafkaConfig) tlsConfig() (*tls.Config, error) {
-	if !c.TLS.Enable {
-		return nil, nil
-	}
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         c.TLS.ServerName,
-		InsecureSkipVerify: c.TLS.InsecureSkipVerify, //nolint:gosec // operator's explicit choice
-	}
-	if c.TLS.CAFile != "" {
-		pem, err := os.ReadFile(c.TLS.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CAFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CAFile: no PEM certificates in %s", c.TLS.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if c.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CertFile/KeyFile: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
-
 func (c KafkaConfig) saslMechanism() (sasl.Mechanism, error) {
 	switch c.SASL.Mechanism {
 	case SASLNone:
@@ -352,28 +320,32 @@ func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	tc, err := cfg.tlsConfig()
-	if err != nil {
-		return nil, err
-	}
 	mech, err := cfg.saslMechanism()
 	if err != nil {
 		return nil, err
 	}
+	dial := (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.TLS.Enable {
+		// TLS in the dial function, with the files' current contents:
+		// rotated certificates and CAs apply to new connections.
+		src, err := tlsfiles.New(tlsfiles.Files{CAFile: cfg.TLS.CAFile, CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile,
+			ServerName: cfg.TLS.ServerName, InsecureSkipVerify: cfg.TLS.InsecureSkipVerify})
+		if err != nil {
+			return nil, fmt.Errorf("stream: KafkaConfig.TLS.CAFile, CertFile or KeyFile: %w", err)
+		}
+		dial = src.DialFunc(dial)
+	}
 	transport := &kafka.Transport{
-		Dial:        (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		Dial:        dial,
 		DialTimeout: cfg.DialTimeout,
 		MetadataTTL: cfg.MetadataInterval,
 		ClientID:    cfg.ClientID,
-		TLS:         tc,
 		SASL:        mech,
 	}
 	dialer := &kafka.Dialer{
 		ClientID:      cfg.ClientID,
 		Timeout:       cfg.DialTimeout,
-		DualStack:     true,
-		KeepAlive:     30 * time.Second,
-		TLS:           tc,
+		DialFunc:      dial,
 		SASLMechanism: mech,
 	}
 	addr := kafka.TCP(cfg.Brokers...)

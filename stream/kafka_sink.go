@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/changerate/changerate/internal/backoff"
 )
 
 // KafkaSink is a Sink that produces to Kafka with kafka-go.
@@ -150,7 +152,7 @@ func (s *KafkaSink) Write(ctx context.Context, msgs ...Message) error {
 	// as the Java producer does. Nothing was written in this case.
 	var nw errNotWritten
 	for deadline := start.Add(2 * s.k.cfg.MetadataInterval); errors.As(err, &nw) && errors.Is(err, kafka.UnknownTopicOrPartition) && time.Now().Before(deadline); {
-		if sleepCtx(ctx, s.k.cfg.RetryBackoff) != nil {
+		if sleepCtx(ctx, backoff.New(s.k.cfg.RetryBackoff, 0).Next()) != nil {
 			break
 		}
 		err = write(ctx, msgs)
@@ -348,7 +350,7 @@ func recordSize(m *Message) int64 { return int64(len(m.Key) + len(m.Value) + 32)
 // produce sends msgs[idx] to one partition, retrying retriable errors.
 func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, msgs []Message, idx []int32, now time.Time) error {
 	cfg := &s.k.cfg
-	backoff := cfg.RetryBackoff
+	wait := backoff.New(cfg.RetryBackoff, time.Second) // exponential with jitter
 	for attempt := 1; ; attempt++ {
 		recs := make([]kafka.Record, len(idx))
 		for j, i := range idx {
@@ -380,10 +382,9 @@ func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, ms
 			return err
 		}
 		s.log.Debug("kafka produce failed; retrying", "topic", topic, "partition", partition, "attempt", attempt, "err", err)
-		if sleepCtx(ctx, backoff) != nil {
+		if sleepCtx(ctx, wait.Next()) != nil {
 			return ctx.Err()
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

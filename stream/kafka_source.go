@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/changerate/changerate/internal/backoff"
 )
 
 // KafkaSource is a Source reading topics as a member of a Kafka consumer
@@ -733,7 +735,7 @@ func (c *kafkaClaim) retryWait(ctx context.Context, kind string, pos int64, err 
 	c.src.m.fetchErrors.WithLabelValues(c.topic, kind).Inc()
 	c.src.log.Warn("kafka "+kind+" failed; retrying", "topic", c.topic, "partition", c.partition,
 		"offset", pos, "err", err)
-	return sleepCtx(ctx, c.src.k.cfg.RetryBackoff)
+	return sleepCtx(ctx, backoff.New(c.src.k.cfg.RetryBackoff, 0).Next()) // jittered: members retry apart
 }
 
 // bounds returns the log start offset and the high watermark.

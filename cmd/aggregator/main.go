@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
@@ -66,7 +67,7 @@ type config struct {
 	KafkaTLSInsecure    bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
 	KafkaSASLMechanism  string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
 	KafkaSASLUser       string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
-	KafkaSASLPassword   string        `envconfig:"KAFKA_SASL_PASSWORD" desc:"SASL password"`
+	KafkaSASLPassword   string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password"`
 	KafkaSessionTimeout time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" default:"30s" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
 	KafkaHeartbeat      time.Duration `envconfig:"KAFKA_HEARTBEAT" default:"3s" desc:"consumer-group heartbeat interval"`
 	CreateTopics        bool          `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
@@ -79,17 +80,21 @@ type config struct {
 	TopicAlerts        string `envconfig:"ALERTS_TOPIC" default:"alerts" desc:"output topic of rate-shift alerts"`
 	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
 
-	RedisAddrs    []string `envconfig:"REDIS_ADDRS" desc:"comma-separated Redis addresses (host:port); several with REDIS_CLUSTER for a cluster"`
-	RedisCluster  bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
-	RedisUsername string   `envconfig:"REDIS_USERNAME" desc:"Redis ACL user"`
-	RedisPassword string   `envconfig:"REDIS_PASSWORD" desc:"Redis password (AUTH)"`
-	RedisDB       int      `envconfig:"REDIS_DB" default:"0" desc:"Redis database (standalone only)"`
-	RedisTLS      bool     `envconfig:"REDIS_TLS" desc:"connect to Redis over TLS"`
-	RedisTLSCA    string   `envconfig:"REDIS_TLS_CA" desc:"PEM CA bundle verifying Redis (default: system roots)"`
-	RedisTLSCert  string   `envconfig:"REDIS_TLS_CERT" desc:"PEM client certificate for Redis"`
-	RedisTLSKey   string   `envconfig:"REDIS_TLS_KEY" desc:"PEM key of REDIS_TLS_CERT"`
-	RedisPrefix   string   `envconfig:"REDIS_KEY_PREFIX" default:"cr:" desc:"prefix of every Redis key"`
-	RedisKeyFmt   string   `envconfig:"REDIS_KEY_FORMAT" default:"compact" desc:"object key layout: compact (14-byte hashed keys, keeps an object within 256 bytes of Redis memory) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
+	RedisAddrs            []string `envconfig:"REDIS_ADDRS" desc:"comma-separated Redis addresses (host:port); several with REDIS_CLUSTER for a cluster"`
+	RedisCluster          bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
+	RedisUsername         string   `envconfig:"REDIS_USERNAME" desc:"Redis ACL user"`
+	RedisPassword         string   `envconfig:"REDIS_PASSWORD" file:"true" desc:"Redis password (AUTH)"`
+	RedisDB               int      `envconfig:"REDIS_DB" default:"0" desc:"Redis database (standalone only)"`
+	RedisTLS              bool     `envconfig:"REDIS_TLS" desc:"connect to Redis over TLS"`
+	RedisTLSCA            string   `envconfig:"REDIS_TLS_CA" desc:"PEM CA bundle verifying Redis (default: system roots)"`
+	RedisTLSCert          string   `envconfig:"REDIS_TLS_CERT" desc:"PEM client certificate for Redis"`
+	RedisTLSKey           string   `envconfig:"REDIS_TLS_KEY" desc:"PEM key of REDIS_TLS_CERT"`
+	RedisPrefix           string   `envconfig:"REDIS_KEY_PREFIX" default:"cr:" desc:"prefix of every Redis key"`
+	RedisSentinelMaster   string   `envconfig:"REDIS_SENTINEL_MASTER" desc:"Redis with Sentinel: the master's name; REDIS_ADDRS are then the Sentinels (go-redis failover client)"`
+	RedisSentinelPassword string   `envconfig:"REDIS_SENTINEL_PASSWORD" file:"true" desc:"password of the Sentinels (default: none)"`
+	RedisExpiryEvents     string   `envconfig:"REDIS_EXPIRY_EVENTS" default:"config" desc:"counting expired objects: config (enable notify-keyspace-events Ex with CONFIG SET, then subscribe), subscribe (the server is configured; no CONFIG permission needed) or off"`
+	RedisRequireDurable   bool     `envconfig:"REDIS_REQUIRE_DURABLE" default:"true" desc:"refuse to start unless every Redis master has maxmemory-policy noeviction and appendonly yes (false: for tests and development only)"`
+	RedisKeyFmt           string   `envconfig:"REDIS_KEY_FORMAT" default:"compact" desc:"object key layout: compact (14-byte hashed keys, keeps an object within 256 bytes of Redis memory) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
 
 	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
@@ -234,7 +239,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
+	version := fs.Bool("version", false, "print the version and exit")
 	if _, err := cliconfig.Load(envPrefix, &cfg, fs, args); err != nil {
+		return err
+	}
+	if *version {
+		_, err := fmt.Fprintln(stdout, buildinfo.Get().String("aggregator"))
 		return err
 	}
 	if *ref {
@@ -252,7 +262,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		logger = slog.New(slog.NewTextHandler(stderr, hopts))
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
 
 	switch {
 	case cfg.In != "":

@@ -44,6 +44,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
@@ -95,7 +96,7 @@ type options struct {
 	KafkaTLSInsecure   bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
 	KafkaSASLMechanism string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
 	KafkaSASLUser      string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
-	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD" desc:"SASL password (prefer the environment variable)"`
+	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password (prefer the environment variable)"`
 	KafkaCompression   string        `envconfig:"KAFKA_COMPRESSION" desc:"produce compression: none, gzip, snappy, lz4, zstd"`
 	KafkaLinger        time.Duration `envconfig:"KAFKA_LINGER" default:"5ms" desc:"how long the producer waits to fill a batch"`
 }
@@ -130,6 +131,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if errors.Is(err, errVersion) {
+		fmt.Fprintln(stdout, buildinfo.Get().String("ingest"))
+		return 0
+	}
 	if errors.Is(err, errConfigReference) {
 		if err := cliconfig.WriteReference(stdout, envPrefix, &options{}); err != nil {
 			fmt.Fprintf(stderr, "ingest: %v\n", err)
@@ -156,7 +161,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("ingest"))
 
 	var sink stream.Sink
 	var closeDL func() error = func() error { return nil }
@@ -294,6 +299,9 @@ func writeReport(w io.Writer, sum ingest.Summary) {
 // errConfigReference asks run to print the configuration reference.
 var errConfigReference = errors.New("config reference requested")
 
+// errVersion asks run to print the version.
+var errVersion = errors.New("version requested")
+
 func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []string, error) {
 	var o options
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
@@ -307,9 +315,13 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		fs.PrintDefaults()
 	}
 	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
+	version := fs.Bool("version", false, "print the version and exit")
 	rest, err := cliconfig.Load(envPrefix, &o, fs, args)
 	if err != nil {
 		return o, stream.KafkaConfig{}, nil, err
+	}
+	if *version {
+		return o, stream.KafkaConfig{}, nil, errVersion
 	}
 	if *ref {
 		return o, stream.KafkaConfig{}, nil, errConfigReference

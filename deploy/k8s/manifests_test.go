@@ -4,28 +4,26 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // ---------------------------------------------------------------------------------------------------------------
 // Loading
 
+// object is one rendered resource as generic maps (for the invariants below); decode_test.go decodes the same
+// resources strictly into their API types.
 type object struct {
-	file string
+	file string // the overlay it was rendered from
 	m    map[string]any
 }
 
@@ -77,67 +75,11 @@ func intAt(v any, keys ...any) (int64, bool) {
 	return n, ok
 }
 
-func manifestFiles(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob("*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, _ := filepath.Glob("*.yml")
-	files = append(files, more...)
-	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
-	sort.Strings(files)
-	if len(files) == 0 {
-		t.Fatal("no manifest files")
-	}
-	return files
-}
-
-var (
-	loadOnce sync.Once
-	loaded   []object
-	loadErr  error
-)
-
 // objects parses every YAML document of every manifest file.
-func objects(t *testing.T) []object {
-	t.Helper()
-	files := manifestFiles(t)
-	loadOnce.Do(func() {
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				loadErr = err
-				return
-			}
-			docs, err := parseYAML(b)
-			if err != nil {
-				loadErr = fmt.Errorf("%s: %v", f, err)
-				return
-			}
-			if len(docs) == 0 {
-				loadErr = fmt.Errorf("%s: no YAML documents", f)
-				return
-			}
-			for i, d := range docs {
-				m, ok := d.(map[string]any)
-				if !ok {
-					loadErr = fmt.Errorf("%s: document %d is not a mapping", f, i+1)
-					return
-				}
-				loaded = append(loaded, object{file: f, m: m})
-			}
-		}
-	})
-	if loadErr != nil {
-		t.Fatal(loadErr)
-	}
-	return loaded
-}
 
-func byKind(t *testing.T, kind string) []object {
+func (m *manifests) byKind(kind string) []object {
 	var out []object
-	for _, o := range objects(t) {
+	for _, o := range m.objs {
 		if o.kind() == kind {
 			out = append(out, o)
 		}
@@ -145,8 +87,8 @@ func byKind(t *testing.T, kind string) []object {
 	return out
 }
 
-func find(t *testing.T, kind, namespace, name string) (object, bool) {
-	for _, o := range byKind(t, kind) {
+func (m *manifests) find(kind, namespace, name string) (object, bool) {
+	for _, o := range m.byKind(kind) {
 		if o.name() == name && o.namespace() == namespace {
 			return o, true
 		}
@@ -159,7 +101,8 @@ func find(t *testing.T, kind, namespace, name string) (object, bool) {
 
 var (
 	acceptOnce sync.Once
-	accepted   map[string]map[string]bool // binary -> CHANGERATE_* names
+	accepted   map[string]map[string]bool   // binary -> CHANGERATE_* names
+	defaultsOf map[string]map[string]string // binary -> CHANGERATE_* name -> default ("" for none)
 	acceptErr  error
 )
 
@@ -173,6 +116,7 @@ func acceptedVars(t *testing.T) map[string]map[string]bool {
 	}
 	acceptOnce.Do(func() {
 		accepted = map[string]map[string]bool{}
+		defaultsOf = map[string]map[string]string{}
 		for _, c := range []struct {
 			binary string
 			args   []string
@@ -202,6 +146,13 @@ func acceptedVars(t *testing.T) map[string]map[string]bool {
 				return
 			}
 			accepted[c.binary] = names
+			defs := map[string]string{}
+			for _, m := range regexp.MustCompile("(?m)^\\| `(CHANGERATE_[A-Z0-9_]+)` \\| `[^`]*` \\| `([^`]*)` \\|").FindAllStringSubmatch(out.String(), -1) {
+				if m[2] != "—" {
+					defs[m[1]] = m[2]
+				}
+			}
+			defaultsOf[c.binary] = defs
 		}
 	})
 	if acceptErr != nil {
@@ -224,10 +175,10 @@ type container struct {
 
 func (c container) String() string { return fmt.Sprintf("%s container %q", c.owner, str(c.c, "name")) }
 
-func containers(t *testing.T) []container {
+func (m *manifests) containers(t *testing.T) []container {
 	var out []container
-	for _, o := range objects(t) {
-		if !workloadKinds[o.kind()] {
+	for _, o := range m.objs {
+		if !workloadKinds[o.kind()] || o.namespace() != "changerate" {
 			continue
 		}
 		pod := mapAt(o.m, "spec", "template", "spec")
@@ -249,10 +200,10 @@ func containers(t *testing.T) []container {
 	return out
 }
 
-func aggregatorDeployment(t *testing.T) object {
+func (m *manifests) aggregatorDeployment(t *testing.T) object {
 	t.Helper()
 	var found []object
-	for _, c := range containers(t) {
+	for _, c := range m.containers(t) {
 		if c.binary == "aggregator" && c.owner.kind() == "Deployment" {
 			found = append(found, c.owner)
 		}
@@ -265,7 +216,7 @@ func aggregatorDeployment(t *testing.T) object {
 
 // env is the effective environment of a container: its envFrom ConfigMaps and Secrets, then env. A value taken
 // from a field or a secret key is recorded as "<ref>".
-func env(t *testing.T, c container) map[string]string {
+func (m *manifests) env(t *testing.T, c container) map[string]string {
 	t.Helper()
 	ns := c.owner.namespace()
 	out := map[string]string{}
@@ -274,7 +225,7 @@ func env(t *testing.T, c container) map[string]string {
 		if ref == nil {
 			kind, ref = "Secret", mapAt(ef, "secretRef")
 		}
-		src, ok := find(t, kind, ns, str(ref, "name"))
+		src, ok := m.find(kind, ns, str(ref, "name"))
 		if !ok {
 			if get(ref, "optional") == true {
 				continue
@@ -297,7 +248,7 @@ func env(t *testing.T, c container) map[string]string {
 			if ref == nil {
 				continue
 			}
-			src, ok := find(t, kind, ns, str(ref, "name"))
+			src, ok := m.find(kind, ns, str(ref, "name"))
 			if !ok {
 				t.Errorf("%s: env %s: %s %q is not in the manifests", c, name, kind, str(ref, "name"))
 				continue
@@ -355,223 +306,206 @@ func containerPort(c container, port any) (int64, bool) {
 }
 
 func TestWorkloadContainers(t *testing.T) {
-	type rule struct {
-		readiness bool
-		// the shutdown bound (variable and default) that terminationGracePeriodSeconds must exceed
-		shutdownVar, shutdownDefault string
-		// the variable holding the HTTP listen address, its default, and the paths it must serve
-		addrVar, addrDefault string
-		paths                []string
-		// variables that must be set (service mode)
-		required []string
-	}
-	rules := map[string]rule{
-		"aggregator": {readiness: true, shutdownVar: "CHANGERATE_DRAIN_TIMEOUT", shutdownDefault: "10s",
-			addrVar: "CHANGERATE_HTTP_ADDR", addrDefault: ":8080", paths: []string{"/healthz", "/readyz"},
-			required: []string{"CHANGERATE_KAFKA_BROKERS", "CHANGERATE_REDIS_ADDRS"}},
-		"ingest": {shutdownVar: "CHANGERATE_SHUTDOWN_TIMEOUT", shutdownDefault: "30s",
-			addrVar: "CHANGERATE_METRICS_ADDR", paths: []string{"/healthz"},
-			required: []string{"CHANGERATE_KAFKA_BROKERS"}},
-	}
-	seen := map[string]bool{}
-	for _, c := range containers(t) {
-		t.Run(c.owner.name()+"/"+str(c.c, "name"), func(t *testing.T) {
-			r, ok := rules[c.binary]
-			if !ok {
-				t.Fatalf("%s: command %v is neither /aggregator nor /ingest", c, get(c.c, "command"))
-			}
-			seen[c.binary] = true
-			e := env(t, c)
-
-			// Probes.
-			probes := []string{"livenessProbe"}
-			if r.readiness {
-				probes = append(probes, "readinessProbe")
-			}
-			addr, ok := e[r.addrVar]
-			if !ok {
-				addr = r.addrDefault
-			}
-			_, addrPort, _ := strings.Cut(addr, ":")
-			for _, p := range probes {
-				hg := mapAt(c.c, p, "httpGet")
-				if hg == nil {
-					t.Errorf("%s: no %s.httpGet", c, p)
-					continue
-				}
-				if !slices.Contains(r.paths, str(hg, "path")) {
-					t.Errorf("%s: %s path %q, want one of %v", c, p, str(hg, "path"), r.paths)
-				}
-				n, ok := containerPort(c, get(hg, "port"))
-				if !ok {
-					t.Errorf("%s: %s port %v is not a container port", c, p, get(hg, "port"))
-				} else if strconv.FormatInt(n, 10) != addrPort {
-					t.Errorf("%s: %s port %d, but %s=%q", c, p, n, r.addrVar, addr)
-				}
-			}
-			if r.readiness && str(c.c, "readinessProbe", "httpGet", "path") != "/readyz" {
-				t.Errorf("%s: readiness must probe /readyz", c)
-			}
-
-			// Resources.
-			for _, kind := range []string{"requests", "limits"} {
-				for _, res := range []string{"cpu", "memory"} {
-					if get(c.c, "resources", kind, res) == nil {
-						t.Errorf("%s: no resources.%s.%s", c, kind, res)
-					}
-				}
-			}
-
-			// Security.
-			sc := mapAt(c.c, "securityContext")
-			if get(sc, "runAsNonRoot") != true && !(get(sc, "runAsNonRoot") == nil && get(c.pod, "securityContext", "runAsNonRoot") == true) {
-				t.Errorf("%s: runAsNonRoot is not true", c)
-			}
-			if get(sc, "readOnlyRootFilesystem") != true {
-				t.Errorf("%s: readOnlyRootFilesystem is not true", c)
-			}
-			if get(sc, "allowPrivilegeEscalation") != false {
-				t.Errorf("%s: allowPrivilegeEscalation is not false", c)
-			}
-			if !slices.Contains(seqAt(sc, "capabilities", "drop"), any("ALL")) {
-				t.Errorf("%s: capabilities.drop lacks ALL", c)
-			}
-			if len(seqAt(sc, "capabilities", "add")) > 0 || get(sc, "privileged") == true {
-				t.Errorf("%s: adds capabilities or is privileged", c)
-			}
-			if str(sc, "seccompProfile", "type") != "RuntimeDefault" && str(c.pod, "securityContext", "seccompProfile", "type") != "RuntimeDefault" {
-				t.Errorf("%s: seccompProfile is not RuntimeDefault", c)
-			}
-			for _, v := range seqAt(c.pod, "volumes") {
-				if get(v, "hostPath") != nil {
-					t.Errorf("%s: hostPath volume %q (forbidden by the namespace's restricted Pod Security level)", c, str(v, "name"))
-				}
-			}
-
-			// Shutdown: the kubelet's SIGKILL must come after the programs' own bound.
-			grace, ok := intAt(c.pod, "terminationGracePeriodSeconds")
-			if !ok {
-				grace = 30
-			}
-			if bound := duration(t, c, e, r.shutdownVar, r.shutdownDefault); time.Duration(grace)*time.Second <= bound {
-				t.Errorf("%s: terminationGracePeriodSeconds %d is not above %s=%v", c, grace, r.shutdownVar, bound)
-			}
-
-			// Prometheus scraping.
-			ann := mapAt(c.owner.m, "spec", "template", "metadata", "annotations")
-			if str(ann, "prometheus.io/scrape") != "true" || str(ann, "prometheus.io/path") != "/metrics" || str(ann, "prometheus.io/port") != addrPort {
-				t.Errorf("%s: prometheus.io annotations %v, want scrape \"true\", path /metrics, port %q", c, ann, addrPort)
-			}
-
-			// Configuration.
-			for _, v := range r.required {
-				if e[v] == "" {
-					t.Errorf("%s: %s is not set (service mode)", c, v)
-				}
-			}
-			if c.binary == "ingest" {
-				args := strings.Join(func() []string {
-					var s []string
-					for _, a := range seqAt(c.c, "args") {
-						as, _ := a.(string)
-						s = append(s, as)
-					}
-					return s
-				}(), " ")
-				if !strings.Contains(args, "--out=kafka") && e["CHANGERATE_OUT"] != "kafka" {
-					t.Errorf("%s: does not write to Kafka (--out=kafka)", c)
-				}
-			}
-		})
-	}
-	for b := range rules {
-		if !seen[b] {
-			t.Errorf("no workload runs /%s", b)
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		type rule struct {
+			readiness bool
+			// the shutdown bound (variable and default) that terminationGracePeriodSeconds must exceed
+			shutdownVar, shutdownDefault string
+			// the variable holding the HTTP listen address, its default, and the paths it must serve
+			addrVar, addrDefault string
+			paths                []string
+			// variables that must be set (service mode)
+			required []string
 		}
-	}
+		rules := map[string]rule{
+			"aggregator": {readiness: true, shutdownVar: "CHANGERATE_DRAIN_TIMEOUT", shutdownDefault: "10s",
+				addrVar: "CHANGERATE_HTTP_ADDR", addrDefault: ":8080", paths: []string{"/healthz", "/readyz"},
+				required: []string{"CHANGERATE_KAFKA_BROKERS", "CHANGERATE_REDIS_ADDRS"}},
+			"ingest": {shutdownVar: "CHANGERATE_SHUTDOWN_TIMEOUT", shutdownDefault: "30s",
+				addrVar: "CHANGERATE_METRICS_ADDR", paths: []string{"/healthz"},
+				required: []string{"CHANGERATE_KAFKA_BROKERS"}},
+		}
+		seen := map[string]bool{}
+		for _, c := range m.containers(t) {
+			t.Run(c.owner.name()+"/"+str(c.c, "name"), func(t *testing.T) {
+				r, ok := rules[c.binary]
+				if !ok {
+					t.Fatalf("%s: command %v is neither /aggregator nor /ingest", c, get(c.c, "command"))
+				}
+				seen[c.binary] = true
+				e := m.env(t, c)
+
+				// Probes.
+				probes := []string{"livenessProbe"}
+				if r.readiness {
+					probes = append(probes, "readinessProbe")
+				}
+				addr, ok := e[r.addrVar]
+				if !ok {
+					addr = r.addrDefault
+				}
+				_, addrPort, _ := strings.Cut(addr, ":")
+				for _, p := range probes {
+					hg := mapAt(c.c, p, "httpGet")
+					if hg == nil {
+						t.Errorf("%s: no %s.httpGet", c, p)
+						continue
+					}
+					if !slices.Contains(r.paths, str(hg, "path")) {
+						t.Errorf("%s: %s path %q, want one of %v", c, p, str(hg, "path"), r.paths)
+					}
+					n, ok := containerPort(c, get(hg, "port"))
+					if !ok {
+						t.Errorf("%s: %s port %v is not a container port", c, p, get(hg, "port"))
+					} else if strconv.FormatInt(n, 10) != addrPort {
+						t.Errorf("%s: %s port %d, but %s=%q", c, p, n, r.addrVar, addr)
+					}
+				}
+				if r.readiness && str(c.c, "readinessProbe", "httpGet", "path") != "/readyz" {
+					t.Errorf("%s: readiness must probe /readyz", c)
+				}
+
+				// Resources.
+				for _, kind := range []string{"requests", "limits"} {
+					for _, res := range []string{"cpu", "memory"} {
+						if get(c.c, "resources", kind, res) == nil {
+							t.Errorf("%s: no resources.%s.%s", c, kind, res)
+						}
+					}
+				}
+
+				// Security.
+				sc := mapAt(c.c, "securityContext")
+				if get(sc, "runAsNonRoot") != true && !(get(sc, "runAsNonRoot") == nil && get(c.pod, "securityContext", "runAsNonRoot") == true) {
+					t.Errorf("%s: runAsNonRoot is not true", c)
+				}
+				if get(sc, "readOnlyRootFilesystem") != true {
+					t.Errorf("%s: readOnlyRootFilesystem is not true", c)
+				}
+				if get(sc, "allowPrivilegeEscalation") != false {
+					t.Errorf("%s: allowPrivilegeEscalation is not false", c)
+				}
+				if !slices.Contains(seqAt(sc, "capabilities", "drop"), any("ALL")) {
+					t.Errorf("%s: capabilities.drop lacks ALL", c)
+				}
+				if len(seqAt(sc, "capabilities", "add")) > 0 || get(sc, "privileged") == true {
+					t.Errorf("%s: adds capabilities or is privileged", c)
+				}
+				if str(sc, "seccompProfile", "type") != "RuntimeDefault" && str(c.pod, "securityContext", "seccompProfile", "type") != "RuntimeDefault" {
+					t.Errorf("%s: seccompProfile is not RuntimeDefault", c)
+				}
+				for _, v := range seqAt(c.pod, "volumes") {
+					if get(v, "hostPath") != nil {
+						t.Errorf("%s: hostPath volume %q (forbidden by the namespace's restricted Pod Security level)", c, str(v, "name"))
+					}
+				}
+
+				// Shutdown: the kubelet's SIGKILL must come after the programs' own bound.
+				grace, ok := intAt(c.pod, "terminationGracePeriodSeconds")
+				if !ok {
+					grace = 30
+				}
+				if bound := duration(t, c, e, r.shutdownVar, r.shutdownDefault); time.Duration(grace)*time.Second <= bound {
+					t.Errorf("%s: terminationGracePeriodSeconds %d is not above %s=%v", c, grace, r.shutdownVar, bound)
+				}
+
+				// Prometheus scraping.
+				ann := mapAt(c.owner.m, "spec", "template", "metadata", "annotations")
+				if str(ann, "prometheus.io/scrape") != "true" || str(ann, "prometheus.io/path") != "/metrics" || str(ann, "prometheus.io/port") != addrPort {
+					t.Errorf("%s: prometheus.io annotations %v, want scrape \"true\", path /metrics, port %q", c, ann, addrPort)
+				}
+
+				// Configuration.
+				for _, v := range r.required {
+					if e[v] == "" {
+						t.Errorf("%s: %s is not set (service mode)", c, v)
+					}
+				}
+				if c.binary == "ingest" {
+					args := strings.Join(func() []string {
+						var s []string
+						for _, a := range seqAt(c.c, "args") {
+							as, _ := a.(string)
+							s = append(s, as)
+						}
+						return s
+					}(), " ")
+					if !strings.Contains(args, "--out=kafka") && e["CHANGERATE_OUT"] != "kafka" {
+						t.Errorf("%s: does not write to Kafka (--out=kafka)", c)
+					}
+				}
+			})
+		}
+		for b := range rules {
+			if !seen[b] {
+				t.Errorf("no workload runs /%s", b)
+			}
+		}
+	})
 }
 
 // TestEnvNames: every CHANGERATE_* variable a container gets, by env or by envFrom, is one its binary accepts; a
 // ConfigMap or Secret loaded with envFrom holds only such variables.
 func TestEnvNames(t *testing.T) {
-	acc := acceptedVars(t)
-	// The same name with a different meaning in the two binaries: must not be in a source both load.
-	differ := []string{"CHANGERATE_OUT", "CHANGERATE_BATCH_SIZE", "CHANGERATE_KAFKA_GROUP", "CHANGERATE_KAFKA_CLIENT_ID"}
-	loadedBy := map[string][]string{} // ConfigMap/Secret -> binaries loading it with envFrom
-	for _, c := range containers(t) {
-		names, ok := acc[c.binary]
-		if !ok {
-			t.Errorf("%s: unknown binary %q", c, c.binary)
-			continue
-		}
-		for _, e := range seqAt(c.c, "env") {
-			n := str(e, "name")
-			if strings.HasPrefix(n, "CHANGERATE_") && !names[n] {
-				t.Errorf("%s: env %s is not a variable of %s", c, n, c.binary)
-			}
-		}
-		for _, ef := range seqAt(c.c, "envFrom") {
-			kind, ref := "ConfigMap", mapAt(ef, "configMapRef")
-			if ref == nil {
-				kind, ref = "Secret", mapAt(ef, "secretRef")
-			}
-			src, ok := find(t, kind, c.owner.namespace(), str(ref, "name"))
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		acc := acceptedVars(t)
+		// The same name with a different meaning in the two binaries: must not be in a source both load.
+		differ := []string{"CHANGERATE_OUT", "CHANGERATE_BATCH_SIZE", "CHANGERATE_KAFKA_GROUP", "CHANGERATE_KAFKA_CLIENT_ID"}
+		loadedBy := map[string][]string{} // ConfigMap/Secret -> binaries loading it with envFrom
+		for _, c := range m.containers(t) {
+			names, ok := acc[c.binary]
 			if !ok {
-				t.Errorf("%s: envFrom %s %q is not in the manifests", c, kind, str(ref, "name"))
+				t.Errorf("%s: unknown binary %q", c, c.binary)
 				continue
 			}
-			loadedBy[src.String()] = append(loadedBy[src.String()], c.binary)
-			for k := range data(src) {
-				if n := str(ef, "prefix") + k; !names[n] {
-					t.Errorf("%s: key %s of %s (envFrom) is not a variable of %s", c, n, src, c.binary)
+			for _, e := range seqAt(c.c, "env") {
+				n := str(e, "name")
+				if strings.HasPrefix(n, "CHANGERATE_") && !names[n] {
+					t.Errorf("%s: env %s is not a variable of %s", c, n, c.binary)
 				}
 			}
-			if !slices.Contains(loadedBy[src.String()], "aggregator") || !slices.Contains(loadedBy[src.String()], "ingest") {
-				continue
-			}
-			for k := range data(src) {
-				if slices.Contains(differ, str(ef, "prefix")+k) {
-					t.Errorf("%s: %s is loaded by both binaries, which give %s different meanings", src, src.name(), k)
+			for _, ef := range seqAt(c.c, "envFrom") {
+				kind, ref := "ConfigMap", mapAt(ef, "configMapRef")
+				if ref == nil {
+					kind, ref = "Secret", mapAt(ef, "secretRef")
 				}
-			}
-		}
-	}
-	// Keys of ConfigMaps and Secrets nobody loads with envFrom are still meant as variables.
-	for _, kind := range []string{"ConfigMap", "Secret"} {
-		for _, o := range byKind(t, kind) {
-			for k := range data(o) {
-				if !acc["aggregator"][k] && !acc["ingest"][k] {
-					t.Errorf("%s: key %s is a variable of neither binary", o, k)
+				src, ok := m.find(kind, c.owner.namespace(), str(ref, "name"))
+				if !ok {
+					t.Errorf("%s: envFrom %s %q is not in the manifests", c, kind, str(ref, "name"))
+					continue
 				}
-			}
-		}
-	}
-}
-
-func TestSecretPlaceholders(t *testing.T) {
-	secrets := byKind(t, "Secret")
-	want := []string{"CHANGERATE_KAFKA_SASL_PASSWORD", "CHANGERATE_REDIS_PASSWORD"}
-	for _, w := range want {
-		found := false
-		for _, s := range secrets {
-			if v, ok := data(s)[w]; ok {
-				found = true
-				if !strings.Contains(v, "CHANGE-ME") {
-					t.Errorf("%s: %s is not a marked placeholder (want CHANGE-ME in the value)", s, w)
+				loadedBy[src.String()] = append(loadedBy[src.String()], c.binary)
+				for k := range data(src) {
+					if n := str(ef, "prefix") + k; !names[n] {
+						t.Errorf("%s: key %s of %s (envFrom) is not a variable of %s", c, n, src, c.binary)
+					}
+				}
+				if !slices.Contains(loadedBy[src.String()], "aggregator") || !slices.Contains(loadedBy[src.String()], "ingest") {
+					continue
+				}
+				for k := range data(src) {
+					if slices.Contains(differ, str(ef, "prefix")+k) {
+						t.Errorf("%s: %s is loaded by both binaries, which give %s different meanings", src, src.name(), k)
+					}
 				}
 			}
 		}
-		if !found {
-			t.Errorf("no Secret holds %s", w)
-		}
-	}
-	for _, cm := range byKind(t, "ConfigMap") {
-		for k := range data(cm) {
-			if strings.Contains(k, "PASSWORD") {
-				t.Errorf("%s: %s belongs in a Secret", cm, k)
+		// Keys of the changerate namespace's ConfigMaps and Secrets that are not mounted as files (secrets,
+		// the dashboard) are meant as variables.
+		files := m.fileSources()
+		for _, kind := range []string{"ConfigMap", "Secret"} {
+			for _, o := range m.byKind(kind) {
+				if o.namespace() != "changerate" || files[kind+"/"+o.name()] {
+					continue
+				}
+				for k := range data(o) {
+					if !acc["aggregator"][k] && !acc["ingest"][k] {
+						t.Errorf("%s: key %s is a variable of neither binary", o, k)
+					}
+				}
 			}
 		}
-	}
+	})
 }
 
 func labelsMatch(selector, labels map[string]any) bool {
@@ -587,72 +521,79 @@ func labelsMatch(selector, labels map[string]any) bool {
 }
 
 func TestPodDisruptionBudget(t *testing.T) {
-	agg := aggregatorDeployment(t)
-	podLabels := mapAt(agg.m, "spec", "template", "metadata", "labels")
-	if !labelsMatch(mapAt(agg.m, "spec", "selector", "matchLabels"), podLabels) {
-		t.Errorf("%s: selector does not match its pod template", agg)
-	}
-	found := false
-	for _, pdb := range byKind(t, "PodDisruptionBudget") {
-		if pdb.namespace() != agg.namespace() || !labelsMatch(mapAt(pdb.m, "spec", "selector", "matchLabels"), podLabels) {
-			continue
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		agg := m.aggregatorDeployment(t)
+		podLabels := mapAt(agg.m, "spec", "template", "metadata", "labels")
+		if !labelsMatch(mapAt(agg.m, "spec", "selector", "matchLabels"), podLabels) {
+			t.Errorf("%s: selector does not match its pod template", agg)
 		}
-		found = true
-		if n, ok := intAt(pdb.m, "spec", "maxUnavailable"); !ok || n != 1 {
-			t.Errorf("%s: maxUnavailable %v, want 1", pdb, get(pdb.m, "spec", "maxUnavailable"))
+		found := false
+		for _, pdb := range m.byKind("PodDisruptionBudget") {
+			if pdb.namespace() != agg.namespace() || !labelsMatch(mapAt(pdb.m, "spec", "selector", "matchLabels"), podLabels) {
+				continue
+			}
+			found = true
+			if n, ok := intAt(pdb.m, "spec", "maxUnavailable"); !ok || n != 1 {
+				t.Errorf("%s: maxUnavailable %v, want 1", pdb, get(pdb.m, "spec", "maxUnavailable"))
+			}
 		}
-	}
-	if !found {
-		t.Errorf("no PodDisruptionBudget selects the aggregator pods %v", podLabels)
-	}
+		if !found {
+			t.Errorf("no PodDisruptionBudget selects the aggregator pods %v", podLabels)
+		}
+	})
 }
 
 func TestServices(t *testing.T) {
-	for _, svc := range byKind(t, "Service") {
-		sel := mapAt(svc.m, "spec", "selector")
-		var match []container
-		for _, c := range containers(t) {
-			if c.owner.namespace() == svc.namespace() && labelsMatch(sel, mapAt(c.owner.m, "spec", "template", "metadata", "labels")) {
-				match = append(match, c)
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		for _, svc := range m.byKind("Service") {
+			if svc.namespace() != "changerate" {
+				if !m.selectsPods(svc.namespace(), mapAt(svc.m, "spec", "selector")) {
+					t.Errorf("%s: selector matches no workload", svc)
+				}
+				continue
 			}
-		}
-		if len(match) == 0 {
-			t.Errorf("%s: selector %v matches no workload", svc, sel)
-			continue
-		}
-		for _, p := range seqAt(svc.m, "spec", "ports") {
-			tp := get(p, "targetPort")
-			if tp == nil {
-				tp = get(p, "port")
+			sel := mapAt(svc.m, "spec", "selector")
+			var match []container
+			for _, c := range m.containers(t) {
+				if c.owner.namespace() == svc.namespace() && labelsMatch(sel, mapAt(c.owner.m, "spec", "template", "metadata", "labels")) {
+					match = append(match, c)
+				}
 			}
-			for _, c := range match {
-				if _, ok := containerPort(c, tp); !ok {
-					t.Errorf("%s: targetPort %v is not a port of %s", svc, tp, c)
+			if len(match) == 0 {
+				t.Errorf("%s: selector %v matches no workload", svc, sel)
+				continue
+			}
+			for _, p := range seqAt(svc.m, "spec", "ports") {
+				tp := get(p, "targetPort")
+				if tp == nil {
+					tp = get(p, "port")
+				}
+				for _, c := range match {
+					if _, ok := containerPort(c, tp); !ok {
+						t.Errorf("%s: targetPort %v is not a port of %s", svc, tp, c)
+					}
 				}
 			}
 		}
-	}
-	agg := aggregatorDeployment(t)
-	for _, svc := range byKind(t, "Service") {
-		if labelsMatch(mapAt(svc.m, "spec", "selector"), mapAt(agg.m, "spec", "template", "metadata", "labels")) {
-			return
+		agg := m.aggregatorDeployment(t)
+		for _, svc := range m.byKind("Service") {
+			if labelsMatch(mapAt(svc.m, "spec", "selector"), mapAt(agg.m, "spec", "template", "metadata", "labels")) {
+				return
+			}
 		}
-	}
-	t.Error("no Service selects the aggregator")
+		t.Error("no Service selects the aggregator")
+	})
 }
 
 // topic finds the KafkaTopic of a Kafka topic name.
-func topic(t *testing.T, name string) object {
+func (m *manifests) topic(t *testing.T, name string) object {
 	t.Helper()
-	for _, o := range byKind(t, "KafkaTopic") {
+	for _, o := range m.byKind("KafkaTopic") {
 		tn := str(o.m, "spec", "topicName")
 		if tn == "" {
 			tn = o.name()
 		}
 		if tn == name {
-			if o.file != "topics.yaml" {
-				t.Errorf("%s: KafkaTopics belong in topics.yaml", o)
-			}
 			return o
 		}
 	}
@@ -661,10 +602,10 @@ func topic(t *testing.T, name string) object {
 }
 
 // aggregatorEnv is the effective environment of the aggregator container.
-func aggregatorEnv(t *testing.T) map[string]string {
-	for _, c := range containers(t) {
+func (m *manifests) aggregatorEnv(t *testing.T) map[string]string {
+	for _, c := range m.containers(t) {
 		if c.binary == "aggregator" {
-			return env(t, c)
+			return m.env(t, c)
 		}
 	}
 	t.Fatal("no aggregator container")
@@ -678,183 +619,39 @@ func setting(e map[string]string, name, def string) string {
 	return def
 }
 
-func TestTopics(t *testing.T) {
-	e := aggregatorEnv(t)
-	obs := topic(t, setting(e, "CHANGERATE_OBSERVATIONS_TOPIC", "observations"))
-	parts, ok := intAt(obs.m, "spec", "partitions")
-	if !ok || parts < 1 {
-		t.Fatalf("%s: partitions %v", obs, get(obs.m, "spec", "partitions"))
-	}
-	if p := setting(e, "CHANGERATE_PARTITIONS", "12"); p != strconv.FormatInt(parts, 10) {
-		t.Errorf("CHANGERATE_PARTITIONS=%s, but %s has %d partitions", p, obs, parts)
-	}
-	est := topic(t, setting(e, "CHANGERATE_ESTIMATES_TOPIC", "estimates"))
-	if cp := str(est.m, "spec", "config", "cleanup.policy"); !slices.Contains(strings.Split(cp, ","), "compact") {
-		t.Errorf("%s: cleanup.policy %q, want compact", est, cp)
-	}
-	for _, v := range []struct{ name, def string }{
-		{"CHANGERATE_ACCESS_REPORTS_TOPIC", "access-reports"},
-		{"CHANGERATE_ALERTS_TOPIC", "alerts"},
-		{"CHANGERATE_DEAD_LETTER_TOPIC", "dead-letter"},
-	} {
-		topic(t, setting(e, v.name, v.def))
-	}
-	for _, o := range byKind(t, "KafkaTopic") {
-		if !strings.HasPrefix(str(o.m, "apiVersion"), "kafka.strimzi.io/") || str(o.m, "metadata", "labels", "strimzi.io/cluster") == "" {
-			t.Errorf("%s: not a Strimzi KafkaTopic with a strimzi.io/cluster label", o)
-		}
-		if _, ok := intAt(o.m, "spec", "partitions"); !ok {
-			t.Errorf("%s: no partitions", o)
-		}
-		for k, v := range mapAt(o.m, "spec", "config") {
-			if _, ok := v.(string); !ok {
-				t.Errorf("%s: config %s: %v is not a string", o, k, v)
+// fileSources are the ConfigMaps and Secrets ("Kind/name") used other than as environment: mounted as volumes,
+// referenced by KEDA, or picked up by Grafana (label grafana_dashboard).
+func (m *manifests) fileSources() map[string]bool {
+	out := map[string]bool{}
+	for _, o := range m.objs {
+		if workloadKinds[o.kind()] {
+			for _, v := range seqAt(o.m, "spec", "template", "spec", "volumes") {
+				if n := str(v, "secret", "secretName"); n != "" {
+					out["Secret/"+n] = true
+				}
+				if n := str(v, "configMap", "name"); n != "" {
+					out["ConfigMap/"+n] = true
+				}
 			}
 		}
-	}
-}
-
-func TestHorizontalPodAutoscaler(t *testing.T) {
-	agg := aggregatorDeployment(t)
-	e := aggregatorEnv(t)
-	obs := topic(t, setting(e, "CHANGERATE_OBSERVATIONS_TOPIC", "observations"))
-	parts, _ := intAt(obs.m, "spec", "partitions")
-	var hpas []object
-	for _, h := range byKind(t, "HorizontalPodAutoscaler") {
-		ref := mapAt(h.m, "spec", "scaleTargetRef")
-		if h.namespace() == agg.namespace() && str(ref, "kind") == "Deployment" && str(ref, "name") == agg.name() {
-			hpas = append(hpas, h)
-		}
-	}
-	if len(hpas) != 1 {
-		t.Fatalf("want one HorizontalPodAutoscaler targeting %s, got %d", agg, len(hpas))
-	}
-	h := hpas[0]
-	if str(h.m, "apiVersion") != "autoscaling/v2" {
-		t.Errorf("%s: apiVersion %s, want autoscaling/v2", h, str(h.m, "apiVersion"))
-	}
-	minR, _ := intAt(h.m, "spec", "minReplicas")
-	maxR, _ := intAt(h.m, "spec", "maxReplicas")
-	if minR < 1 || maxR < minR {
-		t.Errorf("%s: minReplicas %d, maxReplicas %d", h, minR, maxR)
-	}
-	if maxR > parts {
-		t.Errorf("%s: maxReplicas %d above the %d partitions of %s: the extra replicas would idle", h, maxR, parts, obs)
-	}
-	if get(agg.m, "spec", "replicas") != nil {
-		t.Errorf("%s: sets replicas, which the HPA owns (re-applying would reset it)", agg)
-	}
-	group := setting(e, "CHANGERATE_KAFKA_GROUP", "changerate-aggregator")
-	lag := false
-	for _, m := range seqAt(h.m, "spec", "metrics") {
-		if str(m, "type") != "External" {
-			continue
-		}
-		if strings.Contains(str(m, "external", "metric", "name"), "lag") &&
-			str(m, "external", "metric", "selector", "matchLabels", "consumergroup") == group {
-			lag = true
-			if str(m, "external", "target", "type") == "" {
-				t.Errorf("%s: lag metric without a target", h)
+		if o.kind() == "TriggerAuthentication" {
+			for _, r := range seqAt(o.m, "spec", "secretTargetRef") {
+				out["Secret/"+str(r, "name")] = true
 			}
 		}
+		if str(o.m, "metadata", "labels", "grafana_dashboard") != "" {
+			out[o.kind()+"/"+o.name()] = true
+		}
 	}
-	if !lag {
-		t.Errorf("%s: no External consumer-lag metric selecting consumergroup %q", h, group)
-	}
+	return out
 }
 
-func TestNamespaces(t *testing.T) {
-	defined := map[string]bool{}
-	for _, ns := range byKind(t, "Namespace") {
-		defined[ns.name()] = true
-	}
-	for _, o := range objects(t) {
-		if str(o.m, "apiVersion") == "" || o.kind() == "" || o.name() == "" {
-			t.Errorf("%s: lacks apiVersion, kind or metadata.name", o)
-		}
-		switch o.kind() {
-		case "Namespace":
-		case "KafkaTopic": // lives in the Kafka cluster's namespace
-			if o.namespace() == "" {
-				t.Errorf("%s: no namespace", o)
-			}
-		default:
-			if o.namespace() != "changerate" || !defined[o.namespace()] {
-				t.Errorf("%s: want namespace changerate, defined in the manifests", o)
-			}
+// selectsPods reports whether selector matches the pod template of a workload in namespace.
+func (m *manifests) selectsPods(namespace string, selector map[string]any) bool {
+	for _, o := range m.objs {
+		if workloadKinds[o.kind()] && o.namespace() == namespace && labelsMatch(selector, mapAt(o.m, "spec", "template", "metadata", "labels")) {
+			return true
 		}
 	}
-}
-
-func TestKustomizationListsEveryManifest(t *testing.T) {
-	b, err := os.ReadFile("kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := parseYAML(b)
-	if err != nil || len(docs) != 1 {
-		t.Fatalf("kustomization.yaml: %v (%d documents)", err, len(docs))
-	}
-	if k := str(docs[0], "kind"); k != "Kustomization" {
-		t.Errorf("kustomization.yaml: kind %q", k)
-	}
-	if get(docs[0], "namespace") != nil {
-		t.Error("kustomization.yaml: a namespace override would move the KafkaTopics out of the Kafka cluster's namespace")
-	}
-	var listed []string
-	for _, r := range seqAt(docs[0], "resources") {
-		s, _ := r.(string)
-		listed = append(listed, s)
-	}
-	files := manifestFiles(t)
-	for _, f := range files {
-		if !slices.Contains(listed, f) {
-			t.Errorf("kustomization.yaml does not list %s", f)
-		}
-	}
-	for _, r := range listed {
-		if !slices.Contains(files, r) {
-			t.Errorf("kustomization.yaml lists %s, which is not a manifest file here", r)
-		}
-	}
-}
-
-// parseYAML returns the non-empty documents of a multi-document YAML file
-// (gopkg.in/yaml.v3), with integers as int64 so that the helpers above can
-// compare them.
-func parseYAML(src []byte) ([]any, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	var docs []any
-	for {
-		var d any
-		err := dec.Decode(&d)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if d != nil {
-			docs = append(docs, normalize(d))
-		}
-	}
-}
-
-// normalize turns yaml.v3's int into int64, recursively.
-func normalize(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			v[k] = normalize(x)
-		}
-		return v
-	case []any:
-		for i, x := range v {
-			v[i] = normalize(x)
-		}
-		return v
-	case int:
-		return int64(v)
-	}
-	return v
+	return false
 }

@@ -9,6 +9,13 @@
 // CHANGERATE_BATCH_SIZE and from the flag --batch-size; a flag given on the
 // command line wins. Errors name the environment variable (and the flag when
 // the value came from one).
+//
+// A field also tagged `file:"true"` (a secret) can be read from a file
+// instead: CHANGERATE_<NAME>_FILE or --<name>-file names the file, whose
+// content (without a trailing newline) becomes the value. This is how
+// Kubernetes Secrets mounted as files, Docker secrets and systemd
+// credentials reach a program without putting the secret in its
+// environment. Setting both the variable and its _FILE is an error.
 package cliconfig
 
 import (
@@ -27,6 +34,8 @@ import (
 // Option describes one configuration option.
 type Option struct {
 	Env, Flag, Default, Desc, Type string
+	// FileOf is, for a NAME_FILE option, the Env of the option it reads.
+	FileOf string
 }
 
 // Options lists the options of the struct pointed to by spec, in field
@@ -44,10 +53,17 @@ func Options(prefix string, spec any) []Option {
 		if prefix != "" {
 			env = prefix + "_" + name
 		}
+		flagName := strings.ReplaceAll(strings.ToLower(name), "_", "-")
 		out = append(out, Option{
-			Env: env, Flag: strings.ReplaceAll(strings.ToLower(name), "_", "-"),
+			Env: env, Flag: flagName,
 			Default: f.Tag.Get("default"), Desc: f.Tag.Get("desc"), Type: f.Type.String(),
 		})
+		if f.Tag.Get("file") == "true" {
+			out = append(out, Option{
+				Env: env + "_FILE", Flag: flagName + "-file", Type: "string", FileOf: env,
+				Desc: "file whose content (without a trailing newline) is " + env + ", e.g. a mounted Secret; exclusive with it",
+			})
+		}
 	}
 	return out
 }
@@ -96,6 +112,34 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 		}()
 		if err := os.Setenv(env, set[env]); err != nil {
 			return nil, fmt.Errorf("config: %s: %w", env, err)
+		}
+	}
+	for _, o := range opts {
+		if o.FileOf == "" {
+			continue
+		}
+		path, ok := os.LookupEnv(o.Env)
+		if !ok || path == "" {
+			continue
+		}
+		if v, ok := os.LookupEnv(o.FileOf); ok && v != "" {
+			return nil, fmt.Errorf("config: %s and %s are both set; set one", o.FileOf, o.Env)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %s: %w", o.Env, err)
+		}
+		val := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		old, had := os.LookupEnv(o.FileOf)
+		defer func() {
+			if had {
+				os.Setenv(o.FileOf, old)
+			} else {
+				os.Unsetenv(o.FileOf)
+			}
+		}()
+		if err := os.Setenv(o.FileOf, val); err != nil {
+			return nil, fmt.Errorf("config: %s: %w", o.Env, err)
 		}
 	}
 	if err := envconfig.Process(prefix, spec); err != nil {

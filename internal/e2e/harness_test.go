@@ -218,6 +218,7 @@ func aggEnv(brokers, redisAddrs, group, suffix string, extra ...string) []string
 	env := []string{
 		"CHANGERATE_KAFKA_BROKERS=" + brokers,
 		"CHANGERATE_REDIS_ADDRS=" + redisAddrs,
+		"CHANGERATE_REDIS_REQUIRE_DURABLE=false", // most test servers run without AOF
 		"CHANGERATE_KAFKA_GROUP=" + group,
 		"CHANGERATE_CREATE_TOPICS=false",
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=3s",

@@ -175,7 +175,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	httpAddr := freeAddr(t)
 	agg := exec.Command(aggBin)
 	agg.Env = append(os.Environ(),
-		"CHANGERATE_KAFKA_BROKERS="+kc.Addr(), "CHANGERATE_REDIS_ADDRS="+rds.Addr,
+		"CHANGERATE_KAFKA_BROKERS="+kc.Addr(), "CHANGERATE_REDIS_ADDRS="+rds.Addr, "CHANGERATE_REDIS_REQUIRE_DURABLE=false",
 		"CHANGERATE_HTTP_ADDR="+httpAddr, "CHANGERATE_CREATE_TOPICS=false", "CHANGERATE_EMIT_INTERVAL=0s", "CHANGERATE_REDIS_KEY_FORMAT=readable",
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s",
 		// pooled estimates depend on which of a site's objects a partition

@@ -49,6 +49,7 @@ type options struct {
 	aof         bool
 	password    string
 	users       []string // ACL rules, each "name on >pass ~* &* +@all" style
+	extraUsers  []string // WithUser: ACL users the Server's Client does not use
 	tlsCfg      *TLS
 	args        []string
 	clusterPort int
@@ -82,6 +83,16 @@ func WithACLUser(name, password string, disableDefault bool) Option {
 		if disableDefault {
 			o.users = append(o.users, "default off")
 		}
+	}
+}
+
+// WithUser adds an ACL user with exactly the given rules (e.g. state's
+// least-privilege RedisACLRules) and password. Unlike WithACLUser, the
+// Server's Client keeps its own (administrative) login, so a test can check
+// what the restricted user may not do.
+func WithUser(name, password, rules string) Option {
+	return func(o *options) {
+		o.extraUsers = append(o.extraUsers, fmt.Sprintf("%s on >%s %s", name, password, rules))
 	}
 }
 
@@ -296,6 +307,9 @@ func (s *Server) writeConfig() error {
 				}
 			}
 		}
+	}
+	for _, u := range o.extraUsers {
+		fmt.Fprintf(&b, "user %s\n", u)
 	}
 	if o.clusterPort != 0 {
 		fmt.Fprintf(&b, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000\n")
