@@ -166,7 +166,7 @@ type Model struct {
 	PStale float64
 	// PoolSites is the most sites per partition whose pooled
 	// (empirical-Bayes) prior is kept (see pooled.go); 0 disables pooled
-	// estimates. Default DefaultPoolSites.
+	// estimates. Default 0 (off; SuggestedPoolSites explains why).
 	PoolSites int
 	// PublishPooled makes the pooled estimate the published one (rate_per_s,
 	// estimator, ci95, ttl_s) for objects with fewer than
@@ -185,7 +185,6 @@ func DefaultModel() Model {
 		ReportPeriod:  time.Hour,
 		PStale:        0.1,
 		EmitInterval:  10 * time.Minute,
-		PoolSites:     DefaultPoolSites,
 		Estimators:    estimators.DefaultConfig(),
 		Windows:       windows.DefaultConfig(),
 	}

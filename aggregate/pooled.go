@@ -30,8 +30,14 @@ import (
 // publish slightly different pooled numbers (the object states, and every
 // other field, are unaffected).
 
-// DefaultPoolSites is the default of Model.PoolSites.
-const DefaultPoolSites = 10000
+// SuggestedPoolSites is a reasonable Model.PoolSites for a deployment that
+// turns pooled estimates on. They are off by default (PoolSites 0): a pooled
+// estimate depends on the order in which a partition publishes a site's
+// objects and on the prior kept in memory (not in the state store), so it is
+// not reproduced byte for byte by a replay with other batch boundaries or
+// after a restart, and the query API, which rebuilds an estimate from the
+// stored state alone, does not show it.
+const SuggestedPoolSites = 10000
 
 // PoolHorizon is the number of a site's latest publications its prior
 // follows.

@@ -61,7 +61,7 @@ func TestPooledPublished(t *testing.T) {
 	in, truth := slowSiteLog(5, 300, 40)
 	cfg := DefaultConfig()
 	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
-	cfg.Model.PublishPooled = true
+	cfg.Model.PoolSites, cfg.Model.PublishPooled = SuggestedPoolSites, true
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
 	errs := map[string][]float64{}
@@ -144,6 +144,7 @@ func TestPooledNotPublishedByDefault(t *testing.T) {
 	in, _ := slowSiteLog(6, 100, 40)
 	cfg := DefaultConfig()
 	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	cfg.Model.PoolSites = SuggestedPoolSites
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
 	for _, v := range sink.Latest(stream.TopicEstimates) {

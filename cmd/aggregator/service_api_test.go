@@ -62,7 +62,7 @@ func TestServiceAPI(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--kafka-brokers=" + kc.Addr(), "--redis-addrs=" + rs.Addr, "--http-addr=" + addr,
 			"--emit-interval=0", "--kafka-session-timeout=6s", "--kafka-heartbeat=500ms", "--log-level=warn",
-			"--kafka-group=api-test"}, strings.NewReader(""), io.Discard, io.Discard)
+			"--kafka-group=api-test", "--redis-require-durable=false"}, strings.NewReader(""), io.Discard, io.Discard)
 	}()
 	defer func() {
 		cancel()

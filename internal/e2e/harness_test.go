@@ -227,10 +227,6 @@ func aggEnv(brokers, redisAddrs, group, suffix string, extra ...string) []string
 		"CHANGERATE_REDIS_KEY_FORMAT=compact",
 		"CHANGERATE_EMIT_INTERVAL=" + emitInterval.String(),
 		"CHANGERATE_REPORT_PERIOD=" + reportPeriod.String(),
-		// pooled estimates depend on which of a site's objects a partition
-		// has published (aggregate/pooled.go): the fault tests compare the
-		// estimates of runs with crashes and rebalances with a clean run
-		"CHANGERATE_POOL_SITES=0",
 		"CHANGERATE_ESTIMATES_TOPIC=estimates" + suffix,
 		"CHANGERATE_ACCESS_REPORTS_TOPIC=access-reports" + suffix,
 		"CHANGERATE_ALERTS_TOPIC=alerts" + suffix,

@@ -177,10 +177,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	agg.Env = append(os.Environ(),
 		"CHANGERATE_KAFKA_BROKERS="+kc.Addr(), "CHANGERATE_REDIS_ADDRS="+rds.Addr, "CHANGERATE_REDIS_REQUIRE_DURABLE=false",
 		"CHANGERATE_HTTP_ADDR="+httpAddr, "CHANGERATE_CREATE_TOPICS=false", "CHANGERATE_EMIT_INTERVAL=0s", "CHANGERATE_REDIS_KEY_FORMAT=readable",
-		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s",
-		// pooled estimates depend on which of a site's objects a partition
-		// has published (aggregate/pooled.go): step 7 compares the rest
-		"CHANGERATE_POOL_SITES=0")
+		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s")
 	var aggLog bytes.Buffer
 	agg.Stdout, agg.Stderr = &aggLog, &aggLog
 	if err := agg.Start(); err != nil {
@@ -308,7 +305,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 			t.Fatalf("ingest --out=-: %v", err)
 		}
 	}
-	filter := exec.Command(aggBin, "--in=-", "--store=memory", "--out=-", "--emit=final", "--pool-sites=0")
+	filter := exec.Command(aggBin, "--in=-", "--store=memory", "--out=-", "--emit=final")
 	filter.Stdin = &obs
 	fout, err := filter.Output()
 	if err != nil {
