@@ -52,6 +52,16 @@ type Config struct {
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
+	// LateTopic receives observations that arrived after the partition's
+	// watermark had passed them (see reorder.go), as dead-letter records
+	// with reason "late". Default TopicLate.
+	LateTopic string
+	// DisableReorder applies observations in arrival (offset) order without
+	// the event-time reorder buffer: nothing is held or sent to LateTopic,
+	// and an observation older than its object's latest one by more than
+	// Model.LateTolerance is dropped (counted as late). For inputs known to
+	// be sorted and for tests of batch mechanics. Default false.
+	DisableReorder bool
 	// RetryBackoff is the first wait before retrying a failed output write
 	// or state commit; it doubles up to 30s. Default 200ms.
 	RetryBackoff time.Duration
@@ -82,6 +92,7 @@ func DefaultConfig() Config {
 		AccessReportsTopic: stream.TopicAccessReports,
 		AlertsTopic:        stream.TopicAlerts,
 		DeadLetterTopic:    stream.TopicDeadLetter,
+		LateTopic:          TopicLate,
 		RetryBackoff:       200 * time.Millisecond,
 		DrainTimeout:       10 * time.Second,
 		TakeoverDelay:      10 * time.Second,
@@ -110,7 +121,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("aggregate: CacheObjects must not be negative, got %d", c.CacheObjects)
 	}
 	for name, t := range map[string]string{"EstimatesTopic": c.EstimatesTopic, "AccessReportsTopic": c.AccessReportsTopic,
-		"AlertsTopic": c.AlertsTopic, "DeadLetterTopic": c.DeadLetterTopic} {
+		"AlertsTopic": c.AlertsTopic, "DeadLetterTopic": c.DeadLetterTopic, "LateTopic": c.LateTopic} {
 		if t == "" {
 			return fmt.Errorf("aggregate: %s must not be empty", name)
 		}
@@ -150,6 +161,7 @@ type Processor struct {
 	now     func() time.Time // dead-letter timestamps only
 
 	committed atomic.Int64 // input messages committed, over all partitions
+	stats     statCounters
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -224,10 +236,14 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	if err != nil {
 		return fmt.Errorf("aggregate: claim %s/%d: %w", part.Topic, part.ID, err)
 	}
-	if err := c.SeekTo(next); err != nil {
-		return fmt.Errorf("aggregate: seek %s/%d to %d: %w", part.Topic, part.ID, next, err)
+	rb, seek, err := p.restoreReorder(ctx, part, next)
+	if err != nil {
+		return err
 	}
-	log.Info("partition claimed", "next_offset", next)
+	if err := c.SeekTo(seek); err != nil {
+		return fmt.Errorf("aggregate: seek %s/%d to %d: %w", part.Topic, part.ID, seek, err)
+	}
+	log.Info("partition claimed", "next_offset", next, "reread_from", seek)
 	p.mu.Lock()
 	p.owned[part] = true
 	p.mu.Unlock()
@@ -238,6 +254,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	}()
 
 	w := p.newWorker(part, c, next, log)
+	w.rb = rb
 	// A batch that was fetched is finished (outputs written, state
 	// committed) even when ctx is cancelled meanwhile, within DrainTimeout.
 	bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -267,6 +284,17 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 		}
 		switch {
 		case err == io.EOF:
+			// The input ended: release what the reorder buffer holds.
+			if w.rb.len() > 0 {
+				b, err := w.prepare(bctx, nil)
+				if err == nil {
+					err = w.submit(bctx, b)
+				}
+				if err != nil {
+					_ = w.drain()
+					return w.stopped(err)
+				}
+			}
 			if err := w.drain(); err != nil {
 				return w.stopped(err)
 			}
@@ -340,6 +368,7 @@ type worker struct {
 	es     estimators.Estimates
 	pos    string // topic/partition@ prefix for dead letters
 	gauges partitionGauges
+	rb     *reorderBuf
 
 	seq       uint64       // the last prepared batch
 	committed uint64       // the last committed batch
@@ -470,23 +499,64 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	b := w.newBatch()
 	b.start = time.Now()
 	p.metrics.batchSize.Observe(float64(len(msgs)))
-	b.from, b.to, b.n = w.from, msgs[len(msgs)-1].Offset+1, len(msgs)
-	b.first = msgs[0].Offset
+	// msgs empty: the input ended, release the whole reorder buffer.
+	flush := len(msgs) == 0
+	b.from, b.to, b.n = w.from, w.from, 0
+	b.first = w.from
+	if !flush {
+		b.to = max(w.from, msgs[len(msgs)-1].Offset+1)
+	}
 	w.seq++
 	b.seq = w.seq
 
-	// Decode, and group by object keeping each object's order.
+	// Decode; late observations go to the late output, the others into
+	// the reorder buffer, which releases those the watermark passed in
+	// event-time order (reorder.go).
+	first := true
 	for i := range msgs {
+		if w.rb.replaying(msgs[i].Offset) {
+			// Re-read after a restart only to refill the buffer.
+			if o, err := records.DecodeObservation(msgs[i].Value); err == nil {
+				w.rb.refill(&o, msgs[i].Offset)
+			}
+			continue
+		}
+		if first {
+			first = false
+			b.first = msgs[i].Offset
+			w.rb.setLateness(p.cfg.Model.LateTolerance)
+		}
+		b.n++
+		p.stats.messages.Add(1)
 		o, err := records.DecodeObservation(msgs[i].Value)
 		if err != nil {
 			p.metrics.deadLetters.WithLabelValues("decode").Inc()
+			p.stats.rejected.Add(1)
 			dl := records.NewDeadLetter(p.now(), "aggregator", msgs[i].Topic,
 				w.pos+strconv.FormatInt(msgs[i].Offset, 10), "decode", err, msgs[i].Value)
 			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 			continue
 		}
 		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
-		b.obs = append(b.obs, o)
+		p.stats.observations.Add(1)
+		if w.rb.late(o.Time.UnixMilli()) {
+			wm, _ := w.rb.watermark()
+			p.metrics.late.WithLabelValues("late_output").Inc()
+			p.stats.late.Add(1)
+			pos := w.pos + strconv.FormatInt(msgs[i].Offset, 10)
+			b.out = append(b.out, w.encode(p.cfg.LateTopic, o.Object, lateRecord(p.now(), pos, &o, wm, p.cfg.Model.LateTolerance, msgs[i].Value)))
+			continue
+		}
+		if w.rb.hasMax && o.Time.UnixMilli() < w.rb.maxSeen {
+			p.stats.reordered.Add(1)
+			p.metrics.late.WithLabelValues("reordered").Inc()
+		}
+		w.rb.push(&o, msgs[i].Offset)
+	}
+	b.obs = w.rb.release(b.obs, flush)
+	// Group by object keeping each object's order.
+	for i := range b.obs {
+		o := &b.obs[i]
 		j, ok := b.idx[o.Object]
 		if !ok {
 			j = int32(len(b.objs))
@@ -525,6 +595,9 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			pd.e = w.cache.add(pd.name)
 			if v == nil {
 				continue
+			}
+			if v == nil {
+				p.stats.objects.Add(1)
 			}
 			if err := pd.e.obj.DecodeBinary(v); err != nil {
 				// A stored value we cannot read is a bug or an incompatible
@@ -573,6 +646,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
 	}
+	p.stats.countOutcomes(outcomes[:], reordered)
 	for oc, n := range outcomes {
 		if n > 0 {
 			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
@@ -599,6 +673,12 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		b.enc = pd.e.obj.AppendBinary(b.enc)
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
 		b.writes = append(b.writes, state.Write{Object: pd.name})
+		b.ends = append(b.ends, len(b.enc))
+	}
+	if pos := w.rb.position(b.to); pos != nil && (b.to > b.from || flush) {
+		// The buffer's position, committed with the states (reorder.go).
+		b.enc = append(b.enc, pos...)
+		b.writes = append(b.writes, state.Write{Object: reorderObject})
 		b.ends = append(b.ends, len(b.enc))
 	}
 	start := 0
@@ -669,6 +749,11 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 			f.err = prev.err
 			return
 		}
+	}
+	if b.to == b.from && len(b.writes) == 0 {
+		// Nothing to commit: messages re-read only to refill the reorder
+		// buffer.
+		return
 	}
 	err := w.retry(ctx, "commit", func() error {
 		t0 := time.Now()
@@ -916,12 +1001,14 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 		if rec, ok := obj.ChangeEstimate(name, &w.p.cfg.Model, &w.es); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
+			w.p.stats.changeEst.Add(1)
 		}
 	}
 	if access {
 		if rec, ok := obj.AccessEstimate(name, &w.p.cfg.Model, &w.es); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
+			w.p.stats.accessEst.Add(1)
 		}
 	}
 	return out
@@ -937,7 +1024,12 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	var out []stream.Message
 	for _, n := range names {
 		obj, _ := w.cache.get(n)
+		k := len(out)
 		out = w.appendEstimates(out, n, obj, true, true)
+		w.p.stats.finalObjects.Add(1)
+		if len(out) > k {
+			w.p.stats.finalWithRate.Add(1)
+		}
 		if len(out) >= 1000 {
 			if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
 				return fmt.Errorf("aggregate: final estimates: %w", err)

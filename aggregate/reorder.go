@@ -1,0 +1,236 @@
+package aggregate
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+)
+
+// The event-time reorder buffer of a partition (Flink's bounded
+// out-of-orderness watermark).
+//
+// The watermark W is the latest event time seen on the partition minus the
+// allowed lateness (Model.LateTolerance). An observation earlier than W
+// when it arrives is late: it is not applied but written, with the reason,
+// to the late output (Config.LateTopic) and counted. Every other
+// observation is held in the buffer until W passes it, and the buffer
+// releases observations in (event time, offset) order. Every observation
+// that arrives after a release is at or after the W of that release, so
+// the observations applied to the partition's objects form one sequence
+// sorted by event time, the same however the input is cut into batches:
+// the late set and the applied sequence depend only on the partition's
+// messages in offset order.
+//
+// Crash safety: with every batch commit (atomic with the states and the
+// next offset) the processor stores the buffer's position under the
+// reserved object reorderObject: the latest event time, W, and the offset
+// of the earliest held observation. A new owner of the partition reads it,
+// seeks the input to that offset instead of the committed one and re-reads
+// the messages before the committed offset only to refill the buffer: a
+// message among them is put back if its time is at or after the stored W
+// (exactly the held ones: released observations and late ones are before
+// it), and is otherwise skipped (already applied or sent to the late
+// output). Nothing held is lost and nothing is applied twice; the input
+// must keep at least the allowed lateness of messages (Kafka retention).
+//
+// An idle partition holds its last lateness of observations until newer
+// ones arrive; a finite input (filter mode) releases everything at its end.
+
+// reorderObject is the reserved object name under which a partition's
+// buffer position is committed. Object names are URLs, which cannot start
+// with a NUL byte.
+const reorderObject = "\x00changerate:reorder"
+
+// ReasonLate is the reason of a late observation's record on the late
+// output.
+const ReasonLate = "late"
+
+type heldObs struct {
+	t   int64 // event time, Unix ms
+	off int64 // input offset
+	obs records.Observation
+}
+
+type heldHeap []heldObs
+
+func (h heldHeap) Len() int { return len(h) }
+func (h heldHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].off < h[j].off
+}
+func (h heldHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *heldHeap) Push(x any)   { *h = append(*h, x.(heldObs)) }
+func (h *heldHeap) Pop() any {
+	old := *h
+	n := len(old)
+	x := old[n-1]
+	old[n-1] = heldObs{}
+	*h = old[:n-1]
+	return x
+}
+
+// reorderBuf is one partition's buffer. Not safe for concurrent use.
+type reorderBuf struct {
+	tol     int64 // allowed lateness, ms
+	hasMax  bool
+	maxSeen int64 // latest event time seen, Unix ms
+	held    heldHeap
+	// replayBelow: messages with a lower offset are re-read after a
+	// restart, only to refill the buffer (see restore).
+	replayBelow int64
+	// off: Config.DisableReorder (nothing held, nothing late).
+	off bool
+}
+
+func newReorderBuf(tol time.Duration) *reorderBuf {
+	return &reorderBuf{tol: tol.Milliseconds(), replayBelow: -1}
+}
+
+// watermark is the event time before which an arriving observation is
+// late; ok is false before the first observation.
+func (r *reorderBuf) watermark() (int64, bool) { return r.maxSeen - r.tol, r.hasMax }
+
+// late reports whether an observation at t (Unix ms) is late.
+func (r *reorderBuf) late(t int64) bool {
+	if r.off {
+		return false
+	}
+	w, ok := r.watermark()
+	return ok && t < w
+}
+
+// push holds an observation that is not late.
+func (r *reorderBuf) push(o *records.Observation, off int64) {
+	t := o.Time.UnixMilli()
+	if !r.hasMax || t > r.maxSeen {
+		r.maxSeen, r.hasMax = t, true
+	}
+	heap.Push(&r.held, heldObs{t: t, off: off, obs: *o})
+}
+
+// release appends to dst, in (time, offset) order, the held observations
+// the watermark passed (all of them if all), and returns dst.
+func (r *reorderBuf) release(dst []records.Observation, all bool) []records.Observation {
+	w, _ := r.watermark()
+	all = all || r.off
+	for len(r.held) > 0 && (all || r.held[0].t < w) {
+		h := heap.Pop(&r.held).(heldObs)
+		dst = append(dst, h.obs)
+	}
+	return dst
+}
+
+// held is the number of observations held.
+func (r *reorderBuf) len() int { return len(r.held) }
+
+// minOffset is the offset of the earliest held message, or next when none
+// is held.
+func (r *reorderBuf) minOffset(next int64) int64 {
+	m := next
+	for i := range r.held {
+		if r.held[i].off < m {
+			m = r.held[i].off
+		}
+	}
+	return m
+}
+
+// position encodes the buffer's position for the commit: version 1,
+// varint latest time, varint watermark, varint earliest held offset.
+func (r *reorderBuf) position(next int64) []byte {
+	if !r.hasMax || r.off {
+		return nil
+	}
+	w, _ := r.watermark()
+	b := []byte{1}
+	b = binary.AppendVarint(b, r.maxSeen)
+	b = binary.AppendVarint(b, w)
+	b = binary.AppendVarint(b, r.minOffset(next))
+	return b
+}
+
+// restore sets the buffer from a committed position: it returns the
+// offset to seek to (the earliest held one) and arranges that messages
+// before next refill the buffer (see replay).
+func (r *reorderBuf) restore(v []byte, next int64) (seek int64, err error) {
+	if len(v) == 0 {
+		return next, nil
+	}
+	if v[0] != 1 {
+		return next, fmt.Errorf("aggregate: reorder position: unknown version %d", v[0])
+	}
+	v = v[1:]
+	var vals [3]int64
+	for i := range vals {
+		x, n := binary.Varint(v)
+		if n <= 0 {
+			return next, fmt.Errorf("aggregate: reorder position: truncated")
+		}
+		vals[i], v = x, v[n:]
+	}
+	r.maxSeen, r.hasMax = vals[0], true
+	// The stored watermark wins over one computed from a changed lateness:
+	// it decides which re-read messages were held.
+	r.tol = vals[0] - vals[1]
+	seek = vals[2]
+	if seek > next || seek < 0 {
+		seek = next
+	}
+	r.replayBelow = next
+	return seek, nil
+}
+
+// replaying reports whether the message at off is re-read only to refill
+// the buffer.
+func (r *reorderBuf) replaying(off int64) bool { return off < r.replayBelow }
+
+// refill puts back a re-read observation if it was held at the commit.
+func (r *reorderBuf) refill(o *records.Observation, off int64) {
+	t := o.Time.UnixMilli()
+	if w, _ := r.watermark(); t >= w {
+		heap.Push(&r.held, heldObs{t: t, off: off, obs: *o})
+	}
+}
+
+// setLateness applies the configured lateness once the re-read is over
+// (restore kept the stored one to decide what was held).
+func (r *reorderBuf) setLateness(tol time.Duration) { r.tol = tol.Milliseconds() }
+
+// lateRecord is the late output's record of an observation: a dead letter
+// with reason "late", saying by how much it missed the watermark.
+func lateRecord(now time.Time, position string, o *records.Observation, watermark int64, tol time.Duration, input []byte) records.DeadLetter {
+	w := time.UnixMilli(watermark).UTC()
+	err := fmt.Errorf("observation at %s is %s before the partition's watermark %s (latest event time seen minus the allowed lateness %s); not applied",
+		o.Time.UTC().Format(time.RFC3339Nano), w.Sub(o.Time).Round(time.Millisecond), w.Format(time.RFC3339Nano), tol)
+	return records.NewDeadLetter(now, "aggregator", "observations", position, ReasonLate, err, input)
+}
+
+// TopicLate is the default topic of late observations.
+const TopicLate = "late"
+
+// restoreReorder reads a partition's committed reorder-buffer position and
+// returns the buffer and the offset to seek to.
+func (p *Processor) restoreReorder(ctx context.Context, part state.Partition, next int64) (*reorderBuf, int64, error) {
+	rb := newReorderBuf(p.cfg.Model.LateTolerance)
+	rb.off = p.cfg.DisableReorder
+	if next < 0 || rb.off {
+		return rb, next, nil
+	}
+	vals, err := p.store.Get(ctx, part, []string{reorderObject}, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("aggregate: load the reorder buffer position of %s/%d: %w", part.Topic, part.ID, err)
+	}
+	seek, err := rb.restore(vals[0], next)
+	if err != nil {
+		p.log.Error("unreadable reorder buffer position; starting the buffer empty", "err", err)
+		return newReorderBuf(p.cfg.Model.LateTolerance), next, nil
+	}
+	return rb, seek, nil
+}
