@@ -369,6 +369,7 @@ type worker struct {
 	pos    string // topic/partition@ prefix for dead letters
 	gauges partitionGauges
 	rb     *reorderBuf
+	rated  bool // appendEstimates published a rate (see countRated)
 
 	seq       uint64       // the last prepared batch
 	committed uint64       // the last committed batch
@@ -1002,6 +1003,7 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
 			w.p.stats.changeEst.Add(1)
+			w.countRated(rec.RatePerS != nil)
 		}
 	}
 	if access {
@@ -1009,6 +1011,7 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
 			w.p.stats.accessEst.Add(1)
+			w.countRated(rec.RatePerS != nil)
 		}
 	}
 	return out
@@ -1024,10 +1027,10 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	var out []stream.Message
 	for _, n := range names {
 		obj, _ := w.cache.get(n)
-		k := len(out)
+		w.rated = false
 		out = w.appendEstimates(out, n, obj, true, true)
 		w.p.stats.finalObjects.Add(1)
-		if len(out) > k {
+		if w.rated {
 			w.p.stats.finalWithRate.Add(1)
 		}
 		if len(out) >= 1000 {

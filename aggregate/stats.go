@@ -23,12 +23,14 @@ type Stats struct {
 	// FinalObjects and FinalWithRate count, for EmitFinal, the objects
 	// published and those among them with a change or access rate.
 	ChangeEstimates, AccessEstimates int64
-	FinalObjects, FinalWithRate      int64
+	// RatedEstimates counts the published estimates that carry a rate.
+	RatedEstimates              int64
+	FinalObjects, FinalWithRate int64
 }
 
 type statCounters struct {
 	messages, rejected, observations, applied, duplicates, noInfo, late, reordered atomic.Int64
-	objects, changeEst, accessEst, finalObjects, finalWithRate                     atomic.Int64
+	objects, changeEst, accessEst, rated, finalObjects, finalWithRate              atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
@@ -38,7 +40,7 @@ func (p *Processor) Stats() Stats {
 		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Observations: s.observations.Load(),
 		Applied: s.applied.Load(), Duplicates: s.duplicates.Load(), NoInformation: s.noInfo.Load(),
 		Late: s.late.Load(), Reordered: s.reordered.Load(), Objects: s.objects.Load(),
-		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(),
+		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
 		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(),
 	}
 }
@@ -50,4 +52,12 @@ func (s *statCounters) countOutcomes(outcomes []int, reordered int) {
 	s.noInfo.Add(int64(outcomes[NoInformation]))
 	s.late.Add(int64(outcomes[Late]))
 	s.reordered.Add(int64(reordered))
+}
+
+// countRated counts a published estimate, noting whether it has a rate.
+func (w *worker) countRated(rated bool) {
+	if rated {
+		w.p.stats.rated.Add(1)
+		w.rated = true
+	}
 }
