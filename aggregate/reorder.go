@@ -9,6 +9,7 @@ import (
 
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
 )
 
 // The event-time reorder buffer of a partition (Flink's bounded
@@ -213,7 +214,7 @@ func lateRecord(now time.Time, position string, o *records.Observation, watermar
 }
 
 // TopicLate is the default topic of late observations.
-const TopicLate = "late"
+const TopicLate = stream.TopicLate
 
 // restoreReorder reads a partition's committed reorder-buffer position and
 // returns the buffer and the offset to seek to.

@@ -262,4 +262,3 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
-

@@ -30,7 +30,7 @@ import (
 func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
 	topics := []string{cfg.TopicObservations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topics...),
-		kfake.SeedTopics(1, cfg.TopicDeadLetter))
+		kfake.SeedTopics(1, cfg.TopicDeadLetter, cfg.TopicLate))
 	if err != nil {
 		return fmt.Errorf("demo: start in-process Kafka: %w", err)
 	}

@@ -696,6 +696,7 @@ func TestTopics(t *testing.T) {
 		{"CHANGERATE_ACCESS_REPORTS_TOPIC", "access-reports"},
 		{"CHANGERATE_ALERTS_TOPIC", "alerts"},
 		{"CHANGERATE_DEAD_LETTER_TOPIC", "dead-letter"},
+		{"CHANGERATE_LATE_TOPIC", "late"},
 	} {
 		topic(t, setting(e, v.name, v.def))
 	}
