@@ -65,12 +65,19 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	defer kp.close()
 	return serve(ctx, cfg, kp, logger, reg, func(gctx context.Context, srv *httpServer, stop context.CancelFunc) error {
 		start := time.Now()
+		// Both logs merged by event time, as ingest does with several
+		// files: the aggregator's watermark would find the second log late.
+		sorted := ingest.NewSortingSink(kp.sink, cfg.TopicObservations, 0, "", 0)
+		defer sorted.Close()
 		for _, in := range []struct{ format, path string }{{"heritrix", crawlLog}, {"squid", squidLog}} {
 			icfg := ingest.Config{Format: in.format, Paths: []string{in.path}, ObservationsTopic: cfg.TopicObservations,
 				DeadLetterTopic: cfg.TopicDeadLetter, ProgressInterval: -1}
-			if _, err := ingest.Run(gctx, icfg, kp.sink, logger, nil); err != nil {
+			if _, err := ingest.Run(gctx, icfg, sorted, logger, nil); err != nil {
 				return fmt.Errorf("demo: ingest %s: %w", in.format, err)
 			}
+		}
+		if err := sorted.Flush(gctx); err != nil {
+			return fmt.Errorf("demo: %w", err)
 		}
 		total, err := endOffsets(gctx, kc.Brokers[0], cfg.TopicObservations)
 		if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -76,49 +75,13 @@ func checkObservations(in io.Reader, name string) (io.Reader, error) {
 	return nil, fmt.Errorf("%w: %s", errNothingUsable, msg)
 }
 
-// sortKey prefixes a line with what it is sorted by: its event time (8
-// bytes, big-endian, sign bit flipped so that bytes order like times), its
-// object, its source, its offset (8 bytes, numeric order) and its content
-// (the observation without its source position). Sorting by key, then
-// line, gives an order that is a function of the set of lines alone;
-// observations of one object at the same time keep their order within
-// their source (duplicate detection relies on it).
-func sortKey(dst []byte, o *records.Observation, line []byte) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0) // key length, filled below
-	dst = binary.BigEndian.AppendUint64(dst, uint64(o.Time.UnixMilli())^(1<<63))
-	dst = append(dst, o.Object...)
-	dst = append(dst, 0)
-	dst = append(dst, o.Source...)
-	dst = append(dst, 0)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(o.Offset)^(1<<63))
-	src, off := o.Source, o.Offset
-	o.Source, o.Offset = "", 0
-	dst = ingest.AppendObservation(dst, o)
-	o.Source, o.Offset = src, off
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return append(dst, line...)
-}
-
-// compareRecords orders sort records: key, then line.
-func compareRecords(a, b []byte) int {
-	ka, kb := a[4:4+binary.BigEndian.Uint32(a)], b[4:4+binary.BigEndian.Uint32(b)]
-	if c := bytes.Compare(ka, kb); c != 0 {
-		return c
-	}
-	return bytes.Compare(lineOf(a), lineOf(b))
-}
-
-// lineOf returns the line of a sort record.
-func lineOf(rec []byte) []byte { return rec[4+binary.BigEndian.Uint32(rec):] }
-
 // sortInput reads every line of in, writes a dead letter (reason
 // "decode", position name:line) for each line that is not an observation,
 // and returns the observations sorted by event time (then object, then
 // the line: the same order whatever the input order), as lines. Beyond
 // memory bytes the sort spills sorted runs to dir.
 func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter func([]byte) error, st *inputStats) (io.Reader, func() error, error) {
-	s := extsort.New(compareRecords, memory, dir)
+	s := extsort.New(ingest.CompareSortRecords, memory, dir)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var rec []byte
@@ -140,7 +103,7 @@ func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter f
 			}
 			continue
 		}
-		rec = sortKey(rec[:0], &o, line)
+		rec = ingest.SortKey(rec[:0], &o, line)
 		if err := s.Add(rec); err != nil {
 			s.Close()
 			return nil, nil, fmt.Errorf("sort the input by event time: %w (set %s_SORT_DIR (--sort-dir) to a directory with room, or %s_SORT_MEMORY (--sort-memory) higher)", err, envPrefix, envPrefix)
@@ -156,7 +119,7 @@ func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter f
 	go func() {
 		bw := bufio.NewWriterSize(pw, 256<<10)
 		for r, ok := it.Next(); ok; r, ok = it.Next() {
-			bw.Write(lineOf(r))
+			bw.Write(ingest.SortRecordLine(r))
 			if err := bw.WriteByte('\n'); err != nil {
 				pw.CloseWithError(err)
 				return
