@@ -323,10 +323,6 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		defer f.Close()
 		in, name = f, cfg.In
 	}
-	in, err := checkObservations(in, name)
-	if err != nil {
-		return err
-	}
 	routes := map[string]io.Writer{}
 	var closers []func() error
 	for _, o := range []struct {
@@ -368,17 +364,6 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		return err
 	}
 	var ist inputStats
-	if cfg.Sort {
-		sorted, closeSort, err := sortInput(in, name, cfg.SortMemory, cfg.SortDir, func(dl []byte) error {
-			return sink.Write(ctx, stream.Message{Topic: cfg.TopicDeadLetter, Value: dl})
-		}, &ist)
-		if err != nil {
-			return err
-		}
-		defer closeSort()
-		in = sorted
-	}
-	src := stream.NewReaderSource(cfg.TopicObservations, in, 0)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
@@ -388,7 +373,21 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	g.Go(func() error {
 		defer cancel() // the input ended: stop the HTTP server too
-		return src.Run(gctx, proc.Handle)
+		in, err := checkObservations(in, name)
+		if err != nil {
+			return err
+		}
+		if cfg.Sort {
+			sorted, closeSort, err := sortInput(in, name, cfg.SortMemory, cfg.SortDir, func(dl []byte) error {
+				return sink.Write(gctx, stream.Message{Topic: cfg.TopicDeadLetter, Value: dl})
+			}, &ist)
+			if err != nil {
+				return err
+			}
+			defer closeSort()
+			in = sorted
+		}
+		return stream.NewReaderSource(cfg.TopicObservations, in, 0).Run(gctx, proc.Handle)
 	})
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err

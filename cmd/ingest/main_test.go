@@ -127,7 +127,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	if !strings.Contains(string(b), fmt.Sprintf(`"offset":%d`, len(squid))) {
 		t.Fatalf("checkpoint %s does not point at the end (%d)", b, len(squid))
 	}
-	if !strings.Contains(stderr.String(), "interrupted=true") {
+	if !strings.Contains(stderr.String(), "interrupted before every input was read") {
 		t.Fatalf("stderr: %s", stderr.String())
 	}
 }
@@ -208,5 +208,44 @@ func TestStdinGzip(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if len(lines) != 2 || strings.Contains(stdout.String(), `"source"`) {
 		t.Fatalf("stdout %q", stdout.String())
+	}
+}
+
+// TestNothingUsableHints: a file of another format than --format gives no
+// observation: exit 1, and stderr names the format that accepts its lines.
+func TestNothingUsableHints(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "access.log")
+	os.WriteFile(p, []byte(squid), 0o644)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--format=heritrix-json", "--dead-letter=/dev/null", p}, nil, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "nothing could be used") || !strings.Contains(stderr.String(), "--format=squid") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	// --format=auto reads it.
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--format=auto", "--dead-letter=/dev/null", p}, nil, &stdout, &stderr); code != 0 || strings.Count(stdout.String(), "\n") != 2 {
+		t.Fatalf("auto: exit %d, %d observations; stderr:\n%s", code, strings.Count(stdout.String(), "\n"), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "format=squid") || !strings.Contains(stderr.String(), "ingest summary") {
+		t.Errorf("auto: stderr lacks the detected format or the summary:\n%s", stderr.String())
+	}
+}
+
+// TestUsageSynopsis: -h starts with what the program does, its modes and
+// examples, and names no Go internals.
+func TestUsageSynopsis(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-h"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	h := stderr.String()
+	if !strings.HasPrefix(h, "ingest reads logs") || !strings.Contains(h, "examples:") || !strings.Contains(h, "--format=auto") {
+		t.Errorf("-h does not start with the synopsis:\n%.600s", h)
+	}
+	for _, bad := range []string{"Config.", "NewRecordReader", "Go value of type"} {
+		if strings.Contains(h, bad) {
+			t.Errorf("-h mentions %q", bad)
+		}
 	}
 }
