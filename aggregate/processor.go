@@ -56,6 +56,13 @@ type Config struct {
 	// watermark had passed them (see reorder.go), as dead-letter records
 	// with reason "late". Default TopicLate.
 	LateTopic string
+	// IdleRelease: a partition without input for this long releases (and
+	// applies) every observation its reorder buffer holds, so that the end
+	// of a stream is not held back for ever; the watermark stays where it
+	// was, and an observation that arrives later, before released ones but
+	// within Model.LateTolerance of its object's latest, is applied at the
+	// object's latest time. 0 never releases on idleness. Default 30s.
+	IdleRelease time.Duration
 	// DisableReorder applies observations in arrival (offset) order without
 	// the event-time reorder buffer: nothing is held or sent to LateTopic,
 	// and an observation older than its object's latest one by more than
@@ -97,6 +104,7 @@ func DefaultConfig() Config {
 		DrainTimeout:       10 * time.Second,
 		TakeoverDelay:      10 * time.Second,
 		IdleCheck:          5 * time.Second,
+		IdleRelease:        30 * time.Second,
 	}
 }
 
@@ -125,6 +133,9 @@ func (c *Config) Validate() error {
 		if t == "" {
 			return fmt.Errorf("aggregate: %s must not be empty", name)
 		}
+	}
+	if c.IdleRelease < 0 {
+		return fmt.Errorf("aggregate: IdleRelease must not be negative, got %s", c.IdleRelease)
 	}
 	if c.IdleCheck < 0 {
 		return fmt.Errorf("aggregate: IdleCheck must not be negative, got %s", c.IdleCheck)
@@ -261,14 +272,23 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	defer cancelBatch()
 	stopDrain := context.AfterFunc(ctx, func() { time.AfterFunc(p.cfg.DrainTimeout, cancelBatch) })
 	defer stopDrain()
+	lastInput := time.Now()
 	for {
 		fctx, cancelFetch := ctx, context.CancelFunc(func() {})
-		if p.cfg.IdleCheck > 0 {
-			fctx, cancelFetch = context.WithTimeout(ctx, p.cfg.IdleCheck)
+		if idle := p.idleWait(w.rb.len() > 0); idle > 0 {
+			fctx, cancelFetch = context.WithTimeout(ctx, idle)
 		}
 		msgs, err := c.Fetch(fctx, p.cfg.BatchSize)
 		cancelFetch()
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			if p.cfg.IdleRelease > 0 && w.rb.len() > 0 && time.Since(lastInput) >= p.cfg.IdleRelease {
+				if err := w.releaseIdle(bctx); err != nil {
+					return w.stopped(err)
+				}
+			}
+			if p.cfg.IdleCheck <= 0 {
+				continue
+			}
 			// Idle: finish what is in flight and check that the store
 			// still holds what this handler committed. A store that lost
 			// writes (Redis restarted from an AOF without its last second)
@@ -285,15 +305,8 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 		switch {
 		case err == io.EOF:
 			// The input ended: release what the reorder buffer holds.
-			if w.rb.len() > 0 {
-				b, err := w.prepare(bctx, nil)
-				if err == nil {
-					err = w.submit(bctx, b)
-				}
-				if err != nil {
-					_ = w.drain()
-					return w.stopped(err)
-				}
+			if err := w.releaseIdle(bctx); err != nil {
+				return w.stopped(err)
 			}
 			if err := w.drain(); err != nil {
 				return w.stopped(err)
@@ -317,6 +330,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 		if len(msgs) == 0 {
 			continue
 		}
+		lastInput = time.Now()
 		b, err := w.prepare(bctx, msgs)
 		if err != nil {
 			if derr := w.drain(); derr != nil {

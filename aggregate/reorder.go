@@ -39,8 +39,9 @@ import (
 // output). Nothing held is lost and nothing is applied twice; the input
 // must keep at least the allowed lateness of messages (Kafka retention).
 //
-// An idle partition holds its last lateness of observations until newer
-// ones arrive; a finite input (filter mode) releases everything at its end.
+// A partition without input for Config.IdleRelease releases what it holds
+// (the end of a stream is not held back for ever); a finite input (filter
+// mode) releases everything at its end.
 
 // reorderObject is the reserved object name under which a partition's
 // buffer position is committed. Object names are URLs, which cannot start
@@ -150,11 +151,7 @@ func (r *reorderBuf) position(next int64) []byte {
 		return nil
 	}
 	w, _ := r.watermark()
-	b := []byte{1}
-	b = binary.AppendVarint(b, r.maxSeen)
-	b = binary.AppendVarint(b, w)
-	b = binary.AppendVarint(b, r.minOffset(next))
-	return b
+	return ReorderPosition(r.maxSeen, w, r.minOffset(next))
 }
 
 // restore sets the buffer from a committed position: it returns the
@@ -234,4 +231,47 @@ func (p *Processor) restoreReorder(ctx context.Context, part state.Partition, ne
 		return newReorderBuf(p.cfg.Model.LateTolerance), next, nil
 	}
 	return rb, seek, nil
+}
+
+// ReorderObject is the reserved object name under which each partition's
+// reorder-buffer position is committed (for tools that read the store).
+const ReorderObject = reorderObject
+
+// ReorderPosition encodes a reorder-buffer position as it is committed:
+// the latest event time seen, the watermark (both Unix ms) and the offset
+// of the earliest held observation (the next offset when none is held).
+func ReorderPosition(latest, watermark, earliestHeld int64) []byte {
+	b := []byte{1}
+	b = binary.AppendVarint(b, latest)
+	b = binary.AppendVarint(b, watermark)
+	return binary.AppendVarint(b, earliestHeld)
+}
+
+// idleWait is how long a fetch may wait before the handler's idle work
+// (store check, release of a held buffer); 0: for ever.
+func (p *Processor) idleWait(holding bool) time.Duration {
+	d := p.cfg.IdleCheck
+	if holding && p.cfg.IdleRelease > 0 && (d <= 0 || p.cfg.IdleRelease < d) {
+		d = p.cfg.IdleRelease
+	}
+	return d
+}
+
+// releaseIdle applies and commits everything the reorder buffer holds (at
+// the end of a finite input, or after IdleRelease without input).
+func (w *worker) releaseIdle(ctx context.Context) error {
+	if w.rb.len() == 0 {
+		return nil
+	}
+	b, err := w.prepare(ctx, nil)
+	if err == nil {
+		err = w.submit(ctx, b)
+	}
+	if err == nil {
+		err = w.drain()
+	}
+	if err != nil {
+		_ = w.drain()
+	}
+	return err
 }

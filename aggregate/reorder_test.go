@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
@@ -25,6 +26,9 @@ type sliceSource struct {
 	stop     int64
 	maxBatch int
 	rng      *rand.Rand
+	// block: at the end of the messages, wait for the context (a stream
+	// without more input) instead of io.EOF.
+	block bool
 }
 
 func (s *sliceSource) Run(ctx context.Context, handle func(context.Context, stream.Claim) error) error {
@@ -44,11 +48,15 @@ func (c *sliceClaim) SeekTo(off int64) error {
 	c.pos = max(off, 0)
 	return nil
 }
-func (c *sliceClaim) Fetch(_ context.Context, maxN int) ([]stream.Message, error) {
+func (c *sliceClaim) Fetch(ctx context.Context, maxN int) ([]stream.Message, error) {
 	if c.pos >= c.s.stop {
 		return nil, stream.ErrRevoked
 	}
 	if c.pos >= int64(len(c.s.msgs)) {
+		if c.s.block {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
 		return nil, io.EOF
 	}
 	n := min(int64(1+c.s.rng.IntN(c.s.maxBatch)), int64(maxN), c.s.stop-c.pos, int64(len(c.s.msgs))-c.pos)
@@ -261,4 +269,42 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestIdleRelease: a stream that stops is not held back for ever: after
+// IdleRelease without input the partition applies what its buffer holds,
+// reaching the states of a finite run.
+func TestIdleRelease(t *testing.T) {
+	lines := disordered(23, 10, 3)
+	msgs := messages(lines)
+	names := objectNames(lines)
+	cfg := DefaultConfig()
+	ref := newMemory(t)
+	p0, _ := newTestProcessor(t, cfg, ref)
+	if err := (&sliceSource{msgs: msgs, stop: 1 << 62, maxBatch: 100, rng: rand.New(rand.NewPCG(1, 2))}).Run(context.Background(), p0.Handle); err != nil {
+		t.Fatal(err)
+	}
+	want := p0.Stats().Applied
+	cfg.IdleRelease, cfg.IdleCheck = 20*time.Millisecond, 0
+	st := newMemory(t)
+	p, _ := newTestProcessor(t, cfg, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- (&sliceSource{msgs: msgs, stop: 1 << 62, maxBatch: 100, rng: rand.New(rand.NewPCG(1, 2)), block: true}).Run(ctx, p.Handle)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Applied < want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stats().Applied; got != want {
+		t.Fatalf("applied %d after the idle release, a finite run %d", got, want)
+	}
+	if !mapsEqual(states(t, st, names), states(t, ref, names)) {
+		t.Fatal("states after the idle release differ from a finite run's")
+	}
 }

@@ -99,6 +99,7 @@ type config struct {
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
 	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" default:"30s" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
 	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
@@ -170,6 +171,7 @@ func (c *config) validate() error {
 		{c.ReportPeriod < time.Second, "REPORT_PERIOD", "at least 1s", c.ReportPeriod},
 		{!(c.PStale > 0 && c.PStale < 1), "P_STALE", "strictly between 0 and 1", c.PStale},
 		{c.IdleCheck < 0, "IDLE_CHECK", "a duration of 0 or more", c.IdleCheck},
+		{c.IdleRelease < 0, "IDLE_RELEASE", "a duration of 0 or more", c.IdleRelease},
 		{c.DrainTimeout <= 0, "DRAIN_TIMEOUT", "a positive duration", c.DrainTimeout},
 		{c.SortMemory < 0, "SORT_MEMORY", "0 (the default, 256 MiB) or more bytes", c.SortMemory},
 		{c.TopicLate == "", "LATE_TOPIC", "a topic name", `""`},
@@ -218,6 +220,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.DrainTimeout = c.DrainTimeout
 	pc.TakeoverDelay = c.TakeoverDelay
 	pc.IdleCheck = c.IdleCheck
+	pc.IdleRelease = c.IdleRelease
 	return pc
 }
 
