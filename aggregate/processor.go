@@ -431,6 +431,7 @@ type batchWork struct {
 	n        int   // input messages
 	start    time.Time
 	obs      []records.Observation
+	offs     []int64 // input offset of each of obs
 	order    []int32 // per decoded observation: index into objs
 	idx      map[string]int32
 	objs     []pending
@@ -461,6 +462,7 @@ func (w *worker) recycle(b *batchWork) {
 	clear(b.out)
 	clear(b.writes)
 	clear(b.idx)
+	b.offs = b.offs[:0]
 	b.obs, b.order, b.objs, b.misses, b.missIdx, b.vals = b.obs[:0], b.order[:0], b.objs[:0], b.misses[:0], b.missIdx[:0], b.vals[:0]
 	b.out, b.writes, b.enc, b.ends = b.out[:0], b.writes[:0], b.enc[:0], b.ends[:0]
 	w.free = append(w.free, b)
@@ -554,21 +556,22 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		}
 		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
 		p.stats.observations.Add(1)
-		if w.rb.late(o.Time.UnixMilli()) {
-			wm, _ := w.rb.watermark()
-			p.metrics.late.WithLabelValues("late_output").Inc()
-			p.stats.late.Add(1)
-			pos := w.pos + strconv.FormatInt(msgs[i].Offset, 10)
-			b.out = append(b.out, w.encode(p.cfg.LateTopic, o.Object, lateRecord(p.now(), pos, &o, wm, p.cfg.Model.LateTolerance, msgs[i].Value)))
-			continue
-		}
-		if w.rb.hasMax && o.Time.UnixMilli() < w.rb.maxSeen {
+		t := o.Time.UnixMilli()
+		if w.rb.hasMax && t < w.rb.maxSeen {
 			p.stats.reordered.Add(1)
 			p.metrics.late.WithLabelValues("reordered").Inc()
 		}
-		w.rb.push(&o, msgs[i].Offset)
+		if w.rb.late(t) {
+			// Behind the watermark: applied at once, in arrival order; its
+			// object decides (Object.Apply) whether it is still in time.
+			b.obs = append(b.obs, o)
+			b.offs = append(b.offs, msgs[i].Offset)
+		} else {
+			w.rb.push(&o, msgs[i].Offset)
+		}
+		b.obs, b.offs = w.rb.release(b.obs, b.offs, false)
 	}
-	b.obs = w.rb.release(b.obs, flush)
+	b.obs, b.offs = w.rb.release(b.obs, b.offs, flush)
 	// Group by object keeping each object's order.
 	for i := range b.obs {
 		o := &b.obs[i]
@@ -640,7 +643,12 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			reordered++
 		}
 		if oc == Late {
+			// Older than its object's latest observation by more than the
+			// allowed lateness: not applied, written to the late output.
 			dropped++
+			pos := w.pos + strconv.FormatInt(b.offs[i], 10)
+			in, _ := json.Marshal(&b.obs[i])
+			b.out = append(b.out, w.encode(p.cfg.LateTopic, pd.name, lateRecord(p.now(), pos, &b.obs[i], pd.e.obj.LastTime(), p.cfg.Model.LateTolerance, in)))
 		}
 		if oc == Duplicate || oc == Late {
 			continue
@@ -671,7 +679,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		p.metrics.late.WithLabelValues("reordered").Add(float64(reordered))
 	}
 	if dropped > 0 {
-		p.metrics.late.WithLabelValues("dropped").Add(float64(dropped))
+		p.metrics.late.WithLabelValues("late_output").Add(float64(dropped))
 	}
 	// Outputs and the encoded states. The states share one slab; each
 	// value is capped so that appending to one cannot clobber the next.

@@ -16,16 +16,19 @@ import (
 // out-of-orderness watermark).
 //
 // The watermark W is the latest event time seen on the partition minus the
-// allowed lateness (Model.LateTolerance). An observation earlier than W
-// when it arrives is late: it is not applied but written, with the reason,
-// to the late output (Config.LateTopic) and counted. Every other
-// observation is held in the buffer until W passes it, and the buffer
-// releases observations in (event time, offset) order. Every observation
-// that arrives after a release is at or after the W of that release, so
-// the observations applied to the partition's objects form one sequence
-// sorted by event time, the same however the input is cut into batches:
-// the late set and the applied sequence depend only on the partition's
-// messages in offset order.
+// allowed lateness (Model.LateTolerance). An observation at or after W
+// when it arrives is held in the buffer until W passes it; the buffer
+// releases observations in (event time, offset) order. An observation
+// before W when it arrives is not held: it is applied at once, in arrival
+// order, and its object decides — it is applied if it is no older than the
+// object's latest applied observation by more than the allowed lateness
+// (a log of other objects replayed after this one loses nothing), and is
+// otherwise late: not applied, written with the reason to the late output
+// (Config.LateTopic) and counted. After every message the buffer releases
+// what W passed, so the sequence of observations applied to each object is
+// a function of the partition's messages in offset order alone, however
+// they are cut into batches; observations within the allowed lateness of
+// each other reach their objects in event-time order.
 //
 // Crash safety: with every batch commit (atomic with the states and the
 // next offset) the processor stores the buffer's position under the
@@ -34,10 +37,10 @@ import (
 // seeks the input to that offset instead of the committed one and re-reads
 // the messages before the committed offset only to refill the buffer: a
 // message among them is put back if its time is at or after the stored W
-// (exactly the held ones: released observations and late ones are before
-// it), and is otherwise skipped (already applied or sent to the late
-// output). Nothing held is lost and nothing is applied twice; the input
-// must keep at least the allowed lateness of messages (Kafka retention).
+// (exactly the held ones: those released, and those applied at once on
+// arrival, are before it), and is otherwise skipped. Nothing held is lost
+// and nothing is applied twice; the input must keep at least the allowed
+// lateness of messages (Kafka retention).
 //
 // A partition without input for Config.IdleRelease releases what it holds
 // (the end of a stream is not held back for ever); a finite input (filter
@@ -119,14 +122,15 @@ func (r *reorderBuf) push(o *records.Observation, off int64) {
 
 // release appends to dst, in (time, offset) order, the held observations
 // the watermark passed (all of them if all), and returns dst.
-func (r *reorderBuf) release(dst []records.Observation, all bool) []records.Observation {
+func (r *reorderBuf) release(dst []records.Observation, offs []int64, all bool) ([]records.Observation, []int64) {
 	w, _ := r.watermark()
 	all = all || r.off
 	for len(r.held) > 0 && (all || r.held[0].t < w) {
 		h := heap.Pop(&r.held).(heldObs)
 		dst = append(dst, h.obs)
+		offs = append(offs, h.off)
 	}
-	return dst
+	return dst, offs
 }
 
 // held is the number of observations held.
@@ -202,11 +206,10 @@ func (r *reorderBuf) refill(o *records.Observation, off int64) {
 func (r *reorderBuf) setLateness(tol time.Duration) { r.tol = tol.Milliseconds() }
 
 // lateRecord is the late output's record of an observation: a dead letter
-// with reason "late", saying by how much it missed the watermark.
-func lateRecord(now time.Time, position string, o *records.Observation, watermark int64, tol time.Duration, input []byte) records.DeadLetter {
-	w := time.UnixMilli(watermark).UTC()
-	err := fmt.Errorf("observation at %s is %s before the partition's watermark %s (latest event time seen minus the allowed lateness %s); not applied",
-		o.Time.UTC().Format(time.RFC3339Nano), w.Sub(o.Time).Round(time.Millisecond), w.Format(time.RFC3339Nano), tol)
+// with reason "late", saying by how much it missed its object's latest.
+func lateRecord(now time.Time, position string, o *records.Observation, latest time.Time, tol time.Duration, input []byte) records.DeadLetter {
+	err := fmt.Errorf("observation at %s is %s older than its object's latest applied observation (%s), more than the allowed lateness %s; not applied",
+		o.Time.UTC().Format(time.RFC3339Nano), latest.Sub(o.Time).Round(time.Millisecond), latest.Format(time.RFC3339Nano), tol)
 	return records.NewDeadLetter(now, "aggregator", "observations", position, ReasonLate, err, input)
 }
 
