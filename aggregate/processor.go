@@ -614,7 +614,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			if v == nil {
 				continue
 			}
-			if v == nil {
+			if len(v) == 0 {
 				p.stats.objects.Add(1)
 			}
 			if err := pd.e.obj.DecodeBinary(v); err != nil {

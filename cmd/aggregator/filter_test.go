@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -204,4 +205,24 @@ func writeFiles(t *testing.T, parts [][][]byte) []string {
 		paths = append(paths, path)
 	}
 	return paths
+}
+
+// TestUsageSynopsis: -h starts with the modes and an example, and names no
+// Go internals.
+func TestUsageSynopsis(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"-h"}, strings.NewReader(""), &stdout, &stderr)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	h := stderr.String()
+	if !strings.HasPrefix(h, "aggregator turns observations") || !strings.Contains(h, "examples:") ||
+		!strings.Contains(h, "filter mode") || !strings.Contains(h, "service mode") {
+		t.Errorf("-h does not start with the synopsis:\n%.700s", h)
+	}
+	for _, bad := range []string{"Config.", "NewRecordReader", "Go value of type"} {
+		if strings.Contains(h, bad) {
+			t.Errorf("-h mentions %q", bad)
+		}
+	}
 }

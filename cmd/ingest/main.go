@@ -436,6 +436,15 @@ func ingestConfig(o options, paths []string) (ingest.Config, error) {
 		ObservationsTopic:  o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
 	}
+	known := false
+	var names []string
+	for _, f := range parse.Formats() {
+		names = append(names, f[0])
+		known = known || f[0] == o.Format
+	}
+	if !known {
+		return cfg, cfgErr("%s_FORMAT (--format) %q is not a format: one of %s, or auto", envPrefix, o.Format, strings.Join(names, ", "))
+	}
 	checks := []struct {
 		bad  bool
 		name string
