@@ -95,7 +95,8 @@ const (
 	// time); it was dropped.
 	Duplicate
 	// Late: the observation is older than the object's latest observation
-	// by more than the configured tolerance; it was dropped.
+	// by more than the configured tolerance; it was not applied (the
+	// Processor writes it to the late output).
 	Late
 	// NoInformation: a visit that says nothing about change (a failed fetch,
 	// no digest, no Last-Modified and no change flag); it only moved the
@@ -148,10 +149,11 @@ func (e *Effects) Reset() {
 
 // Model holds the configuration Apply and the estimate builders need.
 type Model struct {
-	// LateTolerance: observations up to this much older than the object's
-	// latest one are applied at the latest time (logs are written at
-	// completion, slightly out of order); older ones are dropped as late.
-	// Default 1h.
+	// LateTolerance is the allowed lateness: the Processor's reorder buffer
+	// holds observations this long in event time to apply them in order
+	// (reorder.go), and Apply applies an observation up to this much older
+	// than the object's latest at the latest time; an older one is Late
+	// (not applied; the Processor writes it to the late output). Default 1h.
 	LateTolerance time.Duration
 	// ReportPeriod is the access reporting period. Default 1h.
 	ReportPeriod time.Duration

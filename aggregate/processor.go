@@ -160,9 +160,18 @@ func (c *Config) Validate() error {
 // Delivery: per partition, each batch's outputs are written (and
 // acknowledged) before the batch's states and next offset are committed in
 // one atomic Store step, which checks the partition's epoch and offset. State
-// is therefore effectively-once; outputs are at-least-once, and a replayed
-// batch produces byte-identical outputs (they depend only on the input), so
-// consumers of the compacted estimates topic see no difference.
+// is therefore effectively-once; outputs are at-least-once. What a replay
+// reproduces exactly: the states, access reports, alerts, late records and
+// which objects' estimates are due (Model.EmitInterval, decided per
+// observation in event time) depend only on the partition's messages in
+// offset order, whatever the batch boundaries (the reorder buffer releases
+// per message, see reorder.go). A published estimate holds the object's
+// state at the end of the batch that made it due, so a replayed batch gives
+// byte-identical records when it is cut at the same offsets; cut elsewhere,
+// an estimate may cover more or fewer of the object's observations after
+// the one that made it due (the next due one, or the final estimate, is the
+// same). Dead-letter and late records carry the wall-clock time they were
+// written.
 type Processor struct {
 	cfg     Config
 	store   state.Store
