@@ -678,14 +678,14 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
 	}
-	p.stats.countOutcomes(outcomes[:], reordered)
+	p.stats.countOutcomes(outcomes[:])
 	for oc, n := range outcomes {
 		if n > 0 {
 			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
 		}
 	}
 	if reordered > 0 {
-		p.metrics.late.WithLabelValues("reordered").Add(float64(reordered))
+		p.metrics.late.WithLabelValues("applied_at_latest").Add(float64(reordered))
 	}
 	if dropped > 0 {
 		p.metrics.late.WithLabelValues("late_output").Add(float64(dropped))

@@ -13,9 +13,9 @@ type Stats struct {
 	// Duplicates, NoInformation (a visit that says nothing about change),
 	// Late (beyond the allowed lateness: written to the late output).
 	Observations, Applied, Duplicates, NoInformation, Late int64
-	// Reordered counts observations that arrived out of event-time order
-	// and were put back in order (by the reorder buffer, or applied at
-	// their object's latest time within the allowed lateness).
+	// Reordered counts observations that arrived before the latest event
+	// time seen on their partition (put in order by the reorder buffer, or
+	// applied at once and, if need be, at their object's latest time).
 	Reordered int64
 	// Objects is the objects seen for the first time (no stored state).
 	Objects int64
@@ -46,12 +46,11 @@ func (p *Processor) Stats() Stats {
 }
 
 // countOutcomes adds one batch's outcome counts.
-func (s *statCounters) countOutcomes(outcomes []int, reordered int) {
+func (s *statCounters) countOutcomes(outcomes []int) {
 	s.applied.Add(int64(outcomes[Applied]))
 	s.duplicates.Add(int64(outcomes[Duplicate]))
 	s.noInfo.Add(int64(outcomes[NoInformation]))
 	s.late.Add(int64(outcomes[Late]))
-	s.reordered.Add(int64(reordered))
 }
 
 // countRated counts a published estimate, noting whether it has a rate.
