@@ -412,7 +412,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prometheus.Registry) error {
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
-		return fmt.Errorf("config: %s_KAFKA_*: %w", envPrefix, err)
+		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))
 	}
 	if cfg.CreateTopics {
 		created, err := stream.EnsureTopics(ctx, kc, topicSpecs(cfg))

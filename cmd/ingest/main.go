@@ -186,7 +186,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "kafka":
 		ks, err := stream.NewKafkaSink(kcfg, logger, reg)
 		if err != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_KAFKA_*: %v\n", envPrefix, err)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", cliconfig.KafkaError(envPrefix, err))
 			return 2
 		}
 		sink = ks
@@ -239,7 +239,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.InTopic != "" {
 		src, serr := stream.NewKafkaSource(kcfg, []string{o.InTopic}, logger, reg)
 		if serr != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_KAFKA_*: %v\n", envPrefix, serr)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", cliconfig.KafkaError(envPrefix, serr))
 			return 2
 		}
 		defer src.Close()
@@ -369,7 +369,7 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		return o, k, nil, cfgErr("%s_SORT_MEMORY (--sort-memory) must be 0 (default) or more bytes, got %d", envPrefix, o.SortMemory)
 	}
 	kafkaErr := func(err error) error {
-		return cfgErr("%s_KAFKA_* (--kafka-*): %v", envPrefix, err)
+		return cfgErr("%s", cliconfig.KafkaError(envPrefix, err))
 	}
 	switch o.Out {
 	case "-":
