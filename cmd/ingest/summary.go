@@ -78,8 +78,15 @@ func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary,
 		}
 	}
 	fmt.Fprintf(w, "  %-14s %10d   %s, to %s\n", "observations", tot.Observations, order, outName(o, cfg))
-	fmt.Fprintf(w, "  %-14s %10d   %s\n", "skipped", sumMap(tot.Skipped), reasons(tot.Skipped, "lines without an observation"))
-	fmt.Fprintf(w, "  %-14s %10d   %s\n", "rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
+	line := func(label string, n int64, note string) {
+		if note == "" {
+			fmt.Fprintf(w, "  %-14s %10d\n", label, n)
+			return
+		}
+		fmt.Fprintf(w, "  %-14s %10d   %s\n", label, n, note)
+	}
+	line("skipped", sumMap(tot.Skipped), reasons(tot.Skipped, "lines without an observation"))
+	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
 	if sum.Interrupted {
 		fmt.Fprintln(w, "  interrupted before every input was read")
 	}
