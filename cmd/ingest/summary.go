@@ -89,6 +89,9 @@ func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary,
 	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
 	if sum.Interrupted {
 		fmt.Fprintln(w, "  interrupted before every input was read")
+		if sorter != nil {
+			fmt.Fprintf(w, "  the %d observations held for sorting by time were not written: run again\n", sorter.Held())
+		}
 	}
 }
 
