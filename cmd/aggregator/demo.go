@@ -58,7 +58,10 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	kp, err := newKafkaPipeline(cfg, kc, store, logger, reg)
+	// The demo's input ends: release the reorder buffers soon after.
+	demoCfg := *cfg
+	demoCfg.IdleRelease = time.Second
+	kp, err := newKafkaPipeline(&demoCfg, kc, store, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -84,7 +87,9 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 			return err
 		}
 		logger.Info("demo: sample logs ingested", "observations", total, "took", time.Since(start).Round(time.Millisecond))
-		for kp.proc.Committed() < total {
+		// Every message committed and every observation applied (the end
+		// of the stream leaves the reorder buffers after IDLE_RELEASE).
+		for s := kp.proc.Stats(); kp.proc.Committed() < total || s.Applied+s.Duplicates+s.NoInformation+s.Late+s.Rejected < total; s = kp.proc.Stats() {
 			select {
 			case <-gctx.Done():
 				return nil
