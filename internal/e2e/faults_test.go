@@ -8,7 +8,9 @@ package e2e
 // and every partition's next offset, read with SCAN + GET/HGETALL, TTLs
 // ignored) equal byte for byte to the state of one clean run, and to an
 // independent oracle that applies the same observations in process with
-// aggregate.Object.Apply.
+// aggregate.Object.Apply, in the order the partitions' reorder buffers
+// release them (modelled independently in disorder_test.go; the model is
+// checked against the processor in process by TestOracleMatchesProcessor).
 //
 // Every crash point is checked too: after each kill the state must be
 // exactly the oracle's state at the offsets Redis stores (no partial
@@ -150,8 +152,9 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 
 // oracle returns the state that applying, per partition p, the
 // observations at offsets below next[p] gives: the objects' encoded values
-// (aggregate.Object.AppendBinary after Apply of each observation in offset
-// order, with the tests' model) and each partition's meta.
+// (aggregate.Object.AppendBinary after Apply of each observation in the
+// order the partition's reorder buffer releases them, with the tests'
+// model), each partition's meta and its reorder-buffer position.
 func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]int64) dump {
 	m := aggregate.DefaultModel()
 	m.EmitInterval, m.ReportPeriod = emitInterval, reportPeriod

@@ -77,3 +77,34 @@ func TestSpillDirError(t *testing.T) {
 		t.Fatal("spill to a missing directory succeeded")
 	}
 }
+
+// BenchmarkSort sorts 100,000 records of 100 bytes in memory and with a
+// budget forcing about 40 runs; b.SetBytes reports the throughput.
+func BenchmarkSort(b *testing.B) {
+	recs := make([][]byte, 100000)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range recs {
+		r := make([]byte, 100)
+		for j := range r {
+			r[j] = byte(rng.IntN(256))
+		}
+		recs[i] = r
+	}
+	for _, budget := range []int64{1 << 30, 256 << 10} {
+		b.Run(fmt.Sprint(budget), func(b *testing.B) {
+			b.SetBytes(int64(len(recs) * 100))
+			for b.Loop() {
+				s := New(bytes.Compare, budget, b.TempDir())
+				for _, r := range recs {
+					if err := s.Add(r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				it := s.Sorted()
+				for _, ok := it.Next(); ok; _, ok = it.Next() {
+				}
+				s.Close()
+			}
+		})
+	}
+}
