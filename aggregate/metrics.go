@@ -32,13 +32,15 @@ type metrics struct {
 	stateBytes   prometheus.Histogram
 	nextOffset   *prometheus.GaugeVec
 	cachedObjs   *prometheus.GaugeVec
+	held         *prometheus.GaugeVec
 }
 
-type partitionGauges struct{ next, cached prometheus.Gauge }
+type partitionGauges struct{ next, cached, held prometheus.Gauge }
 
 func (m *metrics) partition(p state.Partition) partitionGauges {
 	id := strconv.Itoa(int(p.ID))
-	return partitionGauges{next: m.nextOffset.WithLabelValues(p.Topic, id), cached: m.cachedObjs.WithLabelValues(p.Topic, id)}
+	return partitionGauges{next: m.nextOffset.WithLabelValues(p.Topic, id), cached: m.cachedObjs.WithLabelValues(p.Topic, id),
+		held: m.held.WithLabelValues(p.Topic, id)}
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -65,10 +67,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		stateBytes:   prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "state_bytes", Help: "Encoded size of written object states.", Buckets: prometheus.LinearBuckets(16, 16, 20)}),
 		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
+		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),
 	}
 	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
-		m.stateBytes, m.nextOffset, m.cachedObjs} {
+		m.stateBytes, m.nextOffset, m.cachedObjs, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("aggregate: register metrics: %w", err)
 		}

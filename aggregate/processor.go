@@ -723,6 +723,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	}
 	w.trimCache()
 	w.from = b.to
+	w.gauges.held.Set(float64(w.rb.len()))
 	return b, nil
 }
 
