@@ -226,3 +226,39 @@ func TestUsageSynopsis(t *testing.T) {
 		}
 	}
 }
+
+// TestLateOutputInFilterMode: without sorting, an observation older than
+// its object's latest by more than the allowed lateness is not applied; it
+// goes with the reason to --late-out and the summary counts it there.
+func TestLateOutputInFilterMode(t *testing.T) {
+	var in bytes.Buffer
+	obs := func(h int, digest string) {
+		fmt.Fprintf(&in, `{"object":"http://a.example/","time":"2026-03-01T%02d:00:00Z","kind":"visit","digest":"sha1:%s"}`+"\n", h, digest)
+	}
+	obs(0, "A")
+	obs(5, "B")
+	obs(10, "C")
+	obs(1, "A") // 9h behind its object's latest: late
+	obs(12, "C")
+	late := filepath.Join(t.TempDir(), "late.jsonl")
+	_, stderr, err := filter(t, in.Bytes(), "--sort=false", "--late-out="+late)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	b, err := os.ReadFile(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d records.DeadLetter
+	if err := json.Unmarshal(bytes.TrimSpace(b), &d); err != nil || d.Reason != "late" || !strings.Contains(d.Input, "01:00:00Z") {
+		t.Fatalf("late output %q (%v)", b, err)
+	}
+	if summaryCount(t, stderr, "late") != 1 || !strings.Contains(stderr, "written to "+late) || summaryCount(t, stderr, "applied") != 4 {
+		t.Fatalf("summary:\n%s", stderr)
+	}
+	// Sorted (the default), the same input loses nothing.
+	_, stderr, err = filter(t, in.Bytes())
+	if err != nil || summaryCount(t, stderr, "late") != 0 || summaryCount(t, stderr, "applied") != 5 {
+		t.Fatalf("sorted: %v\n%s", err, stderr)
+	}
+}

@@ -249,3 +249,45 @@ func TestUsageSynopsis(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesMergedByTime: two rotated logs given newest first, one of them
+// written newest first too, come out as one stream in event-time order
+// (--order=time, the default for files read once); --order=input keeps
+// the input order.
+func TestFilesMergedByTime(t *testing.T) {
+	dir := t.TempDir()
+	line := func(ts int) string {
+		return fmt.Sprintf("%d.000 10 10.0.0.1 TCP_MISS/200 100 GET http://a.example/%d - DIRECT/1.2.3.4 text/html\n", ts, ts%3)
+	}
+	old, cur := filepath.Join(dir, "access.log.1"), filepath.Join(dir, "access.log")
+	os.WriteFile(old, []byte(line(1000)+line(1003)+line(1001)), 0o644)
+	os.WriteFile(cur, []byte(line(2005)+line(2004)+line(1002)), 0o644) // newest first
+	times := func(out string) []int64 {
+		var ts []int64
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			o, err := records.DecodeObservation([]byte(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, o.Time.Unix())
+		}
+		return ts
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--format=squid", cur, old}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if got := fmt.Sprint(times(stdout.String())); got != "[1000 1001 1002 1003 2004 2005]" {
+		t.Errorf("--order=time: times %s", got)
+	}
+	if !strings.Contains(stderr.String(), "sorted by event time") {
+		t.Errorf("summary does not say the output is sorted:\n%s", stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"--format=squid", "--order=input", cur, old}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if got := fmt.Sprint(times(stdout.String())); got != "[2005 2004 1002 1000 1003 1001]" {
+		t.Errorf("--order=input: times %s", got)
+	}
+}
