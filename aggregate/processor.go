@@ -52,9 +52,9 @@ type Config struct {
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
-	// LateTopic receives observations that arrived after the partition's
-	// watermark had passed them (see reorder.go), as dead-letter records
-	// with reason "late". Default TopicLate.
+	// LateTopic receives late observations (older than their object's
+	// latest by more than Model.LateTolerance, see reorder.go), as
+	// dead-letter records with reason "late". Default TopicLate.
 	LateTopic string
 	// IdleRelease: a partition without input for this long releases (and
 	// applies) every observation its reorder buffer holds, so that the end
@@ -64,10 +64,10 @@ type Config struct {
 	// object's latest time. 0 never releases on idleness. Default 30s.
 	IdleRelease time.Duration
 	// DisableReorder applies observations in arrival (offset) order without
-	// the event-time reorder buffer: nothing is held or sent to LateTopic,
-	// and an observation older than its object's latest one by more than
-	// Model.LateTolerance is dropped (counted as late). For inputs known to
-	// be sorted and for tests of batch mechanics. Default false.
+	// the event-time reorder buffer: nothing is held, and an observation
+	// older than its object's latest one by more than Model.LateTolerance is
+	// late (written to LateTopic). For inputs known to be sorted and for
+	// tests of batch mechanics. Default false.
 	DisableReorder bool
 	// RetryBackoff is the first wait before retrying a failed output write
 	// or state commit; it doubles up to 30s. Default 200ms.
@@ -535,9 +535,9 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	w.seq++
 	b.seq = w.seq
 
-	// Decode; late observations go to the late output, the others into
-	// the reorder buffer, which releases those the watermark passed in
-	// event-time order (reorder.go).
+	// Decode; observations behind the watermark are applied at once, the
+	// others go into the reorder buffer, which after each message releases
+	// those the watermark passed in event-time order (reorder.go).
 	first := true
 	for i := range msgs {
 		if w.rb.replaying(msgs[i].Offset) {
@@ -621,10 +621,8 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			pd := &b.objs[b.missIdx[k]]
 			pd.e = w.cache.add(pd.name)
 			if v == nil {
-				continue
-			}
-			if len(v) == 0 {
 				p.stats.objects.Add(1)
+				continue
 			}
 			if err := pd.e.obj.DecodeBinary(v); err != nil {
 				// A stored value we cannot read is a bug or an incompatible
