@@ -192,6 +192,8 @@ func (s summary) write(w io.Writer) {
 func (s summary) verdict() error {
 	rej := s.in.rejected + s.st.Rejected
 	switch {
+	case s.st.Observations == 0 && rej == 0:
+		return fmt.Errorf("%w: the input had no observations (empty)", errNothingUsable)
 	case s.st.Observations == 0 && rej > 0:
 		return fmt.Errorf("%w: every one of the %d input lines was rejected (see the dead letters)", errNothingUsable, rej)
 	case s.st.Observations > 0 && s.final && s.st.FinalWithRate == 0,

@@ -78,6 +78,9 @@ func TestNothingUsableExitsNonZero(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr)
 		}
 	}
+	if _, _, err := filter(t, nil); !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("empty input: err %v", err)
+	}
 	_, _, err = filter(t, []byte(`{"object":"x"}`+"\n"+`{}`+"\n"+"\n"))
 	if !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), "not observations") {
 		t.Fatalf("all rejected: err %v", err)
