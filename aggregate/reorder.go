@@ -1,10 +1,10 @@
 package aggregate
 
 import (
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/changerate/changerate/records"
@@ -55,30 +55,59 @@ const reorderObject = "\x00changerate:reorder"
 // output.
 const ReasonLate = "late"
 
-type heldObs struct {
-	t   int64 // event time, Unix ms
-	off int64 // input offset
-	obs records.Observation
+// heldKey orders a held observation; slot is its place in the buffer's
+// slab (the heap moves 24-byte keys, not observations).
+type heldKey struct {
+	t    int64 // event time, Unix ms
+	off  int64 // input offset
+	slot int32
 }
 
-type heldHeap []heldObs
+type heldHeap []heldKey
 
-func (h heldHeap) Len() int { return len(h) }
-func (h heldHeap) Less(i, j int) bool {
+func (h heldHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].off < h[j].off
 }
-func (h heldHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *heldHeap) Push(x any)   { *h = append(*h, x.(heldObs)) }
-func (h *heldHeap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = heldObs{}
-	*h = old[:n-1]
-	return x
+
+func (h *heldHeap) push(x heldKey) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+// pop removes the least element into dst.
+func (h *heldHeap) pop(dst *heldKey) {
+	a := *h
+	n := len(a) - 1
+	*dst = a[0]
+	a[0] = a[n]
+	a[n] = heldKey{}
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < n && a.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
 }
 
 // reorderBuf is one partition's buffer. Not safe for concurrent use.
@@ -91,7 +120,23 @@ type reorderBuf struct {
 	// restart, only to refill the buffer (see restore).
 	replayBelow int64
 	// off: Config.DisableReorder (nothing held, nothing late).
-	off bool
+	off  bool
+	slab []records.Observation // held observations, by heldKey.slot
+	free []int32               // free slots of slab
+}
+
+// hold stores o in the slab and its key in the heap.
+func (r *reorderBuf) hold(o *records.Observation, t, off int64) {
+	var slot int32
+	if n := len(r.free); n > 0 {
+		slot = r.free[n-1]
+		r.free = r.free[:n-1]
+		r.slab[slot] = *o
+	} else {
+		slot = int32(len(r.slab))
+		r.slab = append(r.slab, *o)
+	}
+	r.held.push(heldKey{t: t, off: off, slot: slot})
 }
 
 func newReorderBuf(tol time.Duration) *reorderBuf {
@@ -117,7 +162,7 @@ func (r *reorderBuf) push(o *records.Observation, off int64) {
 	if !r.hasMax || t > r.maxSeen {
 		r.maxSeen, r.hasMax = t, true
 	}
-	heap.Push(&r.held, heldObs{t: t, off: off, obs: *o})
+	r.hold(o, t, off)
 }
 
 // release appends to dst, in (time, offset) order, the held observations
@@ -125,10 +170,20 @@ func (r *reorderBuf) push(o *records.Observation, off int64) {
 func (r *reorderBuf) release(dst []records.Observation, offs []int64, all bool) ([]records.Observation, []int64) {
 	w, _ := r.watermark()
 	all = all || r.off
+	if all {
+		dst = slices.Grow(dst, len(r.held))
+		offs = slices.Grow(offs, len(r.held))
+	}
+	var k heldKey
 	for len(r.held) > 0 && (all || r.held[0].t < w) {
-		h := heap.Pop(&r.held).(heldObs)
-		dst = append(dst, h.obs)
-		offs = append(offs, h.off)
+		r.held.pop(&k)
+		dst = append(dst, r.slab[k.slot])
+		r.slab[k.slot] = records.Observation{}
+		r.free = append(r.free, k.slot)
+		offs = append(offs, k.off)
+	}
+	if len(r.held) == 0 {
+		r.slab, r.free = r.slab[:0], r.free[:0]
 	}
 	return dst, offs
 }
@@ -197,7 +252,7 @@ func (r *reorderBuf) replaying(off int64) bool { return off < r.replayBelow }
 func (r *reorderBuf) refill(o *records.Observation, off int64) {
 	t := o.Time.UnixMilli()
 	if w, _ := r.watermark(); t >= w {
-		heap.Push(&r.held, heldObs{t: t, off: off, obs: *o})
+		r.hold(o, t, off)
 	}
 }
 

@@ -221,6 +221,9 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.TakeoverDelay = c.TakeoverDelay
 	pc.IdleCheck = c.IdleCheck
 	pc.IdleRelease = c.IdleRelease
+	// Filter mode sorts its input by event time first: the reorder buffer
+	// would only hold (in memory) what is already in order.
+	pc.DisableReorder = c.In != "" && c.Sort
 	return pc
 }
 
