@@ -38,19 +38,20 @@ type metrics struct {
 	nextOffset   *prometheus.GaugeVec
 	cachedObjs   *prometheus.GaugeVec
 	eventLag     *eventLagCollector
+	held         *prometheus.GaugeVec
 }
 
 // partitionGauges are a partition's series; metrics.forget deletes them
 // when the partition leaves this member.
 type partitionGauges struct {
-	next, cached prometheus.Gauge
-	newest       *atomic.Int64 // UnixNano of the newest committed observation; 0: none yet
+	next, cached, held prometheus.Gauge
+	newest             *atomic.Int64 // UnixNano of the newest committed observation; 0: none yet
 }
 
 func (m *metrics) partition(p state.Partition) partitionGauges {
 	id := strconv.Itoa(int(p.ID))
 	return partitionGauges{next: m.nextOffset.WithLabelValues(p.Topic, id), cached: m.cachedObjs.WithLabelValues(p.Topic, id),
-		newest: m.eventLag.track(p)}
+		held: m.held.WithLabelValues(p.Topic, id), newest: m.eventLag.track(p)}
 }
 
 // forget deletes p's per-partition series: a partition that moved to
@@ -61,6 +62,7 @@ func (m *metrics) forget(p state.Partition) {
 	id := strconv.Itoa(int(p.ID))
 	m.nextOffset.DeleteLabelValues(p.Topic, id)
 	m.cachedObjs.DeleteLabelValues(p.Topic, id)
+	m.held.DeleteLabelValues(p.Topic, id)
 	m.eventLag.forget(p)
 }
 
@@ -80,7 +82,7 @@ func (g partitionGauges) committed(obs []records.Observation) {
 // a scrape problem, not "nothing happened").
 var (
 	knownAlertKinds   = []string{records.EstimateChange, records.EstimateAccess}
-	knownLateActions  = []string{"reordered", "dropped"}
+	knownLateActions  = []string{"reordered", "applied_at_latest", "late_output"}
 	knownDeadReasons  = []string{"decode", ReasonOutputRejected}
 	knownRetryOps     = []string{"commit", "write outputs", "write dead letters"}
 	knownRejectReason = []string{"MESSAGE_TOO_LARGE", stream.ReasonExceedsBatchBytes, "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"}
@@ -103,7 +105,7 @@ func (m *metrics) initLabels(cfg Config) {
 	for _, op := range knownRetryOps {
 		m.retries.WithLabelValues(op)
 	}
-	for _, topic := range []string{cfg.EstimatesTopic, cfg.AccessReportsTopic, cfg.AlertsTopic, cfg.DeadLetterTopic} {
+	for _, topic := range []string{cfg.EstimatesTopic, cfg.AccessReportsTopic, cfg.AlertsTopic, cfg.DeadLetterTopic, cfg.LateTopic} {
 		for _, r := range knownRejectReason {
 			m.rejected.WithLabelValues(topic, r)
 		}
@@ -173,8 +175,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	lat := prometheus.ExponentialBuckets(0.0001, 2, 18)
 	m := &metrics{
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_in_total", Help: "Observations decoded, by kind."}, []string{"kind"}),
-		outcomes:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_outcome_total", Help: "What applying an observation did: applied, duplicate, no_information (dropped late observations are counted in late_events_total{action=\"dropped\"})."}, []string{"outcome"}),
-		late:         prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "late_events_total", Help: "Out-of-order observations: reordered (applied at the object's latest time) or dropped (older than the tolerance)."}, []string{"action"}),
+		outcomes:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "observations_outcome_total", Help: "What applying an observation did: applied, duplicate, no_information (observations later than the allowed lateness are counted in late_events_total{action=\"late_output\"})."}, []string{"outcome"}),
+		late:         prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "late_events_total", Help: "Out-of-order observations: reordered (arrived before the latest event time seen; put in order by the reorder buffer or applied at the object's latest time) applied_at_latest (older than its object's latest, within the allowed lateness: applied at that time), or late_output (older than its object's latest by more than the allowed lateness: written to the late topic)."}, []string{"action"}),
 		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "dead_letters_total", Help: "Messages sent to the dead-letter topic, by reason."}, []string{"reason"}),
 		rejected:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "outputs_rejected_total", Help: "Output records the sink refused permanently, by topic and the sink's reason (e.g. MESSAGE_TOO_LARGE); each is replaced by a dead letter (reason output_rejected), except rejected dead letters (topic = the dead-letter topic), which stop the partition."}, []string{"topic", "reason"}),
 		alerts:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "alerts_total", Help: "Rate-shift alerts published, by kind."}, []string{"kind"}),
@@ -192,11 +194,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		stateBytes:   prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "state_bytes", Help: "Encoded size of written object states.", Buckets: prometheus.LinearBuckets(16, 16, 20)}),
 		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
+		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),
 		eventLag:     newEventLagCollector(ns, time.Now),
 	}
 	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
-		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag} {
+		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("aggregate: register metrics: %w", err)
 		}

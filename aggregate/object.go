@@ -95,7 +95,8 @@ const (
 	// time); it was dropped.
 	Duplicate
 	// Late: the observation is older than the object's latest observation
-	// by more than the configured tolerance; it was dropped.
+	// by more than the configured tolerance; it was not applied (the
+	// Processor writes it to the late output).
 	Late
 	// NoInformation: a visit that says nothing about change (a failed fetch,
 	// no digest, no Last-Modified and no change flag); it only moved the
@@ -148,10 +149,11 @@ func (e *Effects) Reset() {
 
 // Model holds the configuration Apply and the estimate builders need.
 type Model struct {
-	// LateTolerance: observations up to this much older than the object's
-	// latest one are applied at the latest time (logs are written at
-	// completion, slightly out of order); older ones are dropped as late.
-	// Default 1h.
+	// LateTolerance is the allowed lateness: the Processor's reorder buffer
+	// holds observations this long in event time to apply them in order
+	// (reorder.go), and Apply applies an observation up to this much older
+	// than the object's latest at the latest time; an older one is Late
+	// (not applied; the Processor writes it to the late output). Default 1h.
 	LateTolerance time.Duration
 	// ReportPeriod is the access reporting period. Default 1h.
 	ReportPeriod time.Duration
@@ -267,7 +269,11 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 	var doff int64
 	if obs.Source != "" {
 		dh, doff = hash32(obs.Source), obs.Offset
-		if o.flags&hasDedup != 0 && o.dedupOff >= 0 && o.dedupHash == dh && doff <= o.dedupOff {
+		// A delivery again of an applied line: same source, not after the
+		// latest applied position, and not later in event time (input in
+		// event-time order visits a source's lines out of offset order;
+		// those come at or after the latest time and are new).
+		if o.flags&hasDedup != 0 && o.dedupOff >= 0 && o.dedupHash == dh && doff <= o.dedupOff && t <= o.lastTime {
 			return Duplicate
 		}
 	} else {
@@ -279,21 +285,30 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 	// Order: late observations beyond the tolerance are dropped; slightly
 	// late ones are applied at the latest time so every stream stays
 	// non-decreasing.
+	reordered := false
 	if seen && t < o.lastTime {
 		if o.lastTime-t > m.LateTolerance.Milliseconds() {
 			return Late
 		}
 		t = o.lastTime
 		eff.Reordered++
+		reordered = true
 	}
 	o.lastTime = t
 	o.dedupHash, o.dedupOff = dh, doff
 	o.flags |= hasDedup
-	if o.lastEmit == 0 || t-o.lastEmit >= m.EmitInterval.Milliseconds() {
-		o.lastEmit = t
-		eff.Due = true
-	}
 	ts := seconds(t)
+	// The publication slot is taken only by an observation that carried
+	// information (a failed fetch must not delay the estimate of the
+	// change its retry sees).
+	defer func() {
+		if eff.Visits || eff.Accesses {
+			if o.lastEmit == 0 || t-o.lastEmit >= m.EmitInterval.Milliseconds() {
+				o.lastEmit = t
+				eff.Due = true
+			}
+		}
+	}()
 
 	outcome := Applied
 	switch obs.Kind {
@@ -317,7 +332,7 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 		o.access(t, m, eff)
 	}
 	if obs.Kind.IsVisit() {
-		if !o.visit(obs, ts, m, eff) && !obs.Kind.IsAccess() {
+		if !o.visit(obs, ts, reordered, m, eff) && !obs.Kind.IsAccess() {
 			outcome = NoInformation
 		}
 	}
@@ -359,9 +374,18 @@ func floorDiv(a, b int64) int64 {
 // source gives one, else a digest different from the previous digest, else
 // a Last-Modified later than the previous one. The first informative visit
 // is the baseline. It reports whether the visit carried information.
-func (o *Object) visit(obs *records.Observation, ts float64, m *Model, eff *Effects) bool {
+//
+// A reordered visit (earlier than the object's latest observation, applied
+// at the latest time) says nothing reliable about change: its content is
+// older than the digest or Last-Modified already held, which it must not
+// replace, and comparing them would count a change that the visits in
+// order already counted. It carries no information.
+func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *Model, eff *Effects) bool {
 	if obs.Status < 0 {
 		return false // a failed fetch saw no content
+	}
+	if reordered && obs.Changed == records.ChangeUnknown {
+		return false
 	}
 	changed, known := false, true
 	var fp uint32

@@ -53,6 +53,23 @@ type Config struct {
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
+	// LateTopic receives late observations (older than their object's
+	// latest by more than Model.LateTolerance, see reorder.go), as
+	// dead-letter records with reason "late". Default TopicLate.
+	LateTopic string
+	// IdleRelease: a partition without input for this long releases (and
+	// applies) every observation its reorder buffer holds, so that the end
+	// of a stream is not held back for ever; the watermark stays where it
+	// was, and an observation that arrives later, before released ones but
+	// within Model.LateTolerance of its object's latest, is applied at the
+	// object's latest time. 0 never releases on idleness. Default 30s.
+	IdleRelease time.Duration
+	// DisableReorder applies observations in arrival (offset) order without
+	// the event-time reorder buffer: nothing is held, and an observation
+	// older than its object's latest one by more than Model.LateTolerance is
+	// late (written to LateTopic). For inputs known to be sorted and for
+	// tests of batch mechanics. Default false.
+	DisableReorder bool
 	// RetryBackoff is the first wait before retrying a failed output write
 	// or state commit; it doubles up to 30s. Default 200ms.
 	RetryBackoff time.Duration
@@ -83,10 +100,12 @@ func DefaultConfig() Config {
 		AccessReportsTopic: stream.TopicAccessReports,
 		AlertsTopic:        stream.TopicAlerts,
 		DeadLetterTopic:    stream.TopicDeadLetter,
+		LateTopic:          TopicLate,
 		RetryBackoff:       200 * time.Millisecond,
 		DrainTimeout:       10 * time.Second,
 		TakeoverDelay:      10 * time.Second,
 		IdleCheck:          5 * time.Second,
+		IdleRelease:        30 * time.Second,
 	}
 }
 
@@ -111,10 +130,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("aggregate: CacheObjects must not be negative, got %d", c.CacheObjects)
 	}
 	for name, t := range map[string]string{"EstimatesTopic": c.EstimatesTopic, "AccessReportsTopic": c.AccessReportsTopic,
-		"AlertsTopic": c.AlertsTopic, "DeadLetterTopic": c.DeadLetterTopic} {
+		"AlertsTopic": c.AlertsTopic, "DeadLetterTopic": c.DeadLetterTopic, "LateTopic": c.LateTopic} {
 		if t == "" {
 			return fmt.Errorf("aggregate: %s must not be empty", name)
 		}
+	}
+	if c.IdleRelease < 0 {
+		return fmt.Errorf("aggregate: IdleRelease must not be negative, got %s", c.IdleRelease)
 	}
 	if c.IdleCheck < 0 {
 		return fmt.Errorf("aggregate: IdleCheck must not be negative, got %s", c.IdleCheck)
@@ -139,9 +161,18 @@ func (c *Config) Validate() error {
 // Delivery: per partition, each batch's outputs are written (and
 // acknowledged) before the batch's states and next offset are committed in
 // one atomic Store step, which checks the partition's epoch and offset. State
-// is therefore effectively-once; outputs are at-least-once, and a replayed
-// batch produces byte-identical outputs (they depend only on the input), so
-// consumers of the compacted estimates topic see no difference.
+// is therefore effectively-once; outputs are at-least-once. What a replay
+// reproduces exactly: the states, access reports, alerts, late records and
+// which objects' estimates are due (Model.EmitInterval, decided per
+// observation in event time) depend only on the partition's messages in
+// offset order, whatever the batch boundaries (the reorder buffer releases
+// per message, see reorder.go). A published estimate holds the object's
+// state at the end of the batch that made it due, so a replayed batch gives
+// byte-identical records when it is cut at the same offsets; cut elsewhere,
+// an estimate may cover more or fewer of the object's observations after
+// the one that made it due (the next due one, or the final estimate, is the
+// same). Dead-letter and late records carry the wall-clock time they were
+// written.
 type Processor struct {
 	cfg     Config
 	store   state.Store
@@ -151,6 +182,7 @@ type Processor struct {
 	now     func() time.Time // dead-letter timestamps only
 
 	committed atomic.Int64 // input messages committed, over all partitions
+	stats     statCounters
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -227,10 +259,14 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	if err != nil {
 		return fmt.Errorf("aggregate: claim %s/%d: %w", part.Topic, part.ID, err)
 	}
-	if err := c.SeekTo(next); err != nil {
-		return fmt.Errorf("aggregate: seek %s/%d to %d: %w", part.Topic, part.ID, next, err)
+	rb, seek, err := p.restoreReorder(ctx, part, next)
+	if err != nil {
+		return err
 	}
-	log.Info("partition claimed", "next_offset", next)
+	if err := c.SeekTo(seek); err != nil {
+		return fmt.Errorf("aggregate: seek %s/%d to %d: %w", part.Topic, part.ID, seek, err)
+	}
+	log.Info("partition claimed", "next_offset", next, "reread_from", seek)
 	p.mu.Lock()
 	p.owned[part] = true
 	p.mu.Unlock()
@@ -242,20 +278,30 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 
 	w := p.newWorker(part, c, next, log)
 	defer p.metrics.forget(part)
+	w.rb = rb
 	// A batch that was fetched is finished (outputs written, state
 	// committed) even when ctx is cancelled meanwhile, within DrainTimeout.
 	bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBatch()
 	stopDrain := context.AfterFunc(ctx, func() { time.AfterFunc(p.cfg.DrainTimeout, cancelBatch) })
 	defer stopDrain()
+	lastInput := time.Now()
 	for {
 		fctx, cancelFetch := ctx, context.CancelFunc(func() {})
-		if p.cfg.IdleCheck > 0 {
-			fctx, cancelFetch = context.WithTimeout(ctx, p.cfg.IdleCheck)
+		if idle := p.idleWait(w.rb.len() > 0); idle > 0 {
+			fctx, cancelFetch = context.WithTimeout(ctx, idle)
 		}
 		msgs, err := c.Fetch(fctx, p.cfg.BatchSize)
 		cancelFetch()
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			if p.cfg.IdleRelease > 0 && w.rb.len() > 0 && time.Since(lastInput) >= p.cfg.IdleRelease {
+				if err := w.releaseIdle(bctx); err != nil {
+					return w.stopped(err)
+				}
+			}
+			if p.cfg.IdleCheck <= 0 {
+				continue
+			}
 			// Idle: finish what is in flight and check that the store
 			// still holds what this handler committed. A store that lost
 			// writes (Redis restarted from an AOF without its last second)
@@ -271,6 +317,10 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 		}
 		switch {
 		case err == io.EOF:
+			// The input ended: release what the reorder buffer holds.
+			if err := w.releaseIdle(bctx); err != nil {
+				return w.stopped(err)
+			}
 			if err := w.drain(); err != nil {
 				return w.stopped(err)
 			}
@@ -293,6 +343,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 		if len(msgs) == 0 {
 			continue
 		}
+		lastInput = time.Now()
 		b, err := w.prepare(bctx, msgs)
 		if err != nil {
 			if derr := w.drain(); derr != nil {
@@ -344,6 +395,8 @@ type worker struct {
 	es     estimators.Estimates
 	pos    string // topic/partition@ prefix for dead letters
 	gauges partitionGauges
+	rb     *reorderBuf
+	rated  bool // appendEstimates published a rate (see countRated)
 
 	seq       uint64       // the last prepared batch
 	committed uint64       // the last committed batch
@@ -393,6 +446,7 @@ type batchWork struct {
 	n        int   // input messages
 	start    time.Time
 	obs      []records.Observation
+	offs     []int64 // input offset of each of obs
 	order    []int32 // per decoded observation: index into objs
 	idx      map[string]int32
 	objs     []pending
@@ -423,6 +477,7 @@ func (w *worker) recycle(b *batchWork) {
 	clear(b.out)
 	clear(b.writes)
 	clear(b.idx)
+	b.offs = b.offs[:0]
 	b.obs, b.order, b.objs, b.misses, b.missIdx, b.vals = b.obs[:0], b.order[:0], b.objs[:0], b.misses[:0], b.missIdx[:0], b.vals[:0]
 	b.out, b.writes, b.enc, b.ends = b.out[:0], b.writes[:0], b.enc[:0], b.ends[:0]
 	w.free = append(w.free, b)
@@ -476,23 +531,65 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	b := w.newBatch()
 	b.start = time.Now()
 	p.metrics.batchSize.Observe(float64(len(msgs)))
-	b.from, b.to, b.n = w.from, msgs[len(msgs)-1].Offset+1, len(msgs)
-	b.first = msgs[0].Offset
+	// msgs empty: the input ended, release the whole reorder buffer.
+	flush := len(msgs) == 0
+	b.from, b.to, b.n = w.from, w.from, 0
+	b.first = w.from
+	if !flush {
+		b.to = max(w.from, msgs[len(msgs)-1].Offset+1)
+	}
 	w.seq++
 	b.seq = w.seq
 
-	// Decode, and group by object keeping each object's order.
+	// Decode; observations behind the watermark are applied at once, the
+	// others go into the reorder buffer, which after each message releases
+	// those the watermark passed in event-time order (reorder.go).
+	first := true
 	for i := range msgs {
+		if w.rb.replaying(msgs[i].Offset) {
+			// Re-read after a restart only to refill the buffer.
+			if o, err := records.DecodeObservation(msgs[i].Value); err == nil {
+				w.rb.refill(&o, msgs[i].Offset)
+			}
+			continue
+		}
+		if first {
+			first = false
+			b.first = msgs[i].Offset
+			w.rb.setLateness(p.cfg.Model.LateTolerance)
+		}
+		b.n++
+		p.stats.messages.Add(1)
 		o, err := records.DecodeObservation(msgs[i].Value)
 		if err != nil {
 			p.metrics.deadLetters.WithLabelValues("decode").Inc()
+			p.stats.rejected.Add(1)
 			dl := records.NewDeadLetter(p.now(), "aggregator", msgs[i].Topic,
 				w.pos+strconv.FormatInt(msgs[i].Offset, 10), "decode", err, msgs[i].Value)
 			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 			continue
 		}
 		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
-		b.obs = append(b.obs, o)
+		p.stats.observations.Add(1)
+		t := o.Time.UnixMilli()
+		if w.rb.hasMax && t < w.rb.maxSeen {
+			p.stats.reordered.Add(1)
+			p.metrics.late.WithLabelValues("reordered").Inc()
+		}
+		if w.rb.late(t) {
+			// Behind the watermark: applied at once, in arrival order; its
+			// object decides (Object.Apply) whether it is still in time.
+			b.obs = append(b.obs, o)
+			b.offs = append(b.offs, msgs[i].Offset)
+		} else {
+			w.rb.push(&o, msgs[i].Offset)
+		}
+		b.obs, b.offs = w.rb.release(b.obs, b.offs, false)
+	}
+	b.obs, b.offs = w.rb.release(b.obs, b.offs, flush)
+	// Group by object keeping each object's order.
+	for i := range b.obs {
+		o := &b.obs[i]
 		j, ok := b.idx[o.Object]
 		if !ok {
 			j = int32(len(b.objs))
@@ -530,6 +627,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			pd := &b.objs[b.missIdx[k]]
 			pd.e = w.cache.add(pd.name)
 			if v == nil {
+				p.stats.objects.Add(1)
 				continue
 			}
 			if err := pd.e.obj.DecodeBinary(v); err != nil {
@@ -558,7 +656,12 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			reordered++
 		}
 		if oc == Late {
+			// Older than its object's latest observation by more than the
+			// allowed lateness: not applied, written to the late output.
 			dropped++
+			pos := w.pos + strconv.FormatInt(b.offs[i], 10)
+			in, _ := json.Marshal(&b.obs[i])
+			b.out = append(b.out, w.encode(p.cfg.LateTopic, pd.name, lateRecord(p.now(), pos, &b.obs[i], pd.e.obj.LastTime(), p.cfg.Model.LateTolerance, in)))
 		}
 		if oc == Duplicate || oc == Late {
 			continue
@@ -579,16 +682,17 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
 	}
+	p.stats.countOutcomes(outcomes[:])
 	for oc, n := range outcomes {
-		if n > 0 && Outcome(oc) != Late { // counted as late_events_total{action="dropped"}
+		if n > 0 && Outcome(oc) != Late { // counted as late_events_total{action="late_output"}
 			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
 		}
 	}
 	if reordered > 0 {
-		p.metrics.late.WithLabelValues("reordered").Add(float64(reordered))
+		p.metrics.late.WithLabelValues("applied_at_latest").Add(float64(reordered))
 	}
 	if dropped > 0 {
-		p.metrics.late.WithLabelValues("dropped").Add(float64(dropped))
+		p.metrics.late.WithLabelValues("late_output").Add(float64(dropped))
 	}
 	// Outputs and the encoded states. The states share one slab; each
 	// value is capped so that appending to one cannot clobber the next.
@@ -607,6 +711,12 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		b.writes = append(b.writes, state.Write{Object: pd.name})
 		b.ends = append(b.ends, len(b.enc))
 	}
+	if pos := w.rb.position(b.to); pos != nil && (b.to > b.from || flush) {
+		// The buffer's position, committed with the states (reorder.go).
+		b.enc = append(b.enc, pos...)
+		b.writes = append(b.writes, state.Write{Object: reorderObject})
+		b.ends = append(b.ends, len(b.enc))
+	}
 	start := 0
 	for k, end := range b.ends {
 		b.writes[k].Value = b.enc[start:end:end]
@@ -617,6 +727,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	}
 	w.trimCache()
 	w.from = b.to
+	w.gauges.held.Set(float64(w.rb.len()))
 	return b, nil
 }
 
@@ -675,6 +786,11 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 			f.err = prev.err
 			return
 		}
+	}
+	if b.to == b.from && len(b.writes) == 0 {
+		// Nothing to commit: messages re-read only to refill the reorder
+		// buffer.
+		return
 	}
 	err := w.retry(ctx, "commit", func() error {
 		t0 := time.Now()
@@ -921,12 +1037,16 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
+			w.p.stats.changeEst.Add(1)
+			w.countRated(rec.RatePerS != nil)
 		}
 	}
 	if access {
 		if rec, ok := obj.AccessEstimate(name, &w.p.cfg.Model, &w.es); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
+			w.p.stats.accessEst.Add(1)
+			w.countRated(rec.RatePerS != nil)
 		}
 	}
 	return out
@@ -947,7 +1067,12 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	var out []stream.Message
 	for _, n := range names {
 		obj, _ := w.cache.get(n)
+		w.rated = false
 		out = w.appendEstimates(out, n, obj, true, true)
+		w.p.stats.finalObjects.Add(1)
+		if w.rated {
+			w.p.stats.finalWithRate.Add(1)
+		}
 		if len(out) >= 1000 {
 			if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
 				return fmt.Errorf("aggregate: final estimates: %w", err)

@@ -59,6 +59,7 @@ func TestPipelineStopsAtFailedCommit(t *testing.T) {
 	in, _ := truthLog(21, 15, 4)
 	cfg := DefaultConfig()
 	cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = 50, 4, 0
+	cfg.DisableReorder = true // batch mechanics: each batch applies its own observations
 	fs := &failingStore{Store: newMemory(t), failAt: 4, err: state.ErrFenced}
 	p, _ := newTestProcessor(t, cfg, fs)
 	runReader(t, p, in)

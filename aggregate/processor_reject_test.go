@@ -96,6 +96,7 @@ func newRejectProcessor(t *testing.T, cfg Config, store state.Store, sink stream
 func rejectConfig() Config {
 	cfg := DefaultConfig()
 	cfg.BatchSize = 2
+	cfg.DisableReorder = true // batch mechanics: each batch applies its own observations
 	cfg.Model.EmitInterval = 0
 	cfg.RetryBackoff = time.Millisecond
 	return cfg

@@ -162,7 +162,7 @@ type factory struct {
 
 func factories() map[string]factory {
 	return map[string]factory{
-		"squid":         {doc: "Squid native access.log, or a custom logformat (Config.SquidLogformat)", line: newSquid},
+		"squid":         {doc: "Squid native access.log, or a custom logformat (--squid-logformat)", line: newSquid},
 		"heritrix":      {doc: "Heritrix crawl.log (H1 and H3)", line: newHeritrix},
 		"jsonl":         {doc: "the project's JSON-lines observation schema", line: newJSONL},
 		"clf":           {doc: "Common and Combined Log Format (Apache, nginx), also with a leading vhost", line: newCLF},
@@ -172,7 +172,7 @@ func factories() map[string]factory {
 		"nasa-tsv":      {doc: "Indeed's TSV of the NASA-HTTP trace (host logname time method url response bytes ...)", line: newNASATSV},
 		"worldcup-csv":  {doc: "WorldCup98 CSV (ClientID,DD/Mon/YYYY,HH:MM:SS,URL,Status,Bytes); needs a zone (UTC)", line: newWorldCupCSV},
 		"changes-tsv":   {doc: "path<TAB>unix-time lines of true change times (git history): a visit that saw a change", line: newChangesTSV},
-		"warc":          {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (a record format: NewRecordReader)", isRec: true},
+		"warc":          {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (read record by record, not by line)", isRec: true},
 	}
 }
 

@@ -166,7 +166,8 @@ type Observation struct {
 	// offset that grows along the input). Together they let the aggregator
 	// drop an observation that ingest delivers again after a restart: for
 	// each object it remembers the last (Source, Offset) applied and drops
-	// any observation of the same source at or before it.
+	// any observation of the same source at or before it and not later in
+	// event time.
 	Source string `json:"source,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
 }
@@ -174,7 +175,11 @@ type Observation struct {
 // MaxObjectBytes caps the length of an object identity (16 KiB, the same
 // cap as ingest's parsers). Every output record carries the object's name,
 // some twice (key and value); the cap keeps them far below Kafka's default
-// 1 MiB message limit, so an output can never be refused for its size.
+// 1 MiB message limit. It does not guarantee that an output is accepted: a
+// topic with a smaller max.message.bytes, or a record grown by other
+// fields (an alert carries two windows), can still be refused; the
+// aggregator then writes a dead letter with reason output_rejected in its
+// place (see aggregate.ReasonOutputRejected).
 const MaxObjectBytes = 16 << 10
 
 // MaxStringBytes caps the other free-text fields (digest, source, format,
@@ -247,7 +252,7 @@ func decodeObservationJSON(b []byte) (Observation, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return Observation{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Observation{}, fmt.Errorf("%w: %s", ErrInvalid, jsonProblem(err))
 	}
 	if dec.More() {
 		return Observation{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
@@ -991,4 +996,21 @@ func AppendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// jsonProblem says what is wrong with a line that does not decode as an
+// observation, in the user's terms rather than encoding/json's (which
+// names Go types).
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return "not a JSON object (an observation is one JSON object per line)"
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q: a JSON %s where the observation schema wants another type", te.Field, te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, err)
+	}
+	return err.Error()
 }

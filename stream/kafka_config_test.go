@@ -88,7 +88,7 @@ func TestEnsureTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(created)
-	want := []string{stream.TopicAccessReports, stream.TopicAlerts, "custom", stream.TopicDeadLetter, stream.TopicEstimates}
+	want := []string{stream.TopicAccessReports, stream.TopicAlerts, "custom", stream.TopicDeadLetter, stream.TopicEstimates, stream.TopicLate}
 	slices.Sort(want)
 	if !slices.Equal(created, want) {
 		t.Fatalf("created %v, want %v", created, want)

@@ -27,7 +27,7 @@ type TopicSpec struct {
 }
 
 // DefaultTopics returns the pipeline's topics with their default names:
-// observations, access-reports, alerts and dead-letter with the given
+// observations, access-reports, alerts, dead-letter and late with the given
 // partition count and replication factor, and estimates compacted.
 func DefaultTopics(partitions, replicationFactor int) []TopicSpec {
 	return []TopicSpec{
@@ -36,6 +36,7 @@ func DefaultTopics(partitions, replicationFactor int) []TopicSpec {
 		{Name: TopicAccessReports, Partitions: partitions, ReplicationFactor: replicationFactor},
 		{Name: TopicAlerts, Partitions: partitions, ReplicationFactor: replicationFactor},
 		{Name: TopicDeadLetter, Partitions: partitions, ReplicationFactor: replicationFactor},
+		{Name: TopicLate, Partitions: partitions, ReplicationFactor: replicationFactor},
 	}
 }
 

@@ -33,6 +33,9 @@ const (
 	TopicAccessReports = "access-reports"
 	TopicAlerts        = "alerts"
 	TopicDeadLetter    = "dead-letter"
+	// TopicLate receives observations later than the aggregator's allowed
+	// lateness, with the reason (dead-letter records, reason "late").
+	TopicLate = "late"
 )
 
 // ErrClosed is returned by a Sink or Source used after Close.

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,6 +80,7 @@ type config struct {
 	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" default:"access-reports" desc:"output topic of per-period access reports"`
 	TopicAlerts        string `envconfig:"ALERTS_TOPIC" default:"alerts" desc:"output topic of rate-shift alerts"`
 	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
+	TopicLate          string `envconfig:"LATE_TOPIC" default:"late" desc:"output topic of observations later than the allowed lateness, with the reason"`
 
 	RedisAddrs            []string `envconfig:"REDIS_ADDRS" desc:"comma-separated Redis addresses (host:port); several with REDIS_CLUSTER for a cluster"`
 	RedisCluster          bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
@@ -98,19 +100,24 @@ type config struct {
 
 	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
-	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"observations this much older than an object's latest are applied at its latest time; older ones are dropped as late"`
+	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"allowed lateness: observations are held per partition until the latest event time seen is this much later, then applied in event-time order; an observation older than that when it arrives goes to the late output"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
 	PoolSites     int           `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
 	PoolPublish   bool          `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
 	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" default:"30s" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
 	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`
 	DeadLetterOut    string `envconfig:"DEAD_LETTER_OUT" default:"-" desc:"filter mode: write dead letters to this file; - means stderr"`
+	LateOut          string `envconfig:"LATE_OUT" default:"-" desc:"filter mode: write late observations (with the reason) to this file; - means stderr"`
+	Sort             bool   `envconfig:"SORT" default:"true" desc:"filter mode: sort the input by event time before aggregating, so that estimates do not depend on input order; false applies it in input order through the reorder buffer"`
+	SortMemory       int64  `envconfig:"SORT_MEMORY" default:"268435456" desc:"filter mode: bytes of input sorted in memory; beyond, sorted runs spill to SORT_DIR"`
+	SortDir          string `envconfig:"SORT_DIR" desc:"filter mode: directory of the sort's spilled runs (default: the system temporary directory)"`
 
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
@@ -130,11 +137,19 @@ type config struct {
 	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" default:"720h" desc:"longest revisit interval of next_visit and of /v1/plan"`
 	PlanBudget         int           `envconfig:"PLAN_BUDGET" default:"1000" desc:"default budget (fetches per period) of /v1/plan"`
 	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" default:"24h" desc:"default period of /v1/plan"`
+	// httpSet: HTTP_ADDR was given (variable or flag), so the filter mode
+	// serves HTTP too.
+	httpSet bool
+}
+
+// opt names an option as the user sets it: "CHANGERATE_X (--x)".
+func opt(name string) string {
+	return envPrefix + "_" + name + " (--" + strings.ReplaceAll(strings.ToLower(name), "_", "-") + ")"
 }
 
 func (c *config) validate() error {
 	if c.In != "" && len(c.KafkaBrokers) > 0 {
-		return fmt.Errorf("config: %s_IN (--in) and %s_KAFKA_BROKERS are exclusive: filter mode reads no Kafka", envPrefix, envPrefix)
+		return fmt.Errorf("config: %s and %s are exclusive: filter mode reads no Kafka", opt("IN"), opt("KAFKA_BROKERS"))
 	}
 	switch c.Store {
 	case "":
@@ -145,25 +160,48 @@ func (c *config) validate() error {
 	case "memory":
 	case "redis":
 		if len(c.RedisAddrs) == 0 {
-			return fmt.Errorf("config: %s_STORE=redis needs %s_REDIS_ADDRS", envPrefix, envPrefix)
+			return fmt.Errorf("config: %s=redis needs %s", opt("STORE"), opt("REDIS_ADDRS"))
 		}
 	default:
-		return fmt.Errorf("config: %s_STORE (--store) must be memory or redis, got %q", envPrefix, c.Store)
+		return fmt.Errorf("config: %s must be memory or redis, got %q", opt("STORE"), c.Store)
+	}
+	switch c.Emit {
+	case aggregate.EmitUpdate, aggregate.EmitFinal:
+	default:
+		return fmt.Errorf("config: %s must be update or final, got %q", opt("EMIT"), c.Emit)
 	}
 	if c.Emit == aggregate.EmitFinal && c.In == "" {
-		return fmt.Errorf("config: %s_EMIT=final needs a finite input: set %s_IN (--in)", envPrefix, envPrefix)
+		return fmt.Errorf("config: %s=final needs a finite input: set %s", opt("EMIT"), opt("IN"))
 	}
-	if c.DemoPages < 1 || c.DemoDays < 1 {
-		return fmt.Errorf("config: %s_DEMO_PAGES and %s_DEMO_DAYS must be at least 1", envPrefix, envPrefix)
+	checks := []struct {
+		bad  bool
+		name string
+		want string
+		got  any
+	}{
+		{c.DemoPages < 1, "DEMO_PAGES", "at least 1", c.DemoPages},
+		{c.DemoDays < 1, "DEMO_DAYS", "at least 1", c.DemoDays},
+		{c.Partitions < 1, "PARTITIONS", "at least 1", c.Partitions},
+		{c.ReplicationFactor < 1, "REPLICATION_FACTOR", "at least 1", c.ReplicationFactor},
+		{c.BatchSize < 1, "BATCH_SIZE", "at least 1", c.BatchSize},
+		{c.CacheObjects < 0, "CACHE_OBJECTS", "0 (unbounded) or more", c.CacheObjects},
+		{c.LateTolerance < 0, "LATE_TOLERANCE", "a duration of 0 or more", c.LateTolerance},
+		{c.EmitInterval < 0, "EMIT_INTERVAL", "a duration of 0 or more", c.EmitInterval},
+		{c.ReportPeriod < time.Second, "REPORT_PERIOD", "at least 1s", c.ReportPeriod},
+		{!(c.PStale > 0 && c.PStale < 1), "P_STALE", "strictly between 0 and 1", c.PStale},
+		{c.IdleCheck < 0, "IDLE_CHECK", "a duration of 0 or more", c.IdleCheck},
+		{c.IdleRelease < 0, "IDLE_RELEASE", "a duration of 0 or more", c.IdleRelease},
+		{c.DrainTimeout <= 0, "DRAIN_TIMEOUT", "a positive duration", c.DrainTimeout},
+		{c.SortMemory < 0, "SORT_MEMORY", "0 (the default, 256 MiB) or more bytes", c.SortMemory},
+		{c.TopicLate == "", "LATE_TOPIC", "a topic name", `""`},
+	}
+	for _, k := range checks {
+		if k.bad {
+			return fmt.Errorf("config: %s must be %s, got %v", opt(k.name), k.want, k.got)
+		}
 	}
 	if c.TakeoverDelay <= c.KafkaHeartbeat && len(c.KafkaBrokers) > 0 {
-		return fmt.Errorf("config: %s_TAKEOVER_DELAY (%s) must exceed %s_KAFKA_HEARTBEAT (%s)", envPrefix, c.TakeoverDelay, envPrefix, c.KafkaHeartbeat)
-	}
-	if c.Partitions < 1 {
-		return fmt.Errorf("config: %s_PARTITIONS must be at least 1, got %d", envPrefix, c.Partitions)
-	}
-	if c.ReplicationFactor < 1 {
-		return fmt.Errorf("config: %s_REPLICATION_FACTOR must be at least 1, got %d", envPrefix, c.ReplicationFactor)
+		return fmt.Errorf("config: %s (%s) must exceed %s (%s)", opt("TAKEOVER_DELAY"), c.TakeoverDelay, opt("KAFKA_HEARTBEAT"), c.KafkaHeartbeat)
 	}
 	if err := c.validateQuery(); err != nil {
 		return err
@@ -172,7 +210,7 @@ func (c *config) validate() error {
 		return err
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return fmt.Errorf("config: %s_LOG_FORMAT must be text or json, got %q", envPrefix, c.LogFormat)
+		return fmt.Errorf("config: %s must be text or json, got %q", opt("LOG_FORMAT"), c.LogFormat)
 	}
 	return nil
 }
@@ -180,7 +218,7 @@ func (c *config) validate() error {
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("config: %s_LOG_LEVEL must be debug, info, warn or error, got %q", envPrefix, s)
+		return 0, fmt.Errorf("config: %s must be debug, info, warn or error, got %q", opt("LOG_LEVEL"), s)
 	}
 	return l, nil
 }
@@ -203,9 +241,14 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.Estimators.MinInterval, pc.Model.Estimators.MaxInterval = c.MinRevisit.Seconds(), c.MaxRevisit.Seconds()
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
+	pc.LateTopic = c.TopicLate
 	pc.DrainTimeout = c.DrainTimeout
 	pc.TakeoverDelay = c.TakeoverDelay
 	pc.IdleCheck = c.IdleCheck
+	pc.IdleRelease = c.IdleRelease
+	// Filter mode sorts its input by event time first: the reorder buffer
+	// would only hold (in memory) what is already in order.
+	pc.DisableReorder = c.In != "" && c.Sort
 	return pc
 }
 
@@ -238,6 +281,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var cfg config
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(fs) }
 	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
 	version := fs.Bool("version", false, "print the version and exit")
 	if _, err := cliconfig.Load(envPrefix, &cfg, fs, args); err != nil {
@@ -247,6 +291,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		_, err := fmt.Fprintln(stdout, buildinfo.Get().String("aggregator"))
 		return err
 	}
+	// HTTP in filter mode only when asked for, by the variable or the flag.
+	_, cfg.httpSet = os.LookupEnv(envPrefix + "_HTTP_ADDR")
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "http-addr" {
+			cfg.httpSet = true
+		}
+	})
 	if *ref {
 		return cliconfig.WriteReference(stdout, envPrefix, &cfg)
 	}
@@ -299,14 +350,14 @@ func openOut(path string, std io.Writer) (io.Writer, func() error, error) {
 
 // runFilter is the Unix-filter mode: JSON lines in, JSON lines out.
 func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
-	in := stdin
+	in, name := stdin, "stdin"
 	if cfg.In != "-" {
 		f, err := os.Open(cfg.In)
 		if err != nil {
-			return fmt.Errorf("config: %s_IN: %w", envPrefix, err)
+			return fmt.Errorf("config: %s: %w", opt("IN"), err)
 		}
 		defer f.Close()
-		in = f
+		in, name = f, cfg.In
 	}
 	routes := map[string]io.Writer{}
 	var closers []func() error
@@ -318,6 +369,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		{cfg.AlertsOut, cfg.TopicAlerts, stdout},
 		{cfg.AccessReportsOut, cfg.TopicAccessReports, stdout},
 		{cfg.DeadLetterOut, cfg.TopicDeadLetter, stderr},
+		{cfg.LateOut, cfg.TopicLate, stderr},
 	} {
 		w, closeFn, err := openOut(o.path, o.std)
 		if err != nil {
@@ -348,7 +400,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	var sink stream.Sink = stream.NewWriterSink(routes, nil)
 	defer sink.Close()
-	httpOn := os.Getenv(envPrefix+"_HTTP_ADDR") != "" && cfg.HTTPAddr != ""
+	httpOn := cfg.httpSet && cfg.HTTPAddr != ""
 	var api *query.Server
 	if httpOn {
 		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.TopicObservations}, logger); err != nil {
@@ -359,7 +411,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	src := stream.NewReaderSource(cfg.TopicObservations, in, 0)
+	var ist inputStats
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
@@ -369,25 +421,48 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	g.Go(func() error {
 		defer cancel() // the input ended: stop the HTTP server too
-		return src.Run(gctx, proc.Handle)
+		in, err := checkObservations(in, name)
+		if err != nil {
+			return err
+		}
+		if cfg.Sort {
+			sorted, closeSort, err := sortInput(in, name, cfg.SortMemory, cfg.SortDir, func(dl []byte) error {
+				return sink.Write(gctx, stream.Message{Topic: cfg.TopicDeadLetter, Value: dl})
+			}, &ist)
+			if err != nil {
+				return err
+			}
+			defer closeSort()
+			in = sorted
+		}
+		return stream.NewReaderSource(cfg.TopicObservations, in, 0).Run(gctx, proc.Handle)
 	})
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	logger.Debug("filter done", "committed", proc.Committed())
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if table != nil {
 		if err := table.print(); err != nil {
 			return err
 		}
 	}
-	return ctx.Err()
+	lateTo := "stderr"
+	if cfg.LateOut != "-" {
+		lateTo = cfg.LateOut
+	}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
+	sum.write(stderr)
+	return sum.verdict()
 }
 
 // runService is the production mode: Kafka in, Kafka out, Redis state.
 func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prometheus.Registry) error {
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
-		return fmt.Errorf("config: %s_KAFKA_*: %w", envPrefix, err)
+		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))
 	}
 	if cfg.CreateTopics {
 		created, err := stream.EnsureTopics(ctx, kc, topicSpecs(cfg))
@@ -508,5 +583,6 @@ func topicSpecs(cfg *config) []stream.TopicSpec {
 		{Name: cfg.TopicAccessReports, Partitions: cfg.Partitions, ReplicationFactor: rf},
 		{Name: cfg.TopicAlerts, Partitions: cfg.Partitions, ReplicationFactor: rf},
 		{Name: cfg.TopicDeadLetter, Partitions: 1, ReplicationFactor: rf},
+		{Name: cfg.TopicLate, Partitions: 1, ReplicationFactor: rf},
 	}
 }

@@ -28,9 +28,11 @@ func TestConfigErrors(t *testing.T) {
 		{"redis store without addresses", nil, []string{"--in=-", "--store=redis"}, []string{"CHANGERATE_REDIS_ADDRS"}},
 		{"final emission needs an input", nil, []string{"--emit=final", "--kafka-brokers=k:9092"}, []string{"CHANGERATE_EMIT", "CHANGERATE_IN"}},
 		{"filter and Kafka are exclusive", nil, []string{"--in=-", "--kafka-brokers=k:9092"}, []string{"CHANGERATE_IN", "CHANGERATE_KAFKA_BROKERS"}},
-		{"bad emission mode", nil, []string{"--in=-", "--emit=sometimes"}, []string{"Emit", "sometimes"}},
+		{"bad emission mode", nil, []string{"--in=-", "--emit=sometimes"}, []string{"CHANGERATE_EMIT", "--emit", "sometimes"}},
 		{"bad log level", nil, []string{"--in=-", "--log-level=loud"}, []string{"CHANGERATE_LOG_LEVEL", "loud"}},
-		{"p_stale out of range", nil, []string{"--in=-", "--p-stale=1.5"}, []string{"PStale", "1.5"}},
+		{"p_stale out of range", nil, []string{"--in=-", "--p-stale=1.5"}, []string{"CHANGERATE_P_STALE", "--p-stale", "1.5"}},
+		{"negative lateness", nil, []string{"--in=-", "--late-tolerance=-1h"}, []string{"CHANGERATE_LATE_TOLERANCE", "--late-tolerance"}},
+		{"batch size zero", nil, []string{"--in=-", "--batch-size=0"}, []string{"CHANGERATE_BATCH_SIZE", "--batch-size"}},
 		{"flags win over the environment", map[string]string{"CHANGERATE_STORE": "memory"}, []string{"--in=-", "--store=etcd"}, []string{"CHANGERATE_STORE", "etcd"}},
 	}
 	for _, c := range cases {

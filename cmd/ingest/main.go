@@ -58,7 +58,7 @@ const envPrefix = "CHANGERATE"
 // CHANGERATE_<envconfig name> and its flag the same name in lower case
 // with dashes (internal/cliconfig); flags win.
 type options struct {
-	Format               string        `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists"`
+	Format               string        `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (detected from the first lines of the first file)"`
 	Out                  string        `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
 	DeadLetter           string        `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
 	Paths                []string      `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
@@ -82,7 +82,10 @@ type options struct {
 	MetricsAddr          string        `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
 	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug|info|warn|error"`
 	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text" desc:"text|json"`
-	Report               bool          `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end"`
+	Report               bool          `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
+	Order                string        `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
+	SortMemory           int64         `envconfig:"SORT_MEMORY" default:"268435456" desc:"ORDER=time: bytes of observations sorted in memory; beyond, sorted runs spill to SORT_DIR"`
+	SortDir              string        `envconfig:"SORT_DIR" desc:"ORDER=time: directory of the sort's spilled runs (default: the system temporary directory)"`
 	InTopic              string        `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
 	KafkaBrokers       []string      `envconfig:"KAFKA_BROKERS" desc:"Kafka bootstrap brokers, comma-separated host:port"`
@@ -154,6 +157,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.InTopic != "" {
 		paths = []string{"-"} // unused by RunSource; satisfies validation
 	}
+	if o.Format == "auto" {
+		f, err := resolveAuto(o, paths, logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
+			return 2
+		}
+		o.Format = f
+	}
 	cfg, err := ingestConfig(o, paths)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
@@ -180,7 +191,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "kafka":
 		ks, err := stream.NewKafkaSink(kcfg, logger, reg)
 		if err != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_KAFKA_*: %v\n", envPrefix, err)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", cliconfig.KafkaError(envPrefix, err))
 			return 2
 		}
 		sink = ks
@@ -224,15 +235,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	_ = stdin // Run reads os.Stdin for "-"
+	var sorter *ingest.SortingSink
+	if o.Order == "time" {
+		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, o.SortMemory, o.SortDir, cfg.BatchSize)
+		defer sorter.Close()
+	}
 	var sum ingest.Summary
 	if o.InTopic != "" {
 		src, serr := stream.NewKafkaSource(kcfg, []string{o.InTopic}, logger, reg)
 		if serr != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_KAFKA_*: %v\n", envPrefix, serr)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", cliconfig.KafkaError(envPrefix, serr))
 			return 2
 		}
 		defer src.Close()
 		sum, err = ingest.RunSource(ctx, cfg, src, sink, logger, reg)
+	} else if sorter != nil {
+		sum, err = ingest.Run(ctx, cfg, sorter, logger, reg)
+		if ctx.Err() == nil && (err == nil || errors.Is(err, ingest.ErrInput)) {
+			if ferr := sorter.Flush(ctx); ferr != nil {
+				err = ferr
+			}
+		}
 	} else {
 		sum, err = ingest.Run(ctx, cfg, sink, logger, reg)
 	}
@@ -242,14 +265,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		writeReport(stderr, sum)
 	}
 	tot := sum.Totals()
-	logger.Info("ingest done", "inputs", len(sum.Inputs), "lines", tot.Lines, "observations", tot.Observations,
+	logger.Debug("ingest done", "inputs", len(sum.Inputs), "lines", tot.Lines, "observations", tot.Observations,
 		"rejects", sumMap(tot.Rejects), "skipped", sumMap(tot.Skipped), "interrupted", sum.Interrupted)
+	writeSummary(stderr, o, cfg, sum, sorter)
 	if err != nil {
 		logger.Error("ingest failed", "err", err)
 		return 1
 	}
 	if cerr != nil {
 		logger.Error("ingest: closing the sink failed", "err", cerr)
+		return 1
+	}
+	if msg := nothingUsable(sum, o, cfg); msg != "" {
+		fmt.Fprintf(stderr, "ingest: nothing could be used: %s\n", msg)
 		return 1
 	}
 	return 0
@@ -307,7 +335,7 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: ingest --format=FORMAT [--out=-|kafka] [options] FILE|DIR|GLOB|- ...\n\nformats:\n")
+		fmt.Fprint(fs.Output(), usageHead)
 		for _, f := range parse.Formats() {
 			fmt.Fprintf(fs.Output(), "  %-14s %s\n", f[0], f[1])
 		}
@@ -332,10 +360,28 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 		paths = rest
 	}
 	if o.Format == "" {
-		return o, k, nil, cfgErr("%s_FORMAT (--format) is required", envPrefix)
+		return o, k, nil, cfgErr("%s_FORMAT (--format) is required: one of the formats -h lists, or auto", envPrefix)
+	}
+	streaming := o.Follow || o.InTopic != "" || o.Checkpoint != ""
+	switch o.Order {
+	case "":
+		o.Order = "time"
+		if streaming {
+			o.Order = "input"
+		}
+	case "input":
+	case "time":
+		if streaming {
+			return o, k, nil, cfgErr("%s_ORDER (--order)=time holds every observation until the inputs end: it cannot go with %s_FOLLOW (--follow), %s_IN_TOPIC (--in-topic) or %s_CHECKPOINT (--checkpoint); use --order=input (the aggregator's reorder buffer puts streams in order)", envPrefix, envPrefix, envPrefix, envPrefix)
+		}
+	default:
+		return o, k, nil, cfgErr("%s_ORDER (--order) must be time or input, got %q", envPrefix, o.Order)
+	}
+	if o.SortMemory < 0 {
+		return o, k, nil, cfgErr("%s_SORT_MEMORY (--sort-memory) must be 0 (default) or more bytes, got %d", envPrefix, o.SortMemory)
 	}
 	kafkaErr := func(err error) error {
-		return cfgErr("%s_KAFKA_* (--kafka-*): %v", envPrefix, err)
+		return cfgErr("%s", cliconfig.KafkaError(envPrefix, err))
 	}
 	switch o.Out {
 	case "-":
@@ -401,6 +447,15 @@ func ingestConfig(o options, paths []string) (ingest.Config, error) {
 		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
 		ObservationsTopic:  o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
+	}
+	known := false
+	var names []string
+	for _, f := range parse.Formats() {
+		names = append(names, f[0])
+		known = known || f[0] == o.Format
+	}
+	if !known {
+		return cfg, cfgErr("%s_FORMAT (--format) %q is not a format: one of %s, or auto", envPrefix, o.Format, strings.Join(names, ", "))
 	}
 	checks := []struct {
 		bad  bool

@@ -169,3 +169,38 @@ func WriteReference(w io.Writer, prefix string, spec any) error {
 	}
 	return tw.Flush()
 }
+
+// kafkaFields maps the Kafka configuration's field names, as its
+// validation errors name them, to the commands' option names.
+var kafkaFields = []struct{ field, option string }{
+	{"KafkaConfig.TLS.CertFile/KeyFile", "KAFKA_TLS_CERT/KAFKA_TLS_KEY"},
+	{"KafkaConfig.TLS.CAFile", "KAFKA_TLS_CA"},
+	{"KafkaConfig.SASL.Username", "KAFKA_SASL_USERNAME"},
+	{"KafkaConfig.SASL.Mechanism", "KAFKA_SASL_MECHANISM"},
+	{"KafkaConfig.SASL", "KAFKA_SASL_MECHANISM"},
+	{"KafkaConfig.Brokers", "KAFKA_BROKERS"},
+	{"KafkaConfig.HeartbeatInterval", "KAFKA_HEARTBEAT"},
+	{"KafkaConfig.SessionTimeout", "KAFKA_SESSION_TIMEOUT"},
+	{"KafkaConfig.Compression", "KAFKA_COMPRESSION"},
+	{"KafkaConfig.Linger", "KAFKA_LINGER"},
+	{"KafkaConfig.BatchSize", "BATCH_SIZE"},
+	{"SessionTimeout", "KAFKA_SESSION_TIMEOUT"},
+}
+
+// KafkaError rewrites a Kafka configuration error for the user: the
+// fields it names become the variables and flags that set them
+// ("CHANGERATE_KAFKA_BROKERS (--kafka-brokers)").
+func KafkaError(prefix string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "stream: ")
+	for _, f := range kafkaFields {
+		if !strings.Contains(msg, f.field) {
+			continue
+		}
+		var names []string
+		for _, o := range strings.Split(f.option, "/") {
+			names = append(names, prefix+"_"+o+" (--"+strings.ReplaceAll(strings.ToLower(o), "_", "-")+")")
+		}
+		msg = strings.ReplaceAll(msg, f.field, strings.Join(names, "/"))
+	}
+	return strings.ReplaceAll(msg, "KafkaConfig.", "")
+}

@@ -1,13 +1,16 @@
 package e2e
 
-// Fault-injection tests of the effectively-once aggregation (issue 6): the
+// Fault-injection tests of the effectively-once aggregation (issues 6 and
+// 11; the workload arrives out of event-time order, see disorder_test.go): the
 // real aggregator binary as child processes, real redis-server processes
 // (standalone with AOF, and a 3-master Cluster) and the in-process kfake
 // broker. Every scenario ends with the whole Redis state (every object value
 // and every partition's next offset, read with SCAN + GET/HGETALL, TTLs
 // ignored) equal byte for byte to the state of one clean run, and to an
 // independent oracle that applies the same observations in process with
-// aggregate.Object.Apply.
+// aggregate.Object.Apply, in the order the partitions' reorder buffers
+// release them (modelled independently in disorder_test.go; the model is
+// checked against the processor in process by TestOracleMatchesProcessor).
 //
 // Every crash point is checked too: after each kill the state must be
 // exactly the oracle's state at the offsets Redis stores (no partial
@@ -149,8 +152,9 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 
 // oracle returns the state that applying, per partition p, the
 // observations at offsets below next[p] gives: the objects' encoded values
-// (aggregate.Object.AppendBinary after Apply of each observation in offset
-// order, with the tests' model) and each partition's meta.
+// (aggregate.Object.AppendBinary after Apply of each observation in the
+// order the partition's reorder buffer releases them, with the tests'
+// model), each partition's meta and its reorder-buffer position.
 func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]int64) dump {
 	m := aggregate.DefaultModel()
 	m.EmitInterval, m.ReportPeriod = emitInterval, reportPeriod
@@ -160,10 +164,17 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 		d[metaKey(topic, p)] = "hash:next=" + strconv.FormatInt(n, 10) + ",owner=" + metaOwner(topic, p)
 		objs := map[string]*aggregate.Object{}
 		touched := map[string]bool{}
-		for _, x := range place[p] {
-			if x.off >= n {
-				break
-			}
+		// The partition's reorder buffer decides the order (disorder_test.go).
+		times, offs := make([]int64, len(place[p])), make([]int64, len(place[p]))
+		for i, x := range place[p] {
+			times[i], offs[i] = w.Obs[x.idx].Time.UnixMilli(), x.off
+		}
+		rm := modelReorder(times, offs, n, m.LateTolerance)
+		if rm.seen {
+			d[objectKey(topic, p, aggregate.ReorderObject)] = string(aggregate.ReorderPosition(rm.latest, rm.wm, rm.earliest))
+		}
+		for _, i := range rm.order {
+			x := place[p][i]
 			o := &w.Obs[x.idx]
 			ob := objs[o.Object]
 			if ob == nil {
@@ -229,6 +240,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{aggBin: aggBin, seed: seedFromEnv()}
 	t0 := time.Now()
 	f.w = genWorkload(f.seed, workloadSize())
+	disorder(f.w, f.seed)
 	t.Logf("workload: %d observations of %d objects (seed %d), generated in %v", len(f.w.Obs), len(f.w.Objects), f.seed, time.Since(t0).Round(time.Millisecond))
 	f.kc = kafkatest.Start(t, kafkatest.Topic{Name: obsTopic, Partitions: obsPartitions})
 	t0 = time.Now()
@@ -261,8 +273,9 @@ func (f *fixture) cleanRun(t *testing.T) {
 	t.Logf("clean run: %d observations in %v (%.0f obs/s incl. start-up), %d objects, %d partition metas, %d value bytes; committed %v, fenced %v",
 		f.total, el.Round(time.Millisecond), float64(f.total)/el.Seconds(), objs, metas, bytes,
 		metricSum(m, "changerate_aggregator_messages_committed_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"))
-	if objs != len(f.w.Objects) || metas != obsPartitions {
-		t.Fatalf("clean run stored %d objects and %d metas, want %d and %d", objs, metas, len(f.w.Objects), obsPartitions)
+	// Each partition's reorder-buffer position is stored as an object.
+	if objs != len(f.w.Objects)+obsPartitions || metas != obsPartitions {
+		t.Fatalf("clean run stored %d objects and %d metas, want %d and %d", objs, metas, len(f.w.Objects)+obsPartitions, obsPartitions)
 	}
 	// The clean run equals the in-process oracle: the comparisons below
 	// check against both.
@@ -444,6 +457,7 @@ func (f *fixture) translate(topic string) dump {
 	keys := map[string]string{}
 	for p, l := range f.place {
 		keys[metaKey(obsTopic, p)] = metaKey(topic, p)
+		keys[objectKey(obsTopic, p, aggregate.ReorderObject)] = objectKey(topic, p, aggregate.ReorderObject)
 		for _, x := range l {
 			name := f.w.Obs[x.idx].Object
 			keys[objectKey(obsTopic, p, name)] = objectKey(topic, p, name)

@@ -231,6 +231,10 @@ func aggEnv(brokers, redisAddrs, group, suffix string, extra ...string) []string
 		"CHANGERATE_ACCESS_REPORTS_TOPIC=access-reports" + suffix,
 		"CHANGERATE_ALERTS_TOPIC=alerts" + suffix,
 		"CHANGERATE_DEAD_LETTER_TOPIC=dead-letter" + suffix,
+		"CHANGERATE_LATE_TOPIC=late" + suffix,
+		// The end of the stream stays in the reorder buffers: the final
+		// state is a function of the input alone (the oracle models it).
+		"CHANGERATE_IDLE_RELEASE=0s",
 	}
 	return append(env, extra...)
 }
@@ -242,6 +246,7 @@ func outputTopics(t *testing.T, kc *kafkatest.Cluster, suffix string) {
 	kc.CreateTopic(t, "access-reports"+suffix, 4)
 	kc.CreateTopic(t, "alerts"+suffix, 4)
 	kc.CreateTopic(t, "dead-letter"+suffix, 1)
+	kc.CreateTopic(t, "late"+suffix, 1)
 }
 
 // startAgg starts the aggregator binary with env (plus a free HTTP

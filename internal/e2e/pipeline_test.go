@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/internal/sample"
@@ -118,6 +119,31 @@ func metricValue(t *testing.T, url, name string) float64 {
 	return 0
 }
 
+// metricSumLabels sums the series of a labelled metric.
+func metricSumLabels(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var sum float64
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+"{") {
+			if i := strings.LastIndexByte(line, ' '); i > 0 {
+				v, err := strconv.ParseFloat(line[i+1:], 64)
+				if err == nil {
+					sum += v
+				}
+			}
+		}
+	}
+	return sum
+}
+
 // latestByKey parses kcat's "%k\t%s\n" output into the last value per key.
 func latestByKey(t *testing.T, out string) map[string]string {
 	t.Helper()
@@ -152,6 +178,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		kafkatest.Topic{Name: "access-reports", Partitions: 4},
 		kafkatest.Topic{Name: "alerts", Partitions: 4},
 		kafkatest.Topic{Name: "dead-letter", Partitions: 1},
+		kafkatest.Topic{Name: "late", Partitions: 1},
 	)
 	sc := testSample()
 	crawl, squid := writeLogs(t, sc)
@@ -177,7 +204,8 @@ func TestPipelineEndToEnd(t *testing.T) {
 	agg.Env = append(os.Environ(),
 		"CHANGERATE_KAFKA_BROKERS="+kc.Addr(), "CHANGERATE_REDIS_ADDRS="+rds.Addr, "CHANGERATE_REDIS_REQUIRE_DURABLE=false",
 		"CHANGERATE_HTTP_ADDR="+httpAddr, "CHANGERATE_CREATE_TOPICS=false", "CHANGERATE_EMIT_INTERVAL=0s", "CHANGERATE_REDIS_KEY_FORMAT=readable",
-		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s")
+		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s",
+		"CHANGERATE_IDLE_RELEASE=500ms") // the reorder buffers release the end of the stream soon
 	var aggLog bytes.Buffer
 	agg.Stdout, agg.Stderr = &aggLog, &aggLog
 	if err := agg.Start(); err != nil {
@@ -194,8 +222,10 @@ func TestPipelineEndToEnd(t *testing.T) {
 	metrics := "http://" + httpAddr + "/metrics"
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		// Every message committed, and every observation applied (the
+		// last ones leave the reorder buffers after IDLE_RELEASE).
 		got := metricValue(t, metrics, "changerate_aggregator_messages_committed_total")
-		if int64(got) == total {
+		if int64(got) == total && int64(metricSumLabels(t, metrics, "changerate_aggregator_observations_outcome_total")) == total {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -230,6 +260,13 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	objKeys := keys[:0]
+	for _, k := range keys {
+		if !strings.Contains(k, aggregate.ReorderObject) { // each partition's reorder-buffer position
+			objKeys = append(objKeys, k)
+		}
+	}
+	keys = objKeys
 	if want := len(sc.Pages()) + len(sc.ProxyPages()); len(keys) != want {
 		t.Errorf("%d object states in Redis, want %d", len(keys), want)
 	}

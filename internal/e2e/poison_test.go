@@ -39,7 +39,7 @@ func poisons(seed uint64) []poison {
 	}
 	return []poison{
 		{"invalid JSON", "poison-a", []byte(`{"object":"http://x.example/a","time":`), "unexpected EOF", "decode"},
-		{"JSON, not an object", "poison-b", []byte(`[1,2,3]`), "cannot unmarshal array", "decode"},
+		{"JSON, not an object", "poison-b", []byte(`[1,2,3]`), "not a JSON object", "decode"},
 		{"JSON null", "poison-c", []byte(`null`), "object is empty", "decode"},
 		{"empty object name", "poison-d", []byte(`{"object":"","time":"2026-10-02T00:00:00Z","kind":"visit"}`), "object is empty", "decode"},
 		{"unknown kind", "poison-e", []byte(`{"object":"http://x.example/e","time":"2026-10-02T00:00:00Z","kind":"poke"}`), `kind "poke"`, "decode"},

@@ -1,0 +1,62 @@
+package aggregate
+
+import "sync/atomic"
+
+// Stats counts what a Processor did since it was created, over all
+// partitions: what the end-of-run summary of the filter mode prints. The
+// same counts are exported as metrics.
+type Stats struct {
+	// Messages is the input messages handled; Rejected those that did not
+	// decode (dead-lettered, reason "decode").
+	Messages, Rejected int64
+	// Observations decoded; of them Applied (changed the state),
+	// Duplicates, NoInformation (a visit that says nothing about change),
+	// Late (beyond the allowed lateness: written to the late output).
+	Observations, Applied, Duplicates, NoInformation, Late int64
+	// Reordered counts observations that arrived before the latest event
+	// time seen on their partition (put in order by the reorder buffer, or
+	// applied at once and, if need be, at their object's latest time).
+	Reordered int64
+	// Objects is the objects seen for the first time (no stored state).
+	Objects int64
+	// ChangeEstimates and AccessEstimates count published estimates;
+	// FinalObjects and FinalWithRate count, for EmitFinal, the objects
+	// published and those among them with a change or access rate.
+	ChangeEstimates, AccessEstimates int64
+	// RatedEstimates counts the published estimates that carry a rate.
+	RatedEstimates              int64
+	FinalObjects, FinalWithRate int64
+}
+
+type statCounters struct {
+	messages, rejected, observations, applied, duplicates, noInfo, late, reordered atomic.Int64
+	objects, changeEst, accessEst, rated, finalObjects, finalWithRate              atomic.Int64
+}
+
+// Stats returns the processor's counts so far.
+func (p *Processor) Stats() Stats {
+	s := &p.stats
+	return Stats{
+		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Observations: s.observations.Load(),
+		Applied: s.applied.Load(), Duplicates: s.duplicates.Load(), NoInformation: s.noInfo.Load(),
+		Late: s.late.Load(), Reordered: s.reordered.Load(), Objects: s.objects.Load(),
+		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
+		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(),
+	}
+}
+
+// countOutcomes adds one batch's outcome counts.
+func (s *statCounters) countOutcomes(outcomes []int) {
+	s.applied.Add(int64(outcomes[Applied]))
+	s.duplicates.Add(int64(outcomes[Duplicate]))
+	s.noInfo.Add(int64(outcomes[NoInformation]))
+	s.late.Add(int64(outcomes[Late]))
+}
+
+// countRated counts a published estimate, noting whether it has a rate.
+func (w *worker) countRated(rated bool) {
+	if rated {
+		w.p.stats.rated.Add(1)
+		w.rated = true
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"time"
+
+	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/internal/extsort"
+	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/records"
+)
+
+// sampleLines is how many leading lines decide whether the filter input is
+// observations at all.
+const sampleLines = 20
+
+// errNothingUsable is wrapped by the filter mode's error when the run could
+// use nothing (every line rejected, or no object got a rate).
+var errNothingUsable = errors.New("nothing could be used")
+
+// inputStats counts the filter input before the processor sees it.
+type inputStats struct {
+	lines, blank, rejected int64
+	sorted                 bool
+	runs                   int
+}
+
+// checkObservations reads the first lines of in and fails with a clear
+// message when none of them is an observation (a raw log given to the
+// aggregator instead of to ingest), naming the formats whose parser accepts
+// them. It returns a reader of the whole input.
+func checkObservations(in io.Reader, name string) (io.Reader, error) {
+	br := bufio.NewReaderSize(in, 1<<20)
+	var head bytes.Buffer
+	var sample [][]byte
+	for len(sample) < sampleLines {
+		line, err := br.ReadBytes('\n')
+		head.Write(line)
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			sample = append(sample, t)
+		}
+		if err != nil {
+			break
+		}
+	}
+	rest := io.MultiReader(&head, br)
+	if len(sample) == 0 {
+		return rest, nil
+	}
+	for _, l := range sample {
+		if _, err := records.DecodeObservation(l); err == nil {
+			return rest, nil
+		}
+	}
+	msg := fmt.Sprintf("%s is not observations: none of its first %d lines is a JSON observation (the output of ingest --out=-)", name, len(sample))
+	cands := parse.Detect(sample, parse.Config{})
+	if h := parse.Hint(cands); h != "" {
+		f := "--format=" + cands[0].Format
+		if cands[0].NeedsZone {
+			f += " --zone=UTC"
+		}
+		msg += fmt.Sprintf(".\nIt looks like a log that ingest reads: %s.\nRun: ingest %s --out=- FILE | aggregator --in=- --store=memory --out=- --emit=final", h, f)
+	} else {
+		_, err := records.DecodeObservation(sample[0])
+		msg += fmt.Sprintf("; line 1: %v; and no ingest format accepts these lines", err)
+	}
+	return nil, fmt.Errorf("%w: %s", errNothingUsable, msg)
+}
+
+// sortInput reads every line of in, writes a dead letter (reason
+// "decode", position name:line) for each line that is not an observation,
+// and returns the observations sorted by event time (then object, then
+// the line: the same order whatever the input order), as lines. Beyond
+// memory bytes the sort spills sorted runs to dir.
+func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter func([]byte) error, st *inputStats) (io.Reader, func() error, error) {
+	s := extsort.New(ingest.CompareSortRecords, memory, dir)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var rec []byte
+	for sc.Scan() {
+		st.lines++
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			st.blank++
+			continue
+		}
+		o, err := records.DecodeObservation(line)
+		if err != nil {
+			st.rejected++
+			dl := records.NewDeadLetter(time.Now(), "aggregator", "observations", fmt.Sprintf("%s:%d", name, st.lines), "decode", err, line)
+			v, _ := json.Marshal(dl)
+			if err := deadLetter(v); err != nil {
+				s.Close()
+				return nil, nil, err
+			}
+			continue
+		}
+		rec = ingest.SortKey(rec[:0], &o, line)
+		if err := s.Add(rec); err != nil {
+			s.Close()
+			return nil, nil, fmt.Errorf("sort the input by event time: %w (set %s_SORT_DIR (--sort-dir) to a directory with room, or %s_SORT_MEMORY (--sort-memory) higher)", err, envPrefix, envPrefix)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		s.Close()
+		return nil, nil, fmt.Errorf("read %s (line %d): %w", name, st.lines+1, err)
+	}
+	st.sorted, st.runs = true, s.Runs()
+	it := s.Sorted()
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, 256<<10)
+		for r, ok := it.Next(); ok; r, ok = it.Next() {
+			bw.Write(ingest.SortRecordLine(r))
+			if err := bw.WriteByte('\n'); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		if err := it.Err(); err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		pw.CloseWithError(bw.Flush())
+	}()
+	return pr, func() error { pr.Close(); return s.Close() }, nil
+}
+
+// summary is the end-of-run report of the filter mode, printed on stderr.
+type summary struct {
+	in       inputStats
+	st       aggregate.Stats
+	final    bool
+	lateTo   string
+	sortNote string
+}
+
+// write prints the summary, one screen.
+func (s summary) write(w io.Writer) {
+	p := func(label string, n int64, note string) {
+		if note != "" {
+			fmt.Fprintf(w, "  %-22s %10d   %s\n", label, n, note)
+		} else {
+			fmt.Fprintf(w, "  %-22s %10d\n", label, n)
+		}
+	}
+	fmt.Fprintln(w, "aggregator summary:")
+	lines := s.in.lines
+	if !s.in.sorted {
+		lines = s.st.Messages
+	}
+	order := "applied in input order through the reorder buffer"
+	if s.in.sorted {
+		order = "sorted by event time"
+		if s.in.runs > 0 {
+			order += fmt.Sprintf(" (%d runs spilled to disk)", s.in.runs)
+		}
+	}
+	p("lines read", lines, order)
+	p("observations", s.st.Observations, "")
+	p("applied", s.st.Applied, "")
+	p("reordered", s.st.Reordered, "arrived out of event-time order, applied in order")
+	p("late", s.st.Late, "beyond the allowed lateness; written to "+s.lateTo)
+	p("duplicates", s.st.Duplicates, "delivered again (same source position)")
+	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, no digest)")
+	rej := s.in.rejected + s.st.Rejected
+	note := ""
+	if rej > 0 {
+		note = fmt.Sprintf("decode: %d (dead letters)", rej)
+	}
+	p("rejected", rej, note)
+	if s.final {
+		p("objects", s.st.FinalObjects, "")
+		p("objects with a rate", s.st.FinalWithRate, "")
+	} else {
+		p("new objects", s.st.Objects, "")
+		p("estimates published", s.st.ChangeEstimates+s.st.AccessEstimates, "")
+		p("estimates with a rate", s.st.RatedEstimates, "")
+	}
+}
+
+// verdict returns an error wrapping errNothingUsable when the run used
+// nothing: every line rejected, or observations read and no rate.
+func (s summary) verdict() error {
+	rej := s.in.rejected + s.st.Rejected
+	switch {
+	case s.st.Observations == 0 && rej == 0:
+		return fmt.Errorf("%w: the input had no observations (empty)", errNothingUsable)
+	case s.st.Observations == 0 && rej > 0:
+		return fmt.Errorf("%w: every one of the %d input lines was rejected (see the dead letters)", errNothingUsable, rej)
+	case s.st.Observations > 0 && s.final && s.st.FinalWithRate == 0,
+		s.st.Observations > 0 && !s.final && s.st.RatedEstimates == 0:
+		return fmt.Errorf("%w: %d observations were read but no object got a rate (too few informative visits or accesses per object)", errNothingUsable, s.st.Observations)
+	}
+	return nil
+}
+
+// usage is -h: the modes, an example each, then every option.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `aggregator turns observations into change-rate and access-rate estimates.
+
+usage:
+  aggregator --in=FILE|- [--out=FILE|-] [--emit=final] [options]   filter mode: JSON lines in, estimates out
+  aggregator --kafka-brokers=HOST:PORT [options]                    service mode: Kafka in and out, Redis state
+  aggregator                                                        embedded demo (in-process Kafka, sample logs)
+
+examples:
+  ingest --format=heritrix --out=- crawl.log | aggregator --in=- --store=memory --out=- --emit=final
+  CHANGERATE_KAFKA_BROKERS=kafka:9092 CHANGERATE_REDIS_ADDRS=redis:6379 aggregator
+
+Filter mode sorts its input by event time (spilling to disk beyond --sort-memory), so the estimates do not
+depend on input order; at the end it prints a summary on stderr and exits 1 when nothing could be used.
+Every option is also an environment variable CHANGERATE_<NAME>; flags win.
+
+options:
+`)
+	fs.PrintDefaults()
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/parse"
+)
+
+const usageHead = `ingest reads logs and writes observations: JSON lines on stdout, or Kafka topics.
+
+usage:
+  ingest --format=FORMAT|auto [--out=-] [options] FILE|DIR|GLOB|- ...        files once, observations sorted by event time
+  ingest --format=FORMAT --out=kafka --follow [--checkpoint=FILE] FILE ...   follow files like tail -F into Kafka
+  ingest --format=heritrix-json --in-topic=TOPIC --out=kafka                 a Heritrix Kafka crawl-log feed into Kafka
+
+examples:
+  ingest --format=auto --out=- access.log.1.gz access.log | aggregator --in=- --store=memory --out=- --emit=final
+  ingest --format=squid --out=kafka --kafka-brokers=kafka:9092 --follow --checkpoint=/var/lib/ingest/cp /var/log/squid/access.log
+
+Several files are merged by event time (--order=time, the default when reading files once), so their order on
+the command line does not matter; at the end a summary goes to stderr, and the exit status is 1 when no line
+gave an observation. Every option is also an environment variable CHANGERATE_<NAME>; flags win.
+
+formats:
+`
+
+// resolveAuto picks the format of --format=auto from the first lines of
+// the first file.
+func resolveAuto(o options, paths []string, logger *slog.Logger) (string, error) {
+	pc := parse.Config{Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat}
+	if o.Zone != "" {
+		z, err := time.LoadLocation(o.Zone)
+		if err != nil {
+			return "", cfgErr("%s_ZONE (--zone): %v", envPrefix, err)
+		}
+		pc.Zone = z
+	}
+	cands, in, err := ingest.DetectFormat(paths, pc)
+	if err != nil {
+		return "", cfgErr("%s_FORMAT (--format)=auto: %v", envPrefix, err)
+	}
+	if len(cands) == 0 {
+		return "", cfgErr("%s_FORMAT (--format)=auto: no format's parser accepts the first lines of %s; see ingest -h for the formats", envPrefix, in)
+	}
+	c := cands[0]
+	if c.NeedsZone {
+		return "", cfgErr("%s_FORMAT (--format)=auto: %s looks like %s, whose times carry no zone: give %s_ZONE (--zone), e.g. --zone=UTC", envPrefix, in, c.Format, envPrefix)
+	}
+	logger.Info("format detected", "input", in, "format", c.Format, "accepted", fmt.Sprintf("%d of %d sample lines", c.Accepted, c.Lines))
+	return c.Format, nil
+}
+
+// writeSummary prints the end-of-run summary on stderr: one screen.
+func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary, sorter *ingest.SortingSink) {
+	tot := sum.Totals()
+	failed := 0
+	for _, in := range sum.Inputs {
+		if in.Err != "" {
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "ingest summary (format %s):\n", cfg.Format)
+	fmt.Fprintf(w, "  %-14s %10d", "inputs", len(sum.Inputs))
+	if failed > 0 {
+		fmt.Fprintf(w, "   %d FAILED (see the log above)", failed)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %-14s %10d\n", "lines read", tot.Lines)
+	order := "in input order"
+	if sorter != nil {
+		order = "sorted by event time"
+		if r := sorter.Runs(); r > 0 {
+			order += fmt.Sprintf(" (%d runs spilled to disk)", r)
+		}
+	}
+	fmt.Fprintf(w, "  %-14s %10d   %s, to %s\n", "observations", tot.Observations, order, outName(o, cfg))
+	line := func(label string, n int64, note string) {
+		if note == "" {
+			fmt.Fprintf(w, "  %-14s %10d\n", label, n)
+			return
+		}
+		fmt.Fprintf(w, "  %-14s %10d   %s\n", label, n, note)
+	}
+	line("skipped", sumMap(tot.Skipped), reasons(tot.Skipped, "lines without an observation"))
+	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
+	if sum.Interrupted {
+		fmt.Fprintln(w, "  interrupted before every input was read")
+		if sorter != nil {
+			fmt.Fprintf(w, "  the %d observations held for sorting by time were not written: run again\n", sorter.Held())
+		}
+	}
+}
+
+func reasons(m map[string]int64, what string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return fmtMap(m) + " (" + what + ")"
+}
+
+func outName(o options, cfg ingest.Config) string {
+	if o.Out == "kafka" {
+		return "topic " + cfg.ObservationsTopic
+	}
+	return "stdout"
+}
+
+func deadLetterName(o options, cfg ingest.Config) string {
+	switch {
+	case o.Out == "kafka":
+		return "topic " + cfg.DeadLetterTopic
+	case o.DeadLetter == "-":
+		return "stderr"
+	}
+	return o.DeadLetter
+}
+
+// nothingUsable explains a run that produced no observation although it
+// read lines, with the formats whose parser accepts the first lines; ""
+// when the run produced something (or was interrupted).
+func nothingUsable(sum ingest.Summary, o options, cfg ingest.Config) string {
+	tot := sum.Totals()
+	if sum.Interrupted || tot.Observations > 0 || o.InTopic != "" {
+		return ""
+	}
+	if tot.Lines == 0 {
+		return "no line was read"
+	}
+	msg := fmt.Sprintf("none of the %d lines read gave an observation (%s)", tot.Lines, fmtMap(tot.Rejects))
+	pc := cfg.Parse
+	cands, in, err := ingest.DetectFormat(cfg.Paths, pc)
+	if err != nil || len(cands) == 0 {
+		return msg + "; and no format's parser accepts the first lines: see ingest -h for the formats"
+	}
+	var fs []string
+	for _, c := range cands {
+		if c.Format == cfg.Format {
+			if rej := tot.Rejects[parse.ReasonNoZone]; rej > 0 {
+				return msg + fmt.Sprintf("; the times of %s carry no zone: give %s_ZONE (--zone), e.g. --zone=UTC", in, envPrefix)
+			}
+			continue
+		}
+		fs = append(fs, c.Format)
+	}
+	if len(fs) == 0 {
+		return msg
+	}
+	return msg + fmt.Sprintf(";\nthe first lines of %s are accepted by: %s", in, parse.Hint(cands)) +
+		fmt.Sprintf("\n(or use --format=auto)")
+}
