@@ -192,8 +192,8 @@ func (s *MemorySink) Topics() []string {
 // line numbers from 0. It has one generation (1) and is exhausted at EOF,
 // when Fetch returns io.EOF. Lines longer than maxLine bytes are delivered
 // truncated to maxLine bytes (the decoder downstream rejects them); nothing
-// is skipped silently. Reads from the underlying reader cannot be
-// interrupted, so cancellation takes effect between lines.
+// is skipped silently. Lines are read ahead by a goroutine, so Fetch returns
+// when its context ends even while the reader waits for input (a pipe).
 type ReaderSource struct {
 	topic   string
 	r       *bufio.Reader
@@ -211,7 +211,8 @@ func NewReaderSource(topic string, r io.Reader, maxLine int) *ReaderSource {
 
 // Run implements Source: it calls handle once, for partition 0.
 func (s *ReaderSource) Run(ctx context.Context, handle func(ctx context.Context, c Claim) error) error {
-	c := &readerClaim{src: s}
+	c := &readerClaim{src: s, done: make(chan struct{})}
+	defer close(c.done)
 	if err := handle(ctx, c); err != nil && err != io.EOF {
 		return fmt.Errorf("stream: %s/0: %w", s.topic, err)
 	}
@@ -222,7 +223,67 @@ type readerClaim struct {
 	src    *ReaderSource
 	next   int64 // offset of the next line to deliver
 	seeked bool
-	eof    bool
+	eof    bool  // reader side: the input ended
+	err    error // consumer side: the input ended (io.EOF) or failed
+
+	// lines carries the lines that a reading goroutine reads ahead, so
+	// that Fetch can return when its context ends (an idle partition's
+	// deadline) while the reader blocks on a pipe with no new input.
+	lines chan lineResult
+	done  chan struct{} // closed when Run returns: the reader stops sending
+}
+
+type lineResult struct {
+	off  int64
+	line []byte
+	err  error
+}
+
+// start starts the reading goroutine once. It ends at the end of the input,
+// on a read error, or when Run returns (it may stay blocked in a Read of
+// the underlying reader until that returns: reads cannot be interrupted).
+func (c *readerClaim) start() {
+	if c.lines != nil {
+		return
+	}
+	c.lines = make(chan lineResult, 1024)
+	go func() {
+		defer close(c.lines)
+		for off := int64(0); ; off++ {
+			line, err := c.readLine()
+			select {
+			case c.lines <- lineResult{off: off, line: line, err: err}:
+			case <-c.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// receive returns the next line from the reading goroutine; ok is false when
+// ctx ended first.
+func (c *readerClaim) receive(ctx context.Context) (r lineResult, ok bool) {
+	if c.err != nil {
+		return lineResult{off: c.next, err: c.err}, true
+	}
+	c.start()
+	select {
+	case r, open := <-c.lines:
+		if !open {
+			r = lineResult{off: c.next, err: io.EOF}
+		}
+		if r.err != nil {
+			c.err = r.err
+			return r, true
+		}
+		c.next = r.off + 1
+		return r, true
+	case <-ctx.Done():
+		return lineResult{}, false
+	}
 }
 
 func (c *readerClaim) Topic() string         { return c.src.topic }
@@ -237,11 +298,12 @@ func (c *readerClaim) SeekTo(offset int64) error {
 	}
 	c.seeked = true
 	for c.next < offset {
-		if _, err := c.readLine(); err != nil {
-			if err == io.EOF {
+		r, _ := c.receive(context.Background())
+		if r.err != nil {
+			if r.err == io.EOF {
 				return fmt.Errorf("%w: offset %d beyond the input's %d lines", ErrFatal, offset, c.next)
 			}
-			return err
+			return r.err
 		}
 	}
 	return nil
@@ -281,7 +343,6 @@ func (c *readerClaim) readLine() ([]byte, error) {
 	}
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
-	c.next++
 	return line, nil
 }
 
@@ -300,21 +361,26 @@ func (c *readerClaim) Fetch(ctx context.Context, max int) ([]Message, error) {
 			}
 			return nil, err
 		}
-		off := c.next
-		line, err := c.readLine()
-		if err == io.EOF {
+		r, ok := c.receive(ctx)
+		if !ok {
+			if len(out) > 0 {
+				return out, nil
+			}
+			return nil, ctx.Err()
+		}
+		if r.err == io.EOF {
 			if len(out) > 0 {
 				return out, nil
 			}
 			return nil, io.EOF
 		}
-		if err != nil {
-			return out, err
+		if r.err != nil {
+			return out, r.err
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(bytes.TrimSpace(r.line)) == 0 {
 			continue
 		}
-		out = append(out, Message{Topic: c.src.topic, Partition: 0, Offset: off, Value: line})
+		out = append(out, Message{Topic: c.src.topic, Partition: 0, Offset: r.off, Value: r.line})
 	}
 	return out, nil
 }

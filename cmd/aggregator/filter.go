@@ -41,24 +41,24 @@ func checkObservations(in io.Reader, name string) (io.Reader, error) {
 	br := bufio.NewReaderSize(in, 1<<20)
 	var head bytes.Buffer
 	var sample [][]byte
+	rest := io.MultiReader(&head, br)
+	// Stop at the first observation: a live pipe with fewer than
+	// sampleLines lines must not wait here for more input.
 	for len(sample) < sampleLines {
 		line, err := br.ReadBytes('\n')
 		head.Write(line)
 		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if _, derr := records.DecodeObservation(t); derr == nil {
+				return rest, nil
+			}
 			sample = append(sample, t)
 		}
 		if err != nil {
 			break
 		}
 	}
-	rest := io.MultiReader(&head, br)
 	if len(sample) == 0 {
 		return rest, nil
-	}
-	for _, l := range sample {
-		if _, err := records.DecodeObservation(l); err == nil {
-			return rest, nil
-		}
 	}
 	msg := fmt.Sprintf("%s is not observations: none of its first %d lines is a JSON observation (the output of ingest --out=-)", name, len(sample))
 	cands := parse.Detect(sample, parse.Config{})

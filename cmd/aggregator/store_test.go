@@ -15,7 +15,7 @@ import (
 // evicting policy refuses to start, naming the setting and the opt-out;
 // with REDIS_REQUIRE_DURABLE=false it runs.
 func TestRedisRequirements(t *testing.T) {
-	in := `{"object":"http://a.example/","time":"2026-03-01T00:00:00Z","kind":"access"}` + "\n"
+	in := string(cgmExample1(t)) // CGM Example 1: http://a.example/ gets a rate
 	for _, tc := range []struct {
 		name string
 		opts []redistest.Option
