@@ -66,9 +66,14 @@ func (m *metrics) forget(p state.Partition) {
 	m.eventLag.forget(p)
 }
 
-// committed records the newest event time of a committed batch.
-func (g partitionGauges) committed(obs []records.Observation) {
+// committed records the newest event time of a committed batch: of its
+// applied observations and of those its reorder buffer holds (seenMs, Unix
+// ms; committed with the batch as the buffer's position).
+func (g partitionGauges) committed(obs []records.Observation, seenMs int64) {
 	newest := g.newest.Load()
+	if t := seenMs * int64(time.Millisecond); t > newest {
+		newest = t
+	}
 	for i := range obs {
 		if t := obs[i].Time.UnixNano(); t > newest {
 			newest = t

@@ -61,7 +61,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 	for name, want := range map[string][]string{
 		"changerate_aggregator_alerts_total":               {"kind=change", "kind=access"},
 		"changerate_aggregator_dead_letters_total":         {"reason=decode", "reason=output_rejected"},
-		"changerate_aggregator_late_events_total":          {"action=dropped", "action=reordered"},
+		"changerate_aggregator_late_events_total":          {"action=late_output", "action=applied_at_latest", "action=reordered"},
 		"changerate_aggregator_retries_total":              {"op=commit", "op=write outputs", "op=write dead letters"},
 		"changerate_aggregator_outputs_rejected_total":     {"reason=MESSAGE_TOO_LARGE,topic=" + cfg.EstimatesTopic, "reason=EXCEEDS_BATCH_BYTES,topic=" + cfg.DeadLetterTopic},
 		"changerate_aggregator_fenced_commits_total":       {"reason=takeover", "reason=rewound"},
@@ -75,9 +75,9 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 			}
 		}
 	}
-	// No two metrics count the same event: dropped late observations are only in late_events_total.
+	// No two metrics count the same event: late observations are only in late_events_total.
 	if _, ok := series(t, reg, "changerate_aggregator_observations_outcome_total")["outcome=late"]; ok {
-		t.Error("observations_outcome_total has outcome=late, which late_events_total{action=dropped} counts")
+		t.Error("observations_outcome_total has outcome=late, which late_events_total{action=late_output} counts")
 	}
 	if got := series(t, reg, "changerate_aggregator_batch_size"); len(got) > 0 {
 		t.Error("batch_size (no unit) is still registered")

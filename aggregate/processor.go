@@ -446,6 +446,7 @@ type batchWork struct {
 	n        int   // input messages
 	start    time.Time
 	obs      []records.Observation
+	seen     int64   // latest event time read so far on the partition (Unix ms; held ones included), 0: none
 	offs     []int64 // input offset of each of obs
 	order    []int32 // per decoded observation: index into objs
 	idx      map[string]int32
@@ -587,6 +588,10 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		b.obs, b.offs = w.rb.release(b.obs, b.offs, false)
 	}
 	b.obs, b.offs = w.rb.release(b.obs, b.offs, flush)
+	b.seen = 0
+	if w.rb.hasMax {
+		b.seen = w.rb.maxSeen
+	}
 	// Group by object keeping each object's order.
 	for i := range b.obs {
 		o := &b.obs[i]
@@ -817,7 +822,7 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	// is atomic and never blocks.
 	w.claim.MarkCommitted(b.to)
 	w.gauges.next.Set(float64(b.to))
-	w.gauges.committed(b.obs)
+	w.gauges.committed(b.obs, b.seen)
 	p.metrics.committed.Add(float64(b.n))
 	p.committed.Add(int64(b.n))
 	p.metrics.batchLatency.Observe(time.Since(b.start).Seconds())
