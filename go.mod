@@ -43,3 +43,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/twmb/franz-go/pkg/kfake => ./third_party/kfake

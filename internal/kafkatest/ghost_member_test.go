@@ -1,0 +1,175 @@
+package kafkatest_test
+
+// TestGhostMemberExpires is the minimal reproduction of the stuck consumer
+// group of issue 18 (docs/upstream/kfake-ghost-member.md): a member that
+// dies while its JoinGroup is pending (a process killed during the join)
+// must expire after its session timeout like any silent member. kfake
+// (up to at least v0.0.0-20260918054303-01f206a7e32c) completed the
+// rebalance with the dead member in it, failed to deliver its JoinGroup
+// response and, because it starts a member's session timer only when a
+// reply reaches the client, never started one: the dead member stayed in
+// the group for ever with the partitions the leader assigned it, which
+// nobody consumed, and no rebalance ever came to take them back. Apache
+// Kafka schedules every member's session expiry when it completes the join
+// (GroupCoordinator.completeAndScheduleNextHeartbeatExpiration), whether or
+// not the response could be sent.
+//
+// The test speaks the group protocol on raw TCP connections with the
+// request versions kafka-go's ConsumerGroup uses (JoinGroup v1, SyncGroup
+// v0, Heartbeat v0), so that a member can die exactly while its JoinGroup
+// is pending. It passes with the patched copy in third_party/kfake (the
+// module's replace directive) and fails with kfake upstream.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/changerate/changerate/internal/kafkatest"
+)
+
+// rawConn is one client connection speaking non-flexible request versions.
+type rawConn struct {
+	t    *testing.T
+	c    net.Conn
+	r    *bufio.Reader
+	corr int32
+	f    *kmsg.RequestFormatter
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("ghost-test"))}
+}
+
+// send writes req without waiting for the response.
+func (rc *rawConn) send(req kmsg.Request) {
+	rc.t.Helper()
+	rc.corr++
+	if _, err := rc.c.Write(rc.f.AppendRequest(nil, req, rc.corr)); err != nil {
+		rc.t.Fatalf("write %T: %v", req, err)
+	}
+}
+
+// roundTrip sends req and reads its response into resp (within 10 s).
+func (rc *rawConn) roundTrip(req kmsg.Request, resp kmsg.Response) {
+	rc.t.Helper()
+	rc.send(req)
+	_ = rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var hdr [8]byte
+	if _, err := io.ReadFull(rc.r, hdr[:]); err != nil {
+		rc.t.Fatalf("read %T: %v", resp, err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(hdr[:4])-4)
+	if _, err := io.ReadFull(rc.r, body); err != nil {
+		rc.t.Fatalf("read %T: %v", resp, err)
+	}
+	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != rc.corr {
+		rc.t.Fatalf("correlation id %d, want %d", got, rc.corr)
+	}
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(body); err != nil {
+		rc.t.Fatalf("decode %T: %v", resp, err)
+	}
+}
+
+func joinReq(group, member string, session, rebalance time.Duration) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.ProtocolType = group, member, "consumer"
+	req.SessionTimeoutMillis = int32(session / time.Millisecond)
+	req.RebalanceTimeoutMillis = int32(rebalance / time.Millisecond)
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+func TestGhostMemberExpires(t *testing.T) {
+	const group = "ghost"
+	const session, rebalance = time.Second, 2 * time.Second
+	c := kafkatest.Start(t)
+
+	// A joins alone and syncs: generation 1, stable.
+	a := dialRaw(t, c.Addr())
+	var join kmsg.JoinGroupResponse
+	a.roundTrip(joinReq(group, "", session, rebalance), &join)
+	if err := kerr.ErrorForCode(join.ErrorCode); err != nil {
+		t.Fatalf("A join: %v", err)
+	}
+	memberA := join.MemberID
+	sync := func(gen int32, assign ...string) {
+		t.Helper()
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.Generation, req.MemberID = group, gen, memberA
+		for _, m := range assign {
+			ga := kmsg.NewSyncGroupRequestGroupAssignment()
+			ga.MemberID, ga.MemberAssignment = m, []byte{0, 0}
+			req.GroupAssignment = append(req.GroupAssignment, ga)
+		}
+		var resp kmsg.SyncGroupResponse
+		a.roundTrip(req, &resp)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			t.Fatalf("A sync generation %d: %v", gen, err)
+		}
+	}
+	sync(join.Generation, memberA)
+
+	// B sends its JoinGroup (the group starts rebalancing and waits for A)
+	// and dies before the response: kill -9 during the join.
+	b := dialRaw(t, c.Addr())
+	b.send(joinReq(group, "", session, rebalance))
+	time.Sleep(200 * time.Millisecond)
+	b.c.Close()
+	time.Sleep(100 * time.Millisecond)
+
+	// A rejoins; the rebalance completes with A and the dead B, A leads
+	// and assigns B its share, as kafka-go's leader does.
+	a.roundTrip(joinReq(group, memberA, session, rebalance), &join)
+	if err := kerr.ErrorForCode(join.ErrorCode); err != nil {
+		t.Fatalf("A rejoin: %v", err)
+	}
+	if len(join.Members) != 2 || join.LeaderID != memberA {
+		t.Fatalf("rejoin: leader %q members %d, want A leading 2 (A and the dead B)", join.LeaderID, len(join.Members))
+	}
+	var ghost string
+	for _, m := range join.Members {
+		if m.MemberID != memberA {
+			ghost = m.MemberID
+		}
+	}
+	sync(join.Generation, memberA, ghost)
+
+	// B never heartbeats: after its session timeout the coordinator must
+	// remove it and rebalance, which A learns from its heartbeat.
+	deadline := time.Now().Add(3 * session)
+	for {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.Generation, hb.MemberID = group, join.Generation, memberA
+		var resp kmsg.HeartbeatResponse
+		a.roundTrip(hb, &resp)
+		if resp.ErrorCode == kerr.RebalanceInProgress.Code {
+			return // B expired
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			t.Fatalf("A heartbeat: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the member %s that died during its JoinGroup is still in the group %v after its %v session timeout: "+
+				"its partitions are never consumed (kfake does not start the session timer of a member whose JoinGroup response could not be delivered)",
+				ghost, 3*session, session)
+		}
+		time.Sleep(session / 5)
+	}
+}
