@@ -68,6 +68,11 @@ type config struct {
 	KafkaSASLPassword   string        `envconfig:"KAFKA_SASL_PASSWORD" desc:"SASL password"`
 	KafkaSessionTimeout time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" default:"30s" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
 	KafkaHeartbeat      time.Duration `envconfig:"KAFKA_HEARTBEAT" default:"3s" desc:"consumer-group heartbeat interval"`
+	KafkaRebalance      time.Duration `envconfig:"KAFKA_REBALANCE_TIMEOUT" default:"30s" desc:"consumer-group rebalance timeout: how long the coordinator waits for members to rejoin"`
+	KafkaRequestTimeout time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" default:"30s" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
+	KafkaFetchSlack     time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" default:"10s" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
+	KafkaJoinTimeout    time.Duration `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
+	KafkaStallTimeout   time.Duration `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
 	CreateTopics        bool          `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
 	Partitions          int           `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
 	ReplicationFactor   int           `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
@@ -192,6 +197,11 @@ func (c *config) kafkaConfig() stream.KafkaConfig {
 		SASL:              stream.KafkaSASLConfig{Mechanism: c.KafkaSASLMechanism, Username: c.KafkaSASLUser, Password: c.KafkaSASLPassword},
 		SessionTimeout:    c.KafkaSessionTimeout,
 		HeartbeatInterval: c.KafkaHeartbeat,
+		RebalanceTimeout:  c.KafkaRebalance,
+		RequestTimeout:    c.KafkaRequestTimeout,
+		FetchTimeoutSlack: c.KafkaFetchSlack,
+		JoinTimeout:       c.KafkaJoinTimeout,
+		FetchStallTimeout: c.KafkaStallTimeout,
 	}
 }
 

@@ -1,0 +1,244 @@
+package e2e
+
+// A flaky network between the aggregator and its dependencies (issue 18):
+// the aggregator binary talks to kfake and to redis-server through TCP
+// fault proxies (Shopify's toxiproxy, as a library in the test process),
+// and one replay goes through, phase by phase:
+//
+//   - redis-latency: Redis replies delayed past the client's 3 s read
+//     timeout while commit scripts run (the ambiguous case: the script was
+//     applied, the client does not know);
+//   - redis-reset: every Redis connection reset by the peer;
+//   - kafka-reset: every Kafka connection reset (fetches, produce of the
+//     outputs, group requests);
+//   - kafka-silent: the broker accepts connections and bytes but never
+//     answers, for longer than the session timeout.
+//
+// Each phase feeds a new slice of the workload, injects its fault for a
+// while, clears it and measures how long the aggregator takes, by itself,
+// to commit everything. The final state must equal the clean run's (and
+// the oracle's) byte for byte: no observation lost or applied twice.
+// Output topics are at-least-once: the test reports how many records the
+// faults duplicated.
+//
+// Volume: CHANGERATE_E2E_FLAKY_OBSERVATIONS (default 40,000).
+//
+//	go test -race -run TestFlakyNetwork -v ./internal/e2e/
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/changerate/changerate/internal/kafkatest"
+	"github.com/changerate/changerate/internal/redistest"
+)
+
+const envFlakyObservations = "CHANGERATE_E2E_FLAKY_OBSERVATIONS"
+
+func flakySize() int {
+	if n, err := strconv.Atoi(os.Getenv(envFlakyObservations)); err == nil && n >= 10000 {
+		return n
+	}
+	return 40_000
+}
+
+// faultProxy is one toxiproxy proxy.
+type faultProxy struct {
+	t *testing.T
+	p *toxiproxy.Proxy
+}
+
+var (
+	toxiOnce   sync.Once
+	toxiServer *toxiproxy.ApiServer
+)
+
+// startProxy proxies listen (host:port; a free one when it ends in :0) to
+// upstream.
+func startProxy(t *testing.T, name, listen, upstream string) *faultProxy {
+	t.Helper()
+	toxiOnce.Do(func() {
+		toxiServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	})
+	p := toxiproxy.NewProxy(toxiServer, name, listen, upstream)
+	if err := p.Start(); err != nil {
+		t.Fatalf("proxy %s: %v", name, err)
+	}
+	t.Cleanup(p.Stop)
+	return &faultProxy{t: t, p: p}
+}
+
+func (f *faultProxy) addr() string { return f.p.Listen }
+
+// add adds a toxic, e.g. add("latency", "downstream", `"latency":4000`).
+func (f *faultProxy) add(typ, stream, attrs string) {
+	f.t.Helper()
+	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":{%s}}`, typ+"-"+stream, typ, stream, attrs)
+	if _, err := f.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+		f.t.Fatalf("toxic %s: %v", js, err)
+	}
+}
+
+// clear removes every toxic.
+func (f *faultProxy) clear() { f.p.Toxics.ResetToxics(context.Background()) }
+
+// advertised is a listener that reports another address: kfake advertises
+// its listener's address in metadata, and it must be the proxy's so that
+// every connection of the clients goes through the proxy.
+type advertised struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (a advertised) Addr() net.Addr { return a.addr }
+
+// startProxiedKafka starts kfake behind a fault proxy: the broker
+// advertises the proxy's address.
+func startProxiedKafka(t *testing.T, topics ...kafkatest.Topic) (*kafkatest.Cluster, *faultProxy) {
+	t.Helper()
+	front, err := net.ResolveTCPAddr("tcp", freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back string
+	kc := kafkatest.StartWith(t, kafkatest.Options{Topics: topics, Extra: []kfake.Opt{
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			l, err := net.Listen(network, "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			back = l.Addr().String()
+			return advertised{l, front}, nil
+		}),
+	}})
+	return kc, startProxy(t, "kafka", front.String(), back)
+}
+
+func TestFlakyNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end fault test")
+	}
+	_, aggBin := buildBinaries(t)
+	f := &fixture{aggBin: aggBin, seed: seedFromEnv() + 19}
+	f.w = genWorkload(f.seed, flakySize())
+	var kp *faultProxy
+	f.kc, kp = startProxiedKafka(t, kafkatest.Topic{Name: obsTopic, Partitions: obsPartitions})
+
+	// The workload in slices, one per phase, produced as the phases come.
+	const slices = 6
+	f.place = map[int32][]placed{}
+	produced := 0
+	produceSlice := func() {
+		lo, hi := produced*len(f.w.Obs)/slices, (produced+1)*len(f.w.Obs)/slices
+		part := &workload{Obs: f.w.Obs[lo:hi], Values: f.w.Values[lo:hi]}
+		for p, l := range produceTracked(t, f.kc, obsTopic, part, nil) {
+			for _, x := range l {
+				f.place[p] = append(f.place[p], placed{x.off, x.idx + lo})
+			}
+		}
+		produced++
+		f.hw = highWatermarks(t, f.kc, obsTopic)
+		f.total = 0
+		for _, e := range f.hw {
+			f.total += e
+		}
+	}
+
+	rds := redistest.Start(t)
+	rp := startProxy(t, "redis", "127.0.0.1:0", rds.Addr)
+	outputTopics(t, f.kc, "-flaky")
+	// Fetches are abandoned 2 s after the broker's max wait (instead of
+	// 10 s) so that the silent broker's requests time out within the phase.
+	env := aggEnv(kp.addr(), rp.addr(), "flaky", "-flaky", "CHANGERATE_KAFKA_FETCH_TIMEOUT_SLACK=2s")
+	a := startAgg(t, aggBin, "flaky", env)
+	produceSlice()
+	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 2*time.Minute, a)
+
+	type phase struct {
+		name   string
+		proxy  *faultProxy
+		toxics [][3]string // type, stream, attributes
+		hold   time.Duration
+	}
+	phases := []phase{
+		// Replies 4 s late: past the 3 s read timeout, so commits time out
+		// after Redis applied them, and their retries find them applied.
+		{"redis-latency", rp, [][3]string{{"latency", "downstream", `"latency":4000`}}, 6 * time.Second},
+		{"redis-reset", rp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 3 * time.Second},
+		{"kafka-reset", kp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 3 * time.Second},
+		// Longer than the 3 s session timeout of the tests' aggregators.
+		{"kafka-silent", kp, [][3]string{{"timeout", "upstream", `"timeout":0`}, {"timeout", "downstream", `"timeout":0`}}, 8 * time.Second},
+	}
+	watched := []string{"changerate_aggregator_retries_total", "changerate_aggregator_fenced_commits_total",
+		"changerate_state_redis_errors_total", "changerate_kafka_fetch_errors_total", "changerate_kafka_write_errors_total",
+		"changerate_kafka_request_timeouts_total", "changerate_kafka_group_restarts_total", "changerate_kafka_group_generations_total"}
+	snapshot := func() map[string]float64 {
+		m := a.metrics("changerate_")
+		out := map[string]float64{}
+		for _, n := range watched {
+			out[n] = metricSum(m, n)
+		}
+		return out
+	}
+	for _, ph := range phases {
+		before := snapshot()
+		produceSlice()
+		for _, x := range ph.toxics {
+			ph.proxy.add(x[0], x[1], x[2])
+		}
+		time.Sleep(ph.hold)
+		ph.proxy.clear()
+		t0 := time.Now()
+		waitCaughtUp(t, rds.Client, obsTopic, f.hw, 2*time.Minute, a)
+		took := time.Since(t0)
+		after := snapshot()
+		var changed []string
+		for _, n := range watched {
+			if d := after[n] - before[n]; d != 0 {
+				changed = append(changed, fmt.Sprintf("%s+%v", strings.TrimPrefix(n, "changerate_"), d))
+			}
+		}
+		t.Logf("%s: fault held %v; caught up %v after it was cleared; metrics: %s", ph.name, ph.hold,
+			took.Round(100*time.Millisecond), strings.Join(changed, " "))
+		if len(changed) == 0 {
+			t.Errorf("%s: no metric tells that anything happened", ph.name)
+		}
+		// Checked state at every phase: exactly the oracle's at the stored
+		// offsets (which are the high watermarks now).
+		f.checkConsistent(t, "after "+ph.name, dumpRedis(t, rds.Client))
+	}
+	produceSlice()
+	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 2*time.Minute, a)
+	if !strings.Contains(a.log.String(), "level=WARN") {
+		t.Errorf("the aggregator logged no warning about the faults")
+	}
+	a.terminate(30 * time.Second)
+	got := dumpRedis(t, rds.Client)
+	compareDumps(t, "final state vs oracle", oracle(f.w, obsTopic, f.place, f.hw), got)
+
+	// The clean run over the same input, for the byte comparison and the
+	// output counts.
+	f.smallCleanRun(t)
+	compareDumps(t, "final state vs the clean run", f.ref, got)
+	flaky, clean := f.kc.Offsets(t, "estimates-flaky"), f.kc.Offsets(t, "estimates-ref")
+	var nf, nc int64
+	for p, b := range flaky {
+		nf += b.End - b.Start
+		nc += clean[p].End - clean[p].Start
+	}
+	// Not an assertion: the clean run reads the input in other batches,
+	// and estimates are published per batch.
+	t.Logf("estimates records: %d with the faults, %d in the clean run (%+d)", nf, nc, nf-nc)
+}
