@@ -69,6 +69,11 @@ type Config struct {
 	// revocation); past it the batch is abandoned uncommitted and will be
 	// replayed. Default 10s.
 	DrainTimeout time.Duration
+	// OnStateLoss is what a handler does when the store has no offset for
+	// a partition that was processed before (stateloss.go):
+	// OnStateLossStop (stop the aggregator with an error; "" means it) or
+	// OnStateLossReplay (rebuild the partition from the earliest offset).
+	OnStateLoss string
 }
 
 // DefaultConfig returns the documented defaults.
@@ -127,7 +132,7 @@ func (c *Config) Validate() error {
 	if c.RetryBackoff <= 0 {
 		return fmt.Errorf("aggregate: RetryBackoff must be positive, got %s", c.RetryBackoff)
 	}
-	return nil
+	return validOnStateLoss(c.OnStateLoss)
 }
 
 // Processor aggregates the partitions a stream.Source assigns to it. Its
@@ -153,6 +158,9 @@ type Processor struct {
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
+	seen  map[state.Partition]int64 // stored offsets claims found (stateloss.go)
+
+	lossMetrics *stateLossMetrics
 }
 
 // NewProcessor returns a Processor. now stamps dead-letter records (use
@@ -168,8 +176,12 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err != nil {
 		return nil, err
 	}
+	lm, err := newStateLossMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}}, nil
+		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm}, nil
 }
 
 // Committed returns the number of input messages whose batches this
@@ -223,6 +235,9 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	}
 	if err != nil {
 		return fmt.Errorf("aggregate: claim %s/%d: %w", part.Topic, part.ID, err)
+	}
+	if next, err = p.checkClaimed(c, part, next, log); err != nil {
+		return err
 	}
 	if err := c.SeekTo(next); err != nil {
 		return fmt.Errorf("aggregate: seek %s/%d to %d: %w", part.Topic, part.ID, next, err)
@@ -306,6 +321,11 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 // (fencing) or cancellation ends the claim quietly; anything else is
 // returned.
 func (w *worker) stopped(err error) error {
+	if errors.Is(err, state.ErrFenced) {
+		if lerr := w.checkLost(); lerr != nil {
+			return lerr
+		}
+	}
 	if errors.Is(err, state.ErrFenced) || errors.Is(err, context.Canceled) {
 		w.log.Info("stopped processing partition", "reason", err, "next_offset", w.next)
 		return nil

@@ -102,6 +102,7 @@ type config struct {
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
 	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" default:"stop" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
 	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
@@ -144,6 +145,9 @@ func (c *config) validate() error {
 	if c.TakeoverDelay <= c.KafkaHeartbeat && len(c.KafkaBrokers) > 0 {
 		return fmt.Errorf("config: %s_TAKEOVER_DELAY (%s) must exceed %s_KAFKA_HEARTBEAT (%s)", envPrefix, c.TakeoverDelay, envPrefix, c.KafkaHeartbeat)
 	}
+	if c.OnStateLoss != aggregate.OnStateLossStop && c.OnStateLoss != aggregate.OnStateLossReplay {
+		return fmt.Errorf("config: %s_ON_STATE_LOSS must be stop or replay, got %q", envPrefix, c.OnStateLoss)
+	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("config: %s_PARTITIONS must be at least 1, got %d", envPrefix, c.Partitions)
 	}
@@ -185,6 +189,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.DrainTimeout = c.DrainTimeout
 	pc.TakeoverDelay = c.TakeoverDelay
 	pc.IdleCheck = c.IdleCheck
+	pc.OnStateLoss = c.OnStateLoss
 	return pc
 }
 
