@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -122,6 +123,14 @@ func (w *watchdogState) check(now time.Time, cfg *KafkaConfig) (reason, detail s
 		}
 	}
 	return "", ""
+}
+
+// isTimeout reports whether err is a request abandoned at its deadline:
+// the context's, or the connection's (kafka-go sets the connection's
+// deadline from the context).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // errRestart is the cancellation cause of an incarnation ended by the

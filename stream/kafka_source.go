@@ -599,7 +599,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			if ctx.Err() != nil {
 				return
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
+			if isTimeout(err) {
 				c.src.wd.m.timeouts.WithLabelValues("fetch").Inc()
 				err = fmt.Errorf("no response within %v (fetch max wait + slack); retrying on a new connection: %w",
 					cfg.FetchMaxWait+cfg.FetchTimeoutSlack, err)
