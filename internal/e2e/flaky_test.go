@@ -28,7 +28,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -40,7 +39,6 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/internal/redistest"
@@ -95,36 +93,13 @@ func (f *faultProxy) add(typ, stream, attrs string) {
 // clear removes every toxic.
 func (f *faultProxy) clear() { f.p.Toxics.ResetToxics(context.Background()) }
 
-// advertised is a listener that reports another address: kfake advertises
-// its listener's address in metadata, and it must be the proxy's so that
-// every connection of the clients goes through the proxy.
-type advertised struct {
-	net.Listener
-	addr net.Addr
-}
-
-func (a advertised) Addr() net.Addr { return a.addr }
-
 // startProxiedKafka starts kfake behind a fault proxy: the broker
 // advertises the proxy's address.
 func startProxiedKafka(t *testing.T, topics ...kafkatest.Topic) (*kafkatest.Cluster, *faultProxy) {
 	t.Helper()
-	front, err := net.ResolveTCPAddr("tcp", freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back string
-	kc := kafkatest.StartWith(t, kafkatest.Options{Topics: topics, Extra: []kfake.Opt{
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			l, err := net.Listen(network, "127.0.0.1:0")
-			if err != nil {
-				return nil, err
-			}
-			back = l.Addr().String()
-			return advertised{l, front}, nil
-		}),
-	}})
-	return kc, startProxy(t, "kafka", front.String(), back)
+	front := freeAddr(t)
+	kc := kafkatest.StartWith(t, kafkatest.Options{Topics: topics, Advertise: front})
+	return kc, startProxy(t, "kafka", front, kc.ListenerAddr())
 }
 
 func TestFlakyNetwork(t *testing.T) {
