@@ -193,6 +193,12 @@ type KafkaConfig struct {
 	// WatchdogInterval is how often the watchdog checks both bounds.
 	// Default 1s.
 	WatchdogInterval time.Duration
+	// OrphanTimeout bounds how long a partition owned by another member
+	// may have input waiting without any committed progress, while this
+	// member's partitions are healthy, before this member rejoins so that
+	// the coordinator rebalances (kafka_orphans.go). Negative disables the
+	// check. Default the larger of 2*SessionTimeout and 30s.
+	OrphanTimeout time.Duration
 }
 
 // Validate reports the first invalid field, naming it. It does not modify
@@ -299,6 +305,7 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	setDur(&c.JoinTimeout, 2*c.RebalanceTimeout+10*time.Second)
 	setDur(&c.FetchStallTimeout, max(c.SessionTimeout, 2*(c.FetchMaxWait+c.FetchTimeoutSlack)))
 	setDur(&c.WatchdogInterval, DefaultKafkaWatchdogInterval)
+	setDur(&c.OrphanTimeout, max(2*c.SessionTimeout, 30*time.Second))
 	return c
 }
 

@@ -54,7 +54,7 @@ func newWatchdogMetrics(reg prometheus.Registerer) (*watchdogMetrics, error) {
 	var err error
 	if m.restarts, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "changerate_kafka_group_restarts_total",
-		Help: "Consumer-group incarnations ended by the watchdog, by reason: join_timeout (no generation within JoinTimeout), fetch_stall (an owned partition without a fetch response within FetchStallTimeout).",
+		Help: "Consumer-group incarnations or generations ended by the watchdogs, by reason: join_timeout (no generation within JoinTimeout), fetch_stall (an owned partition without a fetch response within FetchStallTimeout), orphaned_partition (another member's partition without progress within OrphanTimeout: rejoin).",
 	}, []string{"reason"})); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func newWatchdogMetrics(reg prometheus.Registerer) (*watchdogMetrics, error) {
 	}, []string{"request"})); err != nil {
 		return nil, err
 	}
-	for _, r := range []string{RestartJoinTimeout, RestartFetchStall} {
+	for _, r := range []string{RestartJoinTimeout, RestartFetchStall, RestartOrphaned} {
 		m.restarts.WithLabelValues(r)
 	}
 	m.timeouts.WithLabelValues("fetch")

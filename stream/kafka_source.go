@@ -238,6 +238,7 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 	}
 	s.log.Info("consumer group: generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", owned)
 	start(func(gctx context.Context) { s.watchPartitions(runCtx, gctx, gen.ID) }, false)
+	start(func(gctx context.Context) { s.watchOrphans(runCtx, gctx, gen.ID, claims) }, false)
 	if len(claims) == 0 {
 		return
 	}

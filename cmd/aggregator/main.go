@@ -72,6 +72,7 @@ type config struct {
 	KafkaRequestTimeout time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" default:"30s" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
 	KafkaFetchSlack     time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" default:"10s" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
 	KafkaJoinTimeout    time.Duration `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
+	KafkaOrphanTimeout  time.Duration `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of 2 x KAFKA_SESSION_TIMEOUT and 30s)"`
 	KafkaStallTimeout   time.Duration `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
 	CreateTopics        bool          `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
 	Partitions          int           `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
@@ -207,6 +208,7 @@ func (c *config) kafkaConfig() stream.KafkaConfig {
 		FetchTimeoutSlack: c.KafkaFetchSlack,
 		JoinTimeout:       c.KafkaJoinTimeout,
 		FetchStallTimeout: c.KafkaStallTimeout,
+		OrphanTimeout:     c.KafkaOrphanTimeout,
 	}
 }
 
