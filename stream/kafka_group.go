@@ -81,6 +81,19 @@ type watchdogState struct {
 	inGen     bool
 	waitSince time.Time // start of the wait for a generation
 	claims    []*kafkaClaim
+	restart   context.CancelCauseFunc // ends the current incarnation
+}
+
+// restartGroup ends the current incarnation of the group for reason
+// (counted; the caller logs why).
+func (w *watchdogState) restartGroup(reason, detail string) {
+	w.mu.Lock()
+	restart := w.restart
+	w.mu.Unlock()
+	w.m.restarts.WithLabelValues(reason).Inc()
+	if restart != nil {
+		restart(fmt.Errorf("%w: %s: %s", errRestart, reason, detail))
+	}
 }
 
 func (w *watchdogState) reset(now time.Time) {
@@ -166,6 +179,9 @@ func (s *KafkaSource) runGroup(runCtx context.Context, stopRun context.CancelCau
 	ictx, restart := context.WithCancelCause(runCtx)
 	defer restart(nil)
 	s.wd.reset(time.Now())
+	s.wd.mu.Lock()
+	s.wd.restart = restart
+	s.wd.mu.Unlock()
 	go func() {
 		t := time.NewTicker(cfg.WatchdogInterval)
 		defer t.Stop()
@@ -175,10 +191,9 @@ func (s *KafkaSource) runGroup(runCtx context.Context, stopRun context.CancelCau
 				return
 			case now := <-t.C:
 				if reason, detail := s.wd.check(now, &cfg); reason != "" {
-					s.wd.m.restarts.WithLabelValues(reason).Inc()
 					s.log.Warn("consumer group watchdog: restarting the group with a fresh member ID",
 						"reason", reason, "detail", detail)
-					restart(fmt.Errorf("%w: %s: %s", errRestart, reason, detail))
+					s.wd.restartGroup(reason, detail)
 					return
 				}
 			}

@@ -16,9 +16,10 @@ import (
 // the live members heartbeat normally. No member can see that another one
 // is dead, but every member can see the group's progress: the offsets the
 // members commit (every CommitInterval, after each durable batch) and the
-// high watermarks. watchOrphans, run in every generation, ends the
-// generation — so that this member rejoins and the coordinator rebalances,
-// dropping members that do not rejoin within the rebalance timeout — when
+// high watermarks. watchOrphans, run in every generation, restarts the
+// group incarnation — this member leaves and joins again with a fresh
+// member ID, so that the coordinator rebalances and drops the members
+// that do not rejoin within the rebalance timeout — when
 // a partition this member does not own has had input waiting (high
 // watermark above the committed offset) and no committed progress for
 // OrphanTimeout, while this member's own partitions are healthy (caught
@@ -91,9 +92,15 @@ func (s *KafkaSource) watchOrphans(runCtx, gctx context.Context, gen int32, clai
 			}
 		}
 		if orphan != "" && healthy {
-			s.wd.m.restarts.WithLabelValues(RestartOrphaned).Inc()
-			s.log.Warn("a partition owned by another member makes no progress (a dead member the coordinator keeps?); rejoining so that the group rebalances",
+			// Rejoining with the same member ID would not do: the
+			// coordinator answers a stable follower's identical join
+			// without a rebalance. Leaving does rebalance, and members
+			// that do not rejoin are dropped.
+			s.log.Warn("a partition owned by another member makes no progress (a dead member the coordinator keeps?); "+
+				"leaving and rejoining with a fresh member ID so that the group rebalances",
 				"generation", gen, "partition", orphan, "bound", cfg.OrphanTimeout)
+			s.wd.restartGroup(RestartOrphaned, orphan)
+			<-ctx.Done()
 			return
 		}
 	}

@@ -27,12 +27,7 @@ package kafkatest_test
 // the second implementation for this test (docs/upstream/).
 
 import (
-	"bufio"
-	"encoding/binary"
-	"io"
-	"net"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -42,87 +37,6 @@ import (
 	"github.com/changerate/changerate/internal/kafkatest"
 )
 
-// rawConn is one client connection speaking non-flexible request versions.
-type rawConn struct {
-	t    *testing.T
-	c    net.Conn
-	r    *bufio.Reader
-	corr int32
-	f    *kmsg.RequestFormatter
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("ghost-test"))}
-}
-
-// send writes req without waiting for the response.
-func (rc *rawConn) send(req kmsg.Request) {
-	rc.t.Helper()
-	rc.corr++
-	if _, err := rc.c.Write(rc.f.AppendRequest(nil, req, rc.corr)); err != nil {
-		rc.t.Fatalf("write %T: %v", req, err)
-	}
-}
-
-// roundTrip sends req and reads its response into resp (within 10 s).
-func (rc *rawConn) roundTrip(req kmsg.Request, resp kmsg.Response) {
-	rc.t.Helper()
-	rc.send(req)
-	_ = rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var hdr [8]byte
-	if _, err := io.ReadFull(rc.r, hdr[:]); err != nil {
-		rc.t.Fatalf("read %T: %v", resp, err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(hdr[:4])-4)
-	if _, err := io.ReadFull(rc.r, body); err != nil {
-		rc.t.Fatalf("read %T: %v", resp, err)
-	}
-	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != rc.corr {
-		rc.t.Fatalf("correlation id %d, want %d", got, rc.corr)
-	}
-	resp.SetVersion(req.GetVersion())
-	if err := resp.ReadFrom(body); err != nil {
-		rc.t.Fatalf("decode %T: %v", resp, err)
-	}
-}
-
-// coordinator returns the address of group's coordinator.
-func coordinator(t *testing.T, bootstrap, group string) string {
-	t.Helper()
-	c := dialRaw(t, bootstrap)
-	defer c.c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorKey = group
-		var resp kmsg.FindCoordinatorResponse
-		c.roundTrip(req, &resp)
-		if resp.ErrorCode == 0 {
-			return net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port)))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("FindCoordinator: %v", kerr.ErrorForCode(resp.ErrorCode))
-		}
-	}
-}
-
-func joinReq(group, member string, session, rebalance time.Duration) *kmsg.JoinGroupRequest {
-	req := kmsg.NewPtrJoinGroupRequest()
-	req.Version = 1
-	req.Group, req.MemberID, req.ProtocolType = group, member, "consumer"
-	req.SessionTimeoutMillis = int32(session / time.Millisecond)
-	req.RebalanceTimeoutMillis = int32(rebalance / time.Millisecond)
-	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = "range", []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}
-	req.Protocols = append(req.Protocols, p)
-	return req
-}
-
 func TestGhostMemberExpires(t *testing.T) {
 	const group = "ghost"
 	const session, rebalance = time.Second, 2 * time.Second
@@ -130,13 +44,13 @@ func TestGhostMemberExpires(t *testing.T) {
 	if addr == "" {
 		addr = kafkatest.Start(t).Addr()
 	}
-	addr = coordinator(t, addr, group)
+	addr = kafkatest.Coordinator(t, addr, group)
 	t.Logf("group coordinator %s", addr)
 
 	// A joins alone and syncs: generation 1, stable.
-	a := dialRaw(t, addr)
+	a := kafkatest.DialRaw(t, addr)
 	var join kmsg.JoinGroupResponse
-	a.roundTrip(joinReq(group, "", session, rebalance), &join)
+	a.RoundTrip(kafkatest.JoinRequest(group, "", session, rebalance), &join)
 	if err := kerr.ErrorForCode(join.ErrorCode); err != nil {
 		t.Fatalf("A join: %v", err)
 	}
@@ -151,7 +65,7 @@ func TestGhostMemberExpires(t *testing.T) {
 			req.GroupAssignment = append(req.GroupAssignment, ga)
 		}
 		var resp kmsg.SyncGroupResponse
-		a.roundTrip(req, &resp)
+		a.RoundTrip(req, &resp)
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			t.Fatalf("A sync generation %d: %v", gen, err)
 		}
@@ -160,15 +74,15 @@ func TestGhostMemberExpires(t *testing.T) {
 
 	// B sends its JoinGroup (the group starts rebalancing and waits for A)
 	// and dies before the response: kill -9 during the join.
-	b := dialRaw(t, addr)
-	b.send(joinReq(group, "", session, rebalance))
+	b := kafkatest.DialRaw(t, addr)
+	b.Send(kafkatest.JoinRequest(group, "", session, rebalance))
 	time.Sleep(200 * time.Millisecond)
-	b.c.Close()
+	b.Close()
 	time.Sleep(100 * time.Millisecond)
 
 	// A rejoins; the rebalance completes with A and the dead B, A leads
 	// and assigns B its share, as kafka-go's leader does.
-	a.roundTrip(joinReq(group, memberA, session, rebalance), &join)
+	a.RoundTrip(kafkatest.JoinRequest(group, memberA, session, rebalance), &join)
 	if err := kerr.ErrorForCode(join.ErrorCode); err != nil {
 		t.Fatalf("A rejoin: %v", err)
 	}
@@ -190,7 +104,7 @@ func TestGhostMemberExpires(t *testing.T) {
 		hb := kmsg.NewPtrHeartbeatRequest()
 		hb.Group, hb.Generation, hb.MemberID = group, join.Generation, memberA
 		var resp kmsg.HeartbeatResponse
-		a.roundTrip(hb, &resp)
+		a.RoundTrip(hb, &resp)
 		if resp.ErrorCode == kerr.RebalanceInProgress.Code {
 			return // B expired
 		}
