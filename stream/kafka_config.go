@@ -197,7 +197,7 @@ type KafkaConfig struct {
 	// may have input waiting without any committed progress, while this
 	// member's partitions are healthy, before this member rejoins so that
 	// the coordinator rebalances (kafka_orphans.go). Negative disables the
-	// check. Default the larger of 2*SessionTimeout and 30s.
+	// check. Default the larger of SessionTimeout and 10s.
 	OrphanTimeout time.Duration
 }
 
@@ -305,7 +305,7 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	setDur(&c.JoinTimeout, 2*c.RebalanceTimeout+10*time.Second)
 	setDur(&c.FetchStallTimeout, max(c.SessionTimeout, 2*(c.FetchMaxWait+c.FetchTimeoutSlack)))
 	setDur(&c.WatchdogInterval, DefaultKafkaWatchdogInterval)
-	setDur(&c.OrphanTimeout, max(2*c.SessionTimeout, 30*time.Second))
+	setDur(&c.OrphanTimeout, max(c.SessionTimeout, 10*time.Second))
 	return c
 }
 
