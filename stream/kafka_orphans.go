@@ -50,9 +50,9 @@ func (s *KafkaSource) watchOrphans(runCtx, gctx context.Context, gen int32, clai
 	defer cancel()
 	stop := context.AfterFunc(gctx, cancel)
 	defer stop()
-	owned := map[orphanKey]bool{}
+	owned := map[orphanKey]*kafkaClaim{}
 	for _, c := range claims {
-		owned[orphanKey{c.topic, int(c.partition)}] = true
+		owned[orphanKey{c.topic, int(c.partition)}] = c
 	}
 	seen := map[orphanKey]orphanSeen{}
 	t := time.NewTicker(cfg.MetadataInterval)
@@ -76,6 +76,12 @@ func (s *KafkaSource) watchOrphans(runCtx, gctx context.Context, gen int32, clai
 		var orphan string
 		for k, h := range hw {
 			c := max(committed[k], 0)
+			if cl := owned[k]; cl != nil {
+				// The group's offset of a partition this member owns
+				// lags when the batch was already stored by an earlier
+				// owner: what this member fetched is its progress.
+				c = max(c, cl.fetched.Load(), cl.marked.Load())
+			}
 			prev, ok := seen[k]
 			if !ok || c != prev.committed || c >= h {
 				seen[k] = orphanSeen{committed: c, since: now}
@@ -84,7 +90,7 @@ func (s *KafkaSource) watchOrphans(runCtx, gctx context.Context, gen int32, clai
 			if now.Sub(prev.since) <= cfg.OrphanTimeout {
 				continue
 			}
-			if owned[k] {
+			if owned[k] != nil {
 				healthy = false
 			} else if orphan == "" {
 				orphan = fmt.Sprintf("%s/%d: committed offset %d, high watermark %d, no progress for %v", k.topic, k.partition,

@@ -400,6 +400,7 @@ func (s *KafkaSource) newClaim(topic string, partition int32, gen int64) *kafkaC
 		read:      s.m.read.WithLabelValues(topic),
 	}
 	c.marked.Store(-1)
+	c.fetched.Store(-1)
 	return c
 }
 
@@ -425,6 +426,9 @@ type kafkaClaim struct {
 	// fetch response (unix nanoseconds); 0 while no fetcher runs or the
 	// fetcher waits for the handler. Read by the watchdog.
 	stallSince atomic.Int64
+	// fetched is the offset after the last fetched message (the next one
+	// to fetch), or -1: the orphan watch's view of this member's progress.
+	fetched atomic.Int64
 	// groupOffset is the offset committed to the group when the
 	// generation started; negative when none.
 	groupOffset int64
@@ -631,6 +635,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			pos = msgs[len(msgs)-1].Offset + 1
 		}
 		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
+		c.fetched.Store(pos)
 		if len(msgs) == 0 {
 			if resp.HighWatermark > pos {
 				// Only records we skip (control batches, or a batch
