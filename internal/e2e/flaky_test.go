@@ -11,6 +11,8 @@ package e2e
 //   - redis-reset: every Redis connection reset by the peer;
 //   - kafka-reset: every Kafka connection reset (fetches, produce of the
 //     outputs, group requests);
+//   - kafka-reset-half: half the Kafka connections reset, so that batches
+//     go through and their outputs' produce requests meet resets;
 //   - kafka-silent: the broker accepts connections and bytes but never
 //     answers, for longer than the session timeout.
 //
@@ -81,10 +83,12 @@ func startProxy(t *testing.T, name, listen, upstream string) *faultProxy {
 
 func (f *faultProxy) addr() string { return f.p.Listen }
 
-// add adds a toxic, e.g. add("latency", "downstream", `"latency":4000`).
-func (f *faultProxy) add(typ, stream, attrs string) {
+// add adds a toxic to every new and existing connection, e.g.
+// add("latency", "downstream", `"latency":4000`, 1); toxicity is the
+// probability that a connection gets it.
+func (f *faultProxy) add(typ, stream, attrs string, toxicity float64) {
 	f.t.Helper()
-	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":{%s}}`, typ+"-"+stream, typ, stream, attrs)
+	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":%g,"attributes":{%s}}`, typ+"-"+stream, typ, stream, toxicity, attrs)
 	if _, err := f.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
 		f.t.Fatalf("toxic %s: %v", js, err)
 	}
@@ -113,7 +117,7 @@ func TestFlakyNetwork(t *testing.T) {
 	f.kc, kp = startProxiedKafka(t, kafkatest.Topic{Name: obsTopic, Partitions: obsPartitions})
 
 	// The workload in slices, one per phase, produced as the phases come.
-	const slices = 6
+	const slices = 7
 	f.place = map[int32][]placed{}
 	produced := 0
 	produceSlice := func() {
@@ -143,19 +147,24 @@ func TestFlakyNetwork(t *testing.T) {
 	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 2*time.Minute, a)
 
 	type phase struct {
-		name   string
-		proxy  *faultProxy
-		toxics [][3]string // type, stream, attributes
-		hold   time.Duration
+		name     string
+		proxy    *faultProxy
+		toxics   [][3]string // type, stream, attributes
+		hold     time.Duration
+		toxicity float64 // 0: 1
 	}
 	phases := []phase{
 		// Replies 4 s late: past the 3 s read timeout, so commits time out
 		// after Redis applied them, and their retries find them applied.
-		{"redis-latency", rp, [][3]string{{"latency", "downstream", `"latency":4000`}}, 6 * time.Second},
-		{"redis-reset", rp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 3 * time.Second},
-		{"kafka-reset", kp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 3 * time.Second},
+		{"redis-latency", rp, [][3]string{{"latency", "downstream", `"latency":4000`}}, 6 * time.Second, 0},
+		{"redis-reset", rp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 3 * time.Second, 0},
+		{"kafka-reset", kp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 3 * time.Second, 0},
+		// Half the connections reset: fetches get through now and then,
+		// so batches are processed and their outputs produced on
+		// connections that are reset too.
+		{"kafka-reset-half", kp, [][3]string{{"reset_peer", "upstream", `"timeout":0`}}, 5 * time.Second, 0.5},
 		// Longer than the 3 s session timeout of the tests' aggregators.
-		{"kafka-silent", kp, [][3]string{{"timeout", "upstream", `"timeout":0`}, {"timeout", "downstream", `"timeout":0`}}, 8 * time.Second},
+		{"kafka-silent", kp, [][3]string{{"timeout", "upstream", `"timeout":0`}, {"timeout", "downstream", `"timeout":0`}}, 8 * time.Second, 0},
 	}
 	watched := []string{"changerate_aggregator_retries_total", "changerate_aggregator_fenced_commits_total", "changerate_state_commit_rejected_total",
 		"changerate_state_redis_errors_total", "changerate_kafka_fetch_errors_total", "changerate_kafka_write_errors_total",
@@ -175,8 +184,12 @@ func TestFlakyNetwork(t *testing.T) {
 		// with the whole slice to process.
 		a.signal(syscall.SIGSTOP)
 		produceSlice()
+		tox := ph.toxicity
+		if tox == 0 {
+			tox = 1
+		}
 		for _, x := range ph.toxics {
-			ph.proxy.add(x[0], x[1], x[2])
+			ph.proxy.add(x[0], x[1], x[2], tox)
 		}
 		a.signal(syscall.SIGCONT)
 		time.Sleep(ph.hold)
