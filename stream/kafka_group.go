@@ -45,8 +45,9 @@ const (
 )
 
 type watchdogMetrics struct {
-	restarts *prometheus.CounterVec
-	timeouts *prometheus.CounterVec
+	restarts       *prometheus.CounterVec
+	timeouts       *prometheus.CounterVec
+	produceRetries *prometheus.CounterVec
 }
 
 func newWatchdogMetrics(reg prometheus.Registerer) (*watchdogMetrics, error) {
@@ -62,6 +63,12 @@ func newWatchdogMetrics(reg prometheus.Registerer) (*watchdogMetrics, error) {
 		Name: "changerate_kafka_request_timeouts_total",
 		Help: "Kafka requests abandoned at their deadline and retried on a new connection, by request.",
 	}, []string{"request"})); err != nil {
+		return nil, err
+	}
+	if m.produceRetries, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "changerate_kafka_produce_retries_total",
+		Help: "Produce requests of the sink retried after a transient failure (connection lost, timeout, leader change), by topic.",
+	}, []string{"topic"})); err != nil {
 		return nil, err
 	}
 	for _, r := range []string{RestartJoinTimeout, RestartFetchStall, RestartOrphaned} {

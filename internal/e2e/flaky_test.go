@@ -168,7 +168,8 @@ func TestFlakyNetwork(t *testing.T) {
 	}
 	watched := []string{"changerate_aggregator_retries_total", "changerate_aggregator_fenced_commits_total", "changerate_state_commit_rejected_total",
 		"changerate_state_redis_errors_total", "changerate_kafka_fetch_errors_total", "changerate_kafka_write_errors_total",
-		"changerate_kafka_request_timeouts_total", "changerate_kafka_group_restarts_total", "changerate_kafka_group_generations_total"}
+		"changerate_kafka_request_timeouts_total", "changerate_kafka_group_restarts_total", "changerate_kafka_group_generations_total",
+		"changerate_kafka_produce_retries_total"}
 	snapshot := func() map[string]float64 {
 		m := a.metrics("changerate_")
 		out := map[string]float64{}
