@@ -40,10 +40,18 @@ import (
 // and Value of fetched messages share backing arrays with other messages
 // of the same fetch; they are capped, so appending to them copies.
 //
+// Bounds (kafka_group.go, kafka_orphans.go): every fetch has a deadline
+// (FetchMaxWait + FetchTimeoutSlack) and is retried on a new connection; a
+// watchdog restarts the group with a fresh member ID when no generation
+// starts within JoinTimeout or an owned partition gets no fetch response
+// within FetchStallTimeout; a member rejoins when another member's
+// partition makes no progress within OrphanTimeout.
+//
 // Metrics (on the Registerer given to NewKafkaSource): consumer lag per
 // partition (high watermark − next offset to fetch), fetch latency, messages
 // per fetch request, messages read, fetch errors by kind, generation,
-// generations joined, owned partitions and commit errors.
+// generations joined, owned partitions, commit errors, group restarts by
+// reason and abandoned requests.
 //
 // A KafkaSource runs one Run at a time; its methods are safe for concurrent
 // use.
