@@ -31,6 +31,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad emission mode", nil, []string{"--in=-", "--emit=sometimes"}, []string{"Emit", "sometimes"}},
 		{"bad log level", nil, []string{"--in=-", "--log-level=loud"}, []string{"CHANGERATE_LOG_LEVEL", "loud"}},
 		{"p_stale out of range", nil, []string{"--in=-", "--p-stale=1.5"}, []string{"PStale", "1.5"}},
+		{"unknown state-loss policy", nil, []string{"--in=-", "--on-state-loss=ignore"}, []string{"CHANGERATE_ON_STATE_LOSS", "ignore"}},
+		{"negative fetch stall bound", nil, []string{"--kafka-brokers=k:9092", "--kafka-fetch-stall-timeout=-1s"}, []string{"FetchStallTimeout"}},
 		{"flags win over the environment", map[string]string{"CHANGERATE_STORE": "memory"}, []string{"--in=-", "--store=etcd"}, []string{"CHANGERATE_STORE", "etcd"}},
 	}
 	for _, c := range cases {
