@@ -12,7 +12,9 @@ ARG GO_VERSION=1.26.8
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
+# third_party/kfake is the tests' patched broker double, named by a replace directive in go.mod.
 COPY go.mod go.sum ./
+COPY third_party/ third_party/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION

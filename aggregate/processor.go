@@ -87,6 +87,11 @@ type Config struct {
 	// revocation); past it the batch is abandoned uncommitted and will be
 	// replayed. Default 10s.
 	DrainTimeout time.Duration
+	// OnStateLoss is what a handler does when the store has no offset for
+	// a partition that was processed before (stateloss.go):
+	// OnStateLossStop (stop the aggregator with an error; "" means it) or
+	// OnStateLossReplay (rebuild the partition from the earliest offset).
+	OnStateLoss string
 }
 
 // DefaultConfig returns the documented defaults.
@@ -150,7 +155,7 @@ func (c *Config) Validate() error {
 	if c.RetryBackoff <= 0 {
 		return fmt.Errorf("aggregate: RetryBackoff must be positive, got %s", c.RetryBackoff)
 	}
-	return nil
+	return validOnStateLoss(c.OnStateLoss)
 }
 
 // Processor aggregates the partitions a stream.Source assigns to it. Its
@@ -186,6 +191,9 @@ type Processor struct {
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
+	seen  map[state.Partition]int64 // stored offsets claims found (stateloss.go)
+
+	lossMetrics *stateLossMetrics
 }
 
 // NewProcessor returns a Processor. now stamps dead-letter records (use
@@ -203,8 +211,12 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	}
 	m.initLabels(cfg)
 	m.eventLag.now = now
+	lm, err := newStateLossMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}}, nil
+		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm}, nil
 }
 
 // Committed returns the number of input messages whose batches this
@@ -258,6 +270,9 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	}
 	if err != nil {
 		return fmt.Errorf("aggregate: claim %s/%d: %w", part.Topic, part.ID, err)
+	}
+	if next, err = p.checkClaimed(c, part, next, log); err != nil {
+		return err
 	}
 	rb, seek, err := p.restoreReorder(ctx, part, next)
 	if err != nil {
@@ -361,6 +376,11 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 // (fencing) or cancellation ends the claim quietly; anything else is
 // returned.
 func (w *worker) stopped(err error) error {
+	if errors.Is(err, state.ErrFenced) {
+		if lerr := w.checkLost(); lerr != nil {
+			return lerr
+		}
+	}
 	if errors.Is(err, state.ErrFenced) || errors.Is(err, context.Canceled) {
 		w.log.Info("stopped processing partition", "reason", err, "next_offset", w.next)
 		return nil

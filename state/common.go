@@ -89,6 +89,10 @@ var (
 const (
 	reasonFenced   = "fenced"
 	reasonMismatch = "offset_mismatch"
+	// reasonRepeat: a retried commit found already applied (its first
+	// attempt's reply was lost, e.g. a read timeout): the ambiguous case
+	// resolved as "applied".
+	reasonRepeat = "already_committed"
 )
 
 // metrics are the collectors shared by Memory and Redis. Registering on a
@@ -111,7 +115,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "changerate_state_commit_rejected_total",
-			Help: "Claims and commits rejected, by reason (fenced: a newer epoch owns the partition; offset_mismatch: the stored offset moved).",
+			Help: "Claims and commits rejected, by reason (fenced: a newer epoch owns the partition; offset_mismatch: the stored offset moved; already_committed: a retried commit had been applied, its reply lost).",
 		}, []string{"reason"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "changerate_state_expired_objects_total",
@@ -127,7 +131,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Redis state operations that failed with a transport or server error (not fencing), by op.",
 		}, []string{"op"}),
 	}
-	for _, r := range []string{reasonFenced, reasonMismatch} {
+	for _, r := range []string{reasonFenced, reasonMismatch, reasonRepeat} {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg == nil {

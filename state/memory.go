@@ -187,10 +187,11 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 		return fencedError(p, epoch, mp.hasEpoch, mp.epoch)
 	}
 	if mp.next != from {
-		m.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
 		if mp.next == to && mp.hasPrev && mp.prev == from && mp.prevEp == epoch {
+			m.metrics.rejected.WithLabelValues(reasonRepeat).Inc()
 			return fmt.Errorf("state: commit %v from offset %d to %d: %w", p, from, to, errRepeat)
 		}
+		m.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
 		return fmt.Errorf("state: commit %v from offset %d, stored %d: %w", p, from, mp.next, ErrOffsetMismatch)
 	}
 	var expires int64

@@ -651,7 +651,7 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 		r.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
 		return fmt.Errorf("state: commit %v from offset %d, stored %s: %w", p, from, next, ErrOffsetMismatch)
 	case codeRepeat:
-		r.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
+		r.metrics.rejected.WithLabelValues(reasonRepeat).Inc()
 		return fmt.Errorf("state: commit %v from offset %d to %d: %w", p, from, to, errRepeat)
 	case codeOwner:
 		return fmt.Errorf("state: commit %v: its compact keys are used by %q: %w", p, storedEpoch, ErrKeyCollision)

@@ -482,7 +482,7 @@ func TestRedisMetrics(t *testing.T) {
 	if err := r.Commit(ctx, part, 2, -1, 3, w); err != nil {
 		t.Fatal(err)
 	}
-	_ = r.Commit(ctx, part, 2, -1, 3, w) // mismatch
+	_ = r.Commit(ctx, part, 2, -1, 3, w) // a repeat: already_committed
 	_ = r.Commit(ctx, part, 1, 3, 4, w)  // fenced
 	if _, err := r.Get(ctx, part, []string{"a"}, nil); err != nil {
 		t.Fatal(err)
@@ -511,8 +511,8 @@ func TestRedisMetrics(t *testing.T) {
 	if batchCount != 1 || batchSum != 3 {
 		t.Fatalf("batch histogram: %d samples, sum %v; want 1, 3", batchCount, batchSum)
 	}
-	if f, m := labeledCounter(t, reg, "changerate_state_commit_rejected_total", "fenced"), labeledCounter(t, reg, "changerate_state_commit_rejected_total", "offset_mismatch"); f != 1 || m != 1 {
-		t.Fatalf("rejected fenced %v mismatch %v; want 1, 1", f, m)
+	if f, m := labeledCounter(t, reg, "changerate_state_commit_rejected_total", "fenced"), labeledCounter(t, reg, "changerate_state_commit_rejected_total", "already_committed"); f != 1 || m != 1 {
+		t.Fatalf("rejected fenced %v already_committed %v; want 1, 1", f, m)
 	}
 }
 

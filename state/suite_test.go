@@ -297,20 +297,23 @@ func TestCASAndFencing(t *testing.T) {
 		}
 		fenced := labeledCounter(t, e.reg, "changerate_state_commit_rejected_total", "fenced")
 		mismatch := labeledCounter(t, e.reg, "changerate_state_commit_rejected_total", "offset_mismatch")
+		repeat := labeledCounter(t, e.reg, "changerate_state_commit_rejected_total", "already_committed")
 		// Count the wanted rejections in the table.
-		var wf, wm float64
+		var wf, wm, wr float64
 		for _, c := range cases {
 			for _, s := range c.steps {
-				switch s.want {
-				case state.ErrFenced:
+				switch {
+				case s.want == state.ErrFenced:
 					wf++
-				case state.ErrOffsetMismatch:
+				case s.want == state.ErrOffsetMismatch && s.repeat:
+					wr++
+				case s.want == state.ErrOffsetMismatch:
 					wm++
 				}
 			}
 		}
-		if fenced != wf || mismatch != wm {
-			t.Fatalf("rejected metrics: fenced %v mismatch %v; want %v, %v", fenced, mismatch, wf, wm)
+		if fenced != wf || mismatch != wm || repeat != wr {
+			t.Fatalf("rejected metrics: fenced %v mismatch %v already_committed %v; want %v, %v, %v", fenced, mismatch, repeat, wf, wm, wr)
 		}
 	})
 }

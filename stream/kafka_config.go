@@ -42,6 +42,8 @@ const (
 	DefaultKafkaCommitInterval    = time.Second
 	DefaultKafkaMetadataInterval  = 5 * time.Second
 	DefaultKafkaCloseTimeout      = 5 * time.Second
+	DefaultKafkaFetchTimeoutSlack = 10 * time.Second
+	DefaultKafkaWatchdogInterval  = time.Second
 )
 
 // KafkaTLSConfig configures TLS towards the brokers.
@@ -165,6 +167,37 @@ type KafkaConfig struct {
 	// JoinGroup lasting up to RebalanceTimeout); past it the broker expires
 	// the member after SessionTimeout. Default 5s.
 	CloseTimeout time.Duration
+
+	// FetchTimeoutSlack is added to FetchMaxWait to bound one fetch
+	// request: a fetch whose response has not arrived by then is abandoned
+	// (kafka-go closes its connection) and retried on a new connection.
+	// Default 10s.
+	FetchTimeoutSlack time.Duration
+	// JoinTimeout bounds how long a source may be without a generation
+	// (joining the group, syncing, fetching the group's offsets) before its
+	// watchdog abandons the consumer group and joins again with a fresh
+	// member ID (changerate_kafka_group_restarts_total{reason="join_timeout"}).
+	// Default 2*RebalanceTimeout + 10s: a join may legitimately wait one
+	// rebalance timeout for the members of the previous generation and,
+	// when a member dies before SyncGroup, one more for the sync.
+	JoinTimeout time.Duration
+	// FetchStallTimeout bounds how long an owned partition's fetcher may
+	// go without any successful fetch response while it is fetching (not
+	// while it waits for its handler): past it the watchdog restarts the
+	// consumer group (reason="fetch_stall"). It should exceed the bound of
+	// one fetch (FetchMaxWait + FetchTimeoutSlack), so that a fetch
+	// abandoned at its deadline is retried before the group restarts.
+	// Default the larger of SessionTimeout and twice that bound.
+	FetchStallTimeout time.Duration
+	// WatchdogInterval is how often the watchdog checks both bounds.
+	// Default 1s.
+	WatchdogInterval time.Duration
+	// OrphanTimeout bounds how long a partition owned by another member
+	// may have input waiting without any committed progress, while this
+	// member's partitions are healthy, before this member rejoins so that
+	// the coordinator rebalances (kafka_orphans.go). Negative disables the
+	// check. Default the larger of SessionTimeout and 10s.
+	OrphanTimeout time.Duration
 }
 
 // Validate reports the first invalid field, naming it. It does not modify
@@ -202,7 +235,9 @@ func (c KafkaConfig) Validate() error {
 		{"RebalanceTimeout", c.RebalanceTimeout}, {"JoinGroupBackoff", c.JoinGroupBackoff},
 		{"FetchMaxWait", c.FetchMaxWait}, {"RetryBackoff", c.RetryBackoff},
 		{"CommitInterval", c.CommitInterval}, {"MetadataInterval", c.MetadataInterval},
-		{"CloseTimeout", c.CloseTimeout},
+		{"CloseTimeout", c.CloseTimeout}, {"FetchTimeoutSlack", c.FetchTimeoutSlack},
+		{"JoinTimeout", c.JoinTimeout}, {"FetchStallTimeout", c.FetchStallTimeout},
+		{"WatchdogInterval", c.WatchdogInterval},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("stream: KafkaConfig.%s: negative duration %v", d.name, d.v)
@@ -265,6 +300,11 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	setDur(&c.CommitInterval, DefaultKafkaCommitInterval)
 	setDur(&c.MetadataInterval, DefaultKafkaMetadataInterval)
 	setDur(&c.CloseTimeout, DefaultKafkaCloseTimeout)
+	setDur(&c.FetchTimeoutSlack, DefaultKafkaFetchTimeoutSlack)
+	setDur(&c.JoinTimeout, 2*c.RebalanceTimeout+10*time.Second)
+	setDur(&c.FetchStallTimeout, max(c.SessionTimeout, 2*(c.FetchMaxWait+c.FetchTimeoutSlack)))
+	setDur(&c.WatchdogInterval, DefaultKafkaWatchdogInterval)
+	setDur(&c.OrphanTimeout, max(c.SessionTimeout, 10*time.Second))
 	return c
 }
 

@@ -61,6 +61,8 @@ type KafkaSink struct {
 	codec kafka.Compression
 	log   *slog.Logger
 	m     *sinkMetrics
+	// retries counts retried produce requests (direct mode).
+	retries *prometheus.CounterVec
 
 	metaMu sync.Mutex
 	meta   map[string]topicPartitions
@@ -91,9 +93,13 @@ func NewKafkaSink(cfg KafkaConfig, logger *slog.Logger, reg prometheus.Registere
 	if err != nil {
 		return nil, err
 	}
+	rm, err := newWatchdogMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	codec, _ := compressionCodec(k.cfg.Compression) // checked by Validate
 	logger = logger.With("component", "kafka-sink")
-	s := &KafkaSink{k: k, codec: codec, log: logger, m: m, meta: map[string]topicPartitions{}}
+	s := &KafkaSink{k: k, codec: codec, log: logger, m: m, retries: rm.produceRetries, meta: map[string]topicPartitions{}}
 	if k.cfg.Linger > 0 {
 		s.w = &kafka.Writer{
 			Addr:         k.addr,
@@ -381,7 +387,8 @@ func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, ms
 		if attempt >= cfg.WriteAttempts || (errors.As(err, &kerr) && !kerr.Temporary()) {
 			return err
 		}
-		s.log.Debug("kafka produce failed; retrying", "topic", topic, "partition", partition, "attempt", attempt, "err", err)
+		s.retries.WithLabelValues(topic).Inc()
+		s.log.Warn("kafka produce failed; retrying", "topic", topic, "partition", partition, "attempt", attempt, "err", err)
 		if sleepCtx(ctx, wait.Next()) != nil {
 			return ctx.Err()
 		}

@@ -42,10 +42,18 @@ import (
 // and Value of fetched messages share backing arrays with other messages
 // of the same fetch; they are capped, so appending to them copies.
 //
+// Bounds (kafka_group.go, kafka_orphans.go): every fetch has a deadline
+// (FetchMaxWait + FetchTimeoutSlack) and is retried on a new connection; a
+// watchdog restarts the group with a fresh member ID when no generation
+// starts within JoinTimeout or an owned partition gets no fetch response
+// within FetchStallTimeout; a member rejoins when another member's
+// partition makes no progress within OrphanTimeout.
+//
 // Metrics (on the Registerer given to NewKafkaSource): consumer lag per
 // partition (high watermark − next offset to fetch), fetch latency, messages
 // per fetch request, messages read, fetch errors by kind, generation,
-// generations joined, owned partitions and commit errors.
+// generations joined, owned partitions, commit errors, group restarts by
+// reason and abandoned requests.
 //
 // A KafkaSource runs one Run at a time; its methods are safe for concurrent
 // use.
@@ -57,6 +65,7 @@ type KafkaSource struct {
 
 	current atomic.Int64 // generation in progress; 0: none
 	owned   atomic.Int64 // claims in the current generation
+	wd      watchdogState
 
 	mu      sync.Mutex
 	closed  bool
@@ -93,11 +102,16 @@ func NewKafkaSource(cfg KafkaConfig, topics []string, logger *slog.Logger, reg p
 	if err != nil {
 		return nil, err
 	}
+	wm, err := newWatchdogMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	return &KafkaSource{
 		k:      k,
 		topics: slices.Clone(topics),
 		log:    logger.With("component", "kafka-source", "group", k.cfg.GroupID),
 		m:      m,
+		wd:     watchdogState{m: wm},
 	}, nil
 }
 
@@ -138,59 +152,16 @@ func (s *KafkaSource) Run(ctx context.Context, handle func(ctx context.Context, 
 		close(done)
 	}()
 
-	cfg := s.k.cfg
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                cfg.GroupID,
-		Brokers:           cfg.Brokers,
-		Dialer:            s.k.dialer,
-		Topics:            s.topics,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		SessionTimeout:    cfg.SessionTimeout,
-		RebalanceTimeout:  cfg.RebalanceTimeout,
-		JoinGroupBackoff:  cfg.JoinGroupBackoff,
-		// kafka-go's own partition watcher (WatchPartitionChanges) ends
-		// every generation at once while a topic does not exist, a hot
-		// rejoin loop; watchPartitions replaces it.
-		StartOffset: kafka.FirstOffset,
-		Timeout:     cfg.RequestTimeout,
-		Logger:      kafka.LoggerFunc(func(f string, a ...any) { s.log.Debug(fmt.Sprintf(f, a...)) }),
-		ErrorLogger: kafka.LoggerFunc(func(f string, a ...any) { s.log.Warn(fmt.Sprintf(f, a...)) }),
-	})
-	if err != nil {
-		return fmt.Errorf("stream: kafka consumer group: %w", err)
-	}
+	// Each pass is one incarnation of the consumer group (a kafka-go
+	// ConsumerGroup, a fresh member ID); the watchdog ends an incarnation
+	// that does not get a generation or whose partitions stop fetching
+	// (kafka_group.go).
 	var running sync.WaitGroup // handlers started in generations
-	for {
-		gen, err := group.Next(runCtx)
-		if err != nil {
-			if runCtx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-				break
-			}
-			// kafka-go retries by itself (with JoinGroupBackoff after
-			// errors other than a rebalance in progress).
-			s.log.Info("consumer group: next generation failed; retrying", "err", err)
-			continue
+	for runCtx.Err() == nil {
+		if err := s.runGroup(runCtx, cancel, handle, &running); err != nil {
+			return err
 		}
-		s.startGeneration(runCtx, cancel, gen, handle, &running)
 	}
-	// Handlers watch runCtx; they return promptly by contract.
-	running.Wait()
-	// Close ends the generation (the commit loop makes its final commit
-	// while the generation is still valid) and leaves the group. kafka-go
-	// may be blocked in a JoinGroup lasting up to RebalanceTimeout: do not
-	// hold the caller that long.
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		_ = group.Close()
-	}()
-	t := time.NewTimer(cfg.CloseTimeout)
-	select {
-	case <-closed:
-	case <-t.C:
-		s.log.Warn("leaving the consumer group timed out; the broker will expire the session", "timeout", cfg.CloseTimeout)
-	}
-	t.Stop()
 	s.m.generation.Set(0)
 	s.current.Store(0)
 	s.owned.Store(0)
@@ -236,6 +207,8 @@ func (s *KafkaSource) Close() error {
 
 func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.CancelCauseFunc, gen *kafka.Generation,
 	handle func(context.Context, Claim) error, running *sync.WaitGroup) {
+	// runCtx is the group incarnation's context (kafka_group.go): done when
+	// Run stops or the watchdog restarts the group.
 	// start runs fn in the generation. kafka-go ends a generation when any
 	// of its functions returns, and then rejoins unless the group is closed
 	// by then; when Run is stopping, the wrapper therefore waits for
@@ -267,12 +240,15 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 		}
 	}
 	s.owned.Store(int64(len(claims)))
+	s.wd.generationStarted(claims)
+	start(func(gctx context.Context) { <-gctx.Done(); s.wd.generationEnded() }, false)
 	owned := make([]string, len(claims))
 	for i, c := range claims {
 		owned[i] = c.topic + "/" + strconv.Itoa(int(c.partition))
 	}
 	s.log.Info("consumer group: generation started", "generation", gen.ID, "member", gen.MemberID, "partitions", owned)
 	start(func(gctx context.Context) { s.watchPartitions(runCtx, gctx, gen.ID) }, false)
+	start(func(gctx context.Context) { s.watchOrphans(runCtx, gctx, gen.ID, claims) }, false)
 	if len(claims) == 0 {
 		return
 	}
@@ -434,6 +410,7 @@ func (s *KafkaSource) newClaim(topic string, partition int32, gen int64) *kafkaC
 		read:      s.m.read.WithLabelValues(topic),
 	}
 	c.marked.Store(-1)
+	c.fetched.Store(-1)
 	return c
 }
 
@@ -455,6 +432,13 @@ type kafkaClaim struct {
 	lag       prometheus.Gauge
 	read      prometheus.Counter
 	marked    atomic.Int64
+	// stallSince is when the fetcher started waiting for a successful
+	// fetch response (unix nanoseconds); 0 while no fetcher runs or the
+	// fetcher waits for the handler. Read by the watchdog.
+	stallSince atomic.Int64
+	// fetched is the offset after the last fetched message (the next one
+	// to fetch), or -1: the orphan watch's view of this member's progress.
+	fetched atomic.Int64
 	// groupOffset is the offset committed to the group when the
 	// generation started; negative when none.
 	groupOffset int64
@@ -594,6 +578,8 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 // ctx ends or a non-retriable error (sent to out) occurs.
 func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchResult) {
 	cfg := &c.src.k.cfg
+	c.stallSince.Store(time.Now().UnixNano())
+	defer c.stallSince.Store(0)
 	for ctx.Err() == nil {
 		if pos < 0 {
 			first, _, err := c.bounds(ctx)
@@ -606,7 +592,12 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			pos = first
 		}
 		start := time.Now()
-		resp, err := c.src.k.client.Fetch(ctx, &kafka.FetchRequest{
+		// Every fetch has a deadline (the broker's MaxWait plus a slack):
+		// a broker or connection that never answers costs one bounded
+		// wait, then kafka-go drops the connection and the retry dials a
+		// new one.
+		rctx, cancel := context.WithTimeout(ctx, cfg.FetchMaxWait+cfg.FetchTimeoutSlack)
+		resp, err := c.src.k.client.Fetch(rctx, &kafka.FetchRequest{
 			Topic:     c.topic,
 			Partition: int(c.partition),
 			Offset:    pos,
@@ -614,6 +605,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			MaxBytes:  int64(cfg.FetchMaxBytes),
 			MaxWait:   cfg.FetchMaxWait,
 		})
+		cancel()
 		c.src.m.latency.Observe(time.Since(start).Seconds())
 		if err == nil && resp.Error != nil {
 			err = resp.Error
@@ -621,6 +613,11 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if isTimeout(err) {
+				c.src.wd.m.timeouts.WithLabelValues("fetch").Inc()
+				err = fmt.Errorf("no response within %v (fetch max wait + slack); retrying on a new connection: %w",
+					cfg.FetchMaxWait+cfg.FetchTimeoutSlack, err)
 			}
 			if errors.Is(err, kafka.OffsetOutOfRange) {
 				c.src.m.fetchErrors.WithLabelValues(c.topic, "offset_out_of_range").Inc()
@@ -636,6 +633,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			}
 			continue
 		}
+		c.stallSince.Store(time.Now().UnixNano()) // the broker answered
 		msgs, err := c.decode(resp.Records, pos)
 		if err != nil {
 			if c.retryWait(ctx, "decode", pos, err) != nil {
@@ -647,6 +645,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			pos = msgs[len(msgs)-1].Offset + 1
 		}
 		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
+		c.fetched.Store(pos)
 		if len(msgs) == 0 {
 			if resp.HighWatermark > pos {
 				// Only records we skip (control batches, or a batch
@@ -661,11 +660,13 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 		}
 		c.src.m.batchLen.Observe(float64(len(msgs)))
 		c.read.Add(float64(len(msgs)))
+		c.stallSince.Store(0) // waiting for the handler is no stall
 		select {
 		case out <- fetchResult{msgs: msgs}:
 		case <-ctx.Done():
 			return
 		}
+		c.stallSince.Store(time.Now().UnixNano())
 	}
 }
 

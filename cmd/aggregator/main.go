@@ -71,6 +71,12 @@ type config struct {
 	KafkaSASLPassword   string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password"`
 	KafkaSessionTimeout time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" default:"30s" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
 	KafkaHeartbeat      time.Duration `envconfig:"KAFKA_HEARTBEAT" default:"3s" desc:"consumer-group heartbeat interval"`
+	KafkaRebalance      time.Duration `envconfig:"KAFKA_REBALANCE_TIMEOUT" default:"30s" desc:"consumer-group rebalance timeout: how long the coordinator waits for members to rejoin"`
+	KafkaRequestTimeout time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" default:"30s" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
+	KafkaFetchSlack     time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" default:"10s" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
+	KafkaJoinTimeout    time.Duration `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
+	KafkaOrphanTimeout  time.Duration `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
+	KafkaStallTimeout   time.Duration `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
 	CreateTopics        bool          `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
 	Partitions          int           `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
 	ReplicationFactor   int           `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
@@ -108,6 +114,7 @@ type config struct {
 	PoolPublish   bool          `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
 	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
 	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" default:"30s" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
+	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" default:"stop" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
 	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
@@ -203,6 +210,9 @@ func (c *config) validate() error {
 	if c.TakeoverDelay <= c.KafkaHeartbeat && len(c.KafkaBrokers) > 0 {
 		return fmt.Errorf("config: %s (%s) must exceed %s (%s)", opt("TAKEOVER_DELAY"), c.TakeoverDelay, opt("KAFKA_HEARTBEAT"), c.KafkaHeartbeat)
 	}
+	if c.OnStateLoss != aggregate.OnStateLossStop && c.OnStateLoss != aggregate.OnStateLossReplay {
+		return fmt.Errorf("config: %s must be stop or replay, got %q", opt("ON_STATE_LOSS"), c.OnStateLoss)
+	}
 	if err := c.validateQuery(); err != nil {
 		return err
 	}
@@ -249,6 +259,7 @@ func (c *config) processorConfig() aggregate.Config {
 	// Filter mode sorts its input by event time first: the reorder buffer
 	// would only hold (in memory) what is already in order.
 	pc.DisableReorder = c.In != "" && c.Sort
+	pc.OnStateLoss = c.OnStateLoss
 	return pc
 }
 
@@ -261,6 +272,12 @@ func (c *config) kafkaConfig() stream.KafkaConfig {
 		SASL:              stream.KafkaSASLConfig{Mechanism: c.KafkaSASLMechanism, Username: c.KafkaSASLUser, Password: c.KafkaSASLPassword},
 		SessionTimeout:    c.KafkaSessionTimeout,
 		HeartbeatInterval: c.KafkaHeartbeat,
+		RebalanceTimeout:  c.KafkaRebalance,
+		RequestTimeout:    c.KafkaRequestTimeout,
+		FetchTimeoutSlack: c.KafkaFetchSlack,
+		JoinTimeout:       c.KafkaJoinTimeout,
+		FetchStallTimeout: c.KafkaStallTimeout,
+		OrphanTimeout:     c.KafkaOrphanTimeout,
 	}
 }
 

@@ -33,6 +33,8 @@ func TestConfigErrors(t *testing.T) {
 		{"p_stale out of range", nil, []string{"--in=-", "--p-stale=1.5"}, []string{"CHANGERATE_P_STALE", "--p-stale", "1.5"}},
 		{"negative lateness", nil, []string{"--in=-", "--late-tolerance=-1h"}, []string{"CHANGERATE_LATE_TOLERANCE", "--late-tolerance"}},
 		{"batch size zero", nil, []string{"--in=-", "--batch-size=0"}, []string{"CHANGERATE_BATCH_SIZE", "--batch-size"}},
+		{"unknown state-loss policy", nil, []string{"--in=-", "--on-state-loss=ignore"}, []string{"CHANGERATE_ON_STATE_LOSS", "ignore"}},
+		{"negative fetch stall bound", nil, []string{"--kafka-brokers=k:9092", "--kafka-fetch-stall-timeout=-1s"}, []string{"CHANGERATE_KAFKA_FETCH_STALL_TIMEOUT", "--kafka-fetch-stall-timeout"}},
 		{"flags win over the environment", map[string]string{"CHANGERATE_STORE": "memory"}, []string{"--in=-", "--store=etcd"}, []string{"CHANGERATE_STORE", "etcd"}},
 	}
 	for _, c := range cases {

@@ -184,6 +184,12 @@ var kafkaFields = []struct{ field, option string }{
 	{"KafkaConfig.Compression", "KAFKA_COMPRESSION"},
 	{"KafkaConfig.Linger", "KAFKA_LINGER"},
 	{"KafkaConfig.BatchSize", "BATCH_SIZE"},
+	{"KafkaConfig.RequestTimeout", "KAFKA_REQUEST_TIMEOUT"},
+	{"KafkaConfig.RebalanceTimeout", "KAFKA_REBALANCE_TIMEOUT"},
+	{"KafkaConfig.FetchTimeoutSlack", "KAFKA_FETCH_TIMEOUT_SLACK"},
+	{"KafkaConfig.JoinTimeout", "KAFKA_JOIN_TIMEOUT"},
+	{"KafkaConfig.FetchStallTimeout", "KAFKA_FETCH_STALL_TIMEOUT"},
+	{"KafkaConfig.OrphanTimeout", "KAFKA_ORPHAN_TIMEOUT"},
 	{"SessionTimeout", "KAFKA_SESSION_TIMEOUT"},
 }
 

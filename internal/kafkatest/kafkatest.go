@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -50,14 +51,20 @@ type Options struct {
 	// MinSessionTimeout is the smallest group session timeout the broker
 	// accepts. Default 100ms (Kafka's default is 6s).
 	MinSessionTimeout time.Duration
+	// Advertise, when set (with one broker), is the address the broker
+	// advertises in metadata instead of its listener's, e.g. a fault proxy
+	// in front of it (every client connection then goes through the
+	// proxy); ListenerAddr returns the real one. Default "".
+	Advertise string
 	// Extra are further kfake options, applied last.
 	Extra []kfake.Opt
 }
 
 // Cluster is a running kfake cluster.
 type Cluster struct {
-	c     *kfake.Cluster
-	addrs []string
+	c        *kfake.Cluster
+	addrs    []string
+	listener string
 }
 
 // Start starts a one-broker cluster with the given topics; see StartWith.
@@ -87,13 +94,35 @@ func StartWith(t testing.TB, o Options) *Cluster {
 	for _, tp := range o.Topics {
 		opts = append(opts, kfake.SeedTopics(tp.Partitions, tp.Name))
 	}
+	var listener string
+	if o.Advertise != "" {
+		if o.Brokers != 1 {
+			t.Fatalf("kafkatest: Advertise needs one broker, got %d", o.Brokers)
+		}
+		adv, err := net.ResolveTCPAddr("tcp", o.Advertise)
+		if err != nil {
+			t.Fatalf("kafkatest: Advertise: %v", err)
+		}
+		opts = append(opts, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			l, err := net.Listen(network, "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			listener = l.Addr().String()
+			return advertised{l, adv}, nil
+		}))
+	}
 	opts = append(opts, o.Extra...)
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatalf("kafkatest: starting kfake: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return &Cluster{c: c, addrs: c.ListenAddrs()}
+	cl := &Cluster{c: c, addrs: c.ListenAddrs(), listener: listener}
+	if cl.listener == "" {
+		cl.listener = cl.addrs[0]
+	}
+	return cl
 }
 
 func logLevel(s string) (kfake.LogLevel, bool) {
@@ -112,6 +141,19 @@ func logLevel(s string) (kfake.LogLevel, bool) {
 
 // Addrs returns the brokers' "127.0.0.1:port" addresses.
 func (c *Cluster) Addrs() []string { return slices.Clone(c.addrs) }
+
+// advertised is a listener reporting another address (Options.Advertise):
+// kfake advertises its listener's address.
+type advertised struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (a advertised) Addr() net.Addr { return a.addr }
+
+// ListenerAddr returns the address the first broker really listens on
+// (differs from Addr with Options.Advertise).
+func (c *Cluster) ListenerAddr() string { return c.listener }
 
 // Addr returns the first broker's address.
 func (c *Cluster) Addr() string { return c.addrs[0] }
