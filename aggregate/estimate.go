@@ -91,7 +91,11 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch)
 	if o.flags&hasChangeWin != 0 {
-		rec.Window = WindowRecord(o.ChangeWin.Current(asOf, &m.Windows))
+		sum := o.ChangeWin.Current(asOf, &m.Windows)
+		rec.Window = WindowRecord(sum)
+		if followWindow(&rec, &o.ChangeWin, sum, m) {
+			best, bok = estimators.Estimate{Key: rec.Estimator, Rate: *rec.RatePerS}, true
+		}
 	}
 	if t, ok := o.Change.NextVisit(asOf, &m.Estimators); ok && finite(t) {
 		rec.NextVisit = ptr(timeOf(t))
@@ -106,7 +110,16 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 
 // AccessEstimate builds the object's access estimate, valid at the time of
 // its latest observation. ok is false when the object has seen no access.
+// It is AccessEstimateAt without a site profile.
 func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	return o.AccessEstimateAt(object, m, nil, scratch)
+}
+
+// AccessEstimateAt is AccessEstimate for an object whose access window ran
+// on the operational time of site's profile (see ApplyAt): the window's
+// times are published in real time, its rates are deseasonalised (the
+// long-run rate ν of the periodic intensity, windows.Profile eq. S1).
+func (o *Object) AccessEstimateAt(object string, m *Model, site *windows.Profile, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
 	if !o.HasAccess() {
 		return records.Estimate{}, false
 	}
@@ -119,7 +132,19 @@ func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Est
 	best, bok := o.Access.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch)
 	if o.flags&hasAccessWin != 0 {
-		rec.Window = WindowRecord(o.AccessWin.Current(asOf, &m.Windows))
+		at := asOf
+		if site != nil {
+			at = site.At(asOf)
+		}
+		sum := o.AccessWin.Current(at, &m.Windows)
+		if site != nil {
+			sum.Start = site.Real(sum.Start)
+			if sum.HasNext {
+				sum.NextUpdate = site.Real(sum.NextUpdate)
+			}
+		}
+		rec.Window = WindowRecord(sum)
+		followWindow(&rec, &o.AccessWin, sum, m)
 	}
 	return rec, true
 }

@@ -166,6 +166,11 @@ type Model struct {
 	PStale     float64
 	Estimators estimators.Config
 	Windows    windows.Config
+	// Seasonal configures the per-site daily and weekly baselines of
+	// access rates (see windows.Profile); Alerts the alert filter and the
+	// multiple-testing adjustment (alerts.go).
+	Seasonal windows.SeasonalConfig
+	Alerts   AlertConfig
 }
 
 // DefaultModel returns the documented defaults.
@@ -177,6 +182,8 @@ func DefaultModel() Model {
 		EmitInterval:  10 * time.Minute,
 		Estimators:    estimators.DefaultConfig(),
 		Windows:       windows.DefaultConfig(),
+		Seasonal:      windows.DefaultSeasonalConfig(),
+		Alerts:        DefaultAlertConfig(),
 	}
 }
 
@@ -199,6 +206,12 @@ func (m *Model) Validate() error {
 	}
 	if err := m.Windows.Validate(); err != nil {
 		return fmt.Errorf("aggregate: windows: %w", err)
+	}
+	if err := m.Seasonal.Validate(); err != nil {
+		return fmt.Errorf("aggregate: seasonal: %w", err)
+	}
+	if err := m.Alerts.Validate(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -246,7 +259,18 @@ func seconds(ms int64) float64 { return float64(ms) / 1e3 }
 
 // Apply applies one valid observation (see records.Observation.Validate) to
 // the object and records shifts and completed periods in eff. It is O(1).
+// It is ApplyAt without a site profile: accesses are tested against a flat
+// baseline.
 func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome {
+	return o.ApplyAt(obs, m, nil, eff)
+}
+
+// ApplyAt is Apply with the seasonal profile of the object's site (nil:
+// none): an access is counted in the profile and enters the object's
+// access window at the profile's operational time (windows.Profile), so
+// its shift tests compare observed counts with the counts expected under
+// the site's daily and weekly cycle.
+func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *windows.Profile, eff *Effects) Outcome {
 	t := obs.Time.UnixMilli()
 	seen := o.lastTime != 0 || o.flags != 0
 	// Duplicate detection.
@@ -301,7 +325,7 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 		return Applied
 	}
 	if obs.Kind.IsAccess() {
-		o.access(t, m, eff)
+		o.access(t, m, site, eff)
 	}
 	if obs.Kind.IsVisit() {
 		if !o.visit(obs, ts, m, eff) && !obs.Kind.IsAccess() {
@@ -311,7 +335,7 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 	return outcome
 }
 
-func (o *Object) access(t int64, m *Model, eff *Effects) {
+func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) {
 	period := int64(m.ReportPeriod / time.Second)
 	idx := floorDiv(floorDiv(t, 1000), period)
 	if o.flags&hasPeriod != 0 && idx != o.periodIdx && o.periodCount > 0 {
@@ -328,7 +352,12 @@ func (o *Object) access(t int64, m *Model, eff *Effects) {
 	o.flags |= hasPeriod | hasAccess | hasAccessWin
 	ts := seconds(t)
 	o.Access.Access(ts)
-	if sh, ok := o.AccessWin.Event(ts, &m.Windows); ok {
+	op := ts
+	if site != nil && m.Seasonal.Enabled() {
+		op = site.Operational(ts, &m.Seasonal)
+		site.Observe(ts, &m.Seasonal)
+	}
+	if sh, ok := o.AccessWin.Event(op, &m.Windows); ok {
 		eff.AccessShifts = append(eff.AccessShifts, sh)
 	}
 	eff.Accesses = true

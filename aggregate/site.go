@@ -1,0 +1,204 @@
+package aggregate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
+	"github.com/changerate/changerate/windows"
+)
+
+// SiteKeyPrefix prefixes the state-store key of a site's seasonal profile
+// (one value per site and partition, beside the objects' values). Canonical
+// object URLs never start with '#', so the keys cannot collide.
+const SiteKeyPrefix = "#site "
+
+// DefaultMaxSites bounds the site profiles a partition keeps in memory.
+const DefaultMaxSites = 10000
+
+// siteEntry is one site's profile in a partition.
+type siteEntry struct {
+	prof windows.Profile
+	seq  uint64 // last batch that changed it
+}
+
+// detector is the per-partition alert logic shared by the Processor and
+// the simulation tests: the sites' seasonal profiles and the alert book.
+// It is not safe for concurrent use.
+type detector struct {
+	m     *Model
+	sites map[string]*siteEntry
+	book  *alertBook
+	out   []records.Alert
+}
+
+func newDetector(m *Model) *detector {
+	return &detector{m: m, sites: map[string]*siteEntry{}, book: newAlertBook(&m.Alerts)}
+}
+
+// site returns the site's entry, creating an empty one (nil when seasonal
+// baselines are off or the object has no site).
+func (d *detector) site(host string) *siteEntry {
+	if !d.m.Seasonal.Enabled() || host == "" {
+		return nil
+	}
+	e := d.sites[host]
+	if e == nil {
+		e = &siteEntry{}
+		d.sites[host] = e
+	}
+	return e
+}
+
+// apply applies obs to obj (named name) with its site's profile, moves the
+// alert book's clock and holds the shifts that pass the filters. Alerts of
+// periods that closed are appended to d.out. It returns Apply's outcome and
+// the site entry used (nil: none).
+func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff *Effects) (Outcome, *siteEntry) {
+	prev := obj.LastTime()
+	first := prev.IsZero() || d.book.periodOf(prev) < d.book.periodOf(obs.Time)
+	d.out = d.book.Observe(obs.Time, first, d.out)
+	host := obs.Site
+	if host == "" {
+		host = Site(name)
+	}
+	se := d.site(host)
+	var prof *windows.Profile
+	if se != nil {
+		prof = &se.prof
+	}
+	oc := obj.ApplyAt(obs, d.m, prof, eff)
+	for _, sh := range eff.ChangeShifts {
+		if a, ok := ShiftAlert(name, records.EstimateChange, sh, nil, &d.m.Alerts); ok {
+			d.book.Add(a)
+		}
+	}
+	for _, sh := range eff.AccessShifts {
+		if prof != nil && !prof.Learned(seconds(obs.Time.UnixMilli()), &d.m.Seasonal) {
+			continue // learning period: the baseline is not known yet
+		}
+		if a, ok := ShiftAlert(name, records.EstimateAccess, sh, prof, &d.m.Alerts); ok {
+			d.book.Add(a)
+		}
+	}
+	return oc, se
+}
+
+// flush closes the current period (end of a finite input).
+func (d *detector) flush() { d.out = d.book.Close(d.out) }
+
+// take returns and clears the alerts ready for publication.
+func (d *detector) take() []records.Alert {
+	out := d.out
+	d.out = nil
+	return out
+}
+
+// siteKey is the store key of a site's profile.
+func siteKey(host string) string { return SiteKeyPrefix + host }
+
+// loadSites reads the profiles of the batch's sites that are not in memory
+// (one store read).
+func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
+	d := w.det
+	if !d.m.Seasonal.Enabled() {
+		return nil
+	}
+	var hosts, keys []string
+	seen := map[string]bool{}
+	for i := range b.obs {
+		h := b.obs[i].Site
+		if h == "" {
+			h = Site(b.obs[i].Object)
+		}
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		if _, ok := d.sites[h]; !ok {
+			hosts = append(hosts, h)
+			keys = append(keys, siteKey(h))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	w.storeMu.Lock()
+	vals, err := w.p.store.Get(ctx, w.part, keys, nil)
+	w.storeMu.Unlock()
+	w.p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+	if err != nil {
+		return fmt.Errorf("aggregate: load %d site profiles of %s/%d: %w", len(keys), w.part.Topic, w.part.ID, err)
+	}
+	for k, v := range vals {
+		e := &siteEntry{}
+		if v != nil {
+			if err := e.prof.DecodeBinary(v); err != nil {
+				w.p.metrics.corrupt.Inc()
+				w.log.Error("corrupt site profile; learning it afresh", "site", hosts[k], "err", err)
+				e.prof = windows.Profile{}
+			}
+		}
+		d.sites[hosts[k]] = e
+	}
+	return nil
+}
+
+// writeSites appends the profiles the batch changed to its state writes
+// and trims the in-memory table to DefaultMaxSites, evicting committed
+// profiles only.
+func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
+	for e, host := range touched {
+		e.seq = b.seq
+		b.writes = append(b.writes, state.Write{Object: siteKey(host), Value: e.prof.AppendBinary(nil)})
+	}
+	if len(w.det.sites) <= DefaultMaxSites {
+		return
+	}
+	for h, e := range w.det.sites {
+		if len(w.det.sites) <= DefaultMaxSites {
+			break
+		}
+		if e.seq <= w.committed {
+			if _, ok := touched[e]; !ok {
+				delete(w.det.sites, h)
+			}
+		}
+	}
+}
+
+// profile returns the in-memory profile of the object's site, nil when
+// none.
+func (d *detector) profile(object string) *windows.Profile {
+	if e := d.sites[Site(object)]; e != nil {
+		return &e.prof
+	}
+	return nil
+}
+
+// appendAlerts encodes the alerts whose period closed.
+func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
+	for _, a := range w.det.take() {
+		w.p.metrics.alerts.WithLabelValues(a.Kind).Inc()
+		out = append(out, w.encode(w.p.cfg.AlertsTopic, AlertKey(&a), a))
+	}
+	return out
+}
+
+// flushAlerts publishes the alerts of the last, open period at the end of
+// a finite input (its state is committed: only outputs are written).
+func (w *worker) flushAlerts(ctx context.Context) error {
+	w.det.flush()
+	out := w.appendAlerts(nil)
+	if len(out) == 0 {
+		return nil
+	}
+	if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+		return fmt.Errorf("aggregate: final alerts: %w", err)
+	}
+	return nil
+}
