@@ -356,6 +356,12 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 	if site != nil && m.Seasonal.Enabled() {
 		op = site.Operational(ts, &m.Seasonal)
 		site.Observe(ts, &m.Seasonal)
+		if org, ok := o.AccessWin.Origin(); ok && site.Active() && org < site.Since() {
+			// The window began in real time, during the learning period,
+			// where the daily cycle itself cuts windows: restart it on the
+			// seasonal clock (Λ(Since) = Since, see windows.Profile).
+			o.AccessWin = windows.Stream{}
+		}
 	}
 	if sh, ok := o.AccessWin.Event(op, &m.Windows); ok {
 		eff.AccessShifts = append(eff.AccessShifts, sh)

@@ -80,6 +80,12 @@ func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff
 		if prof != nil && !prof.Learned(seconds(obs.Time.UnixMilli()), &d.m.Seasonal) {
 			continue // learning period: the baseline is not known yet
 		}
+		if prof != nil && prof.Active() && prof.Real(sh.After.Start) < prof.Since() {
+			// the change point precedes the profile: the window mixes
+			// real-time points of the learning period with operational
+			// time, its excursion is the daily cycle, not a shift
+			continue
+		}
 		if a, ok := ShiftAlert(name, records.EstimateAccess, sh, prof, &d.m.Alerts); ok {
 			d.book.Add(a)
 		}

@@ -124,6 +124,7 @@ type Profile struct {
 	active bool
 	f      [hoursPerDay]float32
 	g      [daysPerWeek]float32
+	since  float64 // when the profile was first activated
 	t0     float64 // anchor T₀ of (S3)
 	l0     float64 // anchor Λ₀
 	// cum[i] = ∫ over the hour-of-week cells before i of f·g, seconds;
@@ -134,6 +135,11 @@ type Profile struct {
 // Active reports whether the profile is in use: the learning period is over
 // and the site had enough points.
 func (p *Profile) Active() bool { return p.active }
+
+// Since returns when the profile was first activated (0 if never). A
+// stream's points before it were taken in real time, so a shift whose
+// change point precedes it mixes the two clocks.
+func (p *Profile) Since() float64 { return p.since }
 
 // Learned reports whether the learning period is over at time t (whether
 // or not the site had enough points for a profile).
@@ -341,6 +347,9 @@ func (p *Profile) refit(b float64, cfg *SeasonalConfig) {
 	}
 	for d := range g {
 		p.g[d] = float32(g[d] * daysPerWeek / sg)
+	}
+	if !p.active {
+		p.since = b
 	}
 	p.active = true
 	p.t0, p.l0 = b, l0

@@ -14,7 +14,8 @@ const profileActive = 1 << 0
 
 // AppendBinary appends the lossless encoding of p: version, flags, float64
 // start and last, the 24 hour and 7 day counts (float32), and when active
-// the 31 factors (float32) and the anchor T₀, Λ₀ (float64). At most 282
+// the 31 factors (float32), the first activation time and the anchor T₀,
+// Λ₀ (float64). At most 290
 // bytes.
 func (p *Profile) AppendBinary(dst []byte) []byte {
 	var f byte
@@ -37,6 +38,7 @@ func (p *Profile) AppendBinary(dst []byte) []byte {
 		for _, v := range p.g {
 			dst = wire.AppendFloat32(dst, v)
 		}
+		dst = wire.AppendFloat64(dst, p.since)
 		dst = wire.AppendFloat64(dst, p.t0)
 		dst = wire.AppendFloat64(dst, p.l0)
 	}
@@ -67,7 +69,7 @@ func (p *Profile) DecodeBinary(src []byte) error {
 		for i := range d.g {
 			d.g[i] = r.Float32()
 		}
-		d.t0, d.l0 = r.Float64(), r.Float64()
+		d.since, d.t0, d.l0 = r.Float64(), r.Float64(), r.Float64()
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: profile: %w", ErrCorrupt, err)
@@ -79,7 +81,7 @@ func (p *Profile) DecodeBinary(src []byte) error {
 		return fmt.Errorf("%w: profile: %d trailing bytes", ErrCorrupt, len(src)-r.Offset())
 	}
 	ok := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	if !ok(d.start) || !ok(d.last) || d.last < d.start || !ok(d.t0) || !ok(d.l0) {
+	if !ok(d.start) || !ok(d.last) || d.last < d.start || !ok(d.t0) || !ok(d.l0) || !ok(d.since) {
 		return fmt.Errorf("%w: profile times", ErrCorrupt)
 	}
 	for _, v := range append(append(append(d.hour[:], d.dow[:]...), d.f[:]...), d.g[:]...) {

@@ -160,7 +160,7 @@ func TestProfileEncoding(t *testing.T) {
 		if q != p {
 			t.Fatalf("round trip differs at point %d", i)
 		}
-		if len(b) > 282 {
+		if len(b) > 290 {
 			t.Fatalf("encoding of %d bytes", len(b))
 		}
 	}

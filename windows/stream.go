@@ -105,6 +105,10 @@ type Stream struct {
 	shifted bool // the current window was opened by a confirmed Shift
 }
 
+// Origin returns the current window's origin t(0) (in the stream's time)
+// and whether the stream has started.
+func (s *Stream) Origin() (float64, bool) { return s.w.origin, s.started }
+
 // Shifted reports whether the current window was opened by a confirmed
 // rate shift (rather than at the stream's first point): its rate then
 // describes the regime after the change point.
