@@ -96,9 +96,19 @@ type config struct {
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
-	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
-	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
-	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
+	// Alerts and seasonal baselines (issue 14; README "Alerts").
+	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" default:"168h" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
+	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" default:"200" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
+	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" default:"0.7" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
+	AlertPeriod       time.Duration `envconfig:"ALERT_PERIOD" default:"1h" desc:"testing period of the false-discovery-rate adjustment; alerts are published when the partition's event time passes its end"`
+	AlertFDR          float64       `envconfig:"ALERT_FDR" default:"0.01" desc:"Benjamini-Hochberg false-discovery rate per period and partition; 1 keeps every shift that passes the other filters"`
+	AlertMinRatio     float64       `envconfig:"ALERT_MIN_RATIO" default:"2" desc:"least effect size: observed/expected count >= this (up) or <= its inverse (down)"`
+	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" default:"8" desc:"least observed (up) or expected (down) events since the change point"`
+	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" default:"3" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
+	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" default:"5" desc:"objects listed in a site alert"`
+	IdleCheck         time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	TakeoverDelay     time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
+	DrainTimeout      time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`
@@ -175,6 +185,15 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.ReportPeriod = c.ReportPeriod
 	pc.Model.PStale = c.PStale
 	pc.Model.EmitInterval = c.EmitInterval
+	pc.Model.Seasonal.LearningPeriod = c.SeasonalLearning
+	pc.Model.Seasonal.MinEvents = c.SeasonalMinEvents
+	pc.Model.Seasonal.Decay = c.SeasonalDecay
+	pc.Model.Alerts.Period = c.AlertPeriod
+	pc.Model.Alerts.FDR = c.AlertFDR
+	pc.Model.Alerts.MinRatio = c.AlertMinRatio
+	pc.Model.Alerts.MinEvents = c.AlertMinEvents
+	pc.Model.Alerts.SiteObjects = c.AlertSiteObjects
+	pc.Model.Alerts.SiteTop = c.AlertSiteTop
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
 	pc.DrainTimeout = c.DrainTimeout
