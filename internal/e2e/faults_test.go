@@ -45,6 +45,7 @@ import (
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/windows"
 )
 
 const (
@@ -150,7 +151,8 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 // oracle returns the state that applying, per partition p, the
 // observations at offsets below next[p] gives: the objects' encoded values
 // (aggregate.Object.AppendBinary after Apply of each observation in offset
-// order, with the tests' model) and each partition's meta.
+// order, with the tests' model, and the partition's site profiles of
+// their accesses: aggregate.Object.ApplyAt) and each partition's meta.
 func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]int64) dump {
 	m := aggregate.DefaultModel()
 	m.EmitInterval, m.ReportPeriod = emitInterval, reportPeriod
@@ -160,6 +162,7 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 		d[metaKey(topic, p)] = "hash:next=" + strconv.FormatInt(n, 10) + ",owner=" + metaOwner(topic, p)
 		objs := map[string]*aggregate.Object{}
 		touched := map[string]bool{}
+		sites := map[string]*windows.Profile{}
 		for _, x := range place[p] {
 			if x.off >= n {
 				break
@@ -170,9 +173,26 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 				ob = &aggregate.Object{}
 				objs[o.Object] = ob
 			}
+			host := o.Site
+			if host == "" {
+				host = aggregate.Site(o.Object)
+			}
+			prof := sites[host]
+			if prof == nil {
+				prof = &windows.Profile{}
+				sites[host] = prof
+			}
 			eff.Reset()
-			if oc := ob.Apply(o, &m, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
+			if oc := ob.ApplyAt(o, &m, prof, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
 				touched[o.Object] = true
+			}
+			if eff.Accesses {
+				touched[aggregate.SiteKeyPrefix+host] = true
+			}
+		}
+		for host, prof := range sites {
+			if touched[aggregate.SiteKeyPrefix+host] {
+				d[objectKey(topic, p, aggregate.SiteKeyPrefix+host)] = string(prof.AppendBinary(nil))
 			}
 		}
 		for name, ob := range objs {
@@ -261,12 +281,15 @@ func (f *fixture) cleanRun(t *testing.T) {
 	t.Logf("clean run: %d observations in %v (%.0f obs/s incl. start-up), %d objects, %d partition metas, %d value bytes; committed %v, fenced %v",
 		f.total, el.Round(time.Millisecond), float64(f.total)/el.Seconds(), objs, metas, bytes,
 		metricSum(m, "changerate_aggregator_messages_committed_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"))
-	if objs != len(f.w.Objects) || metas != obsPartitions {
-		t.Fatalf("clean run stored %d objects and %d metas, want %d and %d", objs, metas, len(f.w.Objects), obsPartitions)
+	// besides the objects, one seasonal profile per site and partition
+	want := oracle(f.w, obsTopic, f.place, f.hw)
+	wantObjs, _, _ := dumpStats(want)
+	if objs != wantObjs || objs < len(f.w.Objects) || metas != obsPartitions {
+		t.Fatalf("clean run stored %d objects and site profiles and %d metas, want %d (%d objects) and %d", objs, metas, wantObjs, len(f.w.Objects), obsPartitions)
 	}
 	// The clean run equals the in-process oracle: the comparisons below
 	// check against both.
-	compareDumps(t, "clean run vs oracle", oracle(f.w, obsTopic, f.place, f.hw), f.ref)
+	compareDumps(t, "clean run vs oracle", want, f.ref)
 	f.refEst = readLatest(t, f.kc, "estimates-ref")
 }
 
