@@ -468,8 +468,13 @@ func (f *fixture) translate(topic string) dump {
 	for p, l := range f.place {
 		keys[metaKey(obsTopic, p)] = metaKey(topic, p)
 		for _, x := range l {
-			name := f.w.Obs[x.idx].Object
-			keys[objectKey(obsTopic, p, name)] = objectKey(topic, p, name)
+			o := &f.w.Obs[x.idx]
+			keys[objectKey(obsTopic, p, o.Object)] = objectKey(topic, p, o.Object)
+			site := o.Site // the partition's seasonal profile of the site
+			if site == "" {
+				site = aggregate.Site(o.Object)
+			}
+			keys[objectKey(obsTopic, p, aggregate.SiteKeyPrefix+site)] = objectKey(topic, p, aggregate.SiteKeyPrefix+site)
 		}
 	}
 	out := dump{}
