@@ -177,7 +177,13 @@ func TestPipelineEndToEnd(t *testing.T) {
 	agg.Env = append(os.Environ(),
 		"CHANGERATE_KAFKA_BROKERS="+kc.Addr(), "CHANGERATE_REDIS_ADDRS="+rds.Addr,
 		"CHANGERATE_HTTP_ADDR="+httpAddr, "CHANGERATE_CREATE_TOPICS=false", "CHANGERATE_EMIT_INTERVAL=0s", "CHANGERATE_REDIS_KEY_FORMAT=readable",
-		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s")
+		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s",
+		// Seasonal access profiles are learned per site and partition, so
+		// the access windows depend on the partitioning (README, "Alerts");
+		// the byte-for-byte comparison with the one-partition filter path
+		// (step 7) runs without them. TestFaults covers them with Kafka and
+		// Redis against an in-process oracle.
+		"CHANGERATE_SEASONAL_LEARNING=0")
 	var aggLog bytes.Buffer
 	agg.Stdout, agg.Stderr = &aggLog, &aggLog
 	if err := agg.Start(); err != nil {
@@ -305,7 +311,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 			t.Fatalf("ingest --out=-: %v", err)
 		}
 	}
-	filter := exec.Command(aggBin, "--in=-", "--store=memory", "--out=-", "--emit=final")
+	filter := exec.Command(aggBin, "--in=-", "--store=memory", "--out=-", "--emit=final", "--seasonal-learning=0")
 	filter.Stdin = &obs
 	fout, err := filter.Output()
 	if err != nil {
