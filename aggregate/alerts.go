@@ -111,6 +111,21 @@ func (c *AlertConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Candidate outcomes counted in changerate_aggregator_alert_candidates_total.
+const (
+	outcomeAlerted      = "alerted"
+	outcomeLearning     = "learning"
+	outcomeMixedClock   = "mixed_clock"
+	outcomeSmallEffect  = "small_effect"
+	outcomeNotDiscovery = "not_discovery"
+	outcomeOverflow     = "overflow"
+)
+
+var candidateOutcomes = []string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow}
+
+// candidateCount is a count by kind and outcome.
+type candidateCount struct{ kind, outcome string }
+
 // AdjustmentBH names the Benjamini–Hochberg adjustment in alert records.
 const AdjustmentBH = "benjamini-hochberg"
 
@@ -172,13 +187,15 @@ func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cf
 // closes, and counts the objects tested per period.
 type alertBook struct {
 	cfg     *AlertConfig
+	counts  map[candidateCount]int // outcomes since the last take
 	period  int64 // current period (-1: none yet)
 	tested  int64 // objects observed in the current period
 	cands   []Candidate
-	dropped int // candidates dropped by MaxPending
 }
 
-func newAlertBook(cfg *AlertConfig) *alertBook { return &alertBook{cfg: cfg, period: math.MinInt64} }
+func newAlertBook(cfg *AlertConfig) *alertBook {
+	return &alertBook{cfg: cfg, period: math.MinInt64, counts: map[candidateCount]int{}}
+}
 
 func (b *alertBook) periodOf(t time.Time) int64 {
 	return floorDiv(t.UnixMilli(), b.cfg.Period.Milliseconds())
@@ -205,8 +222,8 @@ func (b *alertBook) Add(a records.Alert) {
 	b.cands = append(b.cands, Candidate{Alert: a, Period: b.period})
 	if len(b.cands) > b.cfg.MaxPending {
 		sort.SliceStable(b.cands, func(i, j int) bool { return b.cands[i].Alert.PValue < b.cands[j].Alert.PValue })
+		b.counts[candidateCount{b.cands[b.cfg.MaxPending].Alert.Kind, outcomeOverflow}]++
 		b.cands = b.cands[:b.cfg.MaxPending]
-		b.dropped++
 	}
 }
 
@@ -230,8 +247,10 @@ func (b *alertBook) Close(out []records.Alert) []records.Alert {
 	var kept []records.Alert
 	for i := range alerts {
 		if q[i] > b.cfg.FDR {
+			b.counts[candidateCount{alerts[i].Kind, outcomeNotDiscovery}]++
 			continue
 		}
+		b.counts[candidateCount{alerts[i].Kind, outcomeAlerted}]++
 		a := alerts[i]
 		a.PAdjusted, a.Adjustment, a.Tested = ptr(q[i]), AdjustmentBH, m
 		a.PeriodStart = ptr(ps)

@@ -71,23 +71,30 @@ func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff
 		prof = &se.prof
 	}
 	oc := obj.ApplyAt(obs, d.m, prof, eff)
+	count := func(kind, outcome string) { d.book.counts[candidateCount{kind, outcome}]++ }
 	for _, sh := range eff.ChangeShifts {
 		if a, ok := ShiftAlert(name, records.EstimateChange, sh, nil, &d.m.Alerts); ok {
 			d.book.Add(a)
+		} else {
+			count(records.EstimateChange, outcomeSmallEffect)
 		}
 	}
 	for _, sh := range eff.AccessShifts {
 		if prof != nil && !prof.Learned(seconds(obs.Time.UnixMilli()), &d.m.Seasonal) {
-			continue // learning period: the baseline is not known yet
+			count(records.EstimateAccess, outcomeLearning) // the baseline is not known yet
+			continue
 		}
 		if prof != nil && prof.Active() && prof.Real(sh.After.Start) < prof.Since() {
 			// the change point precedes the profile: the window mixes
 			// real-time points of the learning period with operational
 			// time, its excursion is the daily cycle, not a shift
+			count(records.EstimateAccess, outcomeMixedClock)
 			continue
 		}
 		if a, ok := ShiftAlert(name, records.EstimateAccess, sh, prof, &d.m.Alerts); ok {
 			d.book.Add(a)
+		} else {
+			count(records.EstimateAccess, outcomeSmallEffect)
 		}
 	}
 	return oc, se
@@ -186,8 +193,13 @@ func (d *detector) profile(object string) *windows.Profile {
 	return nil
 }
 
-// appendAlerts encodes the alerts whose period closed.
+// appendAlerts encodes the alerts whose period closed (and counts the
+// candidates' outcomes).
 func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
+	for k, n := range w.det.book.counts {
+		w.p.metrics.candidates.WithLabelValues(k.kind, k.outcome).Add(float64(n))
+		delete(w.det.book.counts, k)
+	}
 	for _, a := range w.det.take() {
 		w.p.metrics.alerts.WithLabelValues(a.Kind).Inc()
 		out = append(out, w.encode(w.p.cfg.AlertsTopic, AlertKey(&a), a))

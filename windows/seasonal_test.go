@@ -1,7 +1,10 @@
 package windows
 
 import (
+	"encoding/hex"
 	"math"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +195,44 @@ func FuzzProfileDecode(f *testing.F) {
 		}
 		_ = q.Real(q.At(1.8e9))
 	})
+}
+
+// TestProfileGolden pins the profile encoding: testdata/profile_v1.golden
+// holds the hex encoding of the profile learned from a fixed simulation;
+// it must still decode (older values stay readable) and re-encode to the
+// same bytes. -update rewrites it.
+func TestProfileGolden(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	ev := seasonalEvents(9, start, 9, 0.005, sim.OfficeHours(15, 0.6), [7]float64{1, 1, 1, 1, 1, 0.5, 0.5})
+	cfg := DefaultSeasonalConfig()
+	var p Profile
+	for _, tt := range ev {
+		p.Operational(tt, &cfg)
+		p.Observe(tt, &cfg)
+	}
+	path := "testdata/profile_v1.golden"
+	got := hex.EncodeToString(p.AppendBinary(nil)) + "\n"
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(string(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Profile
+	if err := q.DecodeBinary(b); err != nil {
+		t.Fatalf("golden profile no longer decodes: %v", err)
+	}
+	if !q.Active() || q != p {
+		t.Errorf("golden profile decodes to a different profile (active %v)", q.Active())
+	}
+	if string(want) != got {
+		t.Errorf("encoding changed; if on purpose, keep decoding the old layout and run -update")
+	}
 }
