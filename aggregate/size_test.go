@@ -28,7 +28,7 @@ func TestEncodedSizeLongHistories(t *testing.T) {
 	rng := sim.NewRand(11, 7)
 	perClass := 400
 	if raceEnabled {
-		perClass = 100 // the race detector slows the 480,000 observations per class tenfold
+		perClass = 50 // the race detector slows the 480,000 observations per class twentyfold
 	}
 	for _, class := range []sim.HistoryClass{sim.HistoryCrawl, sim.HistoryProxy, sim.HistoryMixed} {
 		// Apply the objects' observations in time order, as a partition
