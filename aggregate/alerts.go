@@ -144,18 +144,15 @@ func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cf
 	a := Alert(object, kind, sh)
 	a.Scope = records.AlertScopeObject
 	a.Baseline = "flat"
-	real := func(l float64) float64 { return l }
-	if site != nil && site.Active() && kind == records.EstimateAccess {
+	toReal := func(l float64) float64 { return l }
+	if site != nil && site.Active() {
 		a.Baseline = "seasonal"
-		real = site.Real
+		toReal = site.Real
 	}
-	start, end := real(sh.After.Start), sh.At
-	if kind == records.EstimateAccess && site != nil && site.Active() {
-		end = real(sh.At)
-	}
+	start, end := toReal(sh.After.Start), toReal(sh.At)
 	// the alert's times are real times
 	a.AsOf = timeOf(end)
-	a.Before.Start = timeOf(real(sh.Before.Start))
+	a.Before.Start = timeOf(toReal(sh.Before.Start))
 	a.After.Start = timeOf(start)
 	a.Before.NextUpdate, a.After.NextUpdate = nil, nil
 	a.WindowStart, a.WindowEnd = ptr(timeOf(start)), ptr(timeOf(end))
@@ -186,11 +183,11 @@ func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cf
 // alertBook holds one partition's candidates until their testing period
 // closes, and counts the objects tested per period.
 type alertBook struct {
-	cfg     *AlertConfig
-	counts  map[candidateCount]int // outcomes since the last take
-	period  int64 // current period (-1: none yet)
-	tested  int64 // objects observed in the current period
-	cands   []Candidate
+	cfg    *AlertConfig
+	counts map[candidateCount]int // outcomes since the last take
+	period int64                  // current period (-1: none yet)
+	tested int64                  // objects observed in the current period
+	cands  []Candidate
 }
 
 func newAlertBook(cfg *AlertConfig) *alertBook {

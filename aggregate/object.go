@@ -265,12 +265,14 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 	return o.ApplyAt(obs, m, nil, eff)
 }
 
-// ApplyAt is Apply with the seasonal profile of the object's site (nil:
-// none): an access is counted in the profile and enters the object's
-// access window at the profile's operational time (windows.Profile), so
-// its shift tests compare observed counts with the counts expected under
-// the site's daily and weekly cycle.
-func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *windows.Profile, eff *Effects) Outcome {
+// ApplyAt is Apply with the seasonal state of the object's site (nil:
+// none): an access is counted in the site's access profile and enters the
+// object's access window at the profile's operational time
+// (windows.Profile), so its shift tests compare observed counts with the
+// counts expected under the site's daily and weekly cycle; a new
+// Last-Modified date is counted in the change profile, and the change
+// window runs on its operational time in the same way.
+func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, eff *Effects) Outcome {
 	t := obs.Time.UnixMilli()
 	seen := o.lastTime != 0 || o.flags != 0
 	// Duplicate detection.
@@ -325,10 +327,18 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *windows.Profi
 		return Applied
 	}
 	if obs.Kind.IsAccess() {
-		o.access(t, m, site, eff)
+		var p *windows.Profile
+		if site != nil {
+			p = &site.Access
+		}
+		o.access(t, m, p, eff)
 	}
 	if obs.Kind.IsVisit() {
-		if !o.visit(obs, ts, m, eff) && !obs.Kind.IsAccess() {
+		var p *windows.Profile
+		if site != nil {
+			p = &site.Change
+		}
+		if !o.visit(obs, ts, m, p, eff) && !obs.Kind.IsAccess() {
 			outcome = NoInformation
 		}
 	}
@@ -356,17 +366,22 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 	if site != nil && m.Seasonal.Enabled() {
 		op = site.Operational(ts, &m.Seasonal)
 		site.Observe(ts, &m.Seasonal)
-		if org, ok := o.AccessWin.Origin(); ok && site.Active() && org < site.Since() {
-			// The window began in real time, during the learning period,
-			// where the daily cycle itself cuts windows: restart it on the
-			// seasonal clock (Λ(Since) = Since, see windows.Profile).
-			o.AccessWin = windows.Stream{}
-		}
+		restartBefore(&o.AccessWin, site)
 	}
 	if sh, ok := o.AccessWin.Event(op, &m.Windows); ok {
 		eff.AccessShifts = append(eff.AccessShifts, sh)
 	}
 	eff.Accesses = true
+}
+
+// restartBefore restarts a window that began in real time, during the
+// learning period of an active profile, where the daily cycle itself cuts
+// windows: the window starts afresh on the seasonal clock (Λ(Since) =
+// Since, see windows.Profile).
+func restartBefore(w *windows.Stream, p *windows.Profile) {
+	if org, ok := w.Origin(); ok && p.Active() && org < p.Since() {
+		*w = windows.Stream{}
+	}
 }
 
 func floorDiv(a, b int64) int64 {
@@ -381,7 +396,7 @@ func floorDiv(a, b int64) int64 {
 // source gives one, else a digest different from the previous digest, else
 // a Last-Modified later than the previous one. The first informative visit
 // is the baseline. It reports whether the visit carried information.
-func (o *Object) visit(obs *records.Observation, ts float64, m *Model, eff *Effects) bool {
+func (o *Object) visit(obs *records.Observation, ts float64, m *Model, site *windows.Profile, eff *Effects) bool {
 	if obs.Status < 0 {
 		return false // a failed fetch saw no content
 	}
@@ -424,15 +439,29 @@ func (o *Object) visit(obs *records.Observation, ts float64, m *Model, eff *Effe
 	eff.Visits = true
 	var sh windows.Shift
 	var ok bool
+	seasonal := site != nil && m.Seasonal.Enabled()
 	if hasLM {
 		// Last-date-of-change (001 §1.2): a new Last-Modified is an update
 		// point at that date.
 		if newLM && lm <= int64(ts)+1 {
-			sh, ok = o.ChangeWin.Event(float64(lm), &m.Windows)
+			x := float64(lm)
+			if seasonal {
+				x = site.Operational(float64(lm), &m.Seasonal)
+				site.Observe(float64(lm), &m.Seasonal)
+				restartBefore(&o.ChangeWin, site)
+			}
+			sh, ok = o.ChangeWin.Event(x, &m.Windows)
 		}
 	} else {
-		// Existence-of-change (001 §1.2).
-		sh, ok = o.ChangeWin.Visit(ts, changed, &m.Windows)
+		// Existence-of-change (001 §1.2): the visit times run on the
+		// change profile's clock (learned from other pages' dates) but are
+		// not counted in it.
+		x := ts
+		if seasonal {
+			x = site.At(ts)
+			restartBefore(&o.ChangeWin, site)
+		}
+		sh, ok = o.ChangeWin.Visit(x, changed, &m.Windows)
 	}
 	if newLM {
 		o.lastMod = lm

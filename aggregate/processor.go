@@ -552,7 +552,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
 		oc, se := w.det.apply(pd.name, &pd.e.obj, &b.obs[i], &w.effs)
-		if se != nil && w.effs.Accesses {
+		if se != nil && (w.effs.Accesses || w.effs.Visits) {
 			touchedSites[se] = b.obs[i].Site
 			if b.obs[i].Site == "" {
 				touchedSites[se] = Site(pd.name)
@@ -924,13 +924,13 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
-		if rec, ok := obj.ChangeEstimate(name, &w.p.cfg.Model, &w.es); ok {
+		if rec, ok := obj.ChangeEstimateAt(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
 		}
 	}
 	if access {
-		if rec, ok := obj.AccessEstimateAt(name, &w.p.cfg.Model, w.det.profile(name), &w.es); ok {
+		if rec, ok := obj.AccessEstimateAt(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
 		}

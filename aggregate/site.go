@@ -21,8 +21,8 @@ const DefaultMaxSites = 10000
 
 // siteEntry is one site's profile in a partition.
 type siteEntry struct {
-	prof windows.Profile
-	seq  uint64 // last batch that changed it
+	st  SiteState
+	seq uint64 // last batch that changed it
 }
 
 // detector is the per-partition alert logic shared by the Processor and
@@ -66,38 +66,53 @@ func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff
 		host = Site(name)
 	}
 	se := d.site(host)
-	var prof *windows.Profile
+	var st *SiteState
 	if se != nil {
-		prof = &se.prof
+		st = &se.st
 	}
-	oc := obj.ApplyAt(obs, d.m, prof, eff)
-	count := func(kind, outcome string) { d.book.counts[candidateCount{kind, outcome}]++ }
+	oc := obj.ApplyAt(obs, d.m, st, eff)
+	now := seconds(obs.Time.UnixMilli())
 	for _, sh := range eff.ChangeShifts {
-		if a, ok := ShiftAlert(name, records.EstimateChange, sh, nil, &d.m.Alerts); ok {
-			d.book.Add(a)
-		} else {
-			count(records.EstimateChange, outcomeSmallEffect)
+		var prof *windows.Profile
+		if st != nil {
+			prof = &st.Change
 		}
+		d.candidate(name, records.EstimateChange, sh, prof, now)
 	}
 	for _, sh := range eff.AccessShifts {
-		if prof != nil && !prof.Learned(seconds(obs.Time.UnixMilli()), &d.m.Seasonal) {
-			count(records.EstimateAccess, outcomeLearning) // the baseline is not known yet
-			continue
+		var prof *windows.Profile
+		if st != nil {
+			prof = &st.Access
 		}
-		if prof != nil && prof.Active() && prof.Real(sh.After.Start) < prof.Since() {
-			// the change point precedes the profile: the window mixes
-			// real-time points of the learning period with operational
-			// time, its excursion is the daily cycle, not a shift
-			count(records.EstimateAccess, outcomeMixedClock)
-			continue
-		}
-		if a, ok := ShiftAlert(name, records.EstimateAccess, sh, prof, &d.m.Alerts); ok {
-			d.book.Add(a)
-		} else {
-			count(records.EstimateAccess, outcomeSmallEffect)
-		}
+		d.candidate(name, records.EstimateAccess, sh, prof, now)
 	}
 	return oc, se
+}
+
+// candidate filters a confirmed shift of kind's stream (run on prof's
+// operational time; nil: real time) and holds it in the book.
+func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.Profile, now float64) {
+	count := func(outcome string) { d.book.counts[candidateCount{kind, outcome}]++ }
+	// A profile that has started learning gates the alerts until its
+	// learning period is over (a change profile starts with the site's
+	// first Last-Modified date; without any, change alerts use a flat
+	// baseline from the start).
+	if prof != nil && prof.Started() && !prof.Learned(now, &d.m.Seasonal) {
+		count(outcomeLearning) // the baseline is not known yet
+		return
+	}
+	if prof != nil && prof.Active() && prof.Real(sh.After.Start) < prof.Since() {
+		// the change point precedes the profile: the window mixes
+		// real-time points of the learning period with operational
+		// time, its excursion is the daily cycle, not a shift
+		count(outcomeMixedClock)
+		return
+	}
+	if a, ok := ShiftAlert(name, kind, sh, prof, &d.m.Alerts); ok {
+		d.book.Add(a)
+	} else {
+		count(outcomeSmallEffect)
+	}
 }
 
 // flush closes the current period (end of a finite input).
@@ -150,10 +165,10 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 	for k, v := range vals {
 		e := &siteEntry{}
 		if v != nil {
-			if err := e.prof.DecodeBinary(v); err != nil {
+			if err := e.st.DecodeBinary(v); err != nil {
 				w.p.metrics.corrupt.Inc()
 				w.log.Error("corrupt site profile; learning it afresh", "site", hosts[k], "err", err)
-				e.prof = windows.Profile{}
+				e.st = SiteState{}
 			}
 		}
 		d.sites[hosts[k]] = e
@@ -167,7 +182,7 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
 	for e, host := range touched {
 		e.seq = b.seq
-		b.writes = append(b.writes, state.Write{Object: siteKey(host), Value: e.prof.AppendBinary(nil)})
+		b.writes = append(b.writes, state.Write{Object: siteKey(host), Value: e.st.AppendBinary(nil)})
 	}
 	if len(w.det.sites) <= DefaultMaxSites {
 		return
@@ -184,11 +199,11 @@ func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
 	}
 }
 
-// profile returns the in-memory profile of the object's site, nil when
-// none.
-func (d *detector) profile(object string) *windows.Profile {
+// siteOf returns the in-memory seasonal state of the object's site, nil
+// when none.
+func (d *detector) siteOf(object string) *SiteState {
 	if e := d.sites[Site(object)]; e != nil {
-		return &e.prof
+		return &e.st
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
-	"github.com/changerate/changerate/windows"
 )
 
 // seasonalLog encodes the scenario's events as JSON observation lines.
@@ -92,9 +91,9 @@ func TestProcessorSeasonalAlerts(t *testing.T) {
 		if !ok {
 			t.Fatalf("no stored profile of %s", sites[s])
 		}
-		var prof windows.Profile
-		if err := prof.DecodeBinary(v); err != nil || !prof.Active() {
-			t.Fatalf("stored profile of %s: active %v, %v", sites[s], prof.Active(), err)
+		var st SiteState
+		if err := st.DecodeBinary(v); err != nil || !st.Access.Active() {
+			t.Fatalf("stored profile of %s: active %v, %v", sites[s], st.Access.Active(), err)
 		}
 	}
 

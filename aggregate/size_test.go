@@ -54,10 +54,13 @@ func TestEncodedSizeLongHistories(t *testing.T) {
 			eff.Reset()
 			det.apply(names[evs[k].i], &objs[evs[k].i], &evs[k].obs, &eff)
 		}
-		active := 0
+		active, activeChange := 0, 0
 		for _, e := range det.sites {
-			if e.prof.Active() {
+			if e.st.Access.Active() {
 				active++
+			}
+			if e.st.Change.Active() {
+				activeChange++
 			}
 		}
 		var sizes []int
@@ -65,7 +68,7 @@ func TestEncodedSizeLongHistories(t *testing.T) {
 		for i := range objs {
 			sizes = append(sizes, len(objs[i].AppendBinary(nil)))
 		}
-		t.Logf("%s: %d of %d site profiles active", class, active, len(det.sites))
+		t.Logf("%s: %d access and %d change profiles active of %d sites", class, active, activeChange, len(det.sites))
 		sort.Ints(sizes)
 		sum := 0
 		for _, s := range sizes {

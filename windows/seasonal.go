@@ -141,6 +141,9 @@ func (p *Profile) Active() bool { return p.active }
 // change point precedes it mixes the two clocks.
 func (p *Profile) Since() float64 { return p.since }
 
+// Started reports whether the profile has counted a point.
+func (p *Profile) Started() bool { return p.start != 0 }
+
 // Learned reports whether the learning period is over at time t (whether
 // or not the site had enough points for a profile).
 func (p *Profile) Learned(t float64, cfg *SeasonalConfig) bool {

@@ -45,7 +45,6 @@ import (
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/windows"
 )
 
 const (
@@ -162,7 +161,7 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 		d[metaKey(topic, p)] = "hash:next=" + strconv.FormatInt(n, 10) + ",owner=" + metaOwner(topic, p)
 		objs := map[string]*aggregate.Object{}
 		touched := map[string]bool{}
-		sites := map[string]*windows.Profile{}
+		sites := map[string]*aggregate.SiteState{}
 		for _, x := range place[p] {
 			if x.off >= n {
 				break
@@ -179,14 +178,14 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 			}
 			prof := sites[host]
 			if prof == nil {
-				prof = &windows.Profile{}
+				prof = &aggregate.SiteState{}
 				sites[host] = prof
 			}
 			eff.Reset()
 			if oc := ob.ApplyAt(o, &m, prof, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
 				touched[o.Object] = true
 			}
-			if eff.Accesses {
+			if eff.Accesses || eff.Visits {
 				touched[aggregate.SiteKeyPrefix+host] = true
 			}
 		}

@@ -1,0 +1,97 @@
+package aggregate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/sim"
+)
+
+// TestChangeProfile: pages of one news site change 24–48 times a day,
+// mostly in office hours (Last-Modified dates known), crawled every 5
+// minutes. The site's change
+// profile becomes active after the learning period, and with it the quiet
+// pages' change alerts after the learning period are at most 5 % (the
+// pre-issue-14 rule, every shift against a flat baseline, must do worse, or
+// the scenario tests nothing).
+func TestChangeProfile(t *testing.T) {
+	const pages, days = 30, 21
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	rng := sim.NewRand(77, 1)
+	type ev struct {
+		t   float64
+		obs records.Observation
+	}
+	var evs []ev
+	t0 := float64(start.Unix())
+	at := func(s float64) time.Time { return time.UnixMilli(int64(math.Round(s * 1000))).UTC() }
+	names := make([]string, pages)
+	for i := range names {
+		names[i] = fmt.Sprintf("http://news.example.org/story-%02d", i)
+		rate := (24 + 24*rng.Float64()) / 86400 // 24–48 changes a day
+		levels := sim.WeeklyLevels(start, rate, sim.OfficeHours(10, 0.9), [7]float64{1.2, 1.2, 1.2, 1.2, 1.2, 0.5, 0.5})
+		changes := sim.Periodic{Period: 7 * 86400, Levels: levels}.Events(rng, days*86400, nil)
+		visits := sim.Regular{Interval: 300}.Times(rng, rng.Float64()*300, days*86400, nil)
+		for _, v := range sim.Observe(changes, visits, true, nil) {
+			o := records.Observation{Object: names[i], Site: "news.example.org", Kind: records.KindVisit, Time: at(t0 + v.Time),
+				Changed: records.Unchanged, LastModified: at(t0 + math.Floor(v.LastModified))}
+			if v.Changed {
+				o.Changed = records.Changed
+			}
+			evs = append(evs, ev{v.Time, o})
+		}
+	}
+	sort.SliceStable(evs, func(a, b int) bool { return evs[a].t < evs[b].t })
+	learned := start.Add(7 * 24 * time.Hour)
+	run := func(m Model) (alerted int, det *detector) {
+		det = newDetector(&m)
+		objs := map[string]*Object{}
+		var eff Effects
+		var out []records.Alert
+		for i := range evs {
+			o := objs[evs[i].obs.Object]
+			if o == nil {
+				o = &Object{}
+				objs[evs[i].obs.Object] = o
+			}
+			eff.Reset()
+			det.apply(evs[i].obs.Object, o, &evs[i].obs, &eff)
+			out = append(out, det.take()...)
+		}
+		det.flush()
+		out = append(out, det.take()...)
+		seen := map[string]bool{}
+		for _, a := range out {
+			if a.AsOf.Before(learned) {
+				continue
+			}
+			if a.Scope == records.AlertScopeSite {
+				for _, o := range a.TopObjects {
+					seen[o.Object] = true
+				}
+			} else {
+				seen[a.Object] = true
+			}
+		}
+		return len(seen), det
+	}
+	seasonal, det := run(DefaultModel())
+	st := det.sites["news.example.org"].st
+	if !st.Change.Active() {
+		t.Fatal("the site's change profile is not active after 21 days")
+	}
+	f, _ := st.Change.Factors()
+	flat, _ := run(beforeModel())
+	t.Logf("pages with change alerts after the learning period: seasonal %d/%d, before issue 14 (flat, every shift) %d/%d; learned hour factors 03h %.2f, 10h %.2f (truth %.2f, %.2f)",
+		seasonal, pages, flat, pages, f[3], f[10], 1+0.9*math.Cos(2*math.Pi*(3.5-10)/24), 1+0.9*math.Cos(2*math.Pi*(10.5-10)/24))
+	if float64(seasonal) > 0.05*pages {
+		t.Errorf("%d of %d quiet pages alerted with the seasonal change baseline (> 5 %%)", seasonal, pages)
+	}
+	if flat <= seasonal {
+		t.Errorf("flat baseline alerted %d pages, seasonal %d: the scenario has no visible cycle", flat, seasonal)
+	}
+}
