@@ -161,7 +161,7 @@ func (c *config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("config: %s_LOG_FORMAT must be text or json, got %q", envPrefix, c.LogFormat)
 	}
-	return nil
+	return c.validateAlerts()
 }
 
 func parseLevel(s string) (slog.Level, error) {
