@@ -374,6 +374,10 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 	eff.Accesses = true
 }
 
+// maxProfileLag is the oldest Last-Modified date, relative to the visit
+// that saw it, counted in a site's change profile (seconds).
+const maxProfileLag = 7 * 86400
+
 // restartBefore restarts a window that began in real time, during the
 // learning period of an active profile, where the daily cycle itself cuts
 // windows: the window starts afresh on the seasonal clock (Λ(Since) =
@@ -446,8 +450,16 @@ func (o *Object) visit(obs *records.Observation, ts float64, m *Model, site *win
 		if newLM && lm <= int64(ts)+1 {
 			x := float64(lm)
 			if seasonal {
-				x = site.Operational(float64(lm), &m.Seasonal)
-				site.Observe(float64(lm), &m.Seasonal)
+				// Dates from before the site was watched (a page's first
+				// Last-Modified may be years old) are not counted: they
+				// would start the profile's learning clock in the past.
+				recent := ts-float64(lm) <= maxProfileLag
+				if recent {
+					x = site.Operational(float64(lm), &m.Seasonal)
+					site.Observe(float64(lm), &m.Seasonal)
+				} else {
+					x = site.At(float64(lm))
+				}
 				restartBefore(&o.ChangeWin, site)
 			}
 			sh, ok = o.ChangeWin.Event(x, &m.Windows)
