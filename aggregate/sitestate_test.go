@@ -19,6 +19,29 @@ import (
 // pre-issue-14 rule, every shift against a flat baseline, must do worse, or
 // the scenario tests nothing).
 func TestChangeProfile(t *testing.T) {
+	r := runChangeScenario()
+	if !r.active {
+		t.Fatal("the site's change profile is not active after 21 days")
+	}
+	t.Logf("pages with change alerts after the learning period: seasonal %d/%d, before issue 14 (flat, every shift) %d/%d; learned hour factors 03h %.2f, 10h %.2f",
+		r.seasonal, r.pages, r.flat, r.pages, r.f[3], r.f[10])
+	if float64(r.seasonal) > 0.05*float64(r.pages) {
+		t.Errorf("%d of %d quiet pages alerted with the seasonal change baseline (> 5 %%)", r.seasonal, r.pages)
+	}
+	if r.flat <= r.seasonal {
+		t.Errorf("flat baseline alerted %d pages, seasonal %d: the scenario has no visible cycle", r.flat, r.seasonal)
+	}
+}
+
+type changeScenarioResult struct {
+	pages, seasonal, flat int
+	active                bool
+	f                     [24]float64
+}
+
+// runChangeScenario runs TestChangeProfile's simulation with the defaults
+// and with the pre-issue-14 rule.
+func runChangeScenario() changeScenarioResult {
 	const pages, days = 30, 21
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	rng := sim.NewRand(77, 1)
@@ -81,17 +104,7 @@ func TestChangeProfile(t *testing.T) {
 	}
 	seasonal, det := run(DefaultModel())
 	st := det.sites["news.example.org"].st
-	if !st.Change.Active() {
-		t.Fatal("the site's change profile is not active after 21 days")
-	}
 	f, _ := st.Change.Factors()
 	flat, _ := run(beforeModel())
-	t.Logf("pages with change alerts after the learning period: seasonal %d/%d, before issue 14 (flat, every shift) %d/%d; learned hour factors 03h %.2f, 10h %.2f (truth %.2f, %.2f)",
-		seasonal, pages, flat, pages, f[3], f[10], 1+0.9*math.Cos(2*math.Pi*(3.5-10)/24), 1+0.9*math.Cos(2*math.Pi*(10.5-10)/24))
-	if float64(seasonal) > 0.05*pages {
-		t.Errorf("%d of %d quiet pages alerted with the seasonal change baseline (> 5 %%)", seasonal, pages)
-	}
-	if flat <= seasonal {
-		t.Errorf("flat baseline alerted %d pages, seasonal %d: the scenario has no visible cycle", flat, seasonal)
-	}
+	return changeScenarioResult{pages: pages, seasonal: seasonal, flat: flat, active: st.Change.Active(), f: f}
 }
