@@ -130,6 +130,7 @@ type Profile struct {
 	// cum[i] = ∫ over the hour-of-week cells before i of f·g, seconds;
 	// derived from f and g (not encoded).
 	cum [hoursPerWeek + 1]float64
+	c0  float64 // cumAt(t0), derived
 }
 
 // Active reports whether the profile is in use: the learning period is over
@@ -173,11 +174,12 @@ func dayIndex(t float64) int64  { return int64(math.Floor(t / secPerDay)) }
 
 // cell returns the hour-of-week cell (Monday 00–01 UTC = 0) of t.
 func cell(t float64) int {
-	s := math.Mod(t-mondayOffset, secPerWeek)
-	if s < 0 {
-		s += secPerWeek
-	}
+	x := t - mondayOffset
+	s := x - math.Floor(x/secPerWeek)*secPerWeek // x mod one week (math.Mod is slow)
 	c := int(s / secPerHour)
+	if c < 0 {
+		c = 0
+	}
 	if c >= hoursPerWeek {
 		c = hoursPerWeek - 1
 	}
@@ -248,7 +250,7 @@ func (p *Profile) At(t float64) float64 {
 	if !p.active {
 		return t
 	}
-	return math.Round((p.l0+p.integral(p.t0, t))*1000) / 1000
+	return math.Round((p.l0+p.cumAt(t)-p.c0)*1000) / 1000
 }
 
 // integral returns ∫_a^b f_{h(s)} g_{d(s)} ds for the active factors.
@@ -270,7 +272,7 @@ func (p *Profile) Real(l float64) float64 {
 	if !p.active {
 		return l
 	}
-	target := l - p.l0 + p.cumAt(p.t0) // cumAt(t) = target
+	target := l - p.l0 + p.c0 // cumAt(t) = target
 	wk := p.cum[hoursPerWeek]
 	w := math.Floor(target / wk)
 	rest := target - w*wk
@@ -366,4 +368,5 @@ func (p *Profile) derive() {
 	for c := 0; c < hoursPerWeek; c++ {
 		p.cum[c+1] = p.cum[c] + float64(p.f[c%hoursPerDay])*float64(p.g[c/hoursPerDay])*secPerHour
 	}
+	p.c0 = p.cumAt(p.t0)
 }
