@@ -108,3 +108,33 @@ func runChangeScenario() changeScenarioResult {
 	flat, _ := run(beforeModel())
 	return changeScenarioResult{pages: pages, seasonal: seasonal, flat: flat, active: st.Change.Active(), f: f}
 }
+
+func FuzzSiteStateDecode(f *testing.F) {
+	var st SiteState
+	f.Add(st.AppendBinary(nil))
+	r := runChangeScenarioState()
+	f.Add(r.AppendBinary(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s SiteState
+		if err := s.DecodeBinary(b); err != nil {
+			return
+		}
+		var u SiteState
+		if err := u.DecodeBinary(s.AppendBinary(nil)); err != nil || u != s {
+			t.Fatalf("re-encoding differs: %v", err)
+		}
+	})
+}
+
+// runChangeScenarioState returns a site state with an active access
+// profile, for the fuzz corpus.
+func runChangeScenarioState() SiteState {
+	var st SiteState
+	cfg := DefaultModel().Seasonal
+	for i := 0; i < 9*24*60; i++ {
+		x := 1.7e9 + float64(i)*60
+		st.Access.Operational(x, &cfg)
+		st.Access.Observe(x, &cfg)
+	}
+	return st
+}
