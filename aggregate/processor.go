@@ -553,10 +553,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		w.effs.Reset()
 		oc, se := w.det.apply(pd.name, &pd.e.obj, &b.obs[i], &w.effs)
 		if se != nil && (w.effs.Accesses || w.effs.Visits) {
-			touchedSites[se] = b.obs[i].Site
-			if b.obs[i].Site == "" {
-				touchedSites[se] = Site(pd.name)
-			}
+			touchedSites[se] = Site(pd.name)
 		}
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++

@@ -61,11 +61,9 @@ func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff
 	prev := obj.LastTime()
 	first := prev.IsZero() || d.book.periodOf(prev) < d.book.periodOf(obs.Time)
 	d.out = d.book.Observe(obs.Time, first, d.out)
-	host := obs.Site
-	if host == "" {
-		host = Site(name)
-	}
-	se := d.site(host)
+	// the site is the object's host (not obs.Site), so that the estimate
+	// builders, which know only the name, find the same profile
+	se := d.site(Site(name))
 	var st *SiteState
 	if se != nil {
 		st = &se.st
@@ -138,10 +136,7 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 	var hosts, keys []string
 	seen := map[string]bool{}
 	for i := range b.obs {
-		h := b.obs[i].Site
-		if h == "" {
-			h = Site(b.obs[i].Object)
-		}
+		h := Site(b.obs[i].Object)
 		if h == "" || seen[h] {
 			continue
 		}

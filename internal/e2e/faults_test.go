@@ -172,10 +172,7 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 				ob = &aggregate.Object{}
 				objs[o.Object] = ob
 			}
-			host := o.Site
-			if host == "" {
-				host = aggregate.Site(o.Object)
-			}
+			host := aggregate.Site(o.Object)
 			prof := sites[host]
 			if prof == nil {
 				prof = &aggregate.SiteState{}
@@ -469,10 +466,7 @@ func (f *fixture) translate(topic string) dump {
 		for _, x := range l {
 			o := &f.w.Obs[x.idx]
 			keys[objectKey(obsTopic, p, o.Object)] = objectKey(topic, p, o.Object)
-			site := o.Site // the partition's seasonal profile of the site
-			if site == "" {
-				site = aggregate.Site(o.Object)
-			}
+			site := aggregate.Site(o.Object) // the partition's seasonal profile of the site
 			keys[objectKey(obsTopic, p, aggregate.SiteKeyPrefix+site)] = objectKey(topic, p, aggregate.SiteKeyPrefix+site)
 		}
 	}
