@@ -193,6 +193,16 @@ func TestAlertsReport(t *testing.T) {
 	p("bursts that start in the night trough (few points per hour). `docs/windows-eval.md` §3b compares the window\n")
 	p("detector alone with the optimum on homogeneous Poisson streams.\n")
 
+	// change profiles
+	cr := runChangeScenario()
+	p("\n### 1b. Change-rate profiles\n\n")
+	p("%d pages of one news site change 24–48 times a day, mostly in office hours (hour factors peak/trough 19), weekends\n", cr.pages)
+	p("at half rate, crawled every 5 min with Last-Modified dates, 21 days. Pages with a change alert after the 7-day\n")
+	p("learning period: %d/%d with the defaults (change profile active: %v; learned factors 03h %.2f, 10h %.2f), %d/%d\n",
+		cr.seasonal, cr.pages, cr.active, cr.f[3], cr.f[10], cr.flat, cr.pages)
+	p("before issue 14 (every shift, flat baseline). Pages changing a few times a day show no daily shift at all (too\n")
+	p("few points per cycle for the CUSUM), so their change profile matters little.\n")
+
 	// 2. the published rate after a step
 	p("\n## 2. The published rate after a 4× step in a change rate\n\n")
 	p("200 pages per row, crawled every 2 h (existence of change), one change rate for 30 days and another after (rows),\n")
@@ -216,16 +226,6 @@ func TestAlertsReport(t *testing.T) {
 		}
 		p("| %s | %.3f | %.3f | %d/200 |\n", c.name, median(pub), median(whole), follow)
 	}
-
-	// change profiles
-	cr := runChangeScenario()
-	p("\n### Change-rate profiles\n\n")
-	p("%d pages of one news site change 24–48 times a day, mostly in office hours (hour factors peak/trough 19), weekends\n", cr.pages)
-	p("at half rate, crawled every 5 min with Last-Modified dates, 21 days. Pages with a change alert after the 7-day\n")
-	p("learning period: %d/%d with the defaults (change profile active: %v; learned factors 03h %.2f, 10h %.2f), %d/%d\n",
-		cr.seasonal, cr.pages, cr.active, cr.f[3], cr.f[10], cr.flat, cr.pages)
-	p("before issue 14 (every shift, flat baseline). Pages changing a few times a day show no daily shift at all (too\n")
-	p("few points per cycle for the CUSUM), so their change profile matters little.\n")
 
 	// 3. NASA
 	p("\n## 3. The NASA-HTTP day (1995-08-01), before and after\n\n")
