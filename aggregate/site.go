@@ -29,14 +29,15 @@ type siteEntry struct {
 // the simulation tests: the sites' seasonal profiles and the alert book.
 // It is not safe for concurrent use.
 type detector struct {
-	m     *Model
-	sites map[string]*siteEntry
-	book  *alertBook
-	out   []records.Alert
+	m      *Model
+	totals map[string]int // candidate outcomes over the claim, for the end-of-input summary
+	sites  map[string]*siteEntry
+	book   *alertBook
+	out    []records.Alert
 }
 
 func newDetector(m *Model) *detector {
-	return &detector{m: m, sites: map[string]*siteEntry{}, book: newAlertBook(&m.Alerts)}
+	return &detector{m: m, sites: map[string]*siteEntry{}, book: newAlertBook(&m.Alerts), totals: map[string]int{}}
 }
 
 // site returns the site's entry, creating an empty one (nil when seasonal
@@ -208,6 +209,7 @@ func (d *detector) siteOf(object string) *SiteState {
 func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
 	for k, n := range w.det.book.counts {
 		w.p.metrics.candidates.WithLabelValues(k.kind, k.outcome).Add(float64(n))
+		w.det.totals[k.outcome] += n
 		delete(w.det.book.counts, k)
 	}
 	for _, a := range w.det.take() {
@@ -222,6 +224,13 @@ func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
 func (w *worker) flushAlerts(ctx context.Context) error {
 	w.det.flush()
 	out := w.appendAlerts(nil)
+	if t := w.det.totals; len(t) > 0 {
+		// a user replaying a log sees why shifts did not become alerts
+		w.log.Info("rate shifts confirmed in this input and what became of them",
+			"alerted", t[outcomeAlerted], "learning_period", t[outcomeLearning], "mixed_clock", t[outcomeMixedClock],
+			"below_min_ratio_or_events", t[outcomeSmallEffect], "not_discoveries_at_fdr", t[outcomeNotDiscovery],
+			"overflow", t[outcomeOverflow])
+	}
 	if len(out) == 0 {
 		return nil
 	}
