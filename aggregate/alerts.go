@@ -1,12 +1,15 @@
 package aggregate
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"time"
 
+	"github.com/changerate/changerate/internal/wire"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/windows"
 )
@@ -401,4 +404,59 @@ func AlertKey(a *records.Alert) string {
 		return "site:" + a.Site
 	}
 	return a.Object
+}
+
+// AlertsKey is the state-store key of a partition's alert book: the
+// candidates of the open testing period and its count of tested objects,
+// committed with every batch so that a restart or a rebalance does not lose
+// them.
+const AlertsKey = "#alerts"
+
+// bookVersion is the first byte of an encoded alert book.
+const bookVersion = 1
+
+// appendBinary appends the book's encoding: version, varint period,
+// uvarint tested, uvarint length and the JSON array of the held alerts.
+func (b *alertBook) appendBinary(dst []byte) []byte {
+	dst = append(dst, bookVersion)
+	dst = binary.AppendVarint(dst, b.period)
+	dst = binary.AppendUvarint(dst, uint64(b.tested))
+	as := make([]records.Alert, len(b.cands))
+	for i := range b.cands {
+		as[i] = b.cands[i].Alert
+	}
+	js, err := json.Marshal(as)
+	if err != nil {
+		panic(fmt.Sprintf("aggregate: marshal alert book: %v", err)) // plain data cannot fail
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(js)))
+	return append(dst, js...)
+}
+
+// decodeBinary replaces the book's period, count and candidates with those
+// encoded in src. Errors wrap ErrCorrupt; on error b is unchanged.
+func (b *alertBook) decodeBinary(src []byte) error {
+	r := wire.NewReader(src)
+	if v := r.Byte(); r.Err() == nil && v != bookVersion {
+		return fmt.Errorf("%w: alert book version %d", ErrCorrupt, v)
+	}
+	period := r.Varint()
+	tested := r.Uvarint()
+	n := r.Uvarint()
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%w: alert book: %w", ErrCorrupt, err)
+	}
+	if n != uint64(len(r.Rest())) || tested > math.MaxInt64 {
+		return fmt.Errorf("%w: alert book: length %d of %d bytes", ErrCorrupt, n, len(r.Rest()))
+	}
+	var as []records.Alert
+	if err := json.Unmarshal(r.Rest(), &as); err != nil {
+		return fmt.Errorf("%w: alert book: %w", ErrCorrupt, err)
+	}
+	cands := make([]Candidate, len(as))
+	for i := range as {
+		cands[i] = Candidate{Alert: as[i], Period: period}
+	}
+	b.period, b.tested, b.cands = period, int64(tested), cands
+	return nil
 }

@@ -33,8 +33,37 @@ type detector struct {
 	totals map[string]int // candidate outcomes over the claim, for the end-of-input summary
 	sites  map[string]*siteEntry
 	book   *alertBook
+	loaded bool // the stored alert book was read (processor)
 	out    []records.Alert
 }
+
+// Detector is the per-partition alert logic of the Processor — the sites'
+// seasonal profiles and the alert book — for tools and tests that compute
+// the state a partition's observations lead to (for example an oracle of
+// the stored state). It is not safe for concurrent use.
+type Detector struct{ d *detector }
+
+// NewDetector returns an empty Detector with the model m.
+func NewDetector(m *Model) *Detector { return &Detector{newDetector(m)} }
+
+// Apply applies obs to obj (named name) as the Processor does: with the
+// site's seasonal state, holding confirmed shifts for the alert book.
+func (x *Detector) Apply(name string, obj *Object, obs *records.Observation, eff *Effects) Outcome {
+	oc, _ := x.d.apply(name, obj, obs, eff)
+	x.d.out = x.d.out[:0]
+	return oc
+}
+
+// Site returns the seasonal state of a site (nil if never seen).
+func (x *Detector) Site(host string) *SiteState {
+	if e := x.d.sites[host]; e != nil {
+		return &e.st
+	}
+	return nil
+}
+
+// AlertBook returns the alert book's stored value (key AlertsKey).
+func (x *Detector) AlertBook() []byte { return x.d.book.appendBinary(nil) }
 
 func newDetector(m *Model) *detector {
 	return &detector{m: m, sites: map[string]*siteEntry{}, book: newAlertBook(&m.Alerts), totals: map[string]int{}}
@@ -127,24 +156,26 @@ func (d *detector) take() []records.Alert {
 // siteKey is the store key of a site's profile.
 func siteKey(host string) string { return SiteKeyPrefix + host }
 
-// loadSites reads the profiles of the batch's sites that are not in memory
-// (one store read).
+// loadSites reads the alert book (on the worker's first batch) and the
+// profiles of the batch's sites that are not in memory, in one store read.
 func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 	d := w.det
-	if !d.m.Seasonal.Enabled() {
-		return nil
-	}
 	var hosts, keys []string
-	seen := map[string]bool{}
-	for i := range b.obs {
-		h := Site(b.obs[i].Object)
-		if h == "" || seen[h] {
-			continue
-		}
-		seen[h] = true
-		if _, ok := d.sites[h]; !ok {
-			hosts = append(hosts, h)
-			keys = append(keys, siteKey(h))
+	if !d.loaded {
+		hosts, keys = append(hosts, ""), append(keys, AlertsKey)
+	}
+	if d.m.Seasonal.Enabled() {
+		seen := map[string]bool{}
+		for i := range b.obs {
+			h := Site(b.obs[i].Object)
+			if h == "" || seen[h] {
+				continue
+			}
+			seen[h] = true
+			if _, ok := d.sites[h]; !ok {
+				hosts = append(hosts, h)
+				keys = append(keys, siteKey(h))
+			}
 		}
 	}
 	if len(keys) == 0 {
@@ -159,6 +190,16 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 		return fmt.Errorf("aggregate: load %d site profiles of %s/%d: %w", len(keys), w.part.Topic, w.part.ID, err)
 	}
 	for k, v := range vals {
+		if hosts[k] == "" { // the alert book
+			d.loaded = true
+			if v != nil {
+				if err := d.book.decodeBinary(v); err != nil {
+					w.p.metrics.corrupt.Inc()
+					w.log.Error("corrupt alert book; its held candidates are lost", "err", err)
+				}
+			}
+			continue
+		}
 		e := &siteEntry{}
 		if v != nil {
 			if err := e.st.DecodeBinary(v); err != nil {
@@ -176,6 +217,8 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 // and trims the in-memory table to DefaultMaxSites, evicting committed
 // profiles only.
 func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
+	// the alert book changes with every batch (its count of tested objects)
+	b.writes = append(b.writes, state.Write{Object: AlertsKey, Value: w.det.book.appendBinary(nil)})
 	for e, host := range touched {
 		e.seq = b.seq
 		b.writes = append(b.writes, state.Write{Object: siteKey(host), Value: e.st.AppendBinary(nil)})

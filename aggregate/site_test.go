@@ -97,15 +97,77 @@ func TestProcessorSeasonalAlerts(t *testing.T) {
 		}
 	}
 
-	// restart half way through
+	// restart just after the first alert's shift was confirmed, so that
+	// its candidate is held in the open period at the restart
 	st2 := newMemory(t)
-	cut := bytes.Index(in[len(in)/2:], []byte("\n")) + len(in)/2 + 1
-	p1, _ := newTestProcessor(t, cfg, st2)
+	var det time.Time
+	for _, a := range got {
+		if a.WindowEnd != nil && (det.IsZero() || a.WindowEnd.Before(det)) {
+			det = *a.WindowEnd
+		}
+	}
+	cut := 0
+	for i, e := range evs {
+		// (+1 s: WindowEnd is Λ⁻¹(Λ(t)), within milliseconds of the
+		// confirming point's t)
+		if float64(det.UnixMilli())/1e3+1 < e.t {
+			cut = bytes.Index(in, seasonalLog(t, evs[i:i+1], names, sites))
+			break
+		}
+	}
+	if cut <= 0 {
+		t.Fatal("no restart point")
+	}
+	p1, sink1 := newTestProcessor(t, cfg, st2)
 	runReader(t, p1, in[:cut])
-	p2, _ := newTestProcessor(t, cfg, st2)
+	p2, sink2 := newTestProcessor(t, cfg, st2)
 	src := stream.NewReaderSource(stream.TopicObservations, bytes.NewReader(in), 0)
 	if err := src.Run(context.Background(), p2.Handle); err != nil { // resumes at the stored offset
 		t.Fatal(err)
+	}
+	// The alerts of the two runs are those of the single run: the open
+	// period's candidates were committed in the alert book (the first run's
+	// end of input also published them early, at least once).
+	ident := func(msgs ...[]stream.Message) map[string]bool {
+		m := map[string]bool{}
+		for _, ms := range msgs {
+			for _, msg := range ms {
+				var a records.Alert
+				if err := json.Unmarshal(msg.Value, &a); err != nil {
+					t.Fatal(err)
+				}
+				ws := ""
+				if a.WindowStart != nil {
+					ws = a.WindowStart.String()
+				}
+				m[AlertKey(&a)+" "+a.Test+" "+ws] = true
+			}
+		}
+		return m
+	}
+	one := ident(sink.Messages(cfg.AlertsTopic))
+	two := ident(sink1.Messages(cfg.AlertsTopic), sink2.Messages(cfg.AlertsTopic))
+	if !reflect.DeepEqual(one, two) {
+		t.Errorf("alerts with a restart differ from the single run's: %d vs %d distinct", len(two), len(one))
+	}
+	// and the second run alone publishes the held candidate (read from
+	// the stored alert book) when its period closes
+	after := ident(sink2.Messages(cfg.AlertsTopic))
+	held := 0
+	for k := range one {
+		if !after[k] {
+			continue
+		}
+		held++
+	}
+	first := ident(sink1.Messages(cfg.AlertsTopic))
+	for k := range first {
+		if !after[k] && len(first) > 0 && !one[k] {
+			t.Errorf("alert %s of the first run is not the single run's", k)
+		}
+	}
+	if held == 0 || !containsAll(after, first) {
+		t.Errorf("the second run did not publish the candidates held at the restart: %d of the first run's %d", held, len(first))
 	}
 	snap2, err := st2.Snapshot(context.Background(), state.Partition{Topic: stream.TopicObservations, ID: 0})
 	if err != nil {
@@ -117,4 +179,14 @@ func TestProcessorSeasonalAlerts(t *testing.T) {
 			t.Errorf("profile of %s after a restart differs from the single run's", sites[s])
 		}
 	}
+}
+
+// containsAll reports whether every key of b is in a.
+func containsAll(a, b map[string]bool) bool {
+	for k := range b {
+		if !a[k] {
+			return false
+		}
+	}
+	return true
 }

@@ -150,8 +150,9 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 // oracle returns the state that applying, per partition p, the
 // observations at offsets below next[p] gives: the objects' encoded values
 // (aggregate.Object.AppendBinary after Apply of each observation in offset
-// order, with the tests' model, and the partition's site profiles of
-// their accesses: aggregate.Object.ApplyAt) and each partition's meta.
+// order, with the tests' model), the partition's site profiles and alert
+// book (aggregate.Detector, which applies them as the Processor does) and
+// each partition's meta.
 func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]int64) dump {
 	m := aggregate.DefaultModel()
 	m.EmitInterval, m.ReportPeriod = emitInterval, reportPeriod
@@ -161,7 +162,7 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 		d[metaKey(topic, p)] = "hash:next=" + strconv.FormatInt(n, 10) + ",owner=" + metaOwner(topic, p)
 		objs := map[string]*aggregate.Object{}
 		touched := map[string]bool{}
-		sites := map[string]*aggregate.SiteState{}
+		det := aggregate.NewDetector(&m)
 		for _, x := range place[p] {
 			if x.off >= n {
 				break
@@ -173,23 +174,21 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 				objs[o.Object] = ob
 			}
 			host := aggregate.Site(o.Object)
-			prof := sites[host]
-			if prof == nil {
-				prof = &aggregate.SiteState{}
-				sites[host] = prof
-			}
 			eff.Reset()
-			if oc := ob.ApplyAt(o, &m, prof, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
+			if oc := det.Apply(o.Object, ob, o, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
 				touched[o.Object] = true
 			}
 			if eff.Accesses || eff.Visits {
 				touched[aggregate.SiteKeyPrefix+host] = true
 			}
 		}
-		for host, prof := range sites {
-			if touched[aggregate.SiteKeyPrefix+host] {
-				d[objectKey(topic, p, aggregate.SiteKeyPrefix+host)] = string(prof.AppendBinary(nil))
+		for k := range touched {
+			if host, ok := strings.CutPrefix(k, aggregate.SiteKeyPrefix); ok {
+				d[objectKey(topic, p, k)] = string(det.Site(host).AppendBinary(nil))
 			}
+		}
+		if n > 0 { // every committed batch writes the alert book
+			d[objectKey(topic, p, aggregate.AlertsKey)] = string(det.AlertBook())
 		}
 		for name, ob := range objs {
 			if touched[name] {
@@ -463,6 +462,7 @@ func (f *fixture) translate(topic string) dump {
 	keys := map[string]string{}
 	for p, l := range f.place {
 		keys[metaKey(obsTopic, p)] = metaKey(topic, p)
+		keys[objectKey(obsTopic, p, aggregate.AlertsKey)] = objectKey(topic, p, aggregate.AlertsKey)
 		for _, x := range l {
 			o := &f.w.Obs[x.idx]
 			keys[objectKey(obsTopic, p, o.Object)] = objectKey(topic, p, o.Object)

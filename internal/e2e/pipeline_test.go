@@ -26,6 +26,7 @@ import (
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/internal/sample"
+	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/records"
 )
 
@@ -236,8 +237,16 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(sc.Pages()) + len(sc.ProxyPages()); len(keys) != want {
-		t.Errorf("%d object states in Redis, want %d", len(keys), want)
+	// besides the objects: one alert book per partition that committed a
+	// batch (key "#alerts"; no site profiles, see step 2)
+	books := 0
+	for _, k := range keys {
+		if strings.HasSuffix(k, ":o:"+aggregate.AlertsKey) {
+			books++
+		}
+	}
+	if want := len(sc.Pages()) + len(sc.ProxyPages()); len(keys)-books != want || books < 1 || books > 4 {
+		t.Errorf("%d object states and %d alert books in Redis, want %d and 1–4", len(keys)-books, books, want)
 	}
 
 	// 5. kcat (a non-Go client) reads the estimates.
