@@ -23,10 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/internal/sample"
-	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/records"
 )
 
