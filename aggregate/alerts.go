@@ -77,14 +77,16 @@ type AlertConfig struct {
 	// SiteTop is the number of objects a site alert lists. Default 5; ≥ 1.
 	SiteTop int
 	// MaxPending bounds the candidates held per partition and period (the
-	// ones with the largest p-values are dropped first and counted).
-	// Default 10000; ≥ 1.
+	// ones with the largest p-values are dropped first and counted as
+	// overflow). The held candidates are stored with every batch (about
+	// 1.2 kB each, key AlertsKey), so this also bounds that value. Default
+	// 1000; ≥ 1.
 	MaxPending int
 }
 
 // DefaultAlertConfig returns the documented defaults.
 func DefaultAlertConfig() AlertConfig {
-	return AlertConfig{Period: time.Hour, FDR: 0.01, MinRatio: 2, MinEvents: 8, SiteObjects: 3, SiteTop: 5, MaxPending: 10000}
+	return AlertConfig{Period: time.Hour, FDR: 0.01, MinRatio: 2, MinEvents: 8, SiteObjects: 3, SiteTop: 5, MaxPending: 1000}
 }
 
 // Validate lists every invalid field.
