@@ -79,6 +79,14 @@ func WindowRecord(s windows.Summary) *records.Window {
 // its latest observation. ok is false when the object has seen no visit.
 // scratch is reused to avoid allocation in the estimators.
 func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	return o.ChangeEstimateAt(object, m, nil, scratch)
+}
+
+// ChangeEstimateAt is ChangeEstimate for an object whose change window ran
+// on the operational time of its site's change profile (see ApplyAt): the
+// window's times are published in real time and its rates are
+// deseasonalised.
+func (o *Object) ChangeEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
 	if !o.HasChange() {
 		return records.Estimate{}, false
 	}
@@ -91,7 +99,15 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch)
 	if o.flags&hasChangeWin != 0 {
-		rec.Window = WindowRecord(o.ChangeWin.Current(asOf, &m.Windows))
+		var p *windows.Profile
+		if site != nil {
+			p = &site.Change
+		}
+		sum := currentReal(&o.ChangeWin, p, asOf, m)
+		rec.Window = WindowRecord(sum)
+		if followWindow(&rec, &o.ChangeWin, sum, m) {
+			best, bok = estimators.Estimate{Key: rec.Estimator, Rate: *rec.RatePerS}, true
+		}
 	}
 	if t, ok := o.Change.NextVisit(asOf, &m.Estimators); ok && finite(t) {
 		rec.NextVisit = ptr(timeOf(t))
@@ -106,7 +122,16 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 
 // AccessEstimate builds the object's access estimate, valid at the time of
 // its latest observation. ok is false when the object has seen no access.
+// It is AccessEstimateAt without a site profile.
 func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	return o.AccessEstimateAt(object, m, nil, scratch)
+}
+
+// AccessEstimateAt is AccessEstimate for an object whose access window ran
+// on the operational time of site's profile (see ApplyAt): the window's
+// times are published in real time, its rates are deseasonalised (the
+// long-run rate ν of the periodic intensity, windows.Profile eq. S1).
+func (o *Object) AccessEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
 	if !o.HasAccess() {
 		return records.Estimate{}, false
 	}
@@ -119,7 +144,13 @@ func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Est
 	best, bok := o.Access.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch)
 	if o.flags&hasAccessWin != 0 {
-		rec.Window = WindowRecord(o.AccessWin.Current(asOf, &m.Windows))
+		var p *windows.Profile
+		if site != nil {
+			p = &site.Access
+		}
+		sum := currentReal(&o.AccessWin, p, asOf, m)
+		rec.Window = WindowRecord(sum)
+		followWindow(&rec, &o.AccessWin, sum, m)
 	}
 	return rec, true
 }
@@ -162,4 +193,19 @@ func Alert(object, kind string, sh windows.Shift) records.Alert {
 		PValue: sh.PValue, Test: sh.Test,
 	}
 	return a
+}
+
+// currentReal is the stream's current window at asOf (real time) when the
+// stream runs on p's operational time (nil: real time), with the window's
+// times converted back to real time.
+func currentReal(st *windows.Stream, p *windows.Profile, asOf float64, m *Model) windows.Summary {
+	if p == nil || !p.Active() {
+		return st.Current(asOf, &m.Windows)
+	}
+	sum := st.Current(p.At(asOf), &m.Windows)
+	sum.Start = p.Real(sum.Start)
+	if sum.HasNext {
+		sum.NextUpdate = p.Real(sum.NextUpdate)
+	}
+	return sum
 }

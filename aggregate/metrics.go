@@ -23,6 +23,7 @@ type metrics struct {
 	deadLetters  *prometheus.CounterVec // by reason
 	rejected     *prometheus.CounterVec // outputs the sink rejected, by topic and reason
 	alerts       *prometheus.CounterVec // by kind
+	candidates   *prometheus.CounterVec // confirmed shifts by kind and what became of them (alerts.go)
 	estimates    *prometheus.CounterVec // by kind
 	cache        *prometheus.CounterVec // hit, miss
 	retries      *prometheus.CounterVec
@@ -185,6 +186,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "dead_letters_total", Help: "Messages sent to the dead-letter topic, by reason."}, []string{"reason"}),
 		rejected:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "outputs_rejected_total", Help: "Output records the sink refused permanently, by topic and the sink's reason (e.g. MESSAGE_TOO_LARGE); each is replaced by a dead letter (reason output_rejected), except rejected dead letters (topic = the dead-letter topic), which stop the partition."}, []string{"topic", "reason"}),
 		alerts:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "alerts_total", Help: "Rate-shift alerts published, by kind."}, []string{"kind"}),
+		candidates:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "alert_candidates_total", Help: "Confirmed rate shifts by kind and outcome: alerted (in an object or site alert), learning (site profile still learning), mixed_clock (change point before the profile), small_effect (below ALERT_MIN_RATIO or ALERT_MIN_EVENTS), not_discovery (adjusted p-value above ALERT_FDR), overflow (beyond the candidates held per period)."}, []string{"kind", "outcome"}),
 		estimates:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "estimates_out_total", Help: "Estimate records published, by kind."}, []string{"kind"}),
 		cache:        prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_lookups_total", Help: "Object cache lookups: hit or miss (a miss reads the store)."}, []string{"result"}),
 		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "retries_total", Help: "Retried output writes and state commits."}, []string{"op"}),
@@ -202,11 +204,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),
 		eventLag:     newEventLagCollector(ns, time.Now),
 	}
-	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.estimates, m.cache,
+	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.candidates, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
 		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("aggregate: register metrics: %w", err)
+		}
+	}
+	for _, k := range []string{records.EstimateChange, records.EstimateAccess} {
+		for _, o := range candidateOutcomes {
+			m.candidates.WithLabelValues(k, o)
 		}
 	}
 	return m, nil

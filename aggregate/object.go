@@ -178,6 +178,11 @@ type Model struct {
 	PublishPooled bool
 	Estimators    estimators.Config
 	Windows       windows.Config
+	// Seasonal configures the per-site daily and weekly baselines of
+	// access rates (see windows.Profile); Alerts the alert filter and the
+	// multiple-testing adjustment (alerts.go).
+	Seasonal windows.SeasonalConfig
+	Alerts   AlertConfig
 }
 
 // DefaultModel returns the documented defaults.
@@ -189,6 +194,8 @@ func DefaultModel() Model {
 		EmitInterval:  10 * time.Minute,
 		Estimators:    estimators.DefaultConfig(),
 		Windows:       windows.DefaultConfig(),
+		Seasonal:      windows.DefaultSeasonalConfig(),
+		Alerts:        DefaultAlertConfig(),
 	}
 }
 
@@ -214,6 +221,12 @@ func (m *Model) Validate() error {
 	}
 	if err := m.Windows.Validate(); err != nil {
 		return fmt.Errorf("aggregate: windows: %w", err)
+	}
+	if err := m.Seasonal.Validate(); err != nil {
+		return fmt.Errorf("aggregate: seasonal: %w", err)
+	}
+	if err := m.Alerts.Validate(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -261,7 +274,20 @@ func seconds(ms int64) float64 { return float64(ms) / 1e3 }
 
 // Apply applies one valid observation (see records.Observation.Validate) to
 // the object and records shifts and completed periods in eff. It is O(1).
+// It is ApplyAt without a site profile: accesses are tested against a flat
+// baseline.
 func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome {
+	return o.ApplyAt(obs, m, nil, eff)
+}
+
+// ApplyAt is Apply with the seasonal state of the object's site (nil:
+// none): an access is counted in the site's access profile and enters the
+// object's access window at the profile's operational time
+// (windows.Profile), so its shift tests compare observed counts with the
+// counts expected under the site's daily and weekly cycle; a new
+// Last-Modified date is counted in the change profile, and the change
+// window runs on its operational time in the same way.
+func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, eff *Effects) Outcome {
 	t := obs.Time.UnixMilli()
 	seen := o.lastTime != 0 || o.flags != 0
 	// Duplicate detection.
@@ -329,17 +355,25 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 		return Applied
 	}
 	if obs.Kind.IsAccess() {
-		o.access(t, m, eff)
+		var p *windows.Profile
+		if site != nil {
+			p = &site.Access
+		}
+		o.access(t, m, p, eff)
 	}
 	if obs.Kind.IsVisit() {
-		if !o.visit(obs, ts, reordered, m, eff) && !obs.Kind.IsAccess() {
+		var p *windows.Profile
+		if site != nil {
+			p = &site.Change
+		}
+		if !o.visit(obs, ts, reordered, m, p, eff) && !obs.Kind.IsAccess() {
 			outcome = NoInformation
 		}
 	}
 	return outcome
 }
 
-func (o *Object) access(t int64, m *Model, eff *Effects) {
+func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) {
 	period := int64(m.ReportPeriod / time.Second)
 	idx := floorDiv(floorDiv(t, 1000), period)
 	if o.flags&hasPeriod != 0 && idx != o.periodIdx && o.periodCount > 0 {
@@ -356,10 +390,30 @@ func (o *Object) access(t int64, m *Model, eff *Effects) {
 	o.flags |= hasPeriod | hasAccess | hasAccessWin
 	ts := seconds(t)
 	o.Access.Access(ts)
-	if sh, ok := o.AccessWin.Event(ts, &m.Windows); ok {
+	op := ts
+	if site != nil && m.Seasonal.Enabled() {
+		op = site.Operational(ts, &m.Seasonal)
+		site.Observe(ts, &m.Seasonal)
+		restartBefore(&o.AccessWin, site)
+	}
+	if sh, ok := o.AccessWin.Event(op, &m.Windows); ok {
 		eff.AccessShifts = append(eff.AccessShifts, sh)
 	}
 	eff.Accesses = true
+}
+
+// maxProfileLag is the oldest Last-Modified date, relative to the visit
+// that saw it, counted in a site's change profile (seconds).
+const maxProfileLag = 7 * 86400
+
+// restartBefore restarts a window that began in real time, during the
+// learning period of an active profile, where the daily cycle itself cuts
+// windows: the window starts afresh on the seasonal clock (Λ(Since) =
+// Since, see windows.Profile).
+func restartBefore(w *windows.Stream, p *windows.Profile) {
+	if org, ok := w.Origin(); ok && p.Active() && org < p.Since() {
+		*w = windows.Stream{}
+	}
 }
 
 func floorDiv(a, b int64) int64 {
@@ -380,7 +434,7 @@ func floorDiv(a, b int64) int64 {
 // older than the digest or Last-Modified already held, which it must not
 // replace, and comparing them would count a change that the visits in
 // order already counted. It carries no information.
-func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *Model, eff *Effects) bool {
+func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *Model, site *windows.Profile, eff *Effects) bool {
 	if obs.Status < 0 {
 		return false // a failed fetch saw no content
 	}
@@ -426,15 +480,37 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	eff.Visits = true
 	var sh windows.Shift
 	var ok bool
+	seasonal := site != nil && m.Seasonal.Enabled()
 	if hasLM {
 		// Last-date-of-change (001 §1.2): a new Last-Modified is an update
 		// point at that date.
 		if newLM && lm <= int64(ts)+1 {
-			sh, ok = o.ChangeWin.Event(float64(lm), &m.Windows)
+			x := float64(lm)
+			if seasonal {
+				// Dates from before the site was watched (a page's first
+				// Last-Modified may be years old) are not counted: they
+				// would start the profile's learning clock in the past.
+				recent := ts-float64(lm) <= maxProfileLag
+				if recent {
+					x = site.Operational(float64(lm), &m.Seasonal)
+					site.Observe(float64(lm), &m.Seasonal)
+				} else {
+					x = site.At(float64(lm))
+				}
+				restartBefore(&o.ChangeWin, site)
+			}
+			sh, ok = o.ChangeWin.Event(x, &m.Windows)
 		}
 	} else {
-		// Existence-of-change (001 §1.2).
-		sh, ok = o.ChangeWin.Visit(ts, changed, &m.Windows)
+		// Existence-of-change (001 §1.2): the visit times run on the
+		// change profile's clock (learned from other pages' dates) but are
+		// not counted in it.
+		x := ts
+		if seasonal {
+			x = site.At(ts)
+			restartBefore(&o.ChangeWin, site)
+		}
+		sh, ok = o.ChangeWin.Visit(x, changed, &m.Windows)
 	}
 	if newLM {
 		o.lastMod = lm

@@ -339,6 +339,9 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 			if err := w.drain(); err != nil {
 				return w.stopped(err)
 			}
+			if err := w.flushAlerts(bctx); err != nil {
+				return w.stopped(err)
+			}
 			if p.cfg.Emit == EmitFinal {
 				return w.emitFinal(bctx)
 			}
@@ -426,6 +429,7 @@ type worker struct {
 	scratch   []byte     // encoding buffer
 	pools     *sitePools // per-site pooled priors (pooled.go)
 	final     bool       // emitFinal: the priors are already folded
+	det       *detector  // site profiles and the alert book (site.go, alerts.go)
 	// storeMu serialises the partition's store calls (Get by the
 	// handler's goroutine, Commit by a batch's goroutine): the Store
 	// contract allows one call per partition at a time.
@@ -444,7 +448,8 @@ const maxInFlight = 2
 func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
 	cch := newCache(p.cfg.CacheObjects)
 	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
-		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part), pools: newSitePools(p.cfg.Model.PoolSites)}
+		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part), pools: newSitePools(p.cfg.Model.PoolSites),
+		det: newDetector(&p.cfg.Model)}
 }
 
 // pending is one object of a batch: its cache entry, worked on in place.
@@ -665,13 +670,20 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			}
 		}
 	}
+	if err := w.loadSites(ctx, b); err != nil {
+		return nil, err
+	}
 	// Apply in order.
 	var outcomes [len(outcomeNames)]int
+	touchedSites := map[*siteEntry]string{}
 	var reordered, dropped int
 	for i := range b.obs {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
-		oc := pd.e.obj.Apply(&b.obs[i], &p.cfg.Model, &w.effs)
+		oc, se := w.det.apply(pd.name, &pd.e.obj, &b.obs[i], &w.effs)
+		if se != nil && (w.effs.Accesses || w.effs.Visits) {
+			touchedSites[se] = Site(pd.name)
+		}
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++
 		} else {
@@ -695,14 +707,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		pd.visits = pd.visits || w.effs.Visits
 		pd.access = pd.access || w.effs.Accesses
 		pd.due = pd.due || w.effs.Due
-		for _, sh := range w.effs.ChangeShifts {
-			p.metrics.alerts.WithLabelValues(records.EstimateChange).Inc()
-			b.out = append(b.out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateChange, sh)))
-		}
-		for _, sh := range w.effs.AccessShifts {
-			p.metrics.alerts.WithLabelValues(records.EstimateAccess).Inc()
-			b.out = append(b.out, w.encode(p.cfg.AlertsTopic, pd.name, Alert(pd.name, records.EstimateAccess, sh)))
-		}
+		b.out = w.appendAlerts(b.out)
 		for _, per := range w.effs.Periods {
 			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
@@ -747,6 +752,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		b.writes[k].Value = b.enc[start:end:end]
 		start = end
 	}
+	w.writeSites(b, touchedSites)
 	for j := range b.objs {
 		b.objs[j].e = nil
 	}
@@ -876,6 +882,7 @@ func (w *worker) popOldest() error {
 	if f.err != nil {
 		w.cache.clear()
 		w.evicted = nil
+		w.det = newDetector(&w.p.cfg.Model)
 		w.recycle(f.b)
 		return f.err
 	}
@@ -907,6 +914,7 @@ func (w *worker) checkStored(ctx context.Context, gen int64) error {
 	if stored != w.next {
 		w.p.metrics.fenced.WithLabelValues("rewound").Inc()
 		w.cache.clear()
+		w.det = newDetector(&w.p.cfg.Model)
 		w.log.Error("stored offset differs from the last commit (the state store lost writes); reloading the partition",
 			"stored", stored, "committed", w.next)
 		return fmt.Errorf("aggregate: %s/%d: stored offset %d, committed %d: %w", w.part.Topic, w.part.ID, stored, w.next, state.ErrOffsetMismatch)
@@ -1058,7 +1066,7 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
-		if rec, ok := obj.ChangeEstimate(name, &w.p.cfg.Model, &w.es); ok {
+		if rec, ok := obj.ChangeEstimateAt(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es); ok {
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
@@ -1067,7 +1075,7 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 		}
 	}
 	if access {
-		if rec, ok := obj.AccessEstimate(name, &w.p.cfg.Model, &w.es); ok {
+		if rec, ok := obj.AccessEstimateAt(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
 			w.p.stats.accessEst.Add(1)

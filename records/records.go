@@ -351,6 +351,7 @@ type Alert struct {
 	// this large; Test names the test that gave it.
 	PValue float64 `json:"p_value"`
 	Test   string  `json:"test"`
+	AlertDetail
 }
 
 // DeadLetter is one record of the "dead-letter" topic: an input that could not

@@ -35,6 +35,13 @@
 // window. The predicted next update point is t_next = t_cur + α·MTBU(t_cur)
 // with α = 0.7 for decreasing windows (§5).
 //
+// Seasonal baselines (seasonal.go). A Profile learns a site's daily and
+// weekly cycle as a periodic non-homogeneous Poisson intensity (Matloff
+// §5.5) with per-hour-of-day and per-day-of-week factors, eq. (S1)–(S2),
+// and maps real time to operational time Λ(t), eq. (S3), under which the
+// cycle is homogeneous. A Stream fed Λ(t) instead of t tests observed counts
+// against the counts expected under the profile.
+//
 // The package is pure: no I/O, clocks or goroutines; times are float64
 // seconds since the Unix epoch and rates are per second. A Stream is a plain
 // value with a compact, lossless binary encoding (AppendBinary,

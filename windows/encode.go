@@ -20,7 +20,10 @@ const (
 	// flagCompact marks the second layout (relative origin, XOR-coded
 	// float32s); the first is still decoded.
 	flagCompact = 1 << 4
-	flagMask    = flagStarted | flagVisited | flagDirUp | flagDirDown | flagCompact
+	// flagShifted: the current window was opened by a confirmed shift
+	// (Stream.Shifted); absent from older encodings.
+	flagShifted = 1 << 5
+	flagMask    = flagStarted | flagVisited | flagDirUp | flagDirDown | flagCompact | flagShifted
 )
 
 // AppendBinary is AppendBinaryAt(dst, 0).
@@ -101,6 +104,9 @@ func (s *Stream) stateFlags() byte {
 	if s.visited {
 		f |= flagVisited
 	}
+	if s.shifted {
+		f |= flagShifted
+	}
 	switch s.dir {
 	case dirUp:
 		f |= flagDirUp
@@ -166,6 +172,7 @@ func (s *Stream) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	var d Stream
 	d.started = f&flagStarted != 0
 	d.visited = f&flagVisited != 0
+	d.shifted = f&flagShifted != 0
 	switch {
 	case f&flagDirUp != 0:
 		d.dir = dirUp

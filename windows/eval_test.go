@@ -405,6 +405,7 @@ func TestEvaluationReport(t *testing.T) {
 		}
 		p("| %.0f× %s | %.1f | %.0f | %.0f | %.1f%% | %.1f%% | %.2f |\n", c.ratio, dir, r.mean, r.median, r.p90, 100*r.detected, 100*r.early, r.ratioErr)
 	}
+	extendedReport(t, p, &cfg, fa)
 	// encoded size over a long stream in both observation modes
 	maxLen := [2]int{}
 	pts, _ := weibullProcess(newRand(7), 1.7e9, []segment{{1, 3600, 300}, {2, 7200, 300}, {0.5, 600, 300}, {1, 60, 300}})
@@ -445,6 +446,7 @@ func TestEvaluationReport(t *testing.T) {
 * Windows are scored after the fact with RetrospectiveMSE (the stored points are needed; the online Stream keeps the
   one-step-ahead MSE instead, used to choose Summary.Model).
 `)
+	outOfSampleReport(t, p, &cfg)
 	if err := os.WriteFile(*reportPath, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

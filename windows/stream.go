@@ -102,7 +102,17 @@ type Stream struct {
 	apre    float32 // Weibull statistic A of the window up to τ
 	mseN    uint32  // points scored in the prequential MSE
 	mse     [numModels]float32
+	shifted bool // the current window was opened by a confirmed Shift
 }
+
+// Origin returns the current window's origin t(0) (in the stream's time)
+// and whether the stream has started.
+func (s *Stream) Origin() (float64, bool) { return s.w.origin, s.started }
+
+// Shifted reports whether the current window was opened by a confirmed
+// rate shift (rather than at the stream's first point): its rate then
+// describes the regime after the change point.
+func (s *Stream) Shifted() bool { return s.shifted }
 
 // Summary is the state of the current window evaluated at a time asOf.
 // Absent values have their Has* flag false and zero values.
@@ -131,6 +141,11 @@ type Summary struct {
 	// decreasing windows, Config.Alpha otherwise.
 	NextUpdate float64
 	HasNext    bool
+	// Rates are the three window-local rates at asOf, indexed like Models:
+	// intuitive N(t)/t (§3.1), Weibull λ̌(t) (§3.2), Duane t^{−γ}/α (§3.3);
+	// HasRates says which are defined.
+	Rates    [numModels]float64
+	HasRates [numModels]bool
 }
 
 // Shift is a rate-shift alert: the window that was closed and the new one.
@@ -142,6 +157,12 @@ type Shift struct {
 	RateAfter  float64 // After.Rate, per second
 	PValue     float64 // one-sided conditional binomial test of the pending points against the closed window (see Stream)
 	Test       string  // "cusum-binomial-up" or "cusum-binomial-down"
+	// Pending is the number k of update points after the change point and
+	// Expected their expectation μ = λ̂_pre·(x_n − τ) under the closed
+	// window's rate (in the stream's time: operational time for a seasonal
+	// stream, so μ is the count expected under the profile).
+	Pending  int64
+	Expected float64
 }
 
 // Event records an update point at an exact time t (seconds since epoch): an
@@ -186,7 +207,13 @@ func (s *Stream) Event(t float64, cfg *Config) (Shift, bool) {
 	if p > cfg.MaxPValue || (s.dir == dirUp && ratio < cfg.MinRatio) || (s.dir == dirDown && ratio > 1/cfg.MinRatio) {
 		return Shift{}, false
 	}
-	return s.cut(t, p, cfg), true
+	k := int64(s.k)
+	sh := s.cut(t, p, cfg)
+	sh.Pending = k
+	if ratio > 0 {
+		sh.Expected = float64(k) / ratio
+	}
+	return sh, true
 }
 
 // Visit records an existence-of-change observation (§1.2): a visit at t that
@@ -383,6 +410,7 @@ func (s *Stream) cut(t, p float64, cfg *Config) Shift {
 	s.w = nw
 	s.dir, s.s, s.k, s.tau, s.ca, s.apre = dirNone, 0, 0, 0, 0, 0
 	s.mseN, s.mse = 0, [numModels]float32{}
+	s.shifted = true
 	sh.After = summarize(&s.w, &s.mse, 0, t, cfg)
 	sh.RateBefore, sh.RateAfter = sh.Before.Rate, sh.After.Rate
 	return sh
@@ -406,6 +434,15 @@ func summarize(w *win, mse *[numModels]float32, mseN uint32, asOf float64, cfg *
 		return sum
 	}
 	sum.Beta, sum.Eta, sum.HasWeibull = w.weibull()
+	if xr := asOf - w.origin; xr >= float64(w.x) {
+		for i := 0; i < numModels; i++ {
+			sum.Rates[i], sum.HasRates[i] = w.rate(i, xr)
+		}
+	} else {
+		for i := 0; i < numModels; i++ {
+			sum.Rates[i], sum.HasRates[i] = w.rate(i, float64(w.x))
+		}
+	}
 	if g, _, ok := w.duane(); ok {
 		sum.DuaneSlope, sum.HasDuane = g, true
 	}

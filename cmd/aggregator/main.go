@@ -117,6 +117,16 @@ type config struct {
 	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" default:"stop" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
 	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
+	// Alerts and seasonal baselines (issue 14; README "Alerts").
+	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" default:"168h" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
+	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" default:"200" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
+	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" default:"0.7" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
+	AlertPeriod       time.Duration `envconfig:"ALERT_PERIOD" default:"1h" desc:"testing period of the false-discovery-rate adjustment; alerts are published when the partition's event time passes its end"`
+	AlertFDR          float64       `envconfig:"ALERT_FDR" default:"0.01" desc:"Benjamini-Hochberg false-discovery rate per period and partition; 1 keeps every shift that passes the other filters"`
+	AlertMinRatio     float64       `envconfig:"ALERT_MIN_RATIO" default:"2" desc:"least effect size: observed/expected count >= this (up) or <= its inverse (down)"`
+	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" default:"8" desc:"least observed (up) or expected (down) events since the change point"`
+	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" default:"3" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
+	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" default:"5" desc:"objects listed in a site alert"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`
@@ -222,7 +232,7 @@ func (c *config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("config: %s must be text or json, got %q", opt("LOG_FORMAT"), c.LogFormat)
 	}
-	return nil
+	return c.validateAlerts()
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -249,6 +259,15 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.PublishPooled = c.PoolPublish
 	pc.Model.EmitInterval = c.EmitInterval
 	pc.Model.Estimators.MinInterval, pc.Model.Estimators.MaxInterval = c.MinRevisit.Seconds(), c.MaxRevisit.Seconds()
+	pc.Model.Seasonal.LearningPeriod = c.SeasonalLearning
+	pc.Model.Seasonal.MinEvents = c.SeasonalMinEvents
+	pc.Model.Seasonal.Decay = c.SeasonalDecay
+	pc.Model.Alerts.Period = c.AlertPeriod
+	pc.Model.Alerts.FDR = c.AlertFDR
+	pc.Model.Alerts.MinRatio = c.AlertMinRatio
+	pc.Model.Alerts.MinEvents = c.AlertMinEvents
+	pc.Model.Alerts.SiteObjects = c.AlertSiteObjects
+	pc.Model.Alerts.SiteTop = c.AlertSiteTop
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
 	pc.LateTopic = c.TopicLate

@@ -154,7 +154,9 @@ func produceTracked(t *testing.T, kc *kafkatest.Cluster, topic string, w *worklo
 // observations at offsets below next[p] gives: the objects' encoded values
 // (aggregate.Object.AppendBinary after Apply of each observation in the
 // order the partition's reorder buffer releases them, with the tests'
-// model), each partition's meta and its reorder-buffer position.
+// model), the partition's site profiles and alert book (aggregate.Detector,
+// which applies them as the Processor does), each partition's meta and its
+// reorder-buffer position.
 func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]int64) dump {
 	m := aggregate.DefaultModel()
 	m.EmitInterval, m.ReportPeriod = emitInterval, reportPeriod
@@ -173,6 +175,7 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 		if rm.seen {
 			d[objectKey(topic, p, aggregate.ReorderObject)] = string(aggregate.ReorderPosition(rm.latest, rm.wm, rm.earliest))
 		}
+		det := aggregate.NewDetector(&m)
 		for _, i := range rm.order {
 			x := place[p][i]
 			o := &w.Obs[x.idx]
@@ -181,10 +184,22 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 				ob = &aggregate.Object{}
 				objs[o.Object] = ob
 			}
+			host := aggregate.Site(o.Object)
 			eff.Reset()
-			if oc := ob.Apply(o, &m, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
+			if oc := det.Apply(o.Object, ob, o, &eff); oc != aggregate.Duplicate && oc != aggregate.Late {
 				touched[o.Object] = true
 			}
+			if eff.Accesses || eff.Visits {
+				touched[aggregate.SiteKeyPrefix+host] = true
+			}
+		}
+		for k := range touched {
+			if host, ok := strings.CutPrefix(k, aggregate.SiteKeyPrefix); ok {
+				d[objectKey(topic, p, k)] = string(det.Site(host).AppendBinary(nil))
+			}
+		}
+		if n > 0 { // every committed batch writes the alert book
+			d[objectKey(topic, p, aggregate.AlertsKey)] = string(det.AlertBook())
 		}
 		for name, ob := range objs {
 			if touched[name] {
@@ -273,13 +288,15 @@ func (f *fixture) cleanRun(t *testing.T) {
 	t.Logf("clean run: %d observations in %v (%.0f obs/s incl. start-up), %d objects, %d partition metas, %d value bytes; committed %v, fenced %v",
 		f.total, el.Round(time.Millisecond), float64(f.total)/el.Seconds(), objs, metas, bytes,
 		metricSum(m, "changerate_aggregator_messages_committed_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"))
-	// Each partition's reorder-buffer position is stored as an object.
-	if objs != len(f.w.Objects)+obsPartitions || metas != obsPartitions {
-		t.Fatalf("clean run stored %d objects and %d metas, want %d and %d", objs, metas, len(f.w.Objects)+obsPartitions, obsPartitions)
+	// besides the objects, one seasonal profile per site and partition
+	want := oracle(f.w, obsTopic, f.place, f.hw)
+	wantObjs, _, _ := dumpStats(want)
+	if objs != wantObjs || objs < len(f.w.Objects) || metas != obsPartitions {
+		t.Fatalf("clean run stored %d objects and site profiles and %d metas, want %d (%d objects) and %d", objs, metas, wantObjs, len(f.w.Objects), obsPartitions)
 	}
 	// The clean run equals the in-process oracle: the comparisons below
 	// check against both.
-	compareDumps(t, "clean run vs oracle", oracle(f.w, obsTopic, f.place, f.hw), f.ref)
+	compareDumps(t, "clean run vs oracle", want, f.ref)
 	f.refEst = readLatest(t, f.kc, "estimates-ref")
 }
 
@@ -458,9 +475,12 @@ func (f *fixture) translate(topic string) dump {
 	for p, l := range f.place {
 		keys[metaKey(obsTopic, p)] = metaKey(topic, p)
 		keys[objectKey(obsTopic, p, aggregate.ReorderObject)] = objectKey(topic, p, aggregate.ReorderObject)
+		keys[objectKey(obsTopic, p, aggregate.AlertsKey)] = objectKey(topic, p, aggregate.AlertsKey)
 		for _, x := range l {
-			name := f.w.Obs[x.idx].Object
-			keys[objectKey(obsTopic, p, name)] = objectKey(topic, p, name)
+			o := &f.w.Obs[x.idx]
+			keys[objectKey(obsTopic, p, o.Object)] = objectKey(topic, p, o.Object)
+			site := aggregate.Site(o.Object) // the partition's seasonal profile of the site
+			keys[objectKey(obsTopic, p, aggregate.SiteKeyPrefix+site)] = objectKey(topic, p, aggregate.SiteKeyPrefix+site)
 		}
 	}
 	out := dump{}

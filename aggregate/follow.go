@@ -1,0 +1,52 @@
+package aggregate
+
+import (
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/windows"
+)
+
+// Window-local rates in estimates, and the published rate after a
+// confirmed shift (issue 14).
+//
+// Every estimate carries the current window's three rates at as_of under
+// the keys "intuitive" (N(t)/t, 001 §3.1), "weibull" (λ̌(t), §3.2) and
+// "duane" (t^{−γ}/α, §3.3), as the SPEC lists them. The whole-history
+// estimators stay beside them.
+//
+// Once a shift of the stream is confirmed (windows.Stream.Shifted: the
+// current window was opened at the estimated change point), the history
+// before the change point describes another regime; the published
+// rate_per_s is then the window's rate (the model with the lowest
+// prequential MSE, Summary.Model) and ci95 the exact Poisson (Garwood)
+// interval of the window's N points over its length, scaled by the ratio
+// of the published rate to N(t)/t. The estimator field names the window
+// model. The TTL follows the published rate.
+
+// followWindow adds the window rates to rec.Estimates and, after a
+// confirmed shift, makes the window rate the published one. It reports
+// whether it did the latter.
+func followWindow(rec *records.Estimate, st *windows.Stream, sum windows.Summary, m *Model) bool {
+	names := windows.Models()
+	for i, ok := range sum.HasRates {
+		if ok && finite(sum.Rates[i]) && sum.Rates[i] > 0 {
+			if rec.Estimates == nil {
+				rec.Estimates = map[string]float64{}
+			}
+			rec.Estimates[names[i]] = sum.Rates[i]
+		}
+	}
+	if !st.Shifted() || !sum.HasRate || !finite(sum.Rate) || !(sum.Rate > 0) || sum.Points < int64(m.Windows.MinPoints) {
+		return false
+	}
+	rec.RatePerS = ptr(sum.Rate)
+	rec.Estimator = sum.Model
+	rec.CI95 = nil
+	if sum.HasRates[0] && sum.Rates[0] > 0 {
+		lo, hi := garwood(sum.Points)
+		// N(t)/t = Points/length, so the interval of the rate is
+		// [lo, hi]/length = [lo, hi]·(N(t)/t)/Points
+		k := sum.Rates[0] / float64(sum.Points) * (sum.Rate / sum.Rates[0])
+		rec.CI95 = &[2]float64{lo * k, hi * k}
+	}
+	return true
+}

@@ -1,0 +1,284 @@
+package aggregate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
+	"github.com/changerate/changerate/windows"
+)
+
+// SiteKeyPrefix prefixes the state-store key of a site's seasonal profile
+// (one value per site and partition, beside the objects' values). Canonical
+// object URLs never start with '#', so the keys cannot collide.
+const SiteKeyPrefix = "#site "
+
+// DefaultMaxSites bounds the site profiles a partition keeps in memory.
+const DefaultMaxSites = 10000
+
+// siteEntry is one site's profile in a partition.
+type siteEntry struct {
+	st  SiteState
+	seq uint64 // last batch that changed it
+}
+
+// detector is the per-partition alert logic shared by the Processor and
+// the simulation tests: the sites' seasonal profiles and the alert book.
+// It is not safe for concurrent use.
+type detector struct {
+	m      *Model
+	totals map[string]int // candidate outcomes over the claim, for the end-of-input summary
+	sites  map[string]*siteEntry
+	book   *alertBook
+	loaded bool // the stored alert book was read (processor)
+	out    []records.Alert
+}
+
+// Detector is the per-partition alert logic of the Processor — the sites'
+// seasonal profiles and the alert book — for tools and tests that compute
+// the state a partition's observations lead to (for example an oracle of
+// the stored state). It is not safe for concurrent use.
+type Detector struct{ d *detector }
+
+// NewDetector returns an empty Detector with the model m.
+func NewDetector(m *Model) *Detector { return &Detector{newDetector(m)} }
+
+// Apply applies obs to obj (named name) as the Processor does: with the
+// site's seasonal state, holding confirmed shifts for the alert book.
+func (x *Detector) Apply(name string, obj *Object, obs *records.Observation, eff *Effects) Outcome {
+	oc, _ := x.d.apply(name, obj, obs, eff)
+	x.d.out = x.d.out[:0]
+	return oc
+}
+
+// Site returns the seasonal state of a site (nil if never seen).
+func (x *Detector) Site(host string) *SiteState {
+	if e := x.d.sites[host]; e != nil {
+		return &e.st
+	}
+	return nil
+}
+
+// AlertBook returns the alert book's stored value (key AlertsKey).
+func (x *Detector) AlertBook() []byte { return x.d.book.appendBinary(nil) }
+
+func newDetector(m *Model) *detector {
+	return &detector{m: m, sites: map[string]*siteEntry{}, book: newAlertBook(&m.Alerts), totals: map[string]int{}}
+}
+
+// site returns the site's entry, creating an empty one (nil when seasonal
+// baselines are off or the object has no site).
+func (d *detector) site(host string) *siteEntry {
+	if !d.m.Seasonal.Enabled() || host == "" {
+		return nil
+	}
+	e := d.sites[host]
+	if e == nil {
+		e = &siteEntry{}
+		d.sites[host] = e
+	}
+	return e
+}
+
+// apply applies obs to obj (named name) with its site's profile, moves the
+// alert book's clock and holds the shifts that pass the filters. Alerts of
+// periods that closed are appended to d.out. It returns Apply's outcome and
+// the site entry used (nil: none).
+func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff *Effects) (Outcome, *siteEntry) {
+	prev := obj.LastTime()
+	first := prev.IsZero() || d.book.periodOf(prev) < d.book.periodOf(obs.Time)
+	d.out = d.book.Observe(obs.Time, first, d.out)
+	// the site is the object's host (not obs.Site), so that the estimate
+	// builders, which know only the name, find the same profile
+	se := d.site(Site(name))
+	var st *SiteState
+	if se != nil {
+		st = &se.st
+	}
+	oc := obj.ApplyAt(obs, d.m, st, eff)
+	now := seconds(obs.Time.UnixMilli())
+	for _, sh := range eff.ChangeShifts {
+		var prof *windows.Profile
+		if st != nil {
+			prof = &st.Change
+		}
+		d.candidate(name, records.EstimateChange, sh, prof, now)
+	}
+	for _, sh := range eff.AccessShifts {
+		var prof *windows.Profile
+		if st != nil {
+			prof = &st.Access
+		}
+		d.candidate(name, records.EstimateAccess, sh, prof, now)
+	}
+	return oc, se
+}
+
+// candidate filters a confirmed shift of kind's stream (run on prof's
+// operational time; nil: real time) and holds it in the book.
+func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.Profile, now float64) {
+	count := func(outcome string) { d.book.counts[candidateCount{kind, outcome}]++ }
+	// A profile that has started learning gates the alerts until its
+	// learning period is over (a change profile starts with the site's
+	// first Last-Modified date; without any, change alerts use a flat
+	// baseline from the start).
+	if prof != nil && prof.Started() && !prof.Learned(now, &d.m.Seasonal) {
+		count(outcomeLearning) // the baseline is not known yet
+		return
+	}
+	if prof != nil && prof.Active() && prof.Real(sh.After.Start) < prof.Since() {
+		// the change point precedes the profile: the window mixes
+		// real-time points of the learning period with operational
+		// time, its excursion is the daily cycle, not a shift
+		count(outcomeMixedClock)
+		return
+	}
+	if a, ok := ShiftAlert(name, kind, sh, prof, &d.m.Alerts); ok {
+		d.book.Add(a)
+	} else {
+		count(outcomeSmallEffect)
+	}
+}
+
+// flush closes the current period (end of a finite input).
+func (d *detector) flush() { d.out = d.book.Close(d.out) }
+
+// take returns and clears the alerts ready for publication.
+func (d *detector) take() []records.Alert {
+	out := d.out
+	d.out = nil
+	return out
+}
+
+// siteKey is the store key of a site's profile.
+func siteKey(host string) string { return SiteKeyPrefix + host }
+
+// loadSites reads the alert book (on the worker's first batch) and the
+// profiles of the batch's sites that are not in memory, in one store read.
+func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
+	d := w.det
+	var hosts, keys []string
+	if !d.loaded {
+		hosts, keys = append(hosts, ""), append(keys, AlertsKey)
+	}
+	if d.m.Seasonal.Enabled() {
+		seen := map[string]bool{}
+		for i := range b.obs {
+			h := Site(b.obs[i].Object)
+			if h == "" || seen[h] {
+				continue
+			}
+			seen[h] = true
+			if _, ok := d.sites[h]; !ok {
+				hosts = append(hosts, h)
+				keys = append(keys, siteKey(h))
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	w.storeMu.Lock()
+	vals, err := w.p.store.Get(ctx, w.part, keys, nil)
+	w.storeMu.Unlock()
+	w.p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+	if err != nil {
+		return fmt.Errorf("aggregate: load %d site profiles of %s/%d: %w", len(keys), w.part.Topic, w.part.ID, err)
+	}
+	for k, v := range vals {
+		if hosts[k] == "" { // the alert book
+			d.loaded = true
+			if v != nil {
+				if err := d.book.decodeBinary(v); err != nil {
+					w.p.metrics.corrupt.Inc()
+					w.log.Error("corrupt alert book; its held candidates are lost", "err", err)
+				}
+			}
+			continue
+		}
+		e := &siteEntry{}
+		if v != nil {
+			if err := e.st.DecodeBinary(v); err != nil {
+				w.p.metrics.corrupt.Inc()
+				w.log.Error("corrupt site profile; learning it afresh", "site", hosts[k], "err", err)
+				e.st = SiteState{}
+			}
+		}
+		d.sites[hosts[k]] = e
+	}
+	return nil
+}
+
+// writeSites appends the profiles the batch changed to its state writes
+// and trims the in-memory table to DefaultMaxSites, evicting committed
+// profiles only.
+func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
+	// the alert book changes with every batch (its count of tested objects)
+	b.writes = append(b.writes, state.Write{Object: AlertsKey, Value: w.det.book.appendBinary(nil)})
+	for e, host := range touched {
+		e.seq = b.seq
+		b.writes = append(b.writes, state.Write{Object: siteKey(host), Value: e.st.AppendBinary(nil)})
+	}
+	if len(w.det.sites) <= DefaultMaxSites {
+		return
+	}
+	for h, e := range w.det.sites {
+		if len(w.det.sites) <= DefaultMaxSites {
+			break
+		}
+		if e.seq <= w.committed {
+			if _, ok := touched[e]; !ok {
+				delete(w.det.sites, h)
+			}
+		}
+	}
+}
+
+// siteOf returns the in-memory seasonal state of the object's site, nil
+// when none.
+func (d *detector) siteOf(object string) *SiteState {
+	if e := d.sites[Site(object)]; e != nil {
+		return &e.st
+	}
+	return nil
+}
+
+// appendAlerts encodes the alerts whose period closed (and counts the
+// candidates' outcomes).
+func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
+	for k, n := range w.det.book.counts {
+		w.p.metrics.candidates.WithLabelValues(k.kind, k.outcome).Add(float64(n))
+		w.det.totals[k.outcome] += n
+		delete(w.det.book.counts, k)
+	}
+	for _, a := range w.det.take() {
+		w.p.metrics.alerts.WithLabelValues(a.Kind).Inc()
+		out = append(out, w.encode(w.p.cfg.AlertsTopic, AlertKey(&a), a))
+	}
+	return out
+}
+
+// flushAlerts publishes the alerts of the last, open period at the end of
+// a finite input (its state is committed: only outputs are written).
+func (w *worker) flushAlerts(ctx context.Context) error {
+	w.det.flush()
+	out := w.appendAlerts(nil)
+	if t := w.det.totals; len(t) > 0 {
+		// a user replaying a log sees why shifts did not become alerts
+		w.log.Info("rate shifts confirmed in this input and what became of them",
+			"alerted", t[outcomeAlerted], "learning_period", t[outcomeLearning], "mixed_clock", t[outcomeMixedClock],
+			"below_min_ratio_or_events", t[outcomeSmallEffect], "not_discoveries_at_fdr", t[outcomeNotDiscovery],
+			"overflow", t[outcomeOverflow])
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+		return fmt.Errorf("aggregate: final alerts: %w", err)
+	}
+	return nil
+}

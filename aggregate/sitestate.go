@@ -1,0 +1,71 @@
+package aggregate
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/changerate/changerate/internal/wire"
+	"github.com/changerate/changerate/windows"
+)
+
+// SiteState is the seasonal state of one site in one partition, stored
+// beside its objects (key SiteKeyPrefix + host): the daily and weekly
+// profile of its objects' accesses, and that of their changes, learned
+// from Last-Modified dates (exact change times; existence-of-change visits
+// say only that a change happened between two visits, and a crawler's own
+// schedule would become the profile). A change profile is used for a site's
+// change windows once the site has enough dated changes
+// (SeasonalConfig.MinEvents); until then they keep a flat baseline. The
+// zero value is a site never seen; about 600 bytes encoded at most.
+type SiteState struct {
+	Access windows.Profile
+	Change windows.Profile
+}
+
+// siteVersion is the first byte of an encoded SiteState.
+const siteVersion = 1
+
+// AppendBinary appends the site's encoding: version, then each profile as a
+// uvarint length and its windows.Profile encoding.
+func (s *SiteState) AppendBinary(dst []byte) []byte {
+	dst = append(dst, siteVersion)
+	for _, p := range []*windows.Profile{&s.Access, &s.Change} {
+		b := p.AppendBinary(nil)
+		dst = binary.AppendUvarint(dst, uint64(len(b)))
+		dst = append(dst, b...)
+	}
+	return dst
+}
+
+// DecodeBinary replaces s with the site encoded in src. Errors wrap
+// ErrCorrupt; on error s is unchanged.
+func (s *SiteState) DecodeBinary(src []byte) error {
+	r := wire.NewReader(src)
+	if v := r.Byte(); r.Err() == nil && v != siteVersion {
+		return fmt.Errorf("%w: site version %d", ErrCorrupt, v)
+	}
+	var d SiteState
+	for _, p := range []*windows.Profile{&d.Access, &d.Change} {
+		n := r.Uvarint()
+		if r.Err() != nil {
+			break
+		}
+		rest := r.Rest()
+		if n > uint64(len(rest)) {
+			r.Fail("site profile length")
+			break
+		}
+		if err := p.DecodeBinary(rest[:n]); err != nil {
+			return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
+		}
+		r.Skip(int(n))
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
+	}
+	if len(r.Rest()) != 0 {
+		return fmt.Errorf("%w: site: %d trailing bytes", ErrCorrupt, len(r.Rest()))
+	}
+	*s = d
+	return nil
+}

@@ -1,0 +1,69 @@
+package records
+
+import "time"
+
+// Alert scopes.
+const (
+	// AlertScopeObject: one object's rate shifted.
+	AlertScopeObject = "object"
+	// AlertScopeSite: several objects of one site shifted in the same
+	// testing period; one alert lists them (TopObjects).
+	AlertScopeSite = "site"
+)
+
+// Alert severities, from the effect size and the adjusted p-value (see
+// aggregate.AlertConfig).
+const (
+	SeverityCritical = "critical"
+	SeverityMajor    = "major"
+	SeverityMinor    = "minor"
+)
+
+// AlertDetail is what makes an alert actionable (issue 14): expected and
+// observed counts and rates over the window since the change point, the
+// baseline they were computed under, the p-value adjusted for the number of
+// objects tested in the period, and a severity. It is embedded in Alert;
+// every field is absent in alerts written before it existed.
+type AlertDetail struct {
+	// Scope is AlertScopeObject or AlertScopeSite.
+	Scope string `json:"scope,omitempty"`
+	// WindowStart is the estimated change point and WindowEnd the update
+	// point that confirmed the shift: Observed points fell in
+	// (WindowStart, WindowEnd], Expected were expected under the baseline.
+	WindowStart *time.Time `json:"window_start,omitempty"`
+	WindowEnd   *time.Time `json:"window_end,omitempty"`
+	Observed    int64      `json:"observed,omitempty"`
+	Expected    *float64   `json:"expected,omitempty"`
+	// ObservedRate and ExpectedRate are Observed and Expected over the
+	// window's length (per second); Ratio = Observed/Expected.
+	ObservedRate *float64 `json:"observed_rate_per_s,omitempty"`
+	ExpectedRate *float64 `json:"expected_rate_per_s,omitempty"`
+	Ratio        *float64 `json:"ratio,omitempty"`
+	// Baseline is "seasonal" (expected counts under the site's learned
+	// daily and weekly profile) or "flat" (a homogeneous rate).
+	Baseline string `json:"baseline,omitempty"`
+	// PAdjusted is the p-value adjusted for the Tested objects of the
+	// testing period by Adjustment ("benjamini-hochberg": the smallest
+	// false-discovery rate at which the alert is a discovery).
+	PAdjusted  *float64 `json:"p_value_adjusted,omitempty"`
+	Adjustment string   `json:"adjustment,omitempty"`
+	Tested     int64    `json:"tested,omitempty"`
+	// PeriodStart is the start of the testing period.
+	PeriodStart *time.Time `json:"period_start,omitempty"`
+	Severity    string     `json:"severity,omitempty"`
+	// ObjectsShifted and TopObjects (site alerts): how many objects of
+	// the site shifted in the period, and the most significant ones.
+	ObjectsShifted int           `json:"objects_shifted,omitempty"`
+	TopObjects     []AlertObject `json:"top_objects,omitempty"`
+}
+
+// AlertObject is one object listed in a site alert.
+type AlertObject struct {
+	Object       string     `json:"object"`
+	Test         string     `json:"test"`
+	Ratio        *float64   `json:"ratio,omitempty"`
+	ObservedRate *float64   `json:"observed_rate_per_s,omitempty"`
+	ExpectedRate *float64   `json:"expected_rate_per_s,omitempty"`
+	PAdjusted    float64    `json:"p_value_adjusted"`
+	WindowStart  *time.Time `json:"window_start,omitempty"`
+}
