@@ -320,11 +320,11 @@ func (s *Server) handleObject(r *http.Request) (any, error) {
 	if kind != "" && kind != records.EstimateChange && kind != records.EstimateAccess {
 		return nil, badRequest("kind must be change or access, got %q", kind)
 	}
-	o, err := s.load(r.Context(), obj)
+	o, site, err := s.load(r.Context(), obj)
 	if err != nil {
 		return nil, err
 	}
-	change, access := s.estimates(o, obj)
+	change, access := s.estimates(o, site, obj)
 	switch {
 	case kind == records.EstimateAccess && access != nil:
 		return access, nil
@@ -388,14 +388,14 @@ func (s *Server) handleTop(r *http.Request) (any, error) {
 func (s *Server) top(ctx context.Context, by, site string, limit int) (*TopResult, error) {
 	res := &TopResult{By: by, Site: site, Objects: []*records.Estimate{}, Ranking: []Ranked{}}
 	for _, rk := range s.idx.Top(by, site, limit) {
-		o, err := s.load(ctx, rk.Object)
+		o, site, err := s.load(ctx, rk.Object)
 		if errors.Is(err, errNotFound) {
 			continue // expired since it was indexed
 		}
 		if err != nil {
 			return nil, err
 		}
-		change, access := s.estimates(o, rk.Object)
+		change, access := s.estimates(o, site, rk.Object)
 		rec := change
 		if rk.Kind == records.EstimateAccess {
 			rec = access

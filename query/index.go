@@ -430,12 +430,20 @@ func (x *Index) Alerts(since time.Time, site string, limit int) []json.RawMessag
 // its exact conditional 95 % interval. Given n_b points in the closed window
 // of length T_b and n_a in the new one of length T_a, n_a given n_a+n_b is
 // binomial with p = ρT_a/(ρT_a+T_b) under Poisson counts; the Clopper-Pearson
-// interval of p maps to ρ = p/(1−p)·T_b/T_a. The score is ln ρ with ln of
+// interval of p maps to ρ = p/(1−p)·T_b/T_a (T_a ends at the update point
+// that confirmed the shift). The score is ln ρ with ln of
 // the interval's bounds (0 when the alert lacks the window lengths).
 func shiftScore(a *records.Alert) score {
 	nb, na := float64(a.Before.Points), float64(a.After.Points)
 	tb := a.After.Start.Sub(a.Before.Start).Seconds()
-	ta := a.AsOf.Sub(a.After.Start).Seconds()
+	// The new window's points were counted up to the update point that
+	// confirmed the shift (WindowEnd); the alert itself may be published
+	// later, when its testing period closes (AsOf).
+	end := a.AsOf
+	if a.WindowEnd != nil {
+		end = *a.WindowEnd
+	}
+	ta := end.Sub(a.After.Start).Seconds()
 	up := a.RateAfter >= a.RateBefore
 	v := math.Abs(math.Log(a.RateAfter / a.RateBefore))
 	if !(nb > 0 && na > 0 && tb > 0 && ta > 0) {

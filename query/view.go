@@ -16,34 +16,47 @@ import (
 // errNotFound is returned by lookups of objects the store does not hold.
 var errNotFound = errors.New("query: object not found")
 
-// load reads and decodes the committed state of object.
-func (s *Server) load(ctx context.Context, object string) (*aggregate.Object, error) {
+// load reads and decodes the committed state of object and of its site's
+// seasonal profile (nil when the store holds none), in one store read.
+func (s *Server) load(ctx context.Context, object string) (*aggregate.Object, *aggregate.SiteState, error) {
 	p, err := s.locate.Locate(ctx, object)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	vals, err := s.store.Get(ctx, p, []string{object}, nil)
+	keys := []string{object}
+	if host := aggregate.Site(object); host != "" {
+		keys = append(keys, aggregate.SiteKeyPrefix+host)
+	}
+	vals, err := s.store.Get(ctx, p, keys, nil)
 	if err != nil {
-		return nil, fmt.Errorf("query: read %s: %w", object, err)
+		return nil, nil, fmt.Errorf("query: read %s: %w", object, err)
 	}
-	if len(vals) != 1 || vals[0] == nil {
-		return nil, errNotFound
+	if len(vals) < 1 || vals[0] == nil {
+		return nil, nil, errNotFound
 	}
 	var o aggregate.Object
 	if err := o.DecodeBinary(vals[0]); err != nil {
-		return nil, fmt.Errorf("query: decode %s: %w", object, err)
+		return nil, nil, fmt.Errorf("query: decode %s: %w", object, err)
 	}
-	return &o, nil
+	var site *aggregate.SiteState
+	if len(vals) > 1 && vals[1] != nil {
+		site = new(aggregate.SiteState)
+		if err := site.DecodeBinary(vals[1]); err != nil {
+			return nil, nil, fmt.Errorf("query: decode the site profile of %s: %w", object, err)
+		}
+	}
+	return &o, site, nil
 }
 
 // estimates builds the object's change and access estimate records exactly
-// as the aggregator publishes them (nil when the object has none).
-func (s *Server) estimates(o *aggregate.Object, object string) (change, access *records.Estimate) {
+// as the aggregator publishes them, with its site's seasonal profile (nil
+// when the object has none).
+func (s *Server) estimates(o *aggregate.Object, site *aggregate.SiteState, object string) (change, access *records.Estimate) {
 	var es estimators.Estimates
-	if rec, ok := o.ChangeEstimate(object, &s.model, &es); ok {
+	if rec, ok := o.ChangeEstimateAt(object, &s.model, site, &es); ok {
 		change = &rec
 	}
-	if rec, ok := o.AccessEstimate(object, &s.model, &es); ok {
+	if rec, ok := o.AccessEstimateAt(object, &s.model, site, &es); ok {
 		access = &rec
 	}
 	return change, access
@@ -116,12 +129,12 @@ func duaneView(p windows.DuanePlot) *DuaneView {
 
 // view builds the ObjectView of object.
 func (s *Server) view(ctx context.Context, object string) (*ObjectView, error) {
-	o, err := s.load(ctx, object)
+	o, site, err := s.load(ctx, object)
 	if err != nil {
 		return nil, err
 	}
 	v := &ObjectView{Object: object, Site: aggregate.Site(object), Timeline: []TimelineEvent{}}
-	v.Change, v.Access = s.estimates(o, object)
+	v.Change, v.Access = s.estimates(o, site, object)
 	add := func(t time.Time, kind, ev string) {
 		if !t.IsZero() {
 			v.Timeline = append(v.Timeline, TimelineEvent{Time: t, Event: ev, Kind: kind})
