@@ -93,7 +93,7 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 	if o.flags&hasChangeWin != 0 {
 		rec.Window = WindowRecord(o.ChangeWin.Current(asOf, &m.Windows))
 	}
-	if t, ok := o.Change.NextVisit(asOf, &m.Estimators); ok && finite(t) {
+	if t, ok := o.Change.NextVisitFrom(asOf, &m.Estimators, best, bok); ok && finite(t) {
 		rec.NextVisit = ptr(timeOf(t))
 	}
 	if bok {

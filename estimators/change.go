@@ -209,43 +209,75 @@ func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 // (seconds; the visit estimators depend only on the visits, asOf is
 // accepted for symmetry with windows) into out (which is Reset first) and
 // returns the best estimate under the rule of the package documentation;
-// ok=false when there is too little data for a best estimate. With out ==
-// nil only the best estimate is computed (about 5× cheaper). It does not
-// allocate.
+// ok=false when there is too little data for a best estimate. Each
+// estimator is computed once: the best estimate is picked from those
+// published in out. With out == nil only the best estimate is computed. It
+// does not allocate.
 func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
 	_ = asOf
-	if out != nil {
-		out.Reset()
-		for _, f := range [...]func(*Change, *Config, bool) (Estimate, bool){
-			(*Change).naiveEst, (*Change).improvedEst, (*Change).bayesEst, (*Change).irregularEst,
-			(*Change).malcolmNoLMEst, (*Change).lastModEst, (*Change).malcolmLMEst,
-		} {
-			if e, ok := f(c, cfg, true); ok {
-				out.add(e)
-			}
-		}
+	if out == nil {
+		mat, matOK := c.mat.estimates(cfg, nil)
+		return sane(c.best(cfg, mat, matOK, true, nil))
+	}
+	out.Reset()
+	var v visitEstimates
+	v.known = true
+	if e, ok := c.naiveEst(cfg, true); ok {
+		out.add(e)
+	}
+	v.improved, v.improvedOK = c.improvedEst(cfg, true)
+	if v.improvedOK {
+		out.add(v.improved)
+	}
+	if e, ok := c.bayesEst(cfg, true); ok {
+		out.add(e)
+	}
+	v.irregular, v.irregularOK = c.irregularEst(cfg, true)
+	if v.irregularOK {
+		out.add(v.irregular)
+	}
+	if e, ok := c.malcolmNoLMEst(cfg, true); ok {
+		out.add(e)
+	}
+	v.lastMod, v.lastModOK = c.lastModEst(cfg, true)
+	if v.lastModOK {
+		out.add(v.lastMod)
+	}
+	if e, ok := c.malcolmLMEst(cfg, true); ok {
+		out.add(e)
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, mat, matOK, true))
+	return sane(c.best(cfg, mat, matOK, true, &v))
+}
+
+// visitEstimates holds the candidates of the best-estimate rule already
+// computed (with intervals) by Estimate, so that best does not compute them
+// again.
+type visitEstimates struct {
+	known                              bool
+	lastMod, irregular, improved       Estimate
+	lastModOK, irregularOK, improvedOK bool
 }
 
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
-// interval of the chosen estimator.
-func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool) (Estimate, bool) {
+// interval of the chosen estimator. pre, when not nil, holds the
+// candidates already computed.
+func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates) (Estimate, bool) {
 	minN := int64(cfg.MinIntervals)
 	n := c.Intervals()
 	if c.lmN >= minN && c.hasLastMod(cfg) {
-		if e, ok := c.lastModEst(cfg, withCI); ok {
+		e, ok := pre.lastModOrCompute(c, cfg, withCI)
+		if ok {
 			return e, true
 		}
 	}
 	if n >= minN {
 		if !c.Regular(cfg) {
-			if e, ok := c.irregularEst(cfg, withCI); ok {
+			if e, ok := pre.irregularOrCompute(c, cfg, withCI); ok {
 				return e, true
 			}
 		}
-		if e, ok := c.improvedEst(cfg, withCI); ok {
+		if e, ok := pre.improvedOrCompute(c, cfg, withCI); ok {
 			return e, true
 		}
 	}
@@ -253,6 +285,27 @@ func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool) (Estimate, 
 		return mat, true
 	}
 	return Estimate{}, false
+}
+
+func (v *visitEstimates) lastModOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.lastMod, v.lastModOK
+	}
+	return c.lastModEst(cfg, withCI)
+}
+
+func (v *visitEstimates) irregularOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.irregular, v.irregularOK
+	}
+	return c.irregularEst(cfg, withCI)
+}
+
+func (v *visitEstimates) improvedOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.improved, v.improvedOK
+	}
+	return c.improvedEst(cfg, withCI)
 }
 
 // bestRate is the best estimate's rate without any interval (for the
@@ -263,7 +316,7 @@ func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := sane(c.best(cfg, mat, matOK, false))
+	e, ok := sane(c.best(cfg, mat, matOK, false, nil))
 	return e.Rate, ok
 }
 

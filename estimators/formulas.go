@@ -1,10 +1,6 @@
 package estimators
 
-import (
-	"math"
-
-	"gonum.org/v1/gonum/mathext"
-)
+import "math"
 
 // This file holds the closed-form formulas of the papers as pure functions
 // of the sufficient statistics. They are exported so that evaluation code
@@ -159,14 +155,11 @@ func MalcolmNoLastModRate(p, u float64, x int64) (rate, interval float64, ok boo
 // bound is 0.
 func garwood(k float64, pLo, pHi float64) (lo, hi float64) {
 	if k > 0 {
-		lo = mathext.GammaIncRegCompInv(k, 1-pLo)
+		lo = gammaQuantile(k, pLo, 1-pLo)
 	}
-	hi = mathext.GammaIncRegCompInv(k+1, 1-pHi)
+	hi = gammaQuantile(k+1, pHi, 1-pHi)
 	return lo, hi
 }
-
-// betaQuantile is the p-quantile of Beta(a, b).
-func betaQuantile(a, b, p float64) float64 { return mathext.InvRegIncBeta(a, b, p) }
 
 // clopperPearson is the exact binomial interval for θ from x successes in
 // n trials: [B(lo; x, n−x+1), B(hi; x+1, n−x)], with 0 at x = 0 and 1 at

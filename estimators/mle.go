@@ -69,11 +69,83 @@ func IrregularMLE(changed []float64, unchanged float64) (lambda float64, ok bool
 // I(λ̂) = Σ w_i t_i² e^{λt_i}/(e^{λt_i}−1)² (−d²/dλ² of the log-likelihood
 // of App. C).
 //
+// h(λ) = Σ w t/(e^{λt}−1) − u is decreasing and convex in λ (each term is
+// t·g(λt) with g(y) = 1/(e^y−1), g' < 0 < g”), so Newton's method started
+// left of the root climbs to it monotonically without overshooting. The
+// start is the root for equal changed intervals of the mean length
+// t̄ = S/m (S = Σ w t, m = Σ w): m·t̄/(e^{λt̄}−1) = u, λ₀ = ln(1 + S/u)/t̄.
+// It lies left of the root because t ↦ t/(e^{λt}−1) is convex (Jensen:
+// Σ w t/(e^{λt}−1) ≥ m·t̄/(e^{λt̄}−1)), and it is the root itself when all
+// changed intervals are equal (one bucket). Two to five evaluations of h
+// reach a relative step of 1e-13, against about twenty for the bracketed
+// search (solveIrregularBracketed, kept as the fallback should the Newton
+// climb not converge).
+func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool) {
+	var m, s float64
+	for i, t := range ts {
+		w := 1.0
+		if ws != nil {
+			w = ws[i]
+		}
+		m += w
+		s += w * t
+	}
+	if math.IsNaN(u) || u < 0 || math.IsInf(u, 0) || math.IsInf(s, 0) || math.IsNaN(s) {
+		return 0, 0, false
+	}
+	if m == 0 {
+		if u > 0 {
+			return 0, 0, true
+		}
+		return 0, 0, false
+	}
+	if u == 0 || !(s > 0) {
+		return 0, 0, false
+	}
+	x := math.Log1p(s/u) * m / s
+	for i := 0; i < 100 && x > 0 && !math.IsInf(x, 1); i++ {
+		f, d := irregularH(ts, ws, u, x)
+		if !(d < 0) || math.IsInf(d, -1) {
+			break
+		}
+		nx := x - f/d
+		if math.Abs(nx-x) <= 1e-13*x {
+			return nx, -d, true
+		}
+		x = nx
+	}
+	return solveIrregularBracketed(ts, ws, u)
+}
+
+// irregularH returns h(λ) = Σ w t/(e^{λt}−1) − u and h'(λ).
+func irregularH(ts, ws []float64, u, l float64) (f, d float64) {
+	f = -u
+	for i, t := range ts {
+		w := 1.0
+		if ws != nil {
+			w = ws[i]
+		}
+		x := l * t
+		e := math.Expm1(x)
+		if math.IsInf(e, 1) {
+			continue
+		}
+		f += w * t / e
+		d -= w * t * t / (e * (e / (1 + e))) // 1 − e^{−x} = e/(1+e)
+	}
+	return f, d
+}
+
+// solveIrregularBracketed solves Σ w_i t_i/(e^{λ t_i}−1) = u (w = nil means all 1)
+// and also returns the observed Fisher information at the root,
+// I(λ̂) = Σ w_i t_i² e^{λt_i}/(e^{λt_i}−1)² (−d²/dλ² of the log-likelihood
+// of App. C).
+//
 // h(λ) = Σ w t/(e^{λt}−1) − u is strictly decreasing from +∞ to −u. At the
 // naive rate λ₀ = m/(S+u) (S = Σ w t) h(λ₀) ≥ m/λ₀ − S/2 − u = S/2 > 0, so
 // λ₀ is a lower bracket; the upper bracket is found by doubling. Newton
 // steps are safeguarded by bisection (geometric mean) inside the bracket.
-func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool) {
+func solveIrregularBracketed(ts, ws []float64, u float64) (lambda, info float64, ok bool) {
 	var m, s float64
 	for i, t := range ts {
 		w := 1.0
