@@ -188,12 +188,17 @@ func (c *Change) hasLastMod(cfg *Config) bool {
 func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 	k := 0
 	approx := 0.0
-	for b, cnt := range c.buckets {
-		if cnt != 0 {
-			ts[k] = BucketCentre(b)
-			ws[k] = float64(cnt)
-			approx += ts[k] * ws[k]
-			k++
+	for b0 := 0; b0 < NumBuckets; b0 += 4 { // most buckets are empty: skip four at a time
+		if c.buckets[b0]|c.buckets[b0+1]|c.buckets[b0+2]|c.buckets[b0+3] == 0 {
+			continue
+		}
+		for b := b0; b < b0+4; b++ {
+			if cnt := c.buckets[b]; cnt != 0 {
+				ts[k] = BucketCentre(b)
+				ws[k] = float64(cnt)
+				approx += ts[k] * ws[k]
+				k++
+			}
 		}
 	}
 	if approx > 0 && c.changedT > 0 {
@@ -220,30 +225,31 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 		return sane(c.best(cfg, mat, matOK, true, nil))
 	}
 	out.Reset()
+	mq := out.quantiles()
 	var v visitEstimates
 	v.known = true
-	if e, ok := c.naiveEst(cfg, true); ok {
+	if e, ok := c.naiveEst(cfg, true, mq); ok {
 		out.add(e)
 	}
-	v.improved, v.improvedOK = c.improvedEst(cfg, true)
+	v.improved, v.improvedOK = c.improvedEst(cfg, true, mq)
 	if v.improvedOK {
 		out.add(v.improved)
 	}
-	if e, ok := c.bayesEst(cfg, true); ok {
+	if e, ok := c.bayesEst(cfg, true, mq); ok {
 		out.add(e)
 	}
-	v.irregular, v.irregularOK = c.irregularEst(cfg, true)
+	v.irregular, v.irregularOK = c.irregularEst(cfg, true, mq)
 	if v.irregularOK {
 		out.add(v.irregular)
 	}
-	if e, ok := c.malcolmNoLMEst(cfg, true); ok {
+	if e, ok := c.malcolmNoLMEst(cfg, true, mq); ok {
 		out.add(e)
 	}
-	v.lastMod, v.lastModOK = c.lastModEst(cfg, true)
+	v.lastMod, v.lastModOK = c.lastModEst(cfg, true, mq)
 	if v.lastModOK {
 		out.add(v.lastMod)
 	}
-	if e, ok := c.malcolmLMEst(cfg, true); ok {
+	if e, ok := c.malcolmLMEst(cfg, true, mq); ok {
 		out.add(e)
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
@@ -291,21 +297,21 @@ func (v *visitEstimates) lastModOrCompute(c *Change, cfg *Config, withCI bool) (
 	if v != nil && v.known {
 		return v.lastMod, v.lastModOK
 	}
-	return c.lastModEst(cfg, withCI)
+	return c.lastModEst(cfg, withCI, nil)
 }
 
 func (v *visitEstimates) irregularOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
 	if v != nil && v.known {
 		return v.irregular, v.irregularOK
 	}
-	return c.irregularEst(cfg, withCI)
+	return c.irregularEst(cfg, withCI, nil)
 }
 
 func (v *visitEstimates) improvedOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
 	if v != nil && v.known {
 		return v.improved, v.improvedOK
 	}
-	return c.improvedEst(cfg, withCI)
+	return c.improvedEst(cfg, withCI, nil)
 }
 
 // bestRate is the best estimate's rate without any interval (for the
@@ -329,7 +335,7 @@ func (c *Change) visitBase() (n int64, T float64, ok bool) {
 
 // naiveEst is CGM §4.1, X/T, with the Garwood interval of the
 // detected-change count.
-func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) naiveEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	_, T, ok := c.visitBase()
 	if !ok {
 		return Estimate{}, false
@@ -337,7 +343,7 @@ func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
 	e := Estimate{Key: KeyNaive, Rate: float64(c.changes) / T}
 	if withCI {
 		pLo, pHi := cfg.tails()
-		lo, hi := garwood(float64(c.changes), pLo, pHi)
+		lo, hi := garwood(float64(c.changes), pLo, pHi, m)
 		e.Lo, e.Hi, e.HasCI = lo/T, hi/T, true
 	}
 	return e, true
@@ -346,7 +352,7 @@ func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
 // improvedEst is CGM §4.2: r̂ = −log((X̄+0.5)/(n+0.5)), λ̂ = r̂·f, with the
 // Clopper–Pearson interval for θ = 1−e^{−r} mapped through r = −log(1−θ);
 // no interval at X = n (the upper bound is +∞).
-func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) improvedEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	n, T, ok := c.visitBase()
 	if !ok {
 		return Estimate{}, false
@@ -356,7 +362,7 @@ func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
 	e := Estimate{Key: KeyCGMImproved, Rate: ImprovedRatio(n, X) * f}
 	if withCI && X < n {
 		pLo, pHi := cfg.tails()
-		tl, th := clopperPearson(n, X, pLo, pHi)
+		tl, th := clopperPearson(n, X, pLo, pHi, m)
 		e.Lo, e.Hi, e.HasCI = thetaToRatio(tl)*f, thetaToRatio(th)*f, true
 	}
 	return e, true
@@ -364,7 +370,7 @@ func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
 
 // bayesEst is CGM App. B: θ̂ = (X+α)/(n+α+β), λ̂ = −f·log(1−θ̂), with the
 // equal-tailed credible interval of the Beta(X+α, n−X+β) posterior.
-func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) bayesEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	n, T, ok := c.visitBase()
 	if !ok {
 		return Estimate{}, false
@@ -376,7 +382,7 @@ func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
 	if withCI {
 		pLo, pHi := cfg.tails()
 		a, b := float64(X)+cfg.BetaAlpha, float64(n-X)+cfg.BetaBeta
-		e.Lo, e.Hi, e.HasCI = thetaToRatio(betaQuantile(a, b, pLo))*f, thetaToRatio(betaQuantile(a, b, pHi))*f, true
+		e.Lo, e.Hi, e.HasCI = thetaToRatio(m.beta(a, b, pLo))*f, thetaToRatio(m.beta(a, b, pHi))*f, true
 	}
 	return e, true
 }
@@ -384,7 +390,7 @@ func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
 // irregularEst is CGM §4.3, eq. 2, over the bucketed changed intervals,
 // with a Wald interval on log λ from the observed information; with no
 // change, λ̂ = 0 and the one-sided bound of the likelihood e^{−λU}.
-func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) irregularEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	if _, _, ok := c.visitBase(); !ok {
 		return Estimate{}, false
 	}
@@ -403,7 +409,7 @@ func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
 			e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
 		case l == 0:
 			pLo, pHi := cfg.tails()
-			_, hi := garwood(0, pLo, pHi)
+			_, hi := garwood(0, pLo, pHi, m)
 			e.Hi, e.HasCI = hi/c.unchangedTime(), true
 		}
 	}
@@ -411,7 +417,7 @@ func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
 }
 
 // malcolmNoLMEst is Malcolm & Armitage eq. 3 as a rate; no interval.
-func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
+func (c *Change) malcolmNoLMEst(_ *Config, _ bool, _ *quantileMemo) (Estimate, bool) {
 	if _, _, ok := c.visitBase(); !ok {
 		return Estimate{}, false
 	}
@@ -423,7 +429,7 @@ func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
 // N ≥ 2 (App. D's correction needs n ≥ 2). The likelihood of the Fig. 10
 // data is exactly λ^X e^{−λT}, so the interval is the Garwood (Gamma)
 // interval for X over exposure T.
-func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) lastModEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	if c.lmN < 2 || c.lmT <= 0 {
 		return Estimate{}, false
 	}
@@ -431,7 +437,7 @@ func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
 	e := Estimate{Key: KeyCGMLastMod, Rate: LastModXPrime(c.lmN, c.lmX) / T}
 	if withCI {
 		pLo, pHi := cfg.tails()
-		lo, hi := garwood(float64(c.lmX), pLo, pHi)
+		lo, hi := garwood(float64(c.lmX), pLo, pHi, m)
 		e.Lo, e.Hi, e.HasCI = lo/T, hi/T, true
 	}
 	return e, true
@@ -440,7 +446,7 @@ func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
 // malcolmLMEst is Malcolm & Armitage eq. 2, mean age = totalAges/visits,
 // as the rate visits/totalAges; no interval (ages at successive visits
 // share the same last change, so they are not independent).
-func (c *Change) malcolmLMEst(_ *Config, _ bool) (Estimate, bool) {
+func (c *Change) malcolmLMEst(_ *Config, _ bool, _ *quantileMemo) (Estimate, bool) {
 	if c.ageN == 0 || c.ageSum <= 0 {
 		return Estimate{}, false
 	}

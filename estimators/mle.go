@@ -76,10 +76,11 @@ func IrregularMLE(changed []float64, unchanged float64) (lambda float64, ok bool
 // t̄ = S/m (S = Σ w t, m = Σ w): m·t̄/(e^{λt̄}−1) = u, λ₀ = ln(1 + S/u)/t̄.
 // It lies left of the root because t ↦ t/(e^{λt}−1) is convex (Jensen:
 // Σ w t/(e^{λt}−1) ≥ m·t̄/(e^{λt̄}−1)), and it is the root itself when all
-// changed intervals are equal (one bucket). Two to five evaluations of h
-// reach a relative step of 1e-13, against about twenty for the bracketed
-// search (solveIrregularBracketed, kept as the fallback should the Newton
-// climb not converge).
+// changed intervals are equal (one bucket). Halley's steps (h'' costs
+// nothing more: the same exponentials) reach the root in two or three
+// evaluations of h, against about twenty for the bracketed search
+// (solveIrregularBracketed, kept as the fallback should the iteration
+// not converge).
 func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool) {
 	var m, s float64
 	for i, t := range ts {
@@ -104,21 +105,28 @@ func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool)
 	}
 	x := math.Log1p(s/u) * m / s
 	for i := 0; i < 100 && x > 0 && !math.IsInf(x, 1); i++ {
-		f, d := irregularH(ts, ws, u, x)
-		if !(d < 0) || math.IsInf(d, -1) {
+		f, d, d2 := irregularH(ts, ws, u, x)
+		if !(d < 0) || math.IsInf(d, -1) || math.IsInf(d2, 1) {
 			break
 		}
-		nx := x - f/d
-		if math.Abs(nx-x) <= 1e-13*x {
-			return nx, -d, true
+		// Halley's step (cubic convergence); once it is below 1e-6·λ the
+		// error of the new point is of the order of 1e-18, and the
+		// information there is h'(λ) + h''(λ)·step to O(step²).
+		q := f / d
+		step := q / (1 - 0.5*math.Min(1, q*d2/d))
+		nx := x - step
+		if math.Abs(step) <= 1e-6*x {
+			return nx, -(d - d2*step), true
 		}
 		x = nx
 	}
 	return solveIrregularBracketed(ts, ws, u)
 }
 
-// irregularH returns h(λ) = Σ w t/(e^{λt}−1) − u and h'(λ).
-func irregularH(ts, ws []float64, u, l float64) (f, d float64) {
+// irregularH returns h(λ) = Σ w t/(e^{λt}−1) − u and its first two
+// derivatives: with g(y) = 1/(e^y−1) and E = e^y − 1,
+// g'(y) = −(1+E)/E² and g''(y) = (1+E)(2+E)/E³.
+func irregularH(ts, ws []float64, u, l float64) (f, d, d2 float64) {
 	f = -u
 	for i, t := range ts {
 		w := 1.0
@@ -130,10 +138,12 @@ func irregularH(ts, ws []float64, u, l float64) (f, d float64) {
 		if math.IsInf(e, 1) {
 			continue
 		}
+		g1 := (1 + e) / (e * e)
 		f += w * t / e
-		d -= w * t * t / (e * (e / (1 + e))) // 1 − e^{−x} = e/(1+e)
+		d -= w * t * t * g1
+		d2 += w * t * t * t * g1 * (2 + e) / e
 	}
-	return f, d
+	return f, d, d2
 }
 
 // solveIrregularBracketed solves Σ w_i t_i/(e^{λ t_i}−1) = u (w = nil means all 1)

@@ -65,13 +65,13 @@ func TestQuantilesAgainstGonum(t *testing.T) {
 
 func BenchmarkGarwood(b *testing.B) {
 	for b.Loop() {
-		garwood(100, 0.025, 0.975)
+		garwood(100, 0.025, 0.975, nil)
 	}
 }
 
 func BenchmarkClopperPearson(b *testing.B) {
 	for b.Loop() {
-		clopperPearson(500, 100, 0.025, 0.975)
+		clopperPearson(500, 100, 0.025, 0.975, nil)
 	}
 }
 
