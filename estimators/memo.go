@@ -25,7 +25,7 @@ const (
 type memoEntry struct{ a, b, p, x float64 }
 
 func memoSlot(a, b, p float64) int {
-	h := mix64(mix64(mix64(math.Float64bits(a)) ^ math.Float64bits(b)) ^ math.Float64bits(p))
+	h := mix64(mix64(mix64(math.Float64bits(a))^math.Float64bits(b)) ^ math.Float64bits(p))
 	return int(h >> (64 - memoBits))
 }
 
