@@ -70,13 +70,13 @@ func IrregularMLE(changed []float64, unchanged float64) (lambda float64, ok bool
 // of App. C).
 //
 // h(λ) = Σ w t/(e^{λt}−1) − u is decreasing and convex in λ (each term is
-// t·g(λt) with g(y) = 1/(e^y−1), g' < 0 < g”), so Newton's method started
+// t·g(λt) with g(y) = 1/(e^y−1), g′ < 0 < g″), so Newton's method started
 // left of the root climbs to it monotonically without overshooting. The
 // start is the root for equal changed intervals of the mean length
 // t̄ = S/m (S = Σ w t, m = Σ w): m·t̄/(e^{λt̄}−1) = u, λ₀ = ln(1 + S/u)/t̄.
 // It lies left of the root because t ↦ t/(e^{λt}−1) is convex (Jensen:
 // Σ w t/(e^{λt}−1) ≥ m·t̄/(e^{λt̄}−1)), and it is the root itself when all
-// changed intervals are equal (one bucket). Halley's steps (h” costs
+// changed intervals are equal (one bucket). Halley's steps (h″ costs
 // nothing more: the same exponentials) reach the root in two or three
 // evaluations of h, against about twenty for the bracketed search
 // (solveIrregularBracketed, kept as the fallback should the iteration
@@ -125,7 +125,7 @@ func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool)
 
 // irregularH returns h(λ) = Σ w t/(e^{λt}−1) − u and its first two
 // derivatives: with g(y) = 1/(e^y−1) and E = e^y − 1,
-// g'(y) = −(1+E)/E² and g”(y) = (1+E)(2+E)/E³.
+// g'(y) = −(1+E)/E² and g″(y) = (1+E)(2+E)/E³.
 func irregularH(ts, ws []float64, u, l float64) (f, d, d2 float64) {
 	f = -u
 	for i, t := range ts {
