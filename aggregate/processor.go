@@ -49,6 +49,12 @@ type Config struct {
 	// batches (a hit avoids a store read). 0 means unbounded, which
 	// EmitFinal requires. Default 200000.
 	CacheObjects int
+	// CacheBytes bounds the memory of the object caches of all the
+	// partitions this Processor owns together (each keeps at most its
+	// share): cached objects are kept encoded, about 300 bytes each with
+	// the cache's bookkeeping (see EntryOverheadBytes). 0 means unbounded,
+	// which EmitFinal requires. Default DefaultCacheBytes.
+	CacheBytes int64
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
@@ -78,6 +84,7 @@ func DefaultConfig() Config {
 		BatchSize:          5000,
 		Emit:               EmitUpdate,
 		CacheObjects:       200000,
+		CacheBytes:         DefaultCacheBytes,
 		EstimatesTopic:     stream.TopicEstimates,
 		AccessReportsTopic: stream.TopicAccessReports,
 		AlertsTopic:        stream.TopicAlerts,
@@ -103,11 +110,17 @@ func (c *Config) Validate() error {
 		if c.CacheObjects != 0 {
 			return fmt.Errorf("aggregate: Emit %q needs CacheObjects 0 (unbounded), got %d", c.Emit, c.CacheObjects)
 		}
+		if c.CacheBytes != 0 {
+			return fmt.Errorf("aggregate: Emit %q needs CacheBytes 0 (unbounded), got %d", c.Emit, c.CacheBytes)
+		}
 	default:
 		return fmt.Errorf("aggregate: Emit must be %q or %q, got %q", EmitUpdate, EmitFinal, c.Emit)
 	}
 	if c.CacheObjects < 0 {
 		return fmt.Errorf("aggregate: CacheObjects must not be negative, got %d", c.CacheObjects)
+	}
+	if c.CacheBytes < 0 {
+		return fmt.Errorf("aggregate: CacheBytes must not be negative, got %d", c.CacheBytes)
 	}
 	for name, t := range map[string]string{"EstimatesTopic": c.EstimatesTopic, "AccessReportsTopic": c.AccessReportsTopic,
 		"AlertsTopic": c.AlertsTopic, "DeadLetterTopic": c.DeadLetterTopic} {
@@ -150,6 +163,7 @@ type Processor struct {
 	now     func() time.Time // dead-letter timestamps only
 
 	committed atomic.Int64 // input messages committed, over all partitions
+	budget    *cacheBudget // CacheBytes, shared by the partitions' caches
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -169,7 +183,7 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 		return nil, err
 	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}}, nil
+		owned: map[state.Partition]bool{}, budget: &cacheBudget{limit: cfg.CacheBytes}}, nil
 }
 
 // Committed returns the number of input messages whose batches this
@@ -238,6 +252,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	}()
 
 	w := p.newWorker(part, c, next, log)
+	defer w.cache.close()
 	// A batch that was fetched is finished (outputs written, state
 	// committed) even when ctx is cancelled meanwhile, within DrainTimeout.
 	bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -356,14 +371,14 @@ type worker struct {
 // evictedState is an uncommitted state evicted from the cache.
 type evictedState struct {
 	seq uint64
-	obj Object
+	enc []byte
 }
 
 // maxInFlight bounds the batches whose outputs or commit are pending.
 const maxInFlight = 2
 
 func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
-	cch := newCache(p.cfg.CacheObjects)
+	cch := newCache(p.cfg.CacheObjects, p.budget)
 	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
 		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part)}
 }
@@ -442,7 +457,8 @@ func (w *worker) lookup(name string) (*entry, bool) {
 		if ev, ok := w.evicted[name]; ok {
 			delete(w.evicted, name)
 			e := w.cache.add(name)
-			e.seq, e.obj = ev.seq, ev.obj
+			e.seq = ev.seq
+			w.cache.setEnc(e, ev.enc)
 			return e, true
 		}
 	}
@@ -457,7 +473,7 @@ func (w *worker) trimCache() {
 			if w.evicted == nil {
 				w.evicted = map[string]evictedState{}
 			}
-			w.evicted[e.name] = evictedState{seq: e.seq, obj: e.obj}
+			w.evicted[e.name] = evictedState{seq: e.seq, enc: e.enc}
 		}
 	})
 }
@@ -503,6 +519,9 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		if e, ok := w.lookup(pd.name); ok {
 			pd.e = e
 			hits++
+			if _, err := w.cache.load(e); err != nil {
+				w.corrupt(pd.name, err)
+			}
 			continue
 		}
 		b.misses = append(b.misses, pd.name)
@@ -523,16 +542,11 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		for k, v := range vals {
 			pd := &b.objs[b.missIdx[k]]
 			pd.e = w.cache.add(pd.name)
-			if v == nil {
-				continue
+			if v != nil {
+				w.cache.setEnc(pd.e, bytes.Clone(v))
 			}
-			if err := pd.e.obj.DecodeBinary(v); err != nil {
-				// A stored value we cannot read is a bug or an incompatible
-				// deployment; say so loudly and start the object afresh
-				// rather than halting the partition forever.
-				p.metrics.corrupt.Inc()
-				w.log.Error("corrupt object state; starting it afresh", "object", pd.name, "err", err)
-				pd.e.obj = Object{}
+			if _, err := w.cache.load(pd.e); err != nil {
+				w.corrupt(pd.name, err)
 			}
 		}
 	}
@@ -589,14 +603,16 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	for j := range b.objs {
 		pd := &b.objs[j]
 		if !pd.changed {
+			w.cache.release(pd.e)
 			continue
 		}
 		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out = w.appendEstimates(b.out, pd.name, &pd.e.obj, pd.visits, pd.access)
+			b.out = w.appendEstimates(b.out, pd.name, pd.e.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
 		b.enc = pd.e.obj.AppendBinary(b.enc)
+		w.cache.store(pd.e, b.enc[start:])
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
 		b.writes = append(b.writes, state.Write{Object: pd.name})
 		b.ends = append(b.ends, len(b.enc))
@@ -936,8 +952,13 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	sort.Strings(names)
 	var out []stream.Message
 	for _, n := range names {
-		obj, _ := w.cache.get(n)
+		e, _ := w.cache.entry(n)
+		obj, err := w.cache.load(e)
+		if err != nil {
+			w.corrupt(n, err)
+		}
 		out = w.appendEstimates(out, n, obj, true, true)
+		w.cache.release(e)
 		if len(out) >= 1000 {
 			if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
 				return fmt.Errorf("aggregate: final estimates: %w", err)

@@ -92,6 +92,7 @@ type config struct {
 
 	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
+	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" default:"256MiB" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
 	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"observations this much older than an object's latest are applied at its latest time; older ones are dropped as late"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
@@ -168,8 +169,9 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.BatchSize = c.BatchSize
 	pc.Emit = c.Emit
 	pc.CacheObjects = c.CacheObjects
+	pc.CacheBytes = int64(c.CacheBytes)
 	if c.Emit == aggregate.EmitFinal {
-		pc.CacheObjects = 0
+		pc.CacheObjects, pc.CacheBytes = 0, 0
 	}
 	pc.Model.LateTolerance = c.LateTolerance
 	pc.Model.ReportPeriod = c.ReportPeriod
@@ -337,6 +339,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 
 // runService is the production mode: Kafka in, Kafka out, Redis state.
 func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prometheus.Registry) error {
+	setMemoryLimit(logger)
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
 		return fmt.Errorf("config: %s_KAFKA_*: %w", envPrefix, err)

@@ -1,0 +1,29 @@
+package aggregate
+
+// DefaultCacheBytes is the default of Config.CacheBytes (the aggregator's
+// CHANGERATE_CACHE_BYTES): 256 MiB of cached object states for the whole
+// process, about 850,000 objects at the ~300 bytes that a cached object
+// takes (EntryOverheadBytes plus its name and encoded state).
+//
+// The aggregator's heap is the cache plus the batches in flight (per owned
+// partition, up to BatchSize observations, their outputs and encoded
+// states: a few MiB) plus the Go runtime; cmd/aggregator sets GOMEMLIMIT
+// from the container's memory limit so that the collector keeps the heap
+// under it. A memory limit of at least MinMemoryLimitBytes leaves the
+// default cache that headroom; deploy/ tests check their limits against it.
+const DefaultCacheBytes int64 = 256 << 20
+
+// MinMemoryLimitBytes is the smallest container memory limit that fits the
+// default configuration with headroom: DefaultCacheBytes counted twice (the
+// accounting is an estimate of the heap, and GOGC lets garbage grow up to
+// the live heap between collections) plus 192 MiB for 12 partitions'
+// batches in flight, the Kafka client buffers and the runtime.
+const MinMemoryLimitBytes int64 = 2*DefaultCacheBytes + 192<<20
+
+// corrupt reports a stored state that does not decode: a bug or an
+// incompatible deployment. The object starts afresh rather than halting
+// the partition forever.
+func (w *worker) corrupt(name string, err error) {
+	w.p.metrics.corrupt.Inc()
+	w.log.Error("corrupt object state; starting it afresh", "object", name, "err", err)
+}
