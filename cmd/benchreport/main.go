@@ -69,9 +69,18 @@ type options struct {
 	timeout      time.Duration
 	skipLatency  bool
 	skipNaive    bool
+	aggregator   string
+	liveObjects  int
+	liveVisits   int
+	liveRuns     int
+	liveHTTP     string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-broker-child" {
+		brokerChild(os.Args[2:])
+		return
+	}
 	var o options
 	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
 	fs.StringVar(&o.out, "out", "docs/bench.md", "report file (- for stdout)")
@@ -95,6 +104,11 @@ func main() {
 	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
 	fs.BoolVar(&o.skipLatency, "skip-latency", false, "skip the latency run")
 	fs.BoolVar(&o.skipNaive, "skip-naive", false, "skip the naive runs")
+	fs.StringVar(&o.aggregator, "aggregator", "", "aggregator binary for the live-crawl runs (go build -o ... ./cmd/aggregator); empty: no live runs")
+	fs.IntVar(&o.liveObjects, "live-objects", 100000, "objects of the live-crawl shape")
+	fs.IntVar(&o.liveVisits, "live-visits", 4, "daily visits per object in the live-crawl shape")
+	fs.IntVar(&o.liveRuns, "live-runs", 2, "live-crawl runs")
+	fs.StringVar(&o.liveHTTP, "live-http", "127.0.0.1:18131", "HTTP address of the aggregator in the live runs (its /metrics is polled)")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -128,6 +142,7 @@ type report struct {
 	mature     matureResult
 	population matureResult
 	notes      []string
+	live       []liveResult
 }
 
 func logf(format string, args ...any) {
@@ -271,6 +286,18 @@ func run(ctx context.Context, o options) error {
 	logf("memory: %d objects per class with %d days of history", o.matureObjs, o.matureDays)
 	if rep.mature, err = memoryMature(ctx, e, o.matureObjs, o.matureDays, o.sample); err != nil {
 		return err
+	}
+	if o.aggregator != "" {
+		for i := 0; i < o.liveRuns; i++ {
+			logf("live crawl %d: %d objects x %d daily visits, aggregator binary %s", i+1, o.liveObjects, o.liveVisits, o.aggregator)
+			lr, err := runLive(ctx, e, o.aggregator, o.liveObjects, o.liveVisits, o.partitions, o.liveHTTP)
+			if err != nil {
+				return err
+			}
+			logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
+				lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
+			rep.live = append(rep.live, lr)
+		}
 	}
 	rep.machine.LoadAfter = loadavg()
 	rep.elapsed = time.Since(rep.started)
