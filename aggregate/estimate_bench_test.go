@@ -84,12 +84,14 @@ func liveStates() []Object {
 // at most 2 µs per object). live: the states of a daily crawl, one per
 // visit (liveStates); varied: the golden population (goldenStates: crawl,
 // proxy and mixed histories of up to two weeks, Last-Modified crawls,
-// snapshots), where the interval memo rarely hits.
+// snapshots), where the interval memo rarely hits; live-store: live with
+// the record storage the processor reuses (no allocation).
 func BenchmarkChangeEstimate(b *testing.B) {
 	for _, pop := range []struct {
 		name   string
 		states func() []Object
-	}{{"live", liveStates}, {"varied", goldenStates}} {
+		store  bool
+	}{{"live", liveStates, false}, {"varied", goldenStates, false}, {"live-store", liveStates, true}} {
 		b.Run(pop.name, func(b *testing.B) {
 			var objs []Object
 			for _, o := range pop.states() {
@@ -99,11 +101,15 @@ func BenchmarkChangeEstimate(b *testing.B) {
 			}
 			m := DefaultModel()
 			var scratch estimators.Estimates
+			var st *recordStore
+			if pop.store {
+				st = new(recordStore)
+			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				o := &objs[i%len(objs)]
-				if _, ok := o.ChangeEstimate("https://golden.example.org/x", &m, &scratch); !ok {
+				if _, ok := o.changeEstimate("https://golden.example.org/x", &m, &scratch, st); !ok {
 					b.Fatal("no estimate")
 				}
 				i++

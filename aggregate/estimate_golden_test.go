@@ -283,3 +283,30 @@ func compareJSON(tag, path string, got, want any, asOf time.Time, diffs *[]strin
 		}
 	}
 }
+
+// TestRecordStoreSameRecords checks that the processor's allocation-free
+// path (a reused recordStore) encodes exactly the records of the public
+// ChangeEstimate and AccessEstimate, over the golden population.
+func TestRecordStoreSameRecords(t *testing.T) {
+	m := DefaultModel()
+	var st recordStore
+	var es estimators.Estimates
+	for i, o := range goldenStates() {
+		for _, kind := range []string{"change", "access"} {
+			var a, b records.Estimate
+			var oka, okb bool
+			if kind == "change" {
+				a, oka = o.ChangeEstimate("x", &m, &es)
+				b, okb = o.changeEstimate("x", &m, &es, &st)
+			} else {
+				a, oka = o.AccessEstimate("x", &m, &es)
+				b, okb = o.accessEstimate("x", &m, &es, &st)
+			}
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if oka != okb || !bytes.Equal(ja, jb) {
+				t.Fatalf("state %d %s: store path\n%s\npublic\n%s", i, kind, jb, ja)
+			}
+		}
+	}
+}

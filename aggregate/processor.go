@@ -353,6 +353,7 @@ type worker struct {
 	cache  *cache
 	effs   Effects
 	es     estimators.Estimates
+	rs     recordStore // storage of the estimate records being encoded
 	pos    string // topic/partition@ prefix for dead letters
 	gauges partitionGauges
 
@@ -929,13 +930,13 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
-		if rec, ok := obj.ChangeEstimate(name, &w.p.cfg.Model, &w.es); ok {
+		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, &w.es, &w.rs); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
 		}
 	}
 	if access {
-		if rec, ok := obj.AccessEstimate(name, &w.p.cfg.Model, &w.es); ok {
+		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, &w.es, &w.rs); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
 		}
@@ -992,5 +993,9 @@ func (w *worker) encodeEstimate(topic, key string, rec *records.Estimate) stream
 		return w.encode(topic, key, *rec)
 	}
 	w.scratch = b
-	return stream.Message{Topic: topic, Key: []byte(key), Value: bytes.Clone(b)}
+	// Key and value in one allocation.
+	kv := make([]byte, len(key)+len(b))
+	copy(kv, key)
+	copy(kv[len(key):], b)
+	return stream.Message{Topic: topic, Key: kv[:len(key):len(key)], Value: kv[len(key):]}
 }
