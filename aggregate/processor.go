@@ -354,7 +354,7 @@ type worker struct {
 	effs   Effects
 	es     estimators.Estimates
 	rs     recordStore // storage of the estimate records being encoded
-	pos    string // topic/partition@ prefix for dead letters
+	pos    string      // topic/partition@ prefix for dead letters
 	gauges partitionGauges
 
 	seq       uint64       // the last prepared batch
