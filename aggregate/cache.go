@@ -159,10 +159,18 @@ func (c *cache) store(e *entry, enc []byte) {
 	c.release(e)
 }
 
+// maxPooledObjects bounds the decoded Objects a cache keeps for reuse
+// between batches: a batch decodes up to BatchSize objects at once, but
+// keeping that many (1.2 KB each) in every partition's pool would hold
+// megabytes per idle partition.
+const maxPooledObjects = 256
+
 // release returns e.obj, unchanged, to the pool.
 func (c *cache) release(e *entry) {
 	if e.obj != nil {
-		c.objs = append(c.objs, e.obj)
+		if len(c.objs) < maxPooledObjects {
+			c.objs = append(c.objs, e.obj)
+		}
 		e.obj = nil
 	}
 }

@@ -1,5 +1,11 @@
 package aggregate
 
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
 // DefaultCacheBytes is the default of Config.CacheBytes (the aggregator's
 // CHANGERATE_CACHE_BYTES): 256 MiB of cached object states for the whole
 // process, about 850,000 objects at the ~300 bytes that a cached object
@@ -26,4 +32,16 @@ const MinMemoryLimitBytes int64 = 2*DefaultCacheBytes + 192<<20
 func (w *worker) corrupt(name string, err error) {
 	w.p.metrics.corrupt.Inc()
 	w.log.Error("corrupt object state; starting it afresh", "object", name, "err", err)
+}
+
+// registerCacheBytes registers changerate_aggregator_cache_bytes, the bytes
+// the object caches account for (what CacheBytes bounds).
+func registerCacheBytes(reg prometheus.Registerer, b *cacheBudget) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "changerate_aggregator", Name: "cache_bytes",
+		Help: "Bytes of object state the in-process caches hold, as accounted against CACHE_BYTES (encoded states, names and bookkeeping)."},
+		func() float64 { return float64(b.used.Load()) })
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("aggregate: register cache_bytes: %w", err)
+	}
+	return nil
 }

@@ -182,8 +182,12 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err != nil {
 		return nil, err
 	}
+	budget := &cacheBudget{limit: cfg.CacheBytes}
+	if err := registerCacheBytes(reg, budget); err != nil {
+		return nil, err
+	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}, budget: &cacheBudget{limit: cfg.CacheBytes}}, nil
+		owned: map[state.Partition]bool{}, budget: budget}, nil
 }
 
 // Committed returns the number of input messages whose batches this

@@ -64,7 +64,9 @@ type liveResult struct {
 	Estimates             float64
 	AggCPU, BrokerCPU     float64 // µs per observation
 	RedisCPU              float64
-	PeakRSS               int64 // aggregator VmHWM, bytes
+	PeakRSS               int64   // aggregator VmHWM, bytes
+	HeapInuse, CacheBytes float64 // at the end: go_memstats_heap_inuse_bytes, changerate_aggregator_cache_bytes
+	Cached                float64 // changerate_aggregator_cached_objects, summed over partitions
 	Err                   string
 }
 
@@ -275,6 +277,9 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 			res.RedisCPU = (e.cpu(ctx).redis - red0) / n * 1e6
 			res.PeakRSS = peakRSS(agg.Process.Pid)
 			res.Estimates = metric("changerate_aggregator_estimates_out_total")
+			res.HeapInuse = metric("go_memstats_heap_inuse_bytes")
+			res.CacheBytes = metric("changerate_aggregator_cache_bytes")
+			res.Cached = metric("changerate_aggregator_cached_objects")
 			return res, nil
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -265,15 +265,22 @@ func writeLive(p func(string, ...any), r *report) {
 	p("(its consumer-group join is left out) to the poll of `changerate_aggregator_messages_committed_total` (every 20 ms) that\n")
 	p("shows every observation committed; peak RSS is the aggregator's `VmHWM`.\n\n")
 	p("Reproduce: `go build -o /tmp/aggregator ./cmd/aggregator && go run ./cmd/benchreport -aggregator /tmp/aggregator -runs 1 -skip-naive -skip-latency -population 3000 -mature-objects 1000 -out -`.\n\n")
-	p("| run | obs/s | kcat obs/s | ÷ kcat | estimates | aggregator µs/obs | broker µs/obs | redis µs/obs | total µs/obs | aggregator peak RSS | RSS / object |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| run | obs/s | kcat obs/s | ÷ kcat | estimates | aggregator µs/obs | broker µs/obs | redis µs/obs | total µs/obs | aggregator peak RSS | RSS / object | heap in use at end / cached object | cache accounted / object |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, l := range r.live {
 		ratio := 0.0
 		if l.KcatRate > 0 {
 			ratio = l.Rate / l.KcatRate
 		}
-		p("| l%d | **%.0f** | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f MiB | **%.0f B** |\n", i+1, l.Rate, l.KcatRate, ratio, l.Estimates,
-			l.AggCPU, l.BrokerCPU, l.RedisCPU, l.AggCPU+l.BrokerCPU+l.RedisCPU, float64(l.PeakRSS)/(1<<20), float64(l.PeakRSS)/float64(l.Objects))
+		perCached := func(x float64) float64 {
+			if l.Cached <= 0 {
+				return 0
+			}
+			return x / l.Cached
+		}
+		p("| l%d | **%.0f** | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f MiB | **%.0f B** | %.0f B | %.0f B |\n", i+1, l.Rate, l.KcatRate, ratio, l.Estimates,
+			l.AggCPU, l.BrokerCPU, l.RedisCPU, l.AggCPU+l.BrokerCPU+l.RedisCPU, float64(l.PeakRSS)/(1<<20), float64(l.PeakRSS)/float64(l.Objects),
+			perCached(l.HeapInuse), perCached(l.CacheBytes))
 	}
 	p("\n")
 	for _, l := range r.live {
