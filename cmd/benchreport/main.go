@@ -143,6 +143,7 @@ type report struct {
 	population matureResult
 	notes      []string
 	live       []liveResult
+	liveLat    *latResult
 }
 
 func logf(format string, args ...any) {
@@ -297,6 +298,20 @@ func run(ctx context.Context, o options) error {
 			logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
 				lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
 			rep.live = append(rep.live, lr)
+		}
+		if !o.skipLatency && len(rep.live) > 0 {
+			rates := make([]float64, len(rep.live))
+			for i, l := range rep.live {
+				rates[i] = l.Rate
+			}
+			half := median(rates) / 2
+			logf("live latency: %.0f obs/s for %s from a separate producer process, EMIT_INTERVAL 0", half, o.latDur)
+			lr, err := runLiveLatency(ctx, e, o.aggregator, o.liveObjects, o.partitions, o.liveHTTP, half, o.latDur, o.latWarm)
+			if err != nil {
+				return err
+			}
+			logf("live latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d)", lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd)
+			rep.liveLat = &lr
 		}
 	}
 	rep.machine.LoadAfter = loadavg()

@@ -288,4 +288,15 @@ func writeLive(p func(string, ...any), r *report) {
 			p("* %s\n", l.Err)
 		}
 	}
+	if lr := r.liveLat; lr != nil {
+		p("\n### Latency at half the live throughput, producer in a separate process\n\n")
+		p("Daily-crawl visits of the same %d URLs (round robin) are produced by this program (not the aggregator's process) at half\n", l0.Objects)
+		p("the median live rate above for %s, each with event time = its produce time, to the aggregator binary with\n", lr.Duration)
+		p("`CHANGERATE_EMIT_INTERVAL=0` (every batch publishes the estimates of every object it changed); a franz-go consumer here reads\n")
+		p("the estimates topic; latency = receive time − `as_of` (ms resolution). Samples of the first %s are dropped.\n\n", r.opts.latWarm)
+		p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end |\n")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
+			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
+	}
 }
