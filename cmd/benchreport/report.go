@@ -41,7 +41,7 @@ func (r *report) write(w io.Writer) error {
 	p("| CPU | %s |\n", r.machine.CPUModel)
 	p("| Go | %s |\n", r.machine.GoVersion)
 	p("| Redis | %s |\n", r.machine.Redis)
-	p("| Kafka | kfake (franz-go's in-process Kafka-protocol broker), in the same process |\n")
+	p("| Kafka | kfake (franz-go's Kafka-protocol broker): in the same process for the pipeline, naive and latency runs; in a child process (`benchreport -broker-child`) for the live-crawl runs |\n")
 	p("| OS | %s |\n", r.machine.Kernel)
 	p("| load average (1/5/15 min) before / after | %s / %s |\n\n", r.machine.LoadBefore, r.machine.LoadAfter)
 
