@@ -97,7 +97,7 @@ func main() {
 	fs.IntVar(&o.population, "population", 1000000, "objects (a third per class) in the population memory run")
 	fs.IntVar(&o.popDays, "population-days", 7, "days of history of the population's objects")
 	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the pipeline runs to this file")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the first pipeline run to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
 	fs.DurationVar(&o.linger, "linger", 0, "KafkaConfig.Linger of the output sink (0: the default, direct produce)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up (exit 2, with a goroutine dump) after this long")
@@ -194,19 +194,23 @@ func run(ctx context.Context, o options) error {
 			c.BatchSize = o.batch
 		}
 	}
+	var prof *os.File
 	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
+		if prof, err = os.Create(o.cpuprofile); err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+		defer prof.Close()
 	}
 	want := int64(len(msgs))
 	for i := range o.runs {
 		name := names[i]
+		// The CPU profile covers the first pipeline run only (not the
+		// naive designs).
+		if i == 0 && prof != nil {
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				return err
+			}
+		}
 		if i == 0 && o.trace != "" {
 			f, err := os.Create(o.trace)
 			if err != nil {
@@ -219,6 +223,9 @@ func run(ctx context.Context, o options) error {
 		pr, err := runPipeline(ctx, e, name, want, mutate, 5*time.Minute)
 		if i == 0 && o.trace != "" {
 			trace.Stop()
+		}
+		if i == 0 && prof != nil {
+			pprof.StopCPUProfile()
 		}
 		if errors.Is(err, errStalled) {
 			logf("%v", err)
@@ -257,9 +264,6 @@ func run(ctx context.Context, o options) error {
 		cp, cr, ct = nc.cpuPerObs()
 		logf("naive cached Lua %s: %d in %s: %.0f obs/s; CPU %.1f + %.1f = %.1f µs/obs", name, nc.Committed, nc.Elapsed.Round(time.Millisecond), nc.rate(), cp, cr, ct)
 		rep.naiveCache = append(rep.naiveCache, nc)
-	}
-	if o.cpuprofile != "" {
-		pprof.StopCPUProfile()
 	}
 	if !o.skipLatency {
 		rates := make([]float64, len(rep.pipeline))
