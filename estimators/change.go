@@ -224,8 +224,12 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 		mat, matOK := c.mat.estimates(cfg, nil)
 		return sane(c.best(cfg, mat, matOK, true, nil))
 	}
+	return c.estimate(cfg, out, out.quantiles())
+}
+
+// estimate is Estimate for out != nil with the quantile memo mq (nil: none).
+func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
 	out.Reset()
-	mq := out.quantiles()
 	var v visitEstimates
 	v.known = true
 	if e, ok := c.naiveEst(cfg, true, mq); ok {

@@ -94,3 +94,15 @@ func TestNextVisitFrom(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkChangeEstimateNoMemo is BenchmarkChangeEstimate without the
+// quantile memo: every interval solved again (the cost of an estimate whose
+// counts the memo has not seen).
+func BenchmarkChangeEstimateNoMemo(b *testing.B) {
+	c, cfg := benchChange(b)
+	var out Estimates
+	b.ReportAllocs()
+	for b.Loop() {
+		c.estimate(cfg, &out, nil)
+	}
+}

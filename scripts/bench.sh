@@ -46,7 +46,7 @@ bench() { # benchtime pattern packages...
     echo "FAILED: go test -bench '$pat' $*" >>"$tmp"
   fi
 }
-bench "$BENCHTIME" 'BenchmarkApply|BenchmarkProcessor$|BenchmarkChangeEstimate|BenchmarkCacheBytesPerObject' ./aggregate
+bench "$BENCHTIME" 'BenchmarkApply|BenchmarkProcessor$|BenchmarkProcessorLive|BenchmarkChangeEstimate|BenchmarkCacheBytesPerObject' ./aggregate
 bench 1x 'BenchmarkProcessorCacheMemory' ./aggregate
 bench "$BENCHTIME" 'BenchmarkDecodeObservation|BenchmarkAppendEstimateJSON|BenchmarkMarshalEstimate' ./records
 bench "$BENCHTIME" . ./estimators ./windows
