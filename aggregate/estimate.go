@@ -28,49 +28,54 @@ func ptr[T any](v T) *T { return &v }
 // finite reports whether v can be published (not NaN, not ±Inf).
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// fill copies every defined estimator of es into the record.
-func fill(rec *records.Estimate, best estimators.Estimate, ok bool, es *estimators.Estimates) {
+// fill copies every defined estimator of es into the record; st (nil:
+// allocate) provides the storage.
+func fill(rec *records.Estimate, best estimators.Estimate, ok bool, es *estimators.Estimates, st *recordStore) {
 	for i := 0; i < es.Len(); i++ {
 		e := es.At(i)
 		if !finite(e.Rate) {
 			continue
 		}
 		if rec.Estimates == nil {
-			rec.Estimates = make(map[string]float64, es.Len())
+			rec.Estimates = st.estimatesMap(es.Len())
 		}
 		rec.Estimates[e.Key] = e.Rate
 		if e.HasCI && finite(e.Lo) && finite(e.Hi) {
 			if rec.Intervals == nil {
-				rec.Intervals = make(map[string][2]float64, es.Len())
+				rec.Intervals = st.intervalsMap(es.Len())
 			}
 			rec.Intervals[e.Key] = [2]float64{e.Lo, e.Hi}
 		}
 	}
 	if ok && finite(best.Rate) {
-		rec.RatePerS = ptr(best.Rate)
+		rec.RatePerS = st.float(best.Rate)
 		rec.Estimator = best.Key
 		if best.HasCI && finite(best.Lo) && finite(best.Hi) {
-			rec.CI95 = &[2]float64{best.Lo, best.Hi}
+			rec.CI95 = st.pair(best.Lo, best.Hi)
 		}
 	}
 }
 
 // WindowRecord converts a window summary to its published form.
-func WindowRecord(s windows.Summary) *records.Window {
-	w := &records.Window{State: s.State.String(), Start: timeOf(s.Start), Points: s.Points, Model: s.Model}
+func WindowRecord(s windows.Summary) *records.Window { return windowRecord(s, nil) }
+
+// windowRecord is WindowRecord with the storage of st (nil: allocate).
+func windowRecord(s windows.Summary, st *recordStore) *records.Window {
+	w := st.window()
+	*w = records.Window{State: s.State.String(), Start: timeOf(s.Start), Points: s.Points, Model: s.Model}
 	if s.HasWeibull && finite(s.Beta) && finite(s.Eta) {
-		w.WeibullBeta, w.WeibullEta = ptr(s.Beta), ptr(s.Eta)
+		w.WeibullBeta, w.WeibullEta = st.float(s.Beta), st.float(s.Eta)
 	}
 	if s.HasDuane && finite(s.DuaneSlope) {
-		w.DuaneSlope = ptr(s.DuaneSlope)
+		w.DuaneSlope = st.float(s.DuaneSlope)
 	}
 	if s.HasRate && finite(s.Rate) {
-		w.RatePerS = ptr(s.Rate)
+		w.RatePerS = st.float(s.Rate)
 	} else {
 		w.Model = ""
 	}
 	if s.HasNext && finite(s.NextUpdate) {
-		w.NextUpdate = ptr(timeOf(s.NextUpdate))
+		w.NextUpdate = st.time(timeOf(s.NextUpdate))
 	}
 	return w
 }
@@ -79,7 +84,7 @@ func WindowRecord(s windows.Summary) *records.Window {
 // its latest observation. ok is false when the object has seen no visit.
 // scratch is reused to avoid allocation in the estimators.
 func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.ChangeEstimateAt(object, m, nil, scratch)
+	return o.changeEstimate(object, m, nil, scratch, nil)
 }
 
 // ChangeEstimateAt is ChangeEstimate for an object whose change window ran
@@ -87,6 +92,13 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 // window's times are published in real time and its rates are
 // deseasonalised.
 func (o *Object) ChangeEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	return o.changeEstimate(object, m, site, scratch, nil)
+}
+
+// changeEstimate is ChangeEstimateAt with the record's storage in st (nil:
+// allocated).
+func (o *Object) changeEstimate(object string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
+	st.reset()
 	if !o.HasChange() {
 		return records.Estimate{}, false
 	}
@@ -97,24 +109,24 @@ func (o *Object) ChangeEstimateAt(object string, m *Model, site *SiteState, scra
 	}
 	scratch.Reset()
 	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
-	fill(&rec, best, bok, scratch)
+	fill(&rec, best, bok, scratch, st)
 	if o.flags&hasChangeWin != 0 {
 		var p *windows.Profile
 		if site != nil {
 			p = &site.Change
 		}
 		sum := currentReal(&o.ChangeWin, p, asOf, m)
-		rec.Window = WindowRecord(sum)
+		rec.Window = windowRecord(sum, st)
 		if followWindow(&rec, &o.ChangeWin, sum, m) {
 			best, bok = estimators.Estimate{Key: rec.Estimator, Rate: *rec.RatePerS}, true
 		}
 	}
-	if t, ok := o.Change.NextVisit(asOf, &m.Estimators); ok && finite(t) {
-		rec.NextVisit = ptr(timeOf(t))
+	if t, ok := o.Change.NextVisitFrom(asOf, &m.Estimators, best, bok); ok && finite(t) {
+		rec.NextVisit = st.time(timeOf(t))
 	}
 	if bok {
 		if ttl, ok := estimators.TTL(best.Rate, m.PStale); ok && finite(ttl) {
-			rec.TTLS = ptr(ttl)
+			rec.TTLS = st.float(ttl)
 		}
 	}
 	return rec, true
@@ -124,7 +136,7 @@ func (o *Object) ChangeEstimateAt(object string, m *Model, site *SiteState, scra
 // its latest observation. ok is false when the object has seen no access.
 // It is AccessEstimateAt without a site profile.
 func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.AccessEstimateAt(object, m, nil, scratch)
+	return o.accessEstimate(object, m, nil, scratch, nil)
 }
 
 // AccessEstimateAt is AccessEstimate for an object whose access window ran
@@ -132,6 +144,13 @@ func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Est
 // times are published in real time, its rates are deseasonalised (the
 // long-run rate ν of the periodic intensity, windows.Profile eq. S1).
 func (o *Object) AccessEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	return o.accessEstimate(object, m, site, scratch, nil)
+}
+
+// accessEstimate is AccessEstimateAt with the record's storage in st (nil:
+// allocated).
+func (o *Object) accessEstimate(object string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
+	st.reset()
 	if !o.HasAccess() {
 		return records.Estimate{}, false
 	}
@@ -142,14 +161,14 @@ func (o *Object) AccessEstimateAt(object string, m *Model, site *SiteState, scra
 	}
 	scratch.Reset()
 	best, bok := o.Access.Estimate(asOf, &m.Estimators, scratch)
-	fill(&rec, best, bok, scratch)
+	fill(&rec, best, bok, scratch, st)
 	if o.flags&hasAccessWin != 0 {
 		var p *windows.Profile
 		if site != nil {
 			p = &site.Access
 		}
 		sum := currentReal(&o.AccessWin, p, asOf, m)
-		rec.Window = WindowRecord(sum)
+		rec.Window = windowRecord(sum, st)
 		followWindow(&rec, &o.AccessWin, sum, m)
 	}
 	return rec, true
@@ -169,7 +188,7 @@ func (o *Object) AccessReport(object string, p Period, m *Model, scratch *estima
 	var rec records.Estimate
 	scratch.Reset()
 	best, ok := o.Access.Estimate(seconds(o.lastTime), &m.Estimators, scratch)
-	fill(&rec, best, ok, scratch)
+	fill(&rec, best, ok, scratch, nil)
 	rep.Estimates, rep.Intervals = rec.Estimates, rec.Intervals
 	return rep
 }

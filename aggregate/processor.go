@@ -50,6 +50,12 @@ type Config struct {
 	// batches (a hit avoids a store read). 0 means unbounded, which
 	// EmitFinal requires. Default 200000.
 	CacheObjects int
+	// CacheBytes bounds the memory of the object caches of all the
+	// partitions this Processor owns together (each keeps at most its
+	// share): cached objects are kept encoded, about 300 bytes each with
+	// the cache's bookkeeping (see EntryOverheadBytes). 0 means unbounded,
+	// which EmitFinal requires. Default DefaultCacheBytes.
+	CacheBytes int64
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
@@ -101,6 +107,7 @@ func DefaultConfig() Config {
 		BatchSize:          5000,
 		Emit:               EmitUpdate,
 		CacheObjects:       200000,
+		CacheBytes:         DefaultCacheBytes,
 		EstimatesTopic:     stream.TopicEstimates,
 		AccessReportsTopic: stream.TopicAccessReports,
 		AlertsTopic:        stream.TopicAlerts,
@@ -128,11 +135,17 @@ func (c *Config) Validate() error {
 		if c.CacheObjects != 0 {
 			return fmt.Errorf("aggregate: Emit %q needs CacheObjects 0 (unbounded), got %d", c.Emit, c.CacheObjects)
 		}
+		if c.CacheBytes != 0 {
+			return fmt.Errorf("aggregate: Emit %q needs CacheBytes 0 (unbounded), got %d", c.Emit, c.CacheBytes)
+		}
 	default:
 		return fmt.Errorf("aggregate: Emit must be %q or %q, got %q", EmitUpdate, EmitFinal, c.Emit)
 	}
 	if c.CacheObjects < 0 {
 		return fmt.Errorf("aggregate: CacheObjects must not be negative, got %d", c.CacheObjects)
+	}
+	if c.CacheBytes < 0 {
+		return fmt.Errorf("aggregate: CacheBytes must not be negative, got %d", c.CacheBytes)
 	}
 	for name, t := range map[string]string{"EstimatesTopic": c.EstimatesTopic, "AccessReportsTopic": c.AccessReportsTopic,
 		"AlertsTopic": c.AlertsTopic, "DeadLetterTopic": c.DeadLetterTopic, "LateTopic": c.LateTopic} {
@@ -188,6 +201,7 @@ type Processor struct {
 
 	committed atomic.Int64 // input messages committed, over all partitions
 	stats     statCounters
+	budget    *cacheBudget // CacheBytes, shared by the partitions' caches
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -215,8 +229,12 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err != nil {
 		return nil, err
 	}
+	budget := &cacheBudget{limit: cfg.CacheBytes}
+	if err := registerCacheBytes(reg, budget); err != nil {
+		return nil, err
+	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm}, nil
+		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm, budget: budget}, nil
 }
 
 // Committed returns the number of input messages whose batches this
@@ -294,6 +312,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	w := p.newWorker(part, c, next, log)
 	defer p.metrics.forget(part)
 	w.rb = rb
+	defer w.cache.close()
 	// A batch that was fetched is finished (outputs written, state
 	// committed) even when ctx is cancelled meanwhile, within DrainTimeout.
 	bctx, cancelBatch := context.WithCancel(context.WithoutCancel(ctx))
@@ -416,7 +435,8 @@ type worker struct {
 	cache  *cache
 	effs   Effects
 	es     estimators.Estimates
-	pos    string // topic/partition@ prefix for dead letters
+	rs     recordStore // storage of the estimate records being encoded
+	pos    string      // topic/partition@ prefix for dead letters
 	gauges partitionGauges
 	rb     *reorderBuf
 	rated  bool // appendEstimates published a rate (see countRated)
@@ -439,14 +459,14 @@ type worker struct {
 // evictedState is an uncommitted state evicted from the cache.
 type evictedState struct {
 	seq uint64
-	obj Object
+	enc []byte
 }
 
 // maxInFlight bounds the batches whose outputs or commit are pending.
 const maxInFlight = 2
 
 func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
-	cch := newCache(p.cfg.CacheObjects)
+	cch := newCache(p.cfg.CacheObjects, p.budget)
 	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
 		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part), pools: newSitePools(p.cfg.Model.PoolSites),
 		det: newDetector(&p.cfg.Model)}
@@ -529,7 +549,8 @@ func (w *worker) lookup(name string) (*entry, bool) {
 		if ev, ok := w.evicted[name]; ok {
 			delete(w.evicted, name)
 			e := w.cache.add(name)
-			e.seq, e.obj = ev.seq, ev.obj
+			e.seq = ev.seq
+			w.cache.setEnc(e, ev.enc)
 			return e, true
 		}
 	}
@@ -544,7 +565,7 @@ func (w *worker) trimCache() {
 			if w.evicted == nil {
 				w.evicted = map[string]evictedState{}
 			}
-			w.evicted[e.name] = evictedState{seq: e.seq, obj: e.obj}
+			w.evicted[e.name] = evictedState{seq: e.seq, enc: e.enc}
 		}
 	})
 }
@@ -636,6 +657,9 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		if e, ok := w.lookup(pd.name); ok {
 			pd.e = e
 			hits++
+			if _, err := w.cache.load(e); err != nil {
+				w.corrupt(pd.name, err)
+			}
 			continue
 		}
 		b.misses = append(b.misses, pd.name)
@@ -658,15 +682,11 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 			pd.e = w.cache.add(pd.name)
 			if v == nil {
 				p.stats.objects.Add(1)
-				continue
+			} else {
+				w.cache.setEnc(pd.e, bytes.Clone(v))
 			}
-			if err := pd.e.obj.DecodeBinary(v); err != nil {
-				// A stored value we cannot read is a bug or an incompatible
-				// deployment; say so loudly and start the object afresh
-				// rather than halting the partition forever.
-				p.metrics.corrupt.Inc()
-				w.log.Error("corrupt object state; starting it afresh", "object", pd.name, "err", err)
-				pd.e.obj = Object{}
+			if _, err := w.cache.load(pd.e); err != nil {
+				w.corrupt(pd.name, err)
 			}
 		}
 	}
@@ -680,7 +700,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	for i := range b.obs {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
-		oc, se := w.det.apply(pd.name, &pd.e.obj, &b.obs[i], &w.effs)
+		oc, se := w.det.apply(pd.name, pd.e.obj, &b.obs[i], &w.effs)
 		if se != nil && (w.effs.Accesses || w.effs.Visits) {
 			touchedSites[se] = Site(pd.name)
 		}
@@ -729,14 +749,16 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	for j := range b.objs {
 		pd := &b.objs[j]
 		if !pd.changed {
+			w.cache.release(pd.e)
 			continue
 		}
 		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out = w.appendEstimates(b.out, pd.name, &pd.e.obj, pd.visits, pd.access)
+			b.out = w.appendEstimates(b.out, pd.name, pd.e.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
 		b.enc = pd.e.obj.AppendBinary(b.enc)
+		w.cache.store(pd.e, b.enc[start:])
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
 		b.writes = append(b.writes, state.Write{Object: pd.name})
 		b.ends = append(b.ends, len(b.enc))
@@ -1066,7 +1088,7 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
-		if rec, ok := obj.ChangeEstimateAt(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es); ok {
+		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
@@ -1075,7 +1097,7 @@ func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object,
 		}
 	}
 	if access {
-		if rec, ok := obj.AccessEstimateAt(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es); ok {
+		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
 			w.p.stats.accessEst.Add(1)
@@ -1093,15 +1115,25 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	names := w.cache.names()
 	sort.Strings(names)
 	for _, n := range names { // the site priors see every object first (pooled.go)
-		obj, _ := w.cache.get(n)
+		e, _ := w.cache.entry(n)
+		obj, err := w.cache.load(e)
+		if err != nil {
+			w.corrupt(n, err)
+		}
 		w.pools.fold(Site(n), obj, &w.p.cfg.Model)
+		w.cache.release(e)
 	}
 	w.final = true
 	var out []stream.Message
 	for _, n := range names {
-		obj, _ := w.cache.get(n)
+		e, _ := w.cache.entry(n)
+		obj, err := w.cache.load(e)
+		if err != nil {
+			w.corrupt(n, err)
+		}
 		w.rated = false
 		out = w.appendEstimates(out, n, obj, true, true)
+		w.cache.release(e)
 		w.p.stats.finalObjects.Add(1)
 		if w.rated {
 			w.p.stats.finalWithRate.Add(1)
@@ -1139,5 +1171,9 @@ func (w *worker) encodeEstimate(topic, key string, rec *records.Estimate) stream
 		return w.encode(topic, key, *rec)
 	}
 	w.scratch = b
-	return stream.Message{Topic: topic, Key: []byte(key), Value: bytes.Clone(b)}
+	// Key and value in one allocation.
+	kv := make([]byte, len(key)+len(b))
+	copy(kv, key)
+	copy(kv[len(key):], b)
+	return stream.Message{Topic: topic, Key: kv[:len(key):len(key)], Value: kv[len(key):]}
 }

@@ -339,7 +339,7 @@ func TestRejectedDeadLetterStopsPartition(t *testing.T) {
 // is dead-lettered at "topic/partition@final" and the others are written.
 func TestRejectedFinalEstimate(t *testing.T) {
 	cfg := rejectConfig()
-	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
 	mem := stream.NewMemorySink()
 	mem.RejectIf(rejectKey)
 	p, _ := newRejectProcessor(t, cfg, newMemory(t), mem)

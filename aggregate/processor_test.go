@@ -110,7 +110,7 @@ func decodeEstimates(t *testing.T, vals map[string][]byte) map[string]records.Es
 func TestProcessorRecoversTrueRates(t *testing.T) {
 	in, truth := truthLog(7, 120, 60)
 	cfg := DefaultConfig()
-	cfg.Emit, cfg.CacheObjects = EmitFinal, 0
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
 	ests := decodeEstimates(t, sink.Latest(stream.TopicEstimates))
@@ -149,10 +149,7 @@ func TestProcessorRecoversTrueRates(t *testing.T) {
 func TestEmitModesAgree(t *testing.T) {
 	in, _ := truthLog(8, 30, 10)
 	final := DefaultConfig()
-	final.Emit, final.CacheObjects = EmitFinal, 0
-	// Pooled estimates depend on the order in which a site's objects are
-	// published (aggregate/pooled.go): this test is about everything else.
-	final.Model.PoolSites = 0
+	final.Emit, final.CacheObjects, final.CacheBytes = EmitFinal, 0, 0
 	pf, sf := newTestProcessor(t, final, newMemory(t))
 	runReader(t, pf, in)
 	want := sf.Latest(stream.TopicEstimates)

@@ -53,6 +53,7 @@ func (a *Access) Snapshots() int64 { return a.mat.n }
 // not allocate.
 func (a *Access) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
 	var local Estimates
+	mq := out.quantiles()
 	if out == nil {
 		out = &local
 	}
@@ -67,7 +68,7 @@ func (a *Access) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 		if T := end - seconds(a.first); T > 0 {
 			pLo, pHi := cfg.tails()
 			k := float64(a.n - 1)
-			lo, hi := garwood(k, pLo, pHi)
+			lo, hi := garwood(k, pLo, pHi, mq)
 			naive = Estimate{Key: KeyNaive, Rate: k / T, Lo: lo / T, Hi: hi / T, HasCI: true}
 			haveNaive = true
 			out.add(naive)

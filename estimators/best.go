@@ -31,14 +31,14 @@ func (c *Change) smallCountBest(cfg *Config, withCI bool) (Estimate, bool) {
 		return Estimate{}, false
 	}
 	if c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) {
-		lm, ok := c.lastModEst(cfg, false)
+		lm, ok := c.lastModEst(cfg, false, nil)
 		if T := c.Span(); ok && T > 0 && lm.Rate*T/float64(n) < NaiveMaxRatio {
-			return c.naiveEst(cfg, withCI)
+			return c.naiveEst(cfg, withCI, nil)
 		}
 		return Estimate{}, false
 	}
 	if c.changes < FewChanges {
-		return c.bayesEst(cfg, withCI)
+		return c.bayesEst(cfg, withCI, nil)
 	}
 	return Estimate{}, false
 }

@@ -188,12 +188,17 @@ func (c *Change) hasLastMod(cfg *Config) bool {
 func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 	k := 0
 	approx := 0.0
-	for b, cnt := range c.buckets {
-		if cnt != 0 {
-			ts[k] = BucketCentre(b)
-			ws[k] = float64(cnt)
-			approx += ts[k] * ws[k]
-			k++
+	for b0 := 0; b0 < NumBuckets; b0 += 4 { // most buckets are empty: skip four at a time
+		if c.buckets[b0]|c.buckets[b0+1]|c.buckets[b0+2]|c.buckets[b0+3] == 0 {
+			continue
+		}
+		for b := b0; b < b0+4; b++ {
+			if cnt := c.buckets[b]; cnt != 0 {
+				ts[k] = BucketCentre(b)
+				ws[k] = float64(cnt)
+				approx += ts[k] * ws[k]
+				k++
+			}
 		}
 	}
 	if approx > 0 && c.changedT > 0 {
@@ -209,46 +214,83 @@ func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 // (seconds; the visit estimators depend only on the visits, asOf is
 // accepted for symmetry with windows) into out (which is Reset first) and
 // returns the best estimate under the rule of the package documentation;
-// ok=false when there is too little data for a best estimate. With out ==
-// nil only the best estimate is computed (about 5× cheaper). It does not
-// allocate.
+// ok=false when there is too little data for a best estimate. Each
+// estimator is computed once: the best estimate is picked from those
+// published in out. With out == nil only the best estimate is computed. It
+// does not allocate.
 func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
 	_ = asOf
-	if out != nil {
-		out.Reset()
-		for _, f := range [...]func(*Change, *Config, bool) (Estimate, bool){
-			(*Change).naiveEst, (*Change).improvedEst, (*Change).bayesEst, (*Change).irregularEst,
-			(*Change).malcolmNoLMEst, (*Change).lastModEst, (*Change).malcolmLMEst,
-		} {
-			if e, ok := f(c, cfg, true); ok {
-				out.add(e)
-			}
-		}
+	if out == nil {
+		mat, matOK := c.mat.estimates(cfg, nil)
+		return sane(c.best(cfg, mat, matOK, true, nil))
+	}
+	return c.estimate(cfg, out, out.quantiles())
+}
+
+// estimate is Estimate for out != nil with the quantile memo mq (nil: none).
+func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
+	out.Reset()
+	var v visitEstimates
+	v.known = true
+	if e, ok := c.naiveEst(cfg, true, mq); ok {
+		out.add(e)
+	}
+	v.improved, v.improvedOK = c.improvedEst(cfg, true, mq)
+	if v.improvedOK {
+		out.add(v.improved)
+	}
+	if e, ok := c.bayesEst(cfg, true, mq); ok {
+		out.add(e)
+	}
+	v.irregular, v.irregularOK = c.irregularEst(cfg, true, mq)
+	if v.irregularOK {
+		out.add(v.irregular)
+	}
+	if e, ok := c.malcolmNoLMEst(cfg, true, mq); ok {
+		out.add(e)
+	}
+	v.lastMod, v.lastModOK = c.lastModEst(cfg, true, mq)
+	if v.lastModOK {
+		out.add(v.lastMod)
+	}
+	if e, ok := c.malcolmLMEst(cfg, true, mq); ok {
+		out.add(e)
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, mat, matOK, true))
+	return sane(c.best(cfg, mat, matOK, true, &v))
+}
+
+// visitEstimates holds the candidates of the best-estimate rule already
+// computed (with intervals) by Estimate, so that best does not compute them
+// again.
+type visitEstimates struct {
+	known                              bool
+	lastMod, irregular, improved       Estimate
+	lastModOK, irregularOK, improvedOK bool
 }
 
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
-// interval of the chosen estimator.
-func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool) (Estimate, bool) {
+// interval of the chosen estimator. pre, when not nil, holds the
+// candidates already computed.
+func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates) (Estimate, bool) {
 	if e, ok := c.smallCountBest(cfg, withCI); ok {
 		return e, true
 	}
 	minN := int64(cfg.MinIntervals)
 	n := c.Intervals()
 	if c.lmN >= minN && c.hasLastMod(cfg) {
-		if e, ok := c.lastModEst(cfg, withCI); ok {
+		e, ok := pre.lastModOrCompute(c, cfg, withCI)
+		if ok {
 			return e, true
 		}
 	}
 	if n >= minN {
 		if !c.Regular(cfg) {
-			if e, ok := c.irregularEst(cfg, withCI); ok {
+			if e, ok := pre.irregularOrCompute(c, cfg, withCI); ok {
 				return e, true
 			}
 		}
-		if e, ok := c.improvedEst(cfg, withCI); ok {
+		if e, ok := pre.improvedOrCompute(c, cfg, withCI); ok {
 			return e, true
 		}
 	}
@@ -256,6 +298,27 @@ func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool) (Estimate, 
 		return mat, true
 	}
 	return Estimate{}, false
+}
+
+func (v *visitEstimates) lastModOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.lastMod, v.lastModOK
+	}
+	return c.lastModEst(cfg, withCI, nil)
+}
+
+func (v *visitEstimates) irregularOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.irregular, v.irregularOK
+	}
+	return c.irregularEst(cfg, withCI, nil)
+}
+
+func (v *visitEstimates) improvedOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.improved, v.improvedOK
+	}
+	return c.improvedEst(cfg, withCI, nil)
 }
 
 // bestRate is the best estimate's rate without any interval (for the
@@ -266,7 +329,7 @@ func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := sane(c.best(cfg, mat, matOK, false))
+	e, ok := sane(c.best(cfg, mat, matOK, false, nil))
 	return e.Rate, ok
 }
 
@@ -279,7 +342,7 @@ func (c *Change) visitBase() (n int64, T float64, ok bool) {
 
 // naiveEst is CGM §4.1, X/T, with the Garwood interval of the
 // detected-change count.
-func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) naiveEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	_, T, ok := c.visitBase()
 	if !ok {
 		return Estimate{}, false
@@ -287,7 +350,7 @@ func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
 	e := Estimate{Key: KeyNaive, Rate: float64(c.changes) / T}
 	if withCI {
 		pLo, pHi := cfg.tails()
-		lo, hi := garwood(float64(c.changes), pLo, pHi)
+		lo, hi := garwood(float64(c.changes), pLo, pHi, m)
 		e.Lo, e.Hi, e.HasCI = lo/T, hi/T, true
 	}
 	return e, true
@@ -296,7 +359,7 @@ func (c *Change) naiveEst(cfg *Config, withCI bool) (Estimate, bool) {
 // improvedEst is CGM §4.2: r̂ = −log((X̄+0.5)/(n+0.5)), λ̂ = r̂·f, with the
 // Clopper–Pearson interval for θ = 1−e^{−r} mapped through r = −log(1−θ);
 // no interval at X = n (the upper bound is +∞).
-func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) improvedEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	n, T, ok := c.visitBase()
 	if !ok {
 		return Estimate{}, false
@@ -306,7 +369,7 @@ func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
 	e := Estimate{Key: KeyCGMImproved, Rate: ImprovedRatio(n, X) * f}
 	if withCI && X < n {
 		pLo, pHi := cfg.tails()
-		tl, th := clopperPearson(n, X, pLo, pHi)
+		tl, th := clopperPearson(n, X, pLo, pHi, m)
 		e.Lo, e.Hi, e.HasCI = thetaToRatio(tl)*f, thetaToRatio(th)*f, true
 	}
 	return e, true
@@ -314,7 +377,7 @@ func (c *Change) improvedEst(cfg *Config, withCI bool) (Estimate, bool) {
 
 // bayesEst is CGM App. B: θ̂ = (X+α)/(n+α+β), λ̂ = −f·log(1−θ̂), with the
 // equal-tailed credible interval of the Beta(X+α, n−X+β) posterior.
-func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) bayesEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	n, T, ok := c.visitBase()
 	if !ok {
 		return Estimate{}, false
@@ -326,7 +389,7 @@ func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
 	if withCI {
 		pLo, pHi := cfg.tails()
 		a, b := float64(X)+cfg.BetaAlpha, float64(n-X)+cfg.BetaBeta
-		e.Lo, e.Hi, e.HasCI = thetaToRatio(betaQuantile(a, b, pLo))*f, thetaToRatio(betaQuantile(a, b, pHi))*f, true
+		e.Lo, e.Hi, e.HasCI = thetaToRatio(m.beta(a, b, pLo))*f, thetaToRatio(m.beta(a, b, pHi))*f, true
 	}
 	return e, true
 }
@@ -334,7 +397,7 @@ func (c *Change) bayesEst(cfg *Config, withCI bool) (Estimate, bool) {
 // irregularEst is CGM §4.3, eq. 2, over the bucketed changed intervals,
 // with a Wald interval on log λ from the observed information; with no
 // change, λ̂ = 0 and the one-sided bound of the likelihood e^{−λU}.
-func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) irregularEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	if _, _, ok := c.visitBase(); !ok {
 		return Estimate{}, false
 	}
@@ -353,7 +416,7 @@ func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
 			e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
 		case l == 0:
 			pLo, pHi := cfg.tails()
-			_, hi := garwood(0, pLo, pHi)
+			_, hi := garwood(0, pLo, pHi, m)
 			e.Hi, e.HasCI = hi/c.unchangedTime(), true
 		}
 	}
@@ -361,7 +424,7 @@ func (c *Change) irregularEst(cfg *Config, withCI bool) (Estimate, bool) {
 }
 
 // malcolmNoLMEst is Malcolm & Armitage eq. 3 as a rate; no interval.
-func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
+func (c *Change) malcolmNoLMEst(_ *Config, _ bool, _ *quantileMemo) (Estimate, bool) {
 	if _, _, ok := c.visitBase(); !ok {
 		return Estimate{}, false
 	}
@@ -373,7 +436,7 @@ func (c *Change) malcolmNoLMEst(_ *Config, _ bool) (Estimate, bool) {
 // N ≥ 2 (App. D's correction needs n ≥ 2). The likelihood of the Fig. 10
 // data is exactly λ^X e^{−λT}, so the interval is the Garwood (Gamma)
 // interval for X over exposure T.
-func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
+func (c *Change) lastModEst(cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool) {
 	if c.lmN < 2 || c.lmT <= 0 {
 		return Estimate{}, false
 	}
@@ -381,7 +444,7 @@ func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
 	e := Estimate{Key: KeyCGMLastMod, Rate: LastModXPrime(c.lmN, c.lmX) / T}
 	if withCI {
 		pLo, pHi := cfg.tails()
-		lo, hi := garwood(float64(c.lmX), pLo, pHi)
+		lo, hi := garwood(float64(c.lmX), pLo, pHi, m)
 		e.Lo, e.Hi, e.HasCI = lo/T, hi/T, true
 	}
 	return e, true
@@ -390,7 +453,7 @@ func (c *Change) lastModEst(cfg *Config, withCI bool) (Estimate, bool) {
 // malcolmLMEst is Malcolm & Armitage eq. 2, mean age = totalAges/visits,
 // as the rate visits/totalAges; no interval (ages at successive visits
 // share the same last change, so they are not independent).
-func (c *Change) malcolmLMEst(_ *Config, _ bool) (Estimate, bool) {
+func (c *Change) malcolmLMEst(_ *Config, _ bool, _ *quantileMemo) (Estimate, bool) {
 	if c.ageN == 0 || c.ageSum <= 0 {
 		return Estimate{}, false
 	}

@@ -9,7 +9,10 @@
 // mutable state. Times are float64 seconds since the Unix epoch, durations
 // are seconds and rates are per second. Per object, Change and Access keep a
 // fixed-size state that is updated in O(1) without allocation; Estimate and
-// NextVisit do not allocate either. The state keeps times and interval sums
+// NextVisit do not allocate either (an Estimates list allocates its memo of
+// interval quantiles once, on first use: quantiles depend only on counts,
+// so a reused list computes each one once; see quantile.go for how they
+// are solved). The state keeps times and interval sums
 // as whole milliseconds (the resolution of every log format; input times are
 // rounded to it), so the sums are exact. AppendBinaryAt/DecodeBinaryAt give
 // a compact, lossless encoding (decode(encode(s)) == s field by field) of a

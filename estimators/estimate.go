@@ -33,11 +33,27 @@ type Estimate struct {
 const MaxEstimates = 16
 
 // Estimates is a fixed-capacity list of estimates, filled without
-// allocation. The zero value is empty and ready to use. Not safe for
-// concurrent use.
+// allocation (after its first use, which allocates the memo of interval
+// quantiles that makes a reused Estimates faster). The zero value is empty
+// and ready to use. Not safe for concurrent use.
 type Estimates struct {
 	n int
 	e [MaxEstimates]Estimate
+	// memo remembers the interval quantiles of recent estimates computed
+	// into this list (allocated on first use; shared by copies of the
+	// value, which therefore must not be used concurrently either).
+	memo *quantileMemo
+}
+
+// quantiles returns e's quantile memo, nil for a nil e.
+func (e *Estimates) quantiles() *quantileMemo {
+	if e == nil {
+		return nil
+	}
+	if e.memo == nil {
+		e.memo = new(quantileMemo)
+	}
+	return e.memo
 }
 
 // Reset empties the list.

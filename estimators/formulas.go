@@ -1,10 +1,6 @@
 package estimators
 
-import (
-	"math"
-
-	"gonum.org/v1/gonum/mathext"
-)
+import "math"
 
 // This file holds the closed-form formulas of the papers as pure functions
 // of the sufficient statistics. They are exported so that evaluation code
@@ -156,29 +152,26 @@ func MalcolmNoLastModRate(p, u float64, x int64) (rate, interval float64, ok boo
 // garwood returns the exact Poisson (Garwood) interval for the mean of a
 // Poisson count k: [Γ⁻¹(k; lo), Γ⁻¹(k+1; hi)] in terms of the Gamma
 // quantiles, i.e. [χ²_{2k}(lo)/2, χ²_{2k+2}(hi)/2]. With k = 0 the lower
-// bound is 0.
-func garwood(k float64, pLo, pHi float64) (lo, hi float64) {
+// bound is 0. m (may be nil) remembers recent quantiles.
+func garwood(k float64, pLo, pHi float64, m *quantileMemo) (lo, hi float64) {
 	if k > 0 {
-		lo = mathext.GammaIncRegCompInv(k, 1-pLo)
+		lo = m.gamma(k, pLo, 1-pLo)
 	}
-	hi = mathext.GammaIncRegCompInv(k+1, 1-pHi)
+	hi = m.gamma(k+1, pHi, 1-pHi)
 	return lo, hi
 }
-
-// betaQuantile is the p-quantile of Beta(a, b).
-func betaQuantile(a, b, p float64) float64 { return mathext.InvRegIncBeta(a, b, p) }
 
 // clopperPearson is the exact binomial interval for θ from x successes in
 // n trials: [B(lo; x, n−x+1), B(hi; x+1, n−x)], with 0 at x = 0 and 1 at
 // x = n.
-func clopperPearson(n, x int64, pLo, pHi float64) (lo, hi float64) {
+func clopperPearson(n, x int64, pLo, pHi float64, m *quantileMemo) (lo, hi float64) {
 	X, N := float64(x), float64(n)
 	if x > 0 {
-		lo = betaQuantile(X, N-X+1, pLo)
+		lo = m.beta(X, N-X+1, pLo)
 	}
 	hi = 1
 	if x < n {
-		hi = betaQuantile(X+1, N-X, pHi)
+		hi = m.beta(X+1, N-X, pHi)
 	}
 	return lo, hi
 }

@@ -141,7 +141,7 @@ func (s *matloffState) estimates(cfg *Config, out *Estimates) (best Estimate, ok
 	// Poisson (Garwood) interval for the count #(0,h) over n·h.
 	nh := KernelFraction * s.sumTau
 	k := float64(s.kern)
-	lo, hi := garwood(k, pLo, pHi)
+	lo, hi := garwood(k, pLo, pHi, out.quantiles())
 	out.add(Estimate{Key: KeyMatloffKernel, Rate: k / nh, Lo: lo / nh, Hi: hi / nh, HasCI: true})
 
 	return best, mxOK

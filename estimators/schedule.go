@@ -26,13 +26,30 @@ import "math"
 // while λ̂ = 0 the interval is max(InitialInterval, span). Every interval
 // is finally clamped to [MinInterval, MaxInterval].
 func (c *Change) NextVisit(asOf float64, cfg *Config) (t float64, ok bool) {
+	return c.nextVisit(asOf, cfg, nil)
+}
+
+// NextVisitFrom is NextVisit given the best estimate that Estimate returned
+// for the same state and cfg (best, ok), so that the CGM rule does not
+// compute it again. The result is the same as NextVisit's.
+func (c *Change) NextVisitFrom(asOf float64, cfg *Config, best Estimate, ok bool) (t float64, nextOK bool) {
+	return c.nextVisit(asOf, cfg, &knownBest{rate: best.Rate, ok: ok})
+}
+
+// knownBest is the best estimate's rate when the caller already has it.
+type knownBest struct {
+	rate float64
+	ok   bool
+}
+
+func (c *Change) nextVisit(asOf float64, cfg *Config, kb *knownBest) (t float64, ok bool) {
 	if !finite(asOf) {
 		return 0, false
 	}
 	if c.visits == 0 {
 		return asOf, true
 	}
-	iv, ok := c.NextInterval(cfg)
+	iv, ok := c.nextInterval(cfg, kb)
 	if !ok {
 		return 0, false
 	}
@@ -46,6 +63,10 @@ func (c *Change) NextVisit(asOf float64, cfg *Config) (t float64, ok bool) {
 // NextInterval is the interval part of NextVisit (seconds after the latest
 // visit).
 func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
+	return c.nextInterval(cfg, nil)
+}
+
+func (c *Change) nextInterval(cfg *Config, kb *knownBest) (interval float64, ok bool) {
 	if cfg.Schedule == ScheduleMalcolm {
 		lm := c.ageN > 0 && (c.Intervals() == 0 || c.hasLastMod(cfg))
 		if lm {
@@ -53,7 +74,7 @@ func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
 				if cfg.StopAtMaxChanges {
 					return 0, false
 				}
-				return c.cgmInterval(cfg), true
+				return c.cgmInterval(cfg, kb), true
 			}
 			// Listing 1.
 			interval = cfg.LMTargetInterval
@@ -68,7 +89,7 @@ func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
 			if cfg.StopAtMaxChanges {
 				return 0, false
 			}
-			return c.cgmInterval(cfg), true
+			return c.cgmInterval(cfg, kb), true
 		}
 		// Listing 2.
 		T := c.Span()
@@ -93,12 +114,19 @@ func (c *Change) NextInterval(cfg *Config) (interval float64, ok bool) {
 		}
 		return c.clamp(interval, cfg), true
 	}
-	return c.cgmInterval(cfg), true
+	return c.cgmInterval(cfg, kb), true
 }
 
 // cgmInterval is CGM Example 4's rule with the best estimate.
-func (c *Change) cgmInterval(cfg *Config) float64 {
-	if rate, ok := c.bestRate(cfg); ok && rate > 0 {
+func (c *Change) cgmInterval(cfg *Config, kb *knownBest) float64 {
+	var rate float64
+	var ok bool
+	if kb != nil {
+		rate, ok = kb.rate, kb.ok
+	} else {
+		rate, ok = c.bestRate(cfg)
+	}
+	if ok && rate > 0 {
 		return c.clamp(cfg.CGMRatio/rate, cfg)
 	}
 	return c.clamp(math.Max(cfg.InitialInterval, c.Span()), cfg)

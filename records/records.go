@@ -944,6 +944,16 @@ const hexDigits = "0123456789abcdef"
 // str follows encoding/json's string encoding with HTML escaping.
 func (a *jsonAppender) str(s string) { a.b = AppendJSONString(a.b, s) }
 
+// jsonSafe[c] says that the ASCII byte c is written as is in a JSON string
+// (not a control character, quote, backslash or one of the HTML
+// characters that encoding/json escapes). Read-only.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // AppendJSONString appends s as a JSON string, byte for byte as
 // encoding/json writes it (HTML-safe escaping, invalid UTF-8 replaced by
 // U+FFFD, U+2028 and U+2029 escaped). Ingest's observation encoder and the
@@ -953,7 +963,7 @@ func AppendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}

@@ -29,11 +29,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 
 start=$(date +%s)
-# shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-$GO run ./cmd/benchreport -out "$OUT" -runs "$RUNS" ${BENCH_FLAGS:-}
-
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+bindir=$(mktemp -d)
+trap 'rm -rf "$tmp" "$bindir"' EXIT
+# The live-crawl runs use the aggregator binary as its own process.
+$GO build -o "$bindir/aggregator" ./cmd/aggregator
+$GO build -o "$bindir/benchreport" ./cmd/benchreport
+# shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+"$bindir/benchreport" -out "$OUT" -runs "$RUNS" -aggregator "$bindir/aggregator" -cpuprofile "$bindir/pipeline.pprof" ${BENCH_FLAGS:-}
+
 # One go test per package group; a package that does not build (other work in
 # progress) is reported in the output instead of stopping the report.
 bench() { # benchtime pattern packages...
@@ -43,7 +47,8 @@ bench() { # benchtime pattern packages...
     echo "FAILED: go test -bench '$pat' $*" >>"$tmp"
   fi
 }
-bench "$BENCHTIME" 'BenchmarkApply|BenchmarkProcessor' ./aggregate
+bench "$BENCHTIME" 'BenchmarkApply|BenchmarkProcessor$|BenchmarkProcessorLive|BenchmarkChangeEstimate|BenchmarkCacheBytesPerObject' ./aggregate
+bench 1x 'BenchmarkProcessorCacheMemory' ./aggregate
 bench "$BENCHTIME" 'BenchmarkDecodeObservation|BenchmarkAppendEstimateJSON|BenchmarkMarshalEstimate' ./records
 bench "$BENCHTIME" . ./estimators ./windows
 bench "$BENCHTIME" 'BenchmarkParse' ./parse
@@ -55,11 +60,24 @@ bench 100x 'BenchmarkCommit1000$|BenchmarkGet1000$' ./state
   echo "Appended by \`scripts/bench.sh\` (\`-benchtime $BENCHTIME\`; state: \`-benchtime 100x\` against a real redis-server)."
   echo "Wall-clock ns/op on the shared machine: compare within a run, e.g. \`BenchmarkDecodeObservation\` with"
   echo "\`BenchmarkDecodeObservationJSON\` (the encoding/json path it replaces) and \`BenchmarkAppendEstimateJSON\` with"
-  echo "\`BenchmarkMarshalEstimate\`."
+  echo "\`BenchmarkMarshalEstimate\`. \`BenchmarkChangeEstimate\` (aggregate) is the full published change estimate record per"
+  echo "object (issue 13: at most 2 µs); \`BenchmarkCacheBytesPerObject\` and \`BenchmarkProcessorCacheMemory\` (heap in use after the"
+  echo "Processor has cached 1,000,000 objects, \`-benchtime 1x\`) measure the cache's bytes per object (at most 400)."
   echo
   echo '```'
   grep -E '^(goos|goarch|cpu|pkg|Benchmark|ok|FAIL)' "$tmp"
   echo '```'
+  if [ -s "$bindir/pipeline.pprof" ]; then
+    echo
+    echo "## CPU profile of the pipeline runs (top entries)"
+    echo
+    echo "\`go tool pprof -top -nodecount 25\` of \`benchreport -cpuprofile\` over the first pipeline run above (the in-process"
+    echo "pipeline: KafkaSource, Processor, Redis store and KafkaSink, with the kfake broker in the same process)."
+    echo
+    echo '```'
+    $GO tool pprof -top -nodecount 25 "$bindir/benchreport" "$bindir/pipeline.pprof" 2>/dev/null | sed -n '/^Showing\|flat/,$p'
+    echo '```'
+  fi
   echo
   echo "\`make bench\` took $(( $(date +%s) - start )) s."
 } >>"$OUT"

@@ -107,6 +107,7 @@ type config struct {
 	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
 	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"allowed lateness: observations are held per partition until the latest event time seen is this much later, then applied in event-time order; an observation older than that when it arrives goes to the late output"`
+	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" default:"256MiB" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
@@ -249,8 +250,9 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.BatchSize = c.BatchSize
 	pc.Emit = c.Emit
 	pc.CacheObjects = c.CacheObjects
+	pc.CacheBytes = int64(c.CacheBytes)
 	if c.Emit == aggregate.EmitFinal {
-		pc.CacheObjects = 0
+		pc.CacheObjects, pc.CacheBytes = 0, 0
 	}
 	pc.Model.LateTolerance = c.LateTolerance
 	pc.Model.ReportPeriod = c.ReportPeriod
@@ -496,6 +498,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 
 // runService is the production mode: Kafka in, Kafka out, Redis state.
 func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prometheus.Registry) error {
+	setMemoryLimit(logger)
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
 		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))

@@ -70,9 +70,18 @@ type options struct {
 	skipLatency  bool
 	skipNaive    bool
 	query        string // "", "skip" or "only": the query API's section (query.go)
+	aggregator   string
+	liveObjects  int
+	liveVisits   int
+	liveRuns     int
+	liveHTTP     string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-broker-child" {
+		brokerChild(os.Args[2:])
+		return
+	}
 	var o options
 	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
 	fs.StringVar(&o.out, "out", "docs/bench.md", "report file (- for stdout)")
@@ -89,7 +98,7 @@ func main() {
 	fs.IntVar(&o.population, "population", 1000000, "objects (a third per class) in the population memory run")
 	fs.IntVar(&o.popDays, "population-days", 7, "days of history of the population's objects")
 	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the pipeline runs to this file")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the first pipeline run to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
 	fs.DurationVar(&o.linger, "linger", 0, "KafkaConfig.Linger of the output sink (0: the default, direct produce)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up (exit 2, with a goroutine dump) after this long")
@@ -97,6 +106,11 @@ func main() {
 	fs.BoolVar(&o.skipLatency, "skip-latency", false, "skip the latency run")
 	fs.BoolVar(&o.skipNaive, "skip-naive", false, "skip the naive runs")
 	fs.StringVar(&o.query, "query", "", "the query API section: skip, or only (just that section)")
+	fs.StringVar(&o.aggregator, "aggregator", "", "aggregator binary for the live-crawl runs (go build -o ... ./cmd/aggregator); empty: no live runs")
+	fs.IntVar(&o.liveObjects, "live-objects", 100000, "objects of the live-crawl shape")
+	fs.IntVar(&o.liveVisits, "live-visits", 4, "daily visits per object in the live-crawl shape")
+	fs.IntVar(&o.liveRuns, "live-runs", 2, "live-crawl runs")
+	fs.StringVar(&o.liveHTTP, "live-http", "127.0.0.1:18131", "HTTP address of the aggregator in the live runs (its /metrics is polled)")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -130,6 +144,8 @@ type report struct {
 	mature     matureResult
 	population matureResult
 	notes      []string
+	live       []liveResult
+	liveLat    *latResult
 }
 
 func logf(format string, args ...any) {
@@ -183,19 +199,23 @@ func run(ctx context.Context, o options) error {
 			c.BatchSize = o.batch
 		}
 	}
+	var prof *os.File
 	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
+		if prof, err = os.Create(o.cpuprofile); err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+		defer prof.Close()
 	}
 	want := int64(len(msgs))
 	for i := range o.runs {
 		name := names[i]
+		// The CPU profile covers the first pipeline run only (not the
+		// naive designs).
+		if i == 0 && prof != nil {
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				return err
+			}
+		}
 		if i == 0 && o.trace != "" {
 			f, err := os.Create(o.trace)
 			if err != nil {
@@ -208,6 +228,9 @@ func run(ctx context.Context, o options) error {
 		pr, err := runPipeline(ctx, e, name, want, mutate, 5*time.Minute)
 		if i == 0 && o.trace != "" {
 			trace.Stop()
+		}
+		if i == 0 && prof != nil {
+			pprof.StopCPUProfile()
 		}
 		if errors.Is(err, errStalled) {
 			logf("%v", err)
@@ -247,9 +270,6 @@ func run(ctx context.Context, o options) error {
 		logf("naive cached Lua %s: %d in %s: %.0f obs/s; CPU %.1f + %.1f = %.1f µs/obs", name, nc.Committed, nc.Elapsed.Round(time.Millisecond), nc.rate(), cp, cr, ct)
 		rep.naiveCache = append(rep.naiveCache, nc)
 	}
-	if o.cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
 	if !o.skipLatency {
 		rates := make([]float64, len(rep.pipeline))
 		for i, r := range rep.pipeline {
@@ -276,6 +296,32 @@ func run(ctx context.Context, o options) error {
 	logf("memory: %d objects per class with %d days of history", o.matureObjs, o.matureDays)
 	if rep.mature, err = memoryMature(ctx, e, o.matureObjs, o.matureDays, o.sample); err != nil {
 		return err
+	}
+	if o.aggregator != "" {
+		for i := 0; i < o.liveRuns; i++ {
+			logf("live crawl %d: %d objects x %d daily visits, aggregator binary %s", i+1, o.liveObjects, o.liveVisits, o.aggregator)
+			lr, err := runLive(ctx, e, o.aggregator, o.liveObjects, o.liveVisits, o.partitions, o.liveHTTP)
+			if err != nil {
+				return err
+			}
+			logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
+				lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
+			rep.live = append(rep.live, lr)
+		}
+		if !o.skipLatency && len(rep.live) > 0 {
+			rates := make([]float64, len(rep.live))
+			for i, l := range rep.live {
+				rates[i] = l.Rate
+			}
+			half := median(rates) / 2
+			logf("live latency: %.0f obs/s for %s from a separate producer process, EMIT_INTERVAL 0", half, o.latDur)
+			lr, err := runLiveLatency(ctx, e, o.aggregator, o.liveObjects, o.partitions, o.liveHTTP, half, o.latDur, o.latWarm)
+			if err != nil {
+				return err
+			}
+			logf("live latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d)", lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd)
+			rep.liveLat = &lr
+		}
 	}
 	rep.machine.LoadAfter = loadavg()
 	rep.elapsed = time.Since(rep.started)

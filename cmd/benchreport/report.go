@@ -41,7 +41,7 @@ func (r *report) write(w io.Writer) error {
 	p("| CPU | %s |\n", r.machine.CPUModel)
 	p("| Go | %s |\n", r.machine.GoVersion)
 	p("| Redis | %s |\n", r.machine.Redis)
-	p("| Kafka | kfake (franz-go's in-process Kafka-protocol broker), in the same process |\n")
+	p("| Kafka | kfake (franz-go's Kafka-protocol broker): in the same process for the pipeline, naive and latency runs; in a child process (`benchreport -broker-child`) for the live-crawl runs |\n")
 	p("| OS | %s |\n", r.machine.Kernel)
 	p("| load average (1/5/15 min) before / after | %s / %s |\n\n", r.machine.LoadBefore, r.machine.LoadAfter)
 
@@ -129,6 +129,9 @@ func (r *report) write(w io.Writer) error {
 		p("\n")
 	}
 
+	if len(r.live) > 0 {
+		writeLive(p, r)
+	}
 	p("## Bytes per object in Redis\n\n")
 	p("`MEMORY USAGE` (key + value + allocator overhead as Redis estimates it; budget 256 bytes) of a random sample of objects per\n")
 	p("class. *compact* is the 14-byte key format (`state.KeyFormatCompact`) that the budget is designed for; *readable* is the\n")
@@ -245,4 +248,55 @@ func sinkMode(l time.Duration) string {
 		return "the default: direct produce, one request per partition per Write"
 	}
 	return "kafka-go's Writer, batching concurrent Writes"
+}
+
+// writeLive writes the live-crawl section.
+func writeLive(p func(string, ...any), r *report) {
+	l0 := r.live[0]
+	p("## Live-crawl shape: every observation publishes (aggregator binary, separate processes)\n\n")
+	p("A crawler visits each of %d URLs about once a day (%d visits each, ± 2 h; content digests change as Poisson\n", l0.Objects, l0.Visits)
+	p("processes with mean intervals of 6 h – 30 days): %d observations, and every one of them publishes an estimate (the default\n", l0.Observations)
+	p("EMIT_INTERVAL is 10 minutes of event time; visits are a day apart). Three processes, each measured on its own with\n")
+	p("`/proc/<pid>/stat` (and `INFO cpu` for Redis): the **aggregator binary** in service mode with its default configuration\n")
+	p("(`CHANGERATE_KAFKA_BROKERS`, `CHANGERATE_REDIS_ADDRS`, `CHANGERATE_OBSERVATIONS_TOPIC=%s`), a **kfake broker** in a\n", liveTopic)
+	p("child process (`benchreport -broker-child`), and **redis-server** (flushed before each run). The observations are produced\n")
+	p("before the aggregator starts (the producer is not measured), and `kcat -C -e -o beginning -f '%%o\\n'` reads the same topic\n")
+	p("from the same broker first. The rate and the CPU times are measured from the aggregator's first `partition claimed` log line\n")
+	p("(its consumer-group join is left out) to the poll of `changerate_aggregator_messages_committed_total` (every 20 ms) that\n")
+	p("shows every observation committed; peak RSS is the aggregator's `VmHWM`.\n\n")
+	p("Reproduce: `go build -o /tmp/aggregator ./cmd/aggregator && go run ./cmd/benchreport -aggregator /tmp/aggregator -runs 1 -skip-naive -skip-latency -population 3000 -mature-objects 1000 -out -`.\n\n")
+	p("| run | obs/s | kcat obs/s | ÷ kcat | estimates | aggregator µs/obs | broker µs/obs | redis µs/obs | total µs/obs | aggregator peak RSS | RSS / object | heap in use at end / cached object | cache accounted / object |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, l := range r.live {
+		ratio := 0.0
+		if l.KcatRate > 0 {
+			ratio = l.Rate / l.KcatRate
+		}
+		perCached := func(x float64) float64 {
+			if l.Cached <= 0 {
+				return 0
+			}
+			return x / l.Cached
+		}
+		p("| l%d | **%.0f** | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f MiB | **%.0f B** | %.0f B | %.0f B |\n", i+1, l.Rate, l.KcatRate, ratio, l.Estimates,
+			l.AggCPU, l.BrokerCPU, l.RedisCPU, l.AggCPU+l.BrokerCPU+l.RedisCPU, float64(l.PeakRSS)/(1<<20), float64(l.PeakRSS)/float64(l.Objects),
+			perCached(l.HeapInuse), perCached(l.CacheBytes))
+	}
+	p("\n")
+	for _, l := range r.live {
+		if l.Err != "" {
+			p("* %s\n", l.Err)
+		}
+	}
+	if lr := r.liveLat; lr != nil {
+		p("\n### Latency at half the live throughput, producer in a separate process\n\n")
+		p("Daily-crawl visits of the same %d URLs (round robin) are produced by this program (not the aggregator's process) at half\n", l0.Objects)
+		p("the median live rate above for %s, each with event time = its produce time, to the aggregator binary with\n", lr.Duration)
+		p("`CHANGERATE_EMIT_INTERVAL=0` (every batch publishes the estimates of every object it changed); a franz-go consumer here reads\n")
+		p("the estimates topic; latency = receive time − `as_of` (ms resolution). Samples of the first %s are dropped.\n\n", r.opts.latWarm)
+		p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end |\n")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
+			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
+	}
 }

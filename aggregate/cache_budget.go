@@ -1,0 +1,56 @@
+package aggregate
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultCacheBytes is the default of Config.CacheBytes (the aggregator's
+// CHANGERATE_CACHE_BYTES): 256 MiB of cached object states for the whole
+// process, about 850,000 objects at the ~300 bytes that a cached object
+// takes (EntryOverheadBytes plus its name and encoded state).
+//
+// The aggregator's heap is the cache plus the batches in flight
+// (BatchHeapBytes) plus the Go runtime; cmd/aggregator sets GOMEMLIMIT
+// from the container's memory limit so that the collector keeps the heap
+// under it. A memory limit of at least MinMemoryLimitBytes (768 MiB) leaves
+// the default cache that headroom; deploy/ tests check their limits
+// against it.
+const DefaultCacheBytes int64 = 256 << 20
+
+// BatchHeapBytes is the heap the batches in flight take besides the cache
+// in the default configuration with 12 partitions owned (per partition up
+// to three batches of BatchSize 5000: decoded observations, the decoded
+// objects they touch, outputs waiting to be written, fetched messages):
+// a heap profile of the aggregator in make bench's live-crawl shape
+// (100,000 objects × 4 visits) showed about 230 MB in use beyond
+// the cache's bytes (heap profile: outputs 67 MB, batch buffers 39 MB,
+// fetched messages 46 MB, decoded objects 28 MB, observation strings 19 MB).
+const BatchHeapBytes int64 = 256 << 20
+
+// MinMemoryLimitBytes is the smallest container memory limit that fits the
+// default configuration with headroom: the default cache and the batches
+// in flight, plus half again for the collector (GOMEMLIMIT is 90% of the
+// limit, and a heap held close to it makes the collector run constantly).
+const MinMemoryLimitBytes = (DefaultCacheBytes + BatchHeapBytes) * 3 / 2
+
+// corrupt reports a stored state that does not decode: a bug or an
+// incompatible deployment. The object starts afresh rather than halting
+// the partition forever.
+func (w *worker) corrupt(name string, err error) {
+	w.p.metrics.corrupt.Inc()
+	w.log.Error("corrupt object state; starting it afresh", "object", name, "err", err)
+}
+
+// registerCacheBytes registers changerate_aggregator_cache_bytes, the bytes
+// the object caches account for (what CacheBytes bounds).
+func registerCacheBytes(reg prometheus.Registerer, b *cacheBudget) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "changerate_aggregator", Name: "cache_bytes",
+		Help: "Bytes of object state the in-process caches hold, as accounted against CACHE_BYTES (encoded states, names and bookkeeping)."},
+		func() float64 { return float64(b.used.Load()) })
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("aggregate: register cache_bytes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/dustin/go-humanize"
+)
+
+// byteSize is a configuration value in bytes written with an optional unit
+// (256MiB, 1GiB, 500MB, 1048576), parsed by go-humanize.
+type byteSize int64
+
+// Decode implements envconfig.Decoder.
+func (b *byteSize) Decode(s string) error {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	if n > math.MaxInt64 {
+		return fmt.Errorf("%s is too large", s)
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+// memLimitRatio is the share of the container's memory limit given to the
+// Go heap (GOMEMLIMIT): the rest is left to the runtime's own memory,
+// thread stacks and the kernel's accounting of page cache.
+const memLimitRatio = 0.9
+
+// setMemoryLimit sets GOMEMLIMIT to memLimitRatio of the container's
+// memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes, through
+// KimMachineGun/automemlimit), so that the garbage collector works harder
+// before the kernel's OOM killer would act; the cache (CACHE_BYTES) is the
+// bulk of the heap. A GOMEMLIMIT variable in the environment wins
+// (AUTOMEMLIMIT=off disables the setting); without a cgroup limit nothing
+// is set. automemlimit is used rather than reading the cgroup files by
+// hand: it finds the cgroup mount and version, and handles cgroup v1 and
+// the unlimited values.
+func setMemoryLimit(logger *slog.Logger) {
+	limit, err := memlimit.Set(memlimit.WithRatio(memLimitRatio), memlimit.WithProvider(memlimit.FromCgroup))
+	switch {
+	case err != nil:
+		logger.Info("no container memory limit found; GOMEMLIMIT not set", "reason", err)
+	case limit > 0 && limit < math.MaxInt64:
+		logger.Info("GOMEMLIMIT set", "bytes", limit, "ratio_of_container_limit", memLimitRatio)
+	}
+}

@@ -1,0 +1,68 @@
+package estimators
+
+import "math"
+
+// quantileMemo remembers recent interval quantiles. They depend only on
+// integer counts (the Garwood interval on the number of changes, the
+// Clopper–Pearson and Beta-posterior intervals on the numbers of visits and
+// changes) and the level, so a stream of estimates meets the same few
+// arguments again and again (objects with a handful of visits, the same
+// counts). A hit returns exactly the value computed before, so results do
+// not depend on what the memo holds. It is direct-mapped: a new argument
+// replaces the entry of its slot.
+//
+// The memo belongs to an Estimates value (the caller's scratch): no state is
+// shared between callers and the package stays pure.
+type quantileMemo [memoSlots]memoEntry
+
+const (
+	memoBits  = 10
+	memoSlots = 1 << memoBits
+)
+
+// memoEntry is one remembered quantile: x is the p-quantile of Beta(a, b),
+// or of Gamma(a) when b = 0. p = 0 marks an empty slot (p ∈ (0, 1) always).
+type memoEntry struct{ a, b, p, x float64 }
+
+func memoSlot(a, b, p float64) int {
+	h := mix64(mix64(mix64(math.Float64bits(a))^math.Float64bits(b)) ^ math.Float64bits(p))
+	return int(h >> (64 - memoBits))
+}
+
+// mix64 is the SplitMix64 finaliser (every input bit affects every output
+// bit; integers in float64 have all-zero low mantissa bits).
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// gamma returns gammaQuantile(a, p, q) through the memo (m may be nil).
+func (m *quantileMemo) gamma(a, p, q float64) float64 {
+	if m == nil {
+		return gammaQuantile(a, p, q)
+	}
+	e := &m[memoSlot(a, 0, p)]
+	if e.a == a && e.b == 0 && e.p == p {
+		return e.x
+	}
+	x := gammaQuantile(a, p, q)
+	*e = memoEntry{a, 0, p, x}
+	return x
+}
+
+// beta returns betaQuantile(a, b, p) through the memo (m may be nil).
+func (m *quantileMemo) beta(a, b, p float64) float64 {
+	if m == nil {
+		return betaQuantile(a, b, p)
+	}
+	e := &m[memoSlot(a, b, p)]
+	if e.a == a && e.b == b && e.p == p {
+		return e.x
+	}
+	x := betaQuantile(a, b, p)
+	*e = memoEntry{a, b, p, x}
+	return x
+}
