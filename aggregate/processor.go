@@ -63,6 +63,15 @@ type Config struct {
 	// latest by more than Model.LateTolerance, see reorder.go), as
 	// dead-letter records with reason "late". Default TopicLate.
 	LateTopic string
+	// ReorderWindow is the bounded out-of-orderness of the partitions'
+	// reorder buffers (reorder.go): the watermark is the latest event time
+	// seen minus ReorderWindow, and observations after it are held until it
+	// passes them, then applied in event-time order. It is also how long (in
+	// event time) a new observation waits before its estimate is published.
+	// An observation that arrives behind the watermark is applied at once,
+	// at its object's latest time when it is older (Model.LateTolerance
+	// decides whether it is late). Default DefaultReorderWindow.
+	ReorderWindow time.Duration
 	// IdleRelease: a partition without input for this long releases (and
 	// applies) every observation its reorder buffer holds, so that the end
 	// of a stream is not held back for ever; the watermark stays where it
@@ -118,6 +127,7 @@ func DefaultConfig() Config {
 		TakeoverDelay:      10 * time.Second,
 		IdleCheck:          5 * time.Second,
 		IdleRelease:        30 * time.Second,
+		ReorderWindow:      DefaultReorderWindow,
 	}
 }
 
@@ -164,6 +174,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		return fmt.Errorf("aggregate: DrainTimeout must be positive, got %s", c.DrainTimeout)
+	}
+	if c.ReorderWindow < 0 {
+		return fmt.Errorf("aggregate: ReorderWindow must not be negative, got %s", c.ReorderWindow)
 	}
 	if c.RetryBackoff <= 0 {
 		return fmt.Errorf("aggregate: RetryBackoff must be positive, got %s", c.RetryBackoff)
@@ -603,7 +616,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 		if first {
 			first = false
 			b.first = msgs[i].Offset
-			w.rb.setLateness(p.cfg.Model.LateTolerance)
+			w.rb.setLateness(p.cfg.ReorderWindow)
 		}
 		b.n++
 		p.stats.messages.Add(1)

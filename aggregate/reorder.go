@@ -16,7 +16,10 @@ import (
 // out-of-orderness watermark).
 //
 // The watermark W is the latest event time seen on the partition minus the
-// allowed lateness (Model.LateTolerance). An observation at or after W
+// reorder window (Config.ReorderWindow, default DefaultReorderWindow; the
+// allowed lateness Model.LateTolerance is separate, as in Flink, where the
+// bounded out-of-orderness of the watermark and the allowed lateness are
+// two settings). An observation at or after W
 // when it arrives is held in the buffer until W passes it; the buffer
 // releases observations in (event time, offset) order. An observation
 // before W when it arrives is not held: it is applied at once, in arrival
@@ -27,7 +30,7 @@ import (
 // (Config.LateTopic) and counted. After every message the buffer releases
 // what W passed, so the sequence of observations applied to each object is
 // a function of the partition's messages in offset order alone, however
-// they are cut into batches; observations within the allowed lateness of
+// they are cut into batches; observations within the reorder window of
 // each other reach their objects in event-time order.
 //
 // Crash safety: with every batch commit (atomic with the states and the
@@ -39,8 +42,8 @@ import (
 // message among them is put back if its time is at or after the stored W
 // (exactly the held ones: those released, and those applied at once on
 // arrival, are before it), and is otherwise skipped. Nothing held is lost
-// and nothing is applied twice; the input must keep at least the allowed
-// lateness of messages (Kafka retention).
+// and nothing is applied twice; the input must keep at least the reorder
+// window of messages (Kafka retention).
 //
 // A partition without input for Config.IdleRelease releases what it holds
 // (the end of a stream is not held back for ever); a finite input (filter
@@ -256,9 +259,16 @@ func (r *reorderBuf) refill(o *records.Observation, off int64) {
 	}
 }
 
-// setLateness applies the configured lateness once the re-read is over
-// (restore kept the stored one to decide what was held).
-func (r *reorderBuf) setLateness(tol time.Duration) { r.tol = tol.Milliseconds() }
+// setLateness applies the configured reorder window once the re-read is
+// over (restore kept the stored watermark to decide what was held).
+func (r *reorderBuf) setLateness(window time.Duration) { r.tol = window.Milliseconds() }
+
+// DefaultReorderWindow is the default Config.ReorderWindow: long enough for
+// the disorder of log shippers and of several ingest instances writing one
+// partition, short enough that estimates follow a live crawl within a
+// minute of event time (and the buffer holds a minute of input, not the
+// allowed lateness's hour).
+const DefaultReorderWindow = time.Minute
 
 // lateRecord is the late output's record of an observation: a dead letter
 // with reason "late", saying by how much it missed its object's latest.
@@ -274,7 +284,7 @@ const TopicLate = stream.TopicLate
 // restoreReorder reads a partition's committed reorder-buffer position and
 // returns the buffer and the offset to seek to.
 func (p *Processor) restoreReorder(ctx context.Context, part state.Partition, next int64) (*reorderBuf, int64, error) {
-	rb := newReorderBuf(p.cfg.Model.LateTolerance)
+	rb := newReorderBuf(p.cfg.ReorderWindow)
 	rb.off = p.cfg.DisableReorder
 	if next < 0 || rb.off {
 		return rb, next, nil
@@ -286,7 +296,7 @@ func (p *Processor) restoreReorder(ctx context.Context, part state.Partition, ne
 	seek, err := rb.restore(vals[0], next)
 	if err != nil {
 		p.log.Error("unreadable reorder buffer position; starting the buffer empty", "err", err)
-		return newReorderBuf(p.cfg.Model.LateTolerance), next, nil
+		return newReorderBuf(p.cfg.ReorderWindow), next, nil
 	}
 	return rb, seek, nil
 }

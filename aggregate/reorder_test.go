@@ -249,7 +249,7 @@ func TestReorderBufferSurvivesRestart(t *testing.T) {
 			if i == 0 {
 				v, _ := st.Get(context.Background(), state.Partition{Topic: stream.TopicObservations}, []string{reorderObject}, nil)
 				if v[0] != nil {
-					rb := newReorderBuf(cfg.Model.LateTolerance)
+					rb := newReorderBuf(cfg.ReorderWindow)
 					seek, _ := rb.restore(v[0], stop)
 					held = int(stop - seek)
 				}

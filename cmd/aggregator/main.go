@@ -106,7 +106,7 @@ type config struct {
 
 	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
-	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"allowed lateness: observations are held per partition until the latest event time seen is this much later, then applied in event-time order; an observation older than that when it arrives goes to the late output"`
+	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
 	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" default:"256MiB" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
@@ -114,6 +114,7 @@ type config struct {
 	PoolSites     int           `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
 	PoolPublish   bool          `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
 	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	ReorderWindow time.Duration `envconfig:"REORDER_WINDOW" default:"1m" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
 	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" default:"30s" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
 	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" default:"stop" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
 	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
@@ -209,6 +210,7 @@ func (c *config) validate() error {
 		{!(c.PStale > 0 && c.PStale < 1), "P_STALE", "strictly between 0 and 1", c.PStale},
 		{c.IdleCheck < 0, "IDLE_CHECK", "a duration of 0 or more", c.IdleCheck},
 		{c.IdleRelease < 0, "IDLE_RELEASE", "a duration of 0 or more", c.IdleRelease},
+		{c.ReorderWindow < 0, "REORDER_WINDOW", "a duration of 0 or more", c.ReorderWindow},
 		{c.DrainTimeout <= 0, "DRAIN_TIMEOUT", "a positive duration", c.DrainTimeout},
 		{c.SortMemory < 0, "SORT_MEMORY", "0 (the default, 256 MiB) or more bytes", c.SortMemory},
 		{c.TopicLate == "", "LATE_TOPIC", "a topic name", `""`},
@@ -277,6 +279,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.TakeoverDelay = c.TakeoverDelay
 	pc.IdleCheck = c.IdleCheck
 	pc.IdleRelease = c.IdleRelease
+	pc.ReorderWindow = c.ReorderWindow
 	// Filter mode sorts its input by event time first: the reorder buffer
 	// would only hold (in memory) what is already in order.
 	pc.DisableReorder = c.In != "" && c.Sort

@@ -171,7 +171,7 @@ func oracle(w *workload, topic string, place map[int32][]placed, next map[int32]
 		for i, x := range place[p] {
 			times[i], offs[i] = w.Obs[x.idx].Time.UnixMilli(), x.off
 		}
-		rm := modelReorder(times, offs, n, m.LateTolerance)
+		rm := modelReorder(times, offs, n, aggregate.DefaultConfig().ReorderWindow)
 		if rm.seen {
 			d[objectKey(topic, p, aggregate.ReorderObject)] = string(aggregate.ReorderPosition(rm.latest, rm.wm, rm.earliest))
 		}
