@@ -82,26 +82,9 @@ func IrregularMLE(changed []float64, unchanged float64) (lambda float64, ok bool
 // (solveIrregularBracketed, kept as the fallback should the iteration
 // not converge).
 func solveIrregular(ts, ws []float64, u float64) (lambda, info float64, ok bool) {
-	var m, s float64
-	for i, t := range ts {
-		w := 1.0
-		if ws != nil {
-			w = ws[i]
-		}
-		m += w
-		s += w * t
-	}
-	if math.IsNaN(u) || u < 0 || math.IsInf(u, 0) || math.IsInf(s, 0) || math.IsNaN(s) {
-		return 0, 0, false
-	}
-	if m == 0 {
-		if u > 0 {
-			return 0, 0, true
-		}
-		return 0, 0, false
-	}
-	if u == 0 || !(s > 0) {
-		return 0, 0, false
+	m, s, decided, ok := irregularBase(ts, ws, u)
+	if decided {
+		return 0, 0, ok
 	}
 	x := math.Log1p(s/u) * m / s
 	for i := 0; i < 100 && x > 0 && !math.IsInf(x, 1); i++ {
@@ -156,26 +139,9 @@ func irregularH(ts, ws []float64, u, l float64) (f, d, d2 float64) {
 // λ₀ is a lower bracket; the upper bracket is found by doubling. Newton
 // steps are safeguarded by bisection (geometric mean) inside the bracket.
 func solveIrregularBracketed(ts, ws []float64, u float64) (lambda, info float64, ok bool) {
-	var m, s float64
-	for i, t := range ts {
-		w := 1.0
-		if ws != nil {
-			w = ws[i]
-		}
-		m += w
-		s += w * t
-	}
-	if math.IsNaN(u) || u < 0 || math.IsInf(u, 0) || math.IsInf(s, 0) || math.IsNaN(s) {
-		return 0, 0, false
-	}
-	if m == 0 {
-		if u > 0 {
-			return 0, 0, true
-		}
-		return 0, 0, false
-	}
-	if u == 0 || !(s > 0) {
-		return 0, 0, false
+	m, s, decided, ok := irregularBase(ts, ws, u)
+	if decided {
+		return 0, 0, ok
 	}
 	h := func(l float64) (f, d float64) {
 		f = -u
@@ -231,4 +197,28 @@ func solveIrregularBracketed(ts, ws []float64, u float64) (lambda, info float64,
 	}
 	_, d := h(x)
 	return x, -d, true
+}
+
+// irregularBase returns the weighted count m = Σ w and time sum S = Σ w t of
+// the irregular-visit likelihood, and decided when no root needs to be
+// sought: λ̂ = 0 (ok) with no change seen in u > 0 of unchanged time, or
+// no estimate (not ok) for invalid sums, u = 0 or S ≤ 0.
+func irregularBase(ts, ws []float64, u float64) (m, s float64, decided, ok bool) {
+	for i, t := range ts {
+		w := 1.0
+		if ws != nil {
+			w = ws[i]
+		}
+		m += w
+		s += w * t
+	}
+	switch {
+	case math.IsNaN(u) || u < 0 || math.IsInf(u, 0) || math.IsInf(s, 0) || math.IsNaN(s):
+		return m, s, true, false
+	case m == 0:
+		return m, s, true, u > 0
+	case u == 0 || !(s > 0):
+		return m, s, true, false
+	}
+	return m, s, false, false
 }

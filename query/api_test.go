@@ -104,6 +104,13 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	// learning) keeps the detector to the one tenfold rise that the
 	// by=shift check below looks for.
 	cfg.Model.Seasonal.LearningPeriod = 0
+	// A reorder window of an hour releases every object's last hour of
+	// observations in the final batch, so each object's last published
+	// change and access records both describe its final state, which is
+	// what /v1/objects rebuilds. (With a shorter window, an object whose
+	// last observations were accesses keeps a change record as of its last
+	// visit batch, and the API answers the newer state.)
+	cfg.ReorderWindow = time.Hour
 	idx := query.NewIndex(query.IndexConfig{})
 	mem := stream.NewMemorySink()
 	tee := query.NewTeeSink(mem, idx, cfg.EstimatesTopic, cfg.AlertsTopic, logger)

@@ -34,7 +34,7 @@ func newPages() (*pages, error) {
 		"interval": fmtInterval,
 		"ci":       fmtCI,
 		"when":     fmtTime,
-		"secs":     fmtSeconds,
+		"secs":     FormatSeconds,
 		"num":      func(v float64) string { return fmt.Sprintf("%.4g", v) },
 		"objurl":   func(o string) string { return "/objects?url=" + url.QueryEscape(o) },
 		"deref":    func(p *float64) float64 { return *p },
@@ -63,10 +63,13 @@ func fmtInterval(rate float64) string {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return "∞"
 	}
-	return fmtSeconds(1 / rate)
+	return FormatSeconds(1 / rate)
 }
 
-func fmtSeconds(s float64) string {
+// FormatSeconds formats a duration in seconds for people: 45s, 12.5m,
+// 3.2h, 4.0d; ∞ for +Inf and NaN. The pages and the aggregator's tables
+// use it.
+func FormatSeconds(s float64) string {
 	switch {
 	case math.IsInf(s, 1) || math.IsNaN(s):
 		return "∞"
@@ -290,10 +293,10 @@ func plot(kind string, v *DuaneView) *plotSVG {
 func ticks(lo, hi float64, scale func(float64) float64) []tick {
 	var out []tick
 	for e := math.Ceil(lo / math.Ln10); e*math.Ln10 <= hi; e++ {
-		out = append(out, tick{Pos: scale(e * math.Ln10), Label: fmtSeconds(math.Pow(10, e))})
+		out = append(out, tick{Pos: scale(e * math.Ln10), Label: FormatSeconds(math.Pow(10, e))})
 	}
 	if len(out) < 2 { // a narrow range: label the ends
-		out = []tick{{scale(lo), fmtSeconds(math.Exp(lo))}, {scale(hi), fmtSeconds(math.Exp(hi))}}
+		out = []tick{{scale(lo), FormatSeconds(math.Exp(lo))}, {scale(hi), FormatSeconds(math.Exp(hi))}}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/changerate/changerate/query"
 	"io"
 	"log/slog"
 	"math"
@@ -194,20 +195,7 @@ func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, e
 }
 
 // human formats seconds as a short duration.
-func human(s float64) string {
-	switch {
-	case math.IsInf(s, 1) || math.IsNaN(s):
-		return "∞"
-	case s < 120:
-		return fmt.Sprintf("%.0fs", s)
-	case s < 2*3600:
-		return fmt.Sprintf("%.1fm", s/60)
-	case s < 2*86400:
-		return fmt.Sprintf("%.1fh", s/3600)
-	default:
-		return fmt.Sprintf("%.1fd", s/86400)
-	}
-}
+func human(s float64) string { return query.FormatSeconds(s) }
 
 // printDemo prints the change estimates next to the truth, then the access
 // estimates.
