@@ -68,3 +68,19 @@ func TestNtoulasCauseRules(t *testing.T) {
 		t.Fatalf("%s", txt)
 	}
 }
+
+// The over-dispersed variant's simulated-site cause is claimed only when
+// the whole-window prior meets both coverage targets.
+func TestPooledNBSimCauseRule(t *testing.T) {
+	mk := func(c0, c1 int) *pooledScore {
+		s := newPooledScore()
+		s.covNB, s.ciNNB = [4]int{c0, c1}, [4]int{1000, 1000}
+		return s
+	}
+	if pooledNBSimCause(mk(936, 906), mk(953, 938)) == "" {
+		t.Fatal("whole prior in band: cause expected")
+	}
+	if pooledNBSimCause(mk(936, 906), mk(953, 900)) != "" {
+		t.Fatal("whole prior out of band: no cause")
+	}
+}
