@@ -63,3 +63,12 @@ func TestMatloffCauseRule(t *testing.T) {
 		t.Fatalf("far from ours must not claim it: %s", txt)
 	}
 }
+
+func TestAtomShare(t *testing.T) {
+	if got := atomShare([]float64{0.1, 0.262, 0.262, 0.262, 0.9}); math.Abs(got-0.6) > 1e-12 {
+		t.Fatalf("atomShare = %v, want 0.6", got)
+	}
+	if got := atomShare([]float64{0.1, 0.2, 0.3}); math.Abs(got-1.0/3) > 1e-12 {
+		t.Fatalf("atomShare = %v, want 1/3", got)
+	}
+}

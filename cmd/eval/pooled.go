@@ -64,7 +64,10 @@ type pooledScore struct {
 	// objects (their ratio is the observed window's level against the
 	// truth's: 1 when stationary).
 	sumX, sumTE float64
-	sites       int
+	// sumXAll, sumTEAll: the same over every object with evidence, scored
+	// or not (the level without the selection on the truth years).
+	sumXAll, sumTEAll float64
+	sites             int
 	// priorScored fits each site's prior from its scored objects only.
 	priorScored bool
 	// spreads are the sites' standard deviations of log(truth) over their
@@ -86,6 +89,10 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	var ps estimators.PoolStats
 	var ds estimators.DispersionStats
 	for _, o := range objs {
+		if o.evOK && o.ev.Floor == 0 {
+			s.sumXAll += o.ev.X
+			s.sumTEAll += o.truth * o.ev.E
+		}
 		if o.evOK && (o.scored || !s.priorScored) {
 			ps.Add(o.ev, 1)
 			if o.halvesOK {
@@ -334,7 +341,15 @@ func pooledSection(e *Env) {
 			"estimator of that year reads low against the years around it, and the pooled prior, fitted on the same year, makes its intervals confidently low. "+
 			"The pooled estimate is therefore not published by default (aggregate.Model.PublishPooled).",
 			pct(1-quantile(ctl.errs[0]["pooled"], 0.5)/secondOf(ctl.bestSingle(0))), pct(ctl.coverage(0)), pct(wide.coverage(0)), pct(zeroReal), pct(zeroCtl)))
-	yb := phpPooledYearBefore(e, pages, cfg, D, H)
+	bk, bv := php.bestSingle(0)
+	r.P("The best single estimator with fewer than 5 changes, `%s`, has median error %s, and %s of its errors there equal that median to 3 decimals: "+
+		"its estimate takes few values (with 52 weekly visits, one per number of changed visits X) and the truth few values (n changes in 4 years), so its median is one repeated value; "+
+		"`naive` and `cgm_improved` estimate 0 for a page without a change (error ∞): median %s and %s.",
+		bk, f3(bv), pct(atomShare(php.errs[0][bk])), f3(quantile(php.errs[0][estimators.KeyNaive], 0.5)), f3(quantile(php.errs[0][estimators.KeyCGMImproved], 0.5)))
+	yb := phpPooledYearBefore(e, pages, cfg, D, H, false)
+	ybd := phpPooledYearBefore(e, pages, cfg, D, H, true)
+	r.P("Truth in change days (several commits in one UTC day count once, the granularity of CGM §6.3's daily history; same pages, windows and crawler): "+
+		"pooled %s; over-dispersed: %s; level of the scored pages %.2f, of every page %.2f.", pooledOurs(ybd), pooledNBOurs(ybd), ybd.level(), ybd.levelAll())
 	r.P("Over-dispersed variant (`estimators.PooledNB`, bursts as a gamma-Poisson layer with its dispersion fitted per site from the observed windows): "+
 		"with the dispersion fitted on the two halves of the observed year: %s. With the dispersion fitted on the year before and the observed year "+
 		"(truth moved to (start−3 y, start−1 y] ∪ (start+1 y, start+3 y], disjoint from both): %s. Scored pages' observed-year level against their truth: "+
