@@ -139,7 +139,10 @@ func matloffSection(e *Env) {
 		if lo, hi := math.Min(crossC, crossS), math.Max(crossC, crossS); paper >= lo-0.05 && paper <= hi+0.05 {
 			cause += fmt.Sprintf(", which brackets the paper's %.1f: the treatment of M_n = n, not the estimators, sets it.", paper)
 		} else {
-			cause = "" // the treatment of M_n = n does not explain it: not isolated
+			// The treatment of M_n = n does not explain it: replace each
+			// simulated curve by its analytic counterpart.
+			mc := matloffCause(n, reps, lams, rc, rl, paper)
+			cause = mc.text(paper, crossC, 0.05+step)
 		}
 		r.Verdict(fmt.Sprintf("Matloff Fig. %s (n = %d)", fig, n), fmt.Sprintf("λ̌ better below λ ≈ %.1f, λ̂ above", paper),
 			fmt.Sprintf("λ̌ (defined runs) better below λ ≈ %.2f (curves within 2·SE over [%.1f, %.1f]); with ln(2n+1) where undefined below λ ≈ %.2f", crossC, bLo, bHi, crossS),
