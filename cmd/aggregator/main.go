@@ -204,6 +204,7 @@ func (c *config) validate() error {
 		{c.ReplicationFactor < 1, "REPLICATION_FACTOR", "at least 1", c.ReplicationFactor},
 		{c.BatchSize < 1, "BATCH_SIZE", "at least 1", c.BatchSize},
 		{c.CacheObjects < 0, "CACHE_OBJECTS", "0 (unbounded) or more", c.CacheObjects},
+		{c.PoolSites < 0, "POOL_SITES", "0 (off) or more", c.PoolSites},
 		{c.LateTolerance < 0, "LATE_TOLERANCE", "a duration of 0 or more", c.LateTolerance},
 		{c.EmitInterval < 0, "EMIT_INTERVAL", "a duration of 0 or more", c.EmitInterval},
 		{c.ReportPeriod < time.Second, "REPORT_PERIOD", "at least 1s", c.ReportPeriod},

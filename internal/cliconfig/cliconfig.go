@@ -123,11 +123,11 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 			continue
 		}
 		if v, ok := os.LookupEnv(o.FileOf); ok && v != "" {
-			return nil, fmt.Errorf("config: %s and %s are both set; set one", o.FileOf, o.Env)
+			return nil, fmt.Errorf("config: %s and %s are both set; set one", optionName(prefix, o.FileOf), optionName(prefix, o.Env))
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: %s: %w", o.Env, err)
+			return nil, fmt.Errorf("config: %s: %w", optionName(prefix, o.Env), err)
 		}
 		val := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		old, had := os.LookupEnv(o.FileOf)
@@ -144,15 +144,53 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 	}
 	if err := envconfig.Process(prefix, spec); err != nil {
 		if pe, ok := err.(*envconfig.ParseError); ok {
-			from := "environment variable " + pe.KeyName
-			if _, isFlag := set[pe.KeyName]; isFlag {
-				from = "flag --" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(pe.KeyName, prefix+"_")), "_", "-") + " (" + pe.KeyName + ")"
-			}
-			return nil, fmt.Errorf("config: %s: cannot use %q as %s: %w", from, pe.Value, pe.TypeName, pe.Err)
+			return nil, parseError(prefix, pe, set)
 		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return fs.Args(), nil
+}
+
+// parseError says which option has a value of the wrong kind, naming the
+// variable and the flag, where the value came from and what is wanted, in
+// words rather than Go's type and parser names (strconv.ParseInt,
+// time.Duration, main.byteSize). The parser's own error is kept only for
+// types with their own decoder (envconfig.Decoder), whose messages are
+// written for users.
+func parseError(prefix string, pe *envconfig.ParseError, set map[string]string) error {
+	from := "the environment"
+	if _, isFlag := set[pe.KeyName]; isFlag {
+		from = "the flag"
+	}
+	var want string
+	switch pe.TypeName {
+	case "int", "int8", "int16", "int32", "int64":
+		want = "a whole number"
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		want = "a whole number >= 0"
+	case "float32", "float64":
+		want = "a number"
+	case "bool":
+		want = "true or false"
+	case "Duration", "time.Duration":
+		want = "a duration such as 500ms, 30s, 10m or 1h"
+	default:
+		want = "a valid value"
+		if pe.Err != nil {
+			want += ": " + pe.Err.Error()
+		}
+	}
+	return fmt.Errorf("config: %s = %q (from %s) is not %s", optionName(prefix, pe.KeyName), pe.Value, from, want)
+}
+
+// optionName names an option by its variable and its flag:
+// "CHANGERATE_BATCH_SIZE (--batch-size)".
+func optionName(prefix, env string) string {
+	name := env
+	if prefix != "" {
+		name = strings.TrimPrefix(env, prefix+"_")
+	}
+	return env + " (--" + strings.ReplaceAll(strings.ToLower(name), "_", "-") + ")"
 }
 
 // WriteReference writes a Markdown table of the options, for the README.
