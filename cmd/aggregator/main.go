@@ -48,7 +48,7 @@ const envPrefix = "CHANGERATE"
 // config is the aggregator's whole configuration; README's reference table
 // is generated from these tags (go run ./cmd/aggregator -config-reference).
 type config struct {
-	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines) from this file, or - for stdin, instead of Kafka"`
+	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines, plain or gzip) from this file, or - for stdin, instead of Kafka"`
 	Out  string `envconfig:"OUT" desc:"write estimates (JSON lines) to this file, or - for stdout, instead of the estimates topic"`
 	Emit string `envconfig:"EMIT" default:"update" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
 	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
@@ -463,7 +463,11 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	g.Go(func() error {
 		defer cancel() // the input ended: stop the HTTP server too
-		in, err := checkObservations(in, name)
+		in, err := gunzipInput(in, name)
+		if err != nil {
+			return err
+		}
+		in, err = checkObservations(in, name)
 		if err != nil {
 			return err
 		}

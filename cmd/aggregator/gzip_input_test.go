@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestGzipInput: a gzip-compressed observations file gives the same
+// estimates as the plain one, concatenated members are read as one stream
+// (as zcat does), and a compressed raw log is recognised like a plain one.
+func TestGzipInput(t *testing.T) {
+	var plain bytes.Buffer
+	for _, l := range genLog(7, 6, 48) {
+		plain.Write(l)
+		plain.WriteByte('\n')
+	}
+	want, _, err := filter(t, plain.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two gzip members, split in the middle of the input.
+	half := bytes.LastIndexByte(plain.Bytes()[:plain.Len()/2], '\n') + 1
+	var gz bytes.Buffer
+	for _, part := range [][]byte{plain.Bytes()[:half], plain.Bytes()[half:]} {
+		zw := gzip.NewWriter(&gz)
+		zw.Write(part)
+		zw.Close()
+	}
+	got, stderr, err := filter(t, gz.Bytes())
+	if err != nil {
+		t.Fatalf("%v; stderr %s", err, stderr)
+	}
+	if got != want || want == "" {
+		t.Errorf("gzip input: %d bytes of estimates, want the plain input's %d, byte-identical", len(got), len(want))
+	}
+
+	raw := "2006-02-23T10:33:29.285Z   200       1024 http://www.example.dk/ - - text/html #001 20060223103328263+18 sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 - -\n"
+	var zraw bytes.Buffer
+	zw := gzip.NewWriter(&zraw)
+	zw.Write([]byte(raw))
+	zw.Close()
+	_, _, err = filter(t, zraw.Bytes())
+	if !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), "--format=heritrix") {
+		t.Errorf("compressed raw log: %v, want the format that reads it", err)
+	}
+
+	_, _, err = filter(t, []byte{0x1f, 0x8b, 'x'})
+	if err == nil || !strings.Contains(err.Error(), "gzip") {
+		t.Errorf("truncated gzip: %v, want a gzip error", err)
+	}
+}
