@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/changerate/changerate/ingest"
@@ -41,7 +42,11 @@ func resolveAuto(o options, paths []string, logger *slog.Logger) (string, error)
 	}
 	cands, in, err := ingest.DetectFormat(paths, pc)
 	if err != nil {
-		return "", cfgErr("%s_FORMAT (--format)=auto: %v", envPrefix, err)
+		msg := strings.TrimPrefix(err.Error(), "ingest: ")
+		if in != "" {
+			msg = "cannot read " + in + " to detect the format: " + strings.TrimPrefix(msg, in+": ")
+		}
+		return "", cfgErr("%s_FORMAT (--format)=auto: %s; or give the format (see ingest -h)", envPrefix, msg)
 	}
 	if len(cands) == 0 {
 		return "", cfgErr("%s_FORMAT (--format)=auto: no format's parser accepts the first lines of %s; see ingest -h for the formats", envPrefix, in)

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAutoDetection: --format=auto passes over empty files (the current
+// file of a rotated set, just rotated), and when it cannot detect anything
+// it says why, naming the option, without claiming the format is wrong.
+func TestAutoDetection(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "access.log")
+	rotated := filepath.Join(dir, "access.log.1")
+	os.WriteFile(empty, nil, 0o644)
+	os.WriteFile(rotated, []byte(squid), 0o644)
+
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--format=auto", "--dead-letter=/dev/null", empty, rotated}, nil, &stdout, &stderr); code != 0 || strings.Count(stdout.String(), "\n") != 2 {
+		t.Fatalf("empty file first: exit %d, %d observations; stderr:\n%s", code, strings.Count(stdout.String(), "\n"), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "format=squid") {
+		t.Errorf("detected format not logged:\n%s", stderr.String())
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"only an empty file", []string{empty}, []string{"CHANGERATE_FORMAT (--format)=auto", "1 empty file"}},
+		{"missing file", []string{filepath.Join(dir, "nope.log")}, []string{"CHANGERATE_FORMAT (--format)=auto", "cannot read", "nope.log", "no such file"}},
+		{"stdin", []string{"-"}, []string{"CHANGERATE_FORMAT (--format)=auto", "stdin cannot be sampled"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--format=auto"}, tc.args...), strings.NewReader("x\n"), &stdout, &stderr)
+			if code == 0 {
+				t.Fatalf("exit 0; stderr:\n%s", stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			if strings.Contains(stderr.String(), "ingest: open") || strings.Contains(stderr.String(), "parser accepts") {
+				t.Errorf("misleading message:\n%s", stderr.String())
+			}
+		})
+	}
+}
