@@ -326,8 +326,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Usage = func() { usage(fs) }
 	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
 	version := fs.Bool("version", false, "print the version and exit")
-	if _, err := cliconfig.Load(envPrefix, &cfg, fs, args); err != nil {
+	rest, err := cliconfig.Load(envPrefix, &cfg, fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		// Without this, "aggregator obs.jsonl" would run the demo.
+		return fmt.Errorf("config: aggregator takes no arguments, got %q: give the input with --in=FILE or --in=- for stdin (%s_IN)", rest, envPrefix)
 	}
 	if *version {
 		_, err := fmt.Fprintln(stdout, buildinfo.Get().String("aggregator"))

@@ -36,6 +36,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown state-loss policy", nil, []string{"--in=-", "--on-state-loss=ignore"}, []string{"CHANGERATE_ON_STATE_LOSS", "ignore"}},
 		{"negative fetch stall bound", nil, []string{"--kafka-brokers=k:9092", "--kafka-fetch-stall-timeout=-1s"}, []string{"CHANGERATE_KAFKA_FETCH_STALL_TIMEOUT", "--kafka-fetch-stall-timeout"}},
 		{"flags win over the environment", map[string]string{"CHANGERATE_STORE": "memory"}, []string{"--in=-", "--store=etcd"}, []string{"CHANGERATE_STORE", "etcd"}},
+		{"positional argument", nil, []string{"obs.jsonl"}, []string{"no arguments", "obs.jsonl", "CHANGERATE_IN", "--in"}},
+		{"flag after a positional argument", nil, []string{"obs.jsonl", "--in=-"}, []string{"no arguments", "obs.jsonl"}},
 		// Every message names the variable and the flag, never a Go field.
 		{"bad float in the environment", map[string]string{"CHANGERATE_ALERT_FDR": "x"}, []string{"--in=-"}, []string{"CHANGERATE_ALERT_FDR", "--alert-fdr", "not a number"}},
 		{"bad byte size", nil, []string{"--in=-", "--cache-bytes=12QB"}, []string{"CHANGERATE_CACHE_BYTES", "--cache-bytes", "256MiB"}},

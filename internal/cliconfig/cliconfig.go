@@ -69,8 +69,9 @@ func Options(prefix string, spec any) []Option {
 }
 
 // Load fills spec (a pointer to a flat struct with envconfig tags) from the
-// environment and then from args, parsed as flags on fs. It returns the
-// positional arguments left after the flags. Flags override the environment.
+// environment and then from args, parsed as flags on fs (flags may follow
+// positional arguments; "--" ends them). It returns the positional
+// arguments. Flags override the environment.
 func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, error) {
 	opts := Options(prefix, spec)
 	set := map[string]string{}
@@ -89,7 +90,8 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 		}
 		fs.Func(o.Flag, help, func(v string) error { set[o.Env] = v; return nil })
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		return nil, err
 	}
 	// Flags win: they replace the environment's value while envconfig
@@ -148,7 +150,30 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return fs.Args(), nil
+	return rest, nil
+}
+
+// parseInterspersed parses args on fs allowing flags after positional
+// arguments, as GNU programs do ("ingest access.log --format=squid"): the
+// flag package alone stops at the first positional argument and would take
+// every later flag for a file name. "--" ends the flags; "-" (stdin) is a
+// positional argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(rest, left...), nil
+		}
+		if len(left) == 0 {
+			return append(rest, left...), nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
 }
 
 // parseError says which option has a value of the wrong kind, naming the
