@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/changerate/changerate/ingest"
 )
 
 // TestAutoDetection: --format=auto passes over empty files (the current
@@ -50,5 +52,21 @@ func TestAutoDetection(t *testing.T) {
 				t.Errorf("misleading message:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestSummaryUnits: WARC inputs are counted in records, other formats in
+// lines, in the summary and in the nothing-usable message.
+func TestSummaryUnits(t *testing.T) {
+	sum := ingest.Summary{Inputs: []ingest.InputSummary{{Name: "a.warc.gz", Lines: 25, Observations: 12,
+		Skipped: map[string]int64{"record-type": 13}}}}
+	for format, want := range map[string]string{"warc": "records", "squid": "lines"} {
+		var b bytes.Buffer
+		writeSummary(&b, options{Out: "-", DeadLetter: "-"}, ingest.Config{Format: format}, sum, nil)
+		for _, w := range []string{"  " + want + " read ", "(" + want + " without an observation)"} {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: summary lacks %q:\n%s", format, w, b.String())
+			}
+		}
 	}
 }
