@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,32 @@ func TestGzipInput(t *testing.T) {
 	_, _, err = filter(t, []byte{0x1f, 0x8b, 'x'})
 	if err == nil || !strings.Contains(err.Error(), "gzip") {
 		t.Errorf("truncated gzip: %v, want a gzip error", err)
+	}
+}
+
+// TestFilterInterrupted: Ctrl-C (or SIGTERM) on a filter reading a live
+// pipe prints the summary and says it was interrupted, not "context
+// canceled".
+func TestFilterInterrupted(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"--in=-", "--store=memory", "--out=-", "--sort=false", "--log-level=error"}, pr, io.Discard, &stderr)
+	}()
+	for _, l := range genLog(3, 2, 5) {
+		if _, err := pw.Write(append(l, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "interrupted") || strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("error %v, want one saying the run was interrupted", err)
+	}
+	if !strings.Contains(stderr.String(), "aggregator summary:") {
+		t.Errorf("no summary on stderr:\n%s", stderr.String())
 	}
 }

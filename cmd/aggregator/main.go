@@ -492,19 +492,21 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		return err
 	}
 	logger.Debug("filter done", "committed", proc.Committed())
-	if err := ctx.Err(); err != nil {
-		return err
+	lateTo := "stderr"
+	if cfg.LateOut != "-" {
+		lateTo = cfg.LateOut
+	}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C, SIGTERM): say what was done, not "context canceled".
+		sum.write(stderr)
+		return errors.New("interrupted before the input ended: the summary counts what was read until then")
 	}
 	if table != nil {
 		if err := table.print(); err != nil {
 			return err
 		}
 	}
-	lateTo := "stderr"
-	if cfg.LateOut != "-" {
-		lateTo = cfg.LateOut
-	}
-	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
 	sum.write(stderr)
 	return sum.verdict()
 }
