@@ -39,6 +39,9 @@ func TestConfigErrors(t *testing.T) {
 		{"positional argument", nil, []string{"obs.jsonl"}, []string{"no arguments", "obs.jsonl", "CHANGERATE_IN", "--in"}},
 		{"flag after a positional argument", nil, []string{"obs.jsonl", "--in=-"}, []string{"no arguments", "obs.jsonl"}},
 		// Every message names the variable and the flag, never a Go field.
+		{"Redis key format", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-key-format=x"}, []string{"CHANGERATE_REDIS_KEY_FORMAT", "--redis-key-format"}},
+		{"Redis TLS files without TLS", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-tls-ca=/ca.pem", "--redis-expiry-events=x"},
+			[]string{"CHANGERATE_REDIS_TLS", "--redis-tls", "CHANGERATE_REDIS_EXPIRY_EVENTS", "--redis-expiry-events"}},
 		{"bad float in the environment", map[string]string{"CHANGERATE_ALERT_FDR": "x"}, []string{"--in=-"}, []string{"CHANGERATE_ALERT_FDR", "--alert-fdr", "not a number"}},
 		{"bad byte size", nil, []string{"--in=-", "--cache-bytes=12QB"}, []string{"CHANGERATE_CACHE_BYTES", "--cache-bytes", "256MiB"}},
 		{"seasonal decay out of range", nil, []string{"--in=-", "--seasonal-decay=0"}, []string{"CHANGERATE_SEASONAL_DECAY", "--seasonal-decay"}},
@@ -65,7 +68,7 @@ func TestConfigErrors(t *testing.T) {
 					t.Errorf("error %q does not name %q", err, w)
 				}
 			}
-			for _, internal := range []string{"strconv", "time.Duration", "main.", "Config.", "PoolSites", "Profile ", "MaxRequestBytes", "_*"} {
+			for _, internal := range []string{"strconv", "time.Duration", "main.", "Config.", "PoolSites", "Profile ", "MaxRequestBytes", "_*", "KeyFormat", "ExpiryEvents", "TLS.Enable"} {
 				if strings.Contains(err.Error(), internal) {
 					t.Errorf("error %q shows Go's %q", err, internal)
 				}
