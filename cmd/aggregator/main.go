@@ -518,10 +518,20 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 	if err := kc.Validate(); err != nil {
 		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))
 	}
+	if cfg.Store == "redis" {
+		// Before any connection: a bad Redis option is a configuration
+		// error, whatever state Kafka is in.
+		if err := cfg.redisConfig().Validate(); err != nil {
+			return fmt.Errorf("config: %s", redisError(err))
+		}
+	}
 	if cfg.CreateTopics {
 		created, err := stream.EnsureTopics(ctx, kc, topicSpecs(cfg))
 		if err != nil {
-			return err
+			// kafka-go names its method ("kafka.(*Client).Metadata: dial
+			// tcp ...: connection refused"); the user needs the option.
+			msg := strings.ReplaceAll(err.Error(), "kafka.(*Client).Metadata: ", "")
+			return fmt.Errorf("cannot create the topics on the Kafka brokers %s (%s): %s", strings.Join(cfg.KafkaBrokers, ","), opt("KAFKA_BROKERS"), msg)
 		}
 		if len(created) > 0 {
 			logger.Info("created topics", "topics", created)

@@ -39,6 +39,10 @@ func TestConfigErrors(t *testing.T) {
 		{"positional argument", nil, []string{"obs.jsonl"}, []string{"no arguments", "obs.jsonl", "CHANGERATE_IN", "--in"}},
 		{"flag after a positional argument", nil, []string{"obs.jsonl", "--in=-"}, []string{"no arguments", "obs.jsonl"}},
 		// Every message names the variable and the flag, never a Go field.
+		{"Redis options checked before Kafka is reached", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--redis-addrs=127.0.0.1:2", "--redis-db=-1"},
+			[]string{"CHANGERATE_REDIS_DB", "--redis-db"}},
+		{"unreachable Kafka", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--redis-addrs=127.0.0.1:2"},
+			[]string{"CHANGERATE_KAFKA_BROKERS", "--kafka-brokers", "127.0.0.1:1"}},
 		{"Redis key format", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-key-format=x"}, []string{"CHANGERATE_REDIS_KEY_FORMAT", "--redis-key-format"}},
 		{"Redis TLS files without TLS", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-tls-ca=/ca.pem", "--redis-expiry-events=x"},
 			[]string{"CHANGERATE_REDIS_TLS", "--redis-tls", "CHANGERATE_REDIS_EXPIRY_EVENTS", "--redis-expiry-events"}},
@@ -68,7 +72,7 @@ func TestConfigErrors(t *testing.T) {
 					t.Errorf("error %q does not name %q", err, w)
 				}
 			}
-			for _, internal := range []string{"strconv", "time.Duration", "main.", "Config.", "PoolSites", "Profile ", "MaxRequestBytes", "_*", "KeyFormat", "ExpiryEvents", "TLS.Enable"} {
+			for _, internal := range []string{"strconv", "time.Duration", "main.", "Config.", "PoolSites", "Profile ", "MaxRequestBytes", "_*", "KeyFormat", "ExpiryEvents", "TLS.Enable", "(*Client)"} {
 				if strings.Contains(err.Error(), internal) {
 					t.Errorf("error %q shows Go's %q", err, internal)
 				}

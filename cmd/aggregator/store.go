@@ -15,12 +15,7 @@ import (
 // REDIS_REQUIRE_DURABLE is false, refuses a Redis that would lose state
 // silently (eviction, no AOF).
 func openRedis(ctx context.Context, cfg *config, logger *slog.Logger, reg prometheus.Registerer) (state.Store, error) {
-	rc := state.RedisConfig{
-		Addrs: cfg.RedisAddrs, Username: cfg.RedisUsername, Password: cfg.RedisPassword, DB: cfg.RedisDB,
-		Cluster: cfg.RedisCluster, KeyPrefix: cfg.RedisPrefix, KeyFormat: cfg.RedisKeyFmt, IdleTTL: cfg.IdleTTL,
-		SentinelMaster: cfg.RedisSentinelMaster, SentinelPassword: cfg.RedisSentinelPassword, ExpiryEvents: cfg.RedisExpiryEvents,
-		TLS: state.RedisTLS{Enable: cfg.RedisTLS, CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey},
-	}
+	rc := cfg.redisConfig()
 	if err := rc.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %s", redisError(err))
 	}
@@ -69,4 +64,14 @@ func redisError(err error) string {
 		return lines[0]
 	}
 	return "invalid Redis configuration:\n  " + strings.Join(lines, "\n  ")
+}
+
+// redisConfig maps the flat configuration onto state.RedisConfig.
+func (c *config) redisConfig() state.RedisConfig {
+	return state.RedisConfig{
+		Addrs: c.RedisAddrs, Username: c.RedisUsername, Password: c.RedisPassword, DB: c.RedisDB,
+		Cluster: c.RedisCluster, KeyPrefix: c.RedisPrefix, KeyFormat: c.RedisKeyFmt, IdleTTL: c.IdleTTL,
+		SentinelMaster: c.RedisSentinelMaster, SentinelPassword: c.RedisSentinelPassword, ExpiryEvents: c.RedisExpiryEvents,
+		TLS: state.RedisTLS{Enable: c.RedisTLS, CAFile: c.RedisTLSCA, CertFile: c.RedisTLSCert, KeyFile: c.RedisTLSKey},
+	}
 }
