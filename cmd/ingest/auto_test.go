@@ -70,3 +70,33 @@ func TestSummaryUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureNamesTheOption: a run that fails after reading (Kafka
+// unreachable, a corrupt checkpoint) ends with a line naming the option to
+// look at, and does not let the summary's counts pass for written output.
+func TestFailureNamesTheOption(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "access.log")
+	os.WriteFile(p, []byte(squid), 0o644)
+	cp := filepath.Join(dir, "cp")
+	os.WriteFile(cp, nil, 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unreachable Kafka", []string{"--out=kafka", "--kafka-brokers=127.0.0.1:1"}, "CHANGERATE_KAFKA_BROKERS (--kafka-brokers)"},
+		{"corrupt checkpoint", []string{"--checkpoint=" + cp}, "CHANGERATE_CHECKPOINT (--checkpoint)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--format=squid", "--dead-letter=/dev/null", "--log-level=error"}, append(tc.args, p)...), nil, &stdout, &stderr)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "not all have been written") {
+				t.Errorf("stderr lacks %q and the warning:\n%s", tc.want, stderr.String())
+			}
+		})
+	}
+}
