@@ -81,3 +81,26 @@ func TestFilterInterrupted(t *testing.T) {
 		t.Errorf("no summary on stderr:\n%s", stderr.String())
 	}
 }
+
+// TestOwnOutputIsNamed: the aggregator's own estimates (or dead letters)
+// fed back to it are named as such, not reported as a JSON decoding error.
+func TestOwnOutputIsNamed(t *testing.T) {
+	var plain bytes.Buffer
+	for _, l := range genLog(5, 3, 24) {
+		plain.Write(l)
+		plain.WriteByte('\n')
+	}
+	estimates, _, err := filter(t, plain.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{estimates, "these are estimates"},
+		{`{"time":"2026-11-21T12:31:02Z","stage":"ingest","format":"squid","position":"a:1","reason":"fields","error":"x","input":"y"}` + "\n", "these are dead letters"},
+	} {
+		_, _, err := filter(t, []byte(tc.in))
+		if !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "unknown field") {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
