@@ -16,7 +16,7 @@ help: ## list the targets
 demo: ## run the embedded default: in-process Kafka, in-memory state, sample logs; prints the estimates
 	$(GO) run ./cmd/aggregator
 
-test: ## run every test (installs redis-server, kcat and promtool when missing and root)
+test: ## run every test (installs redis-server, kcat, chromium and promtool when missing and root)
 	./scripts/test.sh
 
 test-short: ## unit tests only, no race detector

@@ -3,9 +3,11 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -15,26 +17,44 @@ import (
 // SampleLines is how many leading lines DetectFormat looks at.
 const SampleLines = 20
 
+// ErrNothingToSample is wrapped by DetectFormat's error when no input has
+// a line to detect the format from (only stdin, or only empty files).
+var ErrNothingToSample = errors.New("no file with lines to detect the format from")
+
 // DetectFormat reads the first lines of the first input among paths
 // (files, directories or globs, expanded as Run does; stdin cannot be
-// sampled) and returns the formats whose parser accepts them, best first
-// (parse.Detect), with the input it sampled.
+// sampled) that has any, and returns the formats whose parser accepts them,
+// best first (parse.Detect), with the input it sampled. Empty inputs are
+// passed over: the current file of a rotated log set is often empty.
 func DetectFormat(paths []string, cfg parse.Config) ([]parse.Candidate, string, error) {
 	inputs, err := expandPaths(paths)
 	if err != nil {
 		return nil, "", err
 	}
+	stdin, empty := false, 0
 	for _, in := range inputs {
 		if in == "-" {
+			stdin = true
 			continue
 		}
 		sample, err := sampleFile(in, SampleLines)
 		if err != nil {
 			return nil, in, err
 		}
+		if len(sample) == 0 {
+			empty++
+			continue
+		}
 		return parse.Detect(sample, cfg), in, nil
 	}
-	return nil, "", fmt.Errorf("ingest: no file to detect the format from (stdin cannot be sampled)")
+	var why []string
+	if empty > 0 {
+		why = append(why, fmt.Sprintf("%d empty file(s)", empty))
+	}
+	if stdin {
+		why = append(why, "stdin cannot be sampled")
+	}
+	return nil, "", fmt.Errorf("ingest: %w (%s)", ErrNothingToSample, strings.Join(why, "; "))
 }
 
 // sampleFile returns the first n non-blank lines of a plain or gzip file.

@@ -11,7 +11,7 @@ import (
 func (c *config) validateAlerts() error {
 	var errs []error
 	bad := func(name, want string, got any) {
-		errs = append(errs, fmt.Errorf("config: %s_%s must be %s, got %v", envPrefix, name, want, got))
+		errs = append(errs, fmt.Errorf("config: %s must be %s, got %v", opt(name), want, got))
 	}
 	if c.SeasonalLearning < 0 {
 		bad("SEASONAL_LEARNING", "≥ 0 (0 disables seasonal baselines)", c.SeasonalLearning)

@@ -68,11 +68,34 @@ func checkObservations(in io.Reader, name string) (io.Reader, error) {
 			f += " --zone=UTC"
 		}
 		msg += fmt.Sprintf(".\nIt looks like a log that ingest reads: %s.\nRun: ingest %s --out=- FILE | aggregator --in=- --store=memory --out=- --emit=final", h, f)
+	} else if what := knownRecord(sample[0]); what != "" {
+		msg += fmt.Sprintf(": these are %s", what)
 	} else {
 		_, err := records.DecodeObservation(sample[0])
 		msg += fmt.Sprintf("; line 1: %v; and no ingest format accepts these lines", err)
 	}
 	return nil, fmt.Errorf("%w: %s", errNothingUsable, msg)
+}
+
+// knownRecord names the project's other JSON records (the aggregator's
+// own outputs, dead letters) when line is one of them, else "".
+func knownRecord(line []byte) string {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(line, &f) != nil {
+		return ""
+	}
+	has := func(k string) bool { _, ok := f[k]; return ok }
+	switch {
+	case has("stage") && has("reason"):
+		return "dead letters (inputs that could not be used, with the reason)"
+	case has("period_start") && has("accesses"):
+		return "access reports (the aggregator's output)"
+	case has("p_value") || has("objects_shifted"):
+		return "alerts (the aggregator's output)"
+	case has("as_of") && has("kind"):
+		return "estimates (the aggregator's output)"
+	}
+	return ""
 }
 
 // sortInput reads every line of in, writes a dead letter (reason

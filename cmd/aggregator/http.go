@@ -65,7 +65,7 @@ func (s *httpServer) listen() error {
 	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("http: listen %s: %w", s.addr, err)
+		return fmt.Errorf("http: %s: listen %s: %w", opt("HTTP_ADDR"), s.addr, err)
 	}
 	s.ln = ln
 	return nil

@@ -48,7 +48,7 @@ const envPrefix = "CHANGERATE"
 // config is the aggregator's whole configuration; README's reference table
 // is generated from these tags (go run ./cmd/aggregator -config-reference).
 type config struct {
-	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines) from this file, or - for stdin, instead of Kafka"`
+	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines, plain or gzip) from this file, or - for stdin, instead of Kafka"`
 	Out  string `envconfig:"OUT" desc:"write estimates (JSON lines) to this file, or - for stdout, instead of the estimates topic"`
 	Emit string `envconfig:"EMIT" default:"update" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
 	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
@@ -204,6 +204,7 @@ func (c *config) validate() error {
 		{c.ReplicationFactor < 1, "REPLICATION_FACTOR", "at least 1", c.ReplicationFactor},
 		{c.BatchSize < 1, "BATCH_SIZE", "at least 1", c.BatchSize},
 		{c.CacheObjects < 0, "CACHE_OBJECTS", "0 (unbounded) or more", c.CacheObjects},
+		{c.PoolSites < 0, "POOL_SITES", "0 (off) or more", c.PoolSites},
 		{c.LateTolerance < 0, "LATE_TOLERANCE", "a duration of 0 or more", c.LateTolerance},
 		{c.EmitInterval < 0, "EMIT_INTERVAL", "a duration of 0 or more", c.EmitInterval},
 		{c.ReportPeriod < time.Second, "REPORT_PERIOD", "at least 1s", c.ReportPeriod},
@@ -325,8 +326,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Usage = func() { usage(fs) }
 	ref := fs.Bool("config-reference", false, "print the configuration reference as a Markdown table and exit")
 	version := fs.Bool("version", false, "print the version and exit")
-	if _, err := cliconfig.Load(envPrefix, &cfg, fs, args); err != nil {
+	rest, err := cliconfig.Load(envPrefix, &cfg, fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		// Without this, "aggregator obs.jsonl" would run the demo.
+		return fmt.Errorf("config: aggregator takes no arguments, got %q: give the input with --in=FILE or --in=- for stdin (%s_IN)", rest, envPrefix)
 	}
 	if *version {
 		_, err := fmt.Fprintln(stdout, buildinfo.Get().String("aggregator"))
@@ -462,7 +468,11 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	g.Go(func() error {
 		defer cancel() // the input ended: stop the HTTP server too
-		in, err := checkObservations(in, name)
+		in, err := gunzipInput(in, name)
+		if err != nil {
+			return err
+		}
+		in, err = checkObservations(in, name)
 		if err != nil {
 			return err
 		}
@@ -482,19 +492,21 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		return err
 	}
 	logger.Debug("filter done", "committed", proc.Committed())
-	if err := ctx.Err(); err != nil {
-		return err
+	lateTo := "stderr"
+	if cfg.LateOut != "-" {
+		lateTo = cfg.LateOut
+	}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C, SIGTERM): say what was done, not "context canceled".
+		sum.write(stderr)
+		return errors.New("interrupted before the input ended: the summary counts what was read until then")
 	}
 	if table != nil {
 		if err := table.print(); err != nil {
 			return err
 		}
 	}
-	lateTo := "stderr"
-	if cfg.LateOut != "-" {
-		lateTo = cfg.LateOut
-	}
-	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
 	sum.write(stderr)
 	return sum.verdict()
 }
@@ -506,10 +518,20 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 	if err := kc.Validate(); err != nil {
 		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))
 	}
+	if cfg.Store == "redis" {
+		// Before any connection: a bad Redis option is a configuration
+		// error, whatever state Kafka is in.
+		if err := cfg.redisConfig().Validate(); err != nil {
+			return fmt.Errorf("config: %s", redisError(err))
+		}
+	}
 	if cfg.CreateTopics {
 		created, err := stream.EnsureTopics(ctx, kc, topicSpecs(cfg))
 		if err != nil {
-			return err
+			// kafka-go names its method ("kafka.(*Client).Metadata: dial
+			// tcp ...: connection refused"); the user needs the option.
+			msg := strings.ReplaceAll(err.Error(), "kafka.(*Client).Metadata: ", "")
+			return fmt.Errorf("cannot create the topics on the Kafka brokers %s (%s): %s", strings.Join(cfg.KafkaBrokers, ","), opt("KAFKA_BROKERS"), msg)
 		}
 		if len(created) > 0 {
 			logger.Info("created topics", "topics", created)

@@ -36,6 +36,26 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown state-loss policy", nil, []string{"--in=-", "--on-state-loss=ignore"}, []string{"CHANGERATE_ON_STATE_LOSS", "ignore"}},
 		{"negative fetch stall bound", nil, []string{"--kafka-brokers=k:9092", "--kafka-fetch-stall-timeout=-1s"}, []string{"CHANGERATE_KAFKA_FETCH_STALL_TIMEOUT", "--kafka-fetch-stall-timeout"}},
 		{"flags win over the environment", map[string]string{"CHANGERATE_STORE": "memory"}, []string{"--in=-", "--store=etcd"}, []string{"CHANGERATE_STORE", "etcd"}},
+		{"positional argument", nil, []string{"obs.jsonl"}, []string{"no arguments", "obs.jsonl", "CHANGERATE_IN", "--in"}},
+		{"flag after a positional argument", nil, []string{"obs.jsonl", "--in=-"}, []string{"no arguments", "obs.jsonl"}},
+		// Every message names the variable and the flag, never a Go field.
+		{"Redis options checked before Kafka is reached", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--redis-addrs=127.0.0.1:2", "--redis-db=-1"},
+			[]string{"CHANGERATE_REDIS_DB", "--redis-db"}},
+		{"unreachable Kafka", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--redis-addrs=127.0.0.1:2"},
+			[]string{"CHANGERATE_KAFKA_BROKERS", "--kafka-brokers", "127.0.0.1:1"}},
+		{"Redis key format", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-key-format=x"}, []string{"CHANGERATE_REDIS_KEY_FORMAT", "--redis-key-format"}},
+		{"Redis TLS files without TLS", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-tls-ca=/ca.pem", "--redis-expiry-events=x"},
+			[]string{"CHANGERATE_REDIS_TLS", "--redis-tls", "CHANGERATE_REDIS_EXPIRY_EVENTS", "--redis-expiry-events"}},
+		{"bad float in the environment", map[string]string{"CHANGERATE_ALERT_FDR": "x"}, []string{"--in=-"}, []string{"CHANGERATE_ALERT_FDR", "--alert-fdr", "not a number"}},
+		{"bad byte size", nil, []string{"--in=-", "--cache-bytes=12QB"}, []string{"CHANGERATE_CACHE_BYTES", "--cache-bytes", "256MiB"}},
+		{"seasonal decay out of range", nil, []string{"--in=-", "--seasonal-decay=0"}, []string{"CHANGERATE_SEASONAL_DECAY", "--seasonal-decay"}},
+		{"negative pooled sites", nil, []string{"--in=-", "--pool-sites=-1"}, []string{"CHANGERATE_POOL_SITES", "--pool-sites"}},
+		{"unknown URL profile", nil, []string{"--in=-", "--url-profile=x"}, []string{"CHANGERATE_URL_PROFILE", "--url-profile"}},
+		{"small API request limit", nil, []string{"--in=-", "--api-max-request-bytes=2"}, []string{"CHANGERATE_API_MAX_REQUEST_BYTES", "--api-max-request-bytes"}},
+		{"negative API alerts", nil, []string{"--in=-", "--api-alerts=-1"}, []string{"CHANGERATE_API_ALERTS", "--api-alerts"}},
+		{"revisit bounds", nil, []string{"--in=-", "--max-revisit=1m"}, []string{"CHANGERATE_MAX_REVISIT", "--max-revisit", "CHANGERATE_MIN_REVISIT", "--min-revisit"}},
+		{"plan period", nil, []string{"--in=-", "--plan-period=1s"}, []string{"CHANGERATE_PLAN_PERIOD", "--plan-period"}},
+		{"HTTP address", nil, []string{"--in=-", "--http-addr=nowhere"}, []string{"CHANGERATE_HTTP_ADDR", "--http-addr"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,6 +70,11 @@ func TestConfigErrors(t *testing.T) {
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+			for _, internal := range []string{"strconv", "time.Duration", "main.", "Config.", "PoolSites", "Profile ", "MaxRequestBytes", "_*", "KeyFormat", "ExpiryEvents", "TLS.Enable", "(*Client)"} {
+				if strings.Contains(err.Error(), internal) {
+					t.Errorf("error %q shows Go's %q", err, internal)
 				}
 			}
 		})

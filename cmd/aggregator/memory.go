@@ -17,7 +17,7 @@ type byteSize int64
 func (b *byteSize) Decode(s string) error {
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("want a size such as 256MiB, 1GiB, 500MB or 1048576 (%v)", err)
 	}
 	if n > math.MaxInt64 {
 		return fmt.Errorf("%s is too large", s)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -28,14 +29,34 @@ func (c *config) validateQuery() error {
 	default:
 		return fmt.Errorf("config: %s_OUT_FORMAT (--out-format) must be json or table, got %q", envPrefix, c.OutFormat)
 	}
-	if c.APIIndexObjects < 0 || c.APIAlerts < 0 {
-		return fmt.Errorf("config: %s_API_INDEX_OBJECTS and %s_API_ALERTS must not be negative", envPrefix, envPrefix)
+	if c.APIIndexObjects < 0 {
+		return fmt.Errorf("config: %s must not be negative, got %d", opt("API_INDEX_OBJECTS"), c.APIIndexObjects)
 	}
-	if c.MinRevisit <= 0 || c.MaxRevisit < c.MinRevisit {
-		return fmt.Errorf("config: %s_MIN_REVISIT (%s) must be positive and at most %s_MAX_REVISIT (%s)", envPrefix, c.MinRevisit, envPrefix, c.MaxRevisit)
+	if c.APIAlerts < 0 {
+		return fmt.Errorf("config: %s must not be negative, got %d", opt("API_ALERTS"), c.APIAlerts)
 	}
-	if c.PlanBudget < 1 || c.PlanPeriod < time.Minute {
-		return fmt.Errorf("config: %s_PLAN_BUDGET must be at least 1 and %s_PLAN_PERIOD at least 1m", envPrefix, envPrefix)
+	if c.APITimeout < 0 {
+		return fmt.Errorf("config: %s must be a positive duration (0: the default), got %s", opt("API_TIMEOUT"), c.APITimeout)
+	}
+	if c.APIMaxRequestBytes != 0 && c.APIMaxRequestBytes < 256 {
+		return fmt.Errorf("config: %s must be at least 256 (0: the default), got %d", opt("API_MAX_REQUEST_BYTES"), c.APIMaxRequestBytes)
+	}
+	switch c.URLProfile {
+	case "", parse.ProfileChangerate, parse.ProfileWHATWG, parse.ProfileSemantic:
+	default:
+		return fmt.Errorf("config: %s must be changerate, whatwg or semantic (as ingest's --profile), got %q", opt("URL_PROFILE"), c.URLProfile)
+	}
+	if c.MinRevisit <= 0 {
+		return fmt.Errorf("config: %s must be a positive duration, got %s", opt("MIN_REVISIT"), c.MinRevisit)
+	}
+	if c.MaxRevisit < c.MinRevisit {
+		return fmt.Errorf("config: %s (%s) must be at least %s (%s)", opt("MAX_REVISIT"), c.MaxRevisit, opt("MIN_REVISIT"), c.MinRevisit)
+	}
+	if c.PlanBudget < 1 {
+		return fmt.Errorf("config: %s must be at least 1, got %d", opt("PLAN_BUDGET"), c.PlanBudget)
+	}
+	if c.PlanPeriod < time.Minute {
+		return fmt.Errorf("config: %s must be at least 1m, got %s", opt("PLAN_PERIOD"), c.PlanPeriod)
 	}
 	if err := c.queryConfig().Validate(); err != nil {
 		return fmt.Errorf("config: %s_API_*: %w", envPrefix, err)

@@ -270,6 +270,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	writeSummary(stderr, o, cfg, sum, sorter)
 	if err != nil {
 		logger.Error("ingest failed", "err", err)
+		if !errors.Is(err, ingest.ErrInput) {
+			// The summary counts what was read, not what was written.
+			hint := ""
+			if o.Out == "kafka" && strings.Contains(err.Error(), "kafka") {
+				hint = fmt.Sprintf(" (Kafka brokers %s: %s_KAFKA_BROKERS (--kafka-brokers))", strings.Join(o.KafkaBrokers, ","), envPrefix)
+			} else if o.Checkpoint != "" && strings.Contains(err.Error(), "checkpoint") {
+				hint = fmt.Sprintf(" (%s_CHECKPOINT (--checkpoint))", envPrefix)
+			}
+			fmt.Fprintf(stderr, "ingest: failed: %v%s; the observations counted above may not all have been written\n", err, hint)
+		}
 		return 1
 	}
 	if cerr != nil {

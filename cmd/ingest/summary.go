@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/changerate/changerate/ingest"
@@ -41,7 +42,11 @@ func resolveAuto(o options, paths []string, logger *slog.Logger) (string, error)
 	}
 	cands, in, err := ingest.DetectFormat(paths, pc)
 	if err != nil {
-		return "", cfgErr("%s_FORMAT (--format)=auto: %v", envPrefix, err)
+		msg := strings.TrimPrefix(err.Error(), "ingest: ")
+		if in != "" {
+			msg = "cannot read " + in + " to detect the format: " + strings.TrimPrefix(msg, in+": ")
+		}
+		return "", cfgErr("%s_FORMAT (--format)=auto: %s; or give the format (see ingest -h)", envPrefix, msg)
 	}
 	if len(cands) == 0 {
 		return "", cfgErr("%s_FORMAT (--format)=auto: no format's parser accepts the first lines of %s; see ingest -h for the formats", envPrefix, in)
@@ -69,7 +74,8 @@ func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary,
 		fmt.Fprintf(w, "   %d FAILED (see the log above)", failed)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %-14s %10d\n", "lines read", tot.Lines)
+	unit := inputUnit(cfg.Format)
+	fmt.Fprintf(w, "  %-14s %10d\n", unit+" read", tot.Lines)
 	order := "in input order"
 	if sorter != nil {
 		order = "sorted by event time"
@@ -85,7 +91,7 @@ func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary,
 		}
 		fmt.Fprintf(w, "  %-14s %10d   %s\n", label, n, note)
 	}
-	line("skipped", sumMap(tot.Skipped), reasons(tot.Skipped, "lines without an observation"))
+	line("skipped", sumMap(tot.Skipped), reasons(tot.Skipped, unit+" without an observation"))
 	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
 	if sum.Interrupted {
 		fmt.Fprintln(w, "  interrupted before every input was read")
@@ -93,6 +99,15 @@ func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary,
 			fmt.Fprintf(w, "  the %d observations held for sorting by time were not written: run again\n", sorter.Held())
 		}
 	}
+}
+
+// inputUnit is what the counts count: WARC files are read record by
+// record, every other format line by line.
+func inputUnit(format string) string {
+	if format == "warc" {
+		return "records"
+	}
+	return "lines"
 }
 
 func reasons(m map[string]int64, what string) string {
@@ -130,7 +145,7 @@ func nothingUsable(sum ingest.Summary, o options, cfg ingest.Config) string {
 	if tot.Lines == 0 {
 		return "no line was read"
 	}
-	msg := fmt.Sprintf("none of the %d lines read gave an observation (%s)", tot.Lines, fmtMap(tot.Rejects))
+	msg := fmt.Sprintf("none of the %d %s read gave an observation (%s)", tot.Lines, inputUnit(cfg.Format), fmtMap(tot.Rejects))
 	pc := cfg.Parse
 	cands, in, err := ingest.DetectFormat(cfg.Paths, pc)
 	if err != nil || len(cands) == 0 {

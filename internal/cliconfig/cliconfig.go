@@ -69,8 +69,9 @@ func Options(prefix string, spec any) []Option {
 }
 
 // Load fills spec (a pointer to a flat struct with envconfig tags) from the
-// environment and then from args, parsed as flags on fs. It returns the
-// positional arguments left after the flags. Flags override the environment.
+// environment and then from args, parsed as flags on fs (flags may follow
+// positional arguments; "--" ends them). It returns the positional
+// arguments. Flags override the environment.
 func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, error) {
 	opts := Options(prefix, spec)
 	set := map[string]string{}
@@ -89,7 +90,8 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 		}
 		fs.Func(o.Flag, help, func(v string) error { set[o.Env] = v; return nil })
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		return nil, err
 	}
 	// Flags win: they replace the environment's value while envconfig
@@ -123,11 +125,11 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 			continue
 		}
 		if v, ok := os.LookupEnv(o.FileOf); ok && v != "" {
-			return nil, fmt.Errorf("config: %s and %s are both set; set one", o.FileOf, o.Env)
+			return nil, fmt.Errorf("config: %s and %s are both set; set one", optionName(prefix, o.FileOf), optionName(prefix, o.Env))
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: %s: %w", o.Env, err)
+			return nil, fmt.Errorf("config: %s: %w", optionName(prefix, o.Env), err)
 		}
 		val := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		old, had := os.LookupEnv(o.FileOf)
@@ -144,15 +146,76 @@ func Load(prefix string, spec any, fs *flag.FlagSet, args []string) ([]string, e
 	}
 	if err := envconfig.Process(prefix, spec); err != nil {
 		if pe, ok := err.(*envconfig.ParseError); ok {
-			from := "environment variable " + pe.KeyName
-			if _, isFlag := set[pe.KeyName]; isFlag {
-				from = "flag --" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(pe.KeyName, prefix+"_")), "_", "-") + " (" + pe.KeyName + ")"
-			}
-			return nil, fmt.Errorf("config: %s: cannot use %q as %s: %w", from, pe.Value, pe.TypeName, pe.Err)
+			return nil, parseError(prefix, pe, set)
 		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return fs.Args(), nil
+	return rest, nil
+}
+
+// parseInterspersed parses args on fs allowing flags after positional
+// arguments, as GNU programs do ("ingest access.log --format=squid"): the
+// flag package alone stops at the first positional argument and would take
+// every later flag for a file name. "--" ends the flags; "-" (stdin) is a
+// positional argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(rest, left...), nil
+		}
+		if len(left) == 0 {
+			return append(rest, left...), nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
+}
+
+// parseError says which option has a value of the wrong kind, naming the
+// variable and the flag, where the value came from and what is wanted, in
+// words rather than Go's type and parser names (strconv.ParseInt,
+// time.Duration, main.byteSize). The parser's own error is kept only for
+// types with their own decoder (envconfig.Decoder), whose messages are
+// written for users.
+func parseError(prefix string, pe *envconfig.ParseError, set map[string]string) error {
+	from := "the environment"
+	if _, isFlag := set[pe.KeyName]; isFlag {
+		from = "the flag"
+	}
+	var want string
+	switch pe.TypeName {
+	case "int", "int8", "int16", "int32", "int64":
+		want = "a whole number"
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		want = "a whole number >= 0"
+	case "float32", "float64":
+		want = "a number"
+	case "bool":
+		want = "true or false"
+	case "Duration", "time.Duration":
+		want = "a duration such as 500ms, 30s, 10m or 1h"
+	default:
+		want = "a valid value"
+		if pe.Err != nil {
+			want += ": " + pe.Err.Error()
+		}
+	}
+	return fmt.Errorf("config: %s = %q (from %s) is not %s", optionName(prefix, pe.KeyName), pe.Value, from, want)
+}
+
+// optionName names an option by its variable and its flag:
+// "CHANGERATE_BATCH_SIZE (--batch-size)".
+func optionName(prefix, env string) string {
+	name := env
+	if prefix != "" {
+		name = strings.TrimPrefix(env, prefix+"_")
+	}
+	return env + " (--" + strings.ReplaceAll(strings.ToLower(name), "_", "-") + ")"
 }
 
 // WriteReference writes a Markdown table of the options, for the README.
