@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,7 +93,12 @@ func TestNothingUsableExitsNonZero(t *testing.T) {
 func TestHTTPAddrFlagInFilterMode(t *testing.T) {
 	t.Setenv("CHANGERATE_HTTP_ADDR", "") // unset for this process: only the flag asks
 	os.Unsetenv("CHANGERATE_HTTP_ADDR")
-	addr := "127.0.0.1:18117"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String() // a free port
+	ln.Close()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
