@@ -78,8 +78,9 @@ type fixture struct {
 	total  int64
 	seed   uint64
 
-	ref    dump              // state of the clean run
-	refEst map[string]string // the clean run's latest estimate per key
+	ref    dump                 // state of the clean run
+	refEst map[string]string    // the clean run's latest estimate per key
+	bounds map[string]estBounds // per object: what its latest estimates must reflect (dueBounds)
 }
 
 // placed is where one observation of a workload went.
@@ -298,6 +299,8 @@ func (f *fixture) cleanRun(t *testing.T) {
 	// check against both.
 	compareDumps(t, "clean run vs oracle", want, f.ref)
 	f.refEst = readLatest(t, f.kc, "estimates-ref")
+	f.bounds = dueBounds(f.w, f.place, f.hw)
+	checkLatestEstimates(t, "clean run", f.bounds, f.refEst)
 }
 
 // readLatest reads a topic to its high watermarks and returns the last
@@ -749,11 +752,15 @@ func incrAOFFile(t *testing.T, dir string) string {
 
 func fileExistsE2E(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// 5. a local Redis Cluster of 3 masters.
+// 5. a local Redis Cluster of 3 masters. Its batches of 3,000 messages (the
+// clean run's: 5,000, each cut at the end of a fetch of 1 MiB) end at other
+// offsets than the clean run's: the state must still be byte-identical,
+// the latest estimates need not be (estimates_check_test.go).
 func (f *fixture) testCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	outputTopics(t, f.kc, "-cluster")
-	env := aggEnv(f.kc.Addr(), strings.Join(cl.Addrs, ","), "cluster", "-cluster", "CHANGERATE_REDIS_CLUSTER=true")
+	env := aggEnv(f.kc.Addr(), strings.Join(cl.Addrs, ","), "cluster", "-cluster", "CHANGERATE_REDIS_CLUSTER=true",
+		"CHANGERATE_BATCH_SIZE=3000")
 	t0 := time.Now()
 	a := startAgg(t, f.aggBin, "cluster", env)
 	d := f.finish(t, cl.Client, a)
@@ -771,17 +778,17 @@ func (f *fixture) testCluster(t *testing.T) {
 	if len(nodes) < 2 {
 		t.Errorf("all partitions on one master: %v", nodes)
 	}
-	// The published estimates equal the clean run's, and are right.
+	// The published estimates are what the input promises whatever the
+	// cuts (checkLatestEstimates), and are right.
 	est := readLatest(t, f.kc, "estimates-cluster")
-	if len(est) != len(f.refEst) {
-		t.Errorf("%d estimates keys, clean run %d", len(est), len(f.refEst))
-	}
-	for k, v := range f.refEst {
-		if est[k] != v {
-			t.Errorf("estimate %s differs from the clean run:\n%s\n%s", k, clip(est[k]), clip(v))
-			break
+	checkLatestEstimates(t, "cluster run", f.bounds, est)
+	same := 0
+	for k, v := range est {
+		if f.refEst[k] == v {
+			same++
 		}
 	}
+	t.Logf("latest estimates: %d keys, clean run %d; %d byte-identical to the clean run's (batches cut elsewhere)", len(est), len(f.refEst), same)
 	checkEstimates(t, f.w, est)
 }
 
