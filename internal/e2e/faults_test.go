@@ -282,13 +282,13 @@ func (f *fixture) cleanRun(t *testing.T) {
 	a := startAgg(t, f.aggBin, "clean", aggEnv(f.kc.Addr(), rds.Addr, "clean", "-ref"))
 	waitCaughtUp(t, rds.Client, obsTopic, f.hw, 10*time.Minute, a)
 	el := time.Since(t0)
-	m := a.metrics("changerate_aggregator_")
+	m := a.metrics("changerate_")
 	a.terminate(30 * time.Second)
 	f.ref = dumpRedis(t, rds.Client)
 	objs, metas, bytes := dumpStats(f.ref)
-	t.Logf("clean run: %d observations in %v (%.0f obs/s incl. start-up), %d objects, %d partition metas, %d value bytes; committed %v, fenced %v",
+	t.Logf("clean run: %d observations in %v (%.0f obs/s incl. start-up), %d objects, %d partition metas, %d value bytes; committed %v, fenced %v; %s",
 		f.total, el.Round(time.Millisecond), float64(f.total)/el.Seconds(), objs, metas, bytes,
-		metricSum(m, "changerate_aggregator_messages_committed_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"))
+		metricSum(m, "changerate_aggregator_messages_committed_total"), metricSum(m, "changerate_aggregator_fenced_commits_total"), cuts(m))
 	// besides the objects, one seasonal profile per site and partition
 	want := oracle(f.w, obsTopic, f.place, f.hw)
 	wantObjs, _, _ := dumpStats(want)
@@ -763,6 +763,8 @@ func (f *fixture) testCluster(t *testing.T) {
 		"CHANGERATE_BATCH_SIZE=3000")
 	t0 := time.Now()
 	a := startAgg(t, f.aggBin, "cluster", env)
+	waitCaughtUp(t, cl.Client, obsTopic, f.hw, 10*time.Minute, a)
+	m := a.metrics("changerate_")
 	d := f.finish(t, cl.Client, a)
 	// The partitions' keys are spread over the masters.
 	nodes := map[string]int{}
@@ -774,7 +776,7 @@ func (f *fixture) testCluster(t *testing.T) {
 		nodes[n.Options().Addr]++
 	}
 	objs, _, _ := dumpStats(d)
-	t.Logf("cluster run in %v: %d objects; partitions per master %v", time.Since(t0).Round(time.Millisecond), objs, nodes)
+	t.Logf("cluster run in %v: %d objects; partitions per master %v; %s", time.Since(t0).Round(time.Millisecond), objs, nodes, cuts(m))
 	if len(nodes) < 2 {
 		t.Errorf("all partitions on one master: %v", nodes)
 	}
@@ -790,6 +792,15 @@ func (f *fixture) testCluster(t *testing.T) {
 	}
 	t.Logf("latest estimates: %d keys, clean run %d; %d byte-identical to the clean run's (batches cut elsewhere)", len(est), len(f.refEst), same)
 	checkEstimates(t, f.w, est)
+}
+
+// cuts describes how a run cut its input (from its metrics): the batches,
+// the consumer-group generations and the messages read (a new generation
+// re-reads from the reorder buffer's earliest held offset and cuts its
+// later batches elsewhere).
+func cuts(m map[string]float64) string {
+	return fmt.Sprintf("%v batches, %v generations, %v messages read", metricSum(m, "changerate_aggregator_batch_messages_count"),
+		metricSum(m, "changerate_kafka_group_generations_total"), metricSum(m, "changerate_kafka_messages_read_total"))
 }
 
 // checkEstimates compares the latest change and access estimates with the
