@@ -198,12 +198,16 @@ func (c *Config) Validate() error {
 // observation in event time) depend only on the partition's messages in
 // offset order, whatever the batch boundaries (the reorder buffer releases
 // per message, see reorder.go). A published estimate holds the object's
-// state at the end of the batch that made it due, so a replayed batch gives
-// byte-identical records when it is cut at the same offsets; cut elsewhere,
-// an estimate may cover more or fewer of the object's observations after
-// the one that made it due (the next due one, or the final estimate, is the
-// same). Dead-letter and late records carry the wall-clock time they were
-// written.
+// state at the end of the batch that made it due (a batch publishes the
+// change estimate of an object it applied visits to, the access estimate of
+// one it applied accesses to), so records are byte-identical only where
+// batches end at the same offsets; cut elsewhere (a new owner fetches from
+// the reorder buffer's earliest held offset), an estimate may cover more or
+// fewer of the object's observations after the one that made it due, and
+// the latest record per key may differ; it is at least as new as the
+// object's last due observation of its kind. The state, and EmitFinal's
+// estimates built from it, do not depend on the cuts. Dead-letter and late
+// records carry the wall-clock time they were written.
 type Processor struct {
 	cfg     Config
 	store   state.Store

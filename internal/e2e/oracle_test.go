@@ -14,12 +14,13 @@ import (
 	"github.com/changerate/changerate/stream"
 )
 
-// memClaim serves one partition's messages in batches of 97, then
-// io.EOF-less idleness: it reports revocation, so the reorder buffer is
-// not flushed (as a service partition that is caught up).
+// memClaim serves one partition's messages in batches of 97 (or batch),
+// then io.EOF-less idleness: it reports revocation, so the reorder buffer
+// is not flushed (as a service partition that is caught up).
 type memClaim struct {
-	msgs []stream.Message
-	pos  int
+	msgs  []stream.Message
+	pos   int
+	batch int
 }
 
 func (c *memClaim) Topic() string         { return obsTopic }
@@ -34,7 +35,11 @@ func (c *memClaim) Fetch(_ context.Context, n int) ([]stream.Message, error) {
 	if c.pos >= len(c.msgs) {
 		return nil, stream.ErrRevoked
 	}
-	k := min(c.pos+min(n, 97), len(c.msgs))
+	b := c.batch
+	if b == 0 {
+		b = 97
+	}
+	k := min(c.pos+min(n, b), len(c.msgs))
 	out := c.msgs[c.pos:k]
 	c.pos = k
 	return out, nil
