@@ -106,6 +106,11 @@ func NewKafkaSource(cfg KafkaConfig, topics []string, logger *slog.Logger, reg p
 	if err != nil {
 		return nil, err
 	}
+	for _, t := range topics { // exported at 0 from the start (rate() and alerts see a series)
+		for _, kind := range fetchErrorKinds {
+			m.fetchErrors.WithLabelValues(t, kind)
+		}
+	}
 	return &KafkaSource{
 		k:      k,
 		topics: slices.Clone(topics),
@@ -731,6 +736,9 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error)
 		})
 	}
 }
+
+// fetchErrorKinds are the kind labels of changerate_kafka_fetch_errors_total.
+var fetchErrorKinds = []string{"fetch", "decode", "list_offsets", "offset_out_of_range"}
 
 func (c *kafkaClaim) retryWait(ctx context.Context, kind string, pos int64, err error) error {
 	c.src.m.fetchErrors.WithLabelValues(c.topic, kind).Inc()
