@@ -219,10 +219,16 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 		lp[j] = v
 		top = math.Max(top, v)
 	}
+	return gridPosterior(lp[:], top, lo, hi, step, cfg)
+}
+
+// gridPosterior is the pooled estimate from a log posterior lp evaluated on
+// the log-spaced grid lo·e^{j·step} (top = max lp): the posterior median and
+// the equal-tailed credible interval of cfg, by the midpoint rule in log λ.
+func gridPosterior(lp []float64, top, lo, hi, step float64, cfg *Config) (Estimate, bool) {
 	if math.IsInf(top, 0) || math.IsNaN(top) {
 		return Estimate{}, false
 	}
-	// cumulative mass (midpoint rule in log λ)
 	total := 0.0
 	for j := range lp {
 		lp[j] = math.Exp(lp[j] - top)

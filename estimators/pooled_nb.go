@@ -143,25 +143,5 @@ func PooledNB(prior NBPrior, ev Evidence, parts float64, cfg *Config) (Estimate,
 		lp[j] = v
 		top = math.Max(top, v)
 	}
-	if math.IsInf(top, 0) || math.IsNaN(top) {
-		return Estimate{}, false
-	}
-	total := 0.0
-	for j := range lp {
-		lp[j] = math.Exp(lp[j] - top)
-		total += lp[j]
-	}
-	quant := func(p float64) float64 {
-		target, acc := p*total, 0.0
-		for j := range lp {
-			if acc+lp[j] >= target {
-				f := (target - acc) / lp[j]
-				return lo * math.Exp((float64(j)-0.5+f)*step)
-			}
-			acc += lp[j]
-		}
-		return hi
-	}
-	pLo, pHi := cfg.tails()
-	return sane(Estimate{Key: KeyPooled, Rate: quant(0.5), Lo: quant(pLo), Hi: quant(pHi), HasCI: true}, true)
+	return gridPosterior(lp[:], top, lo, hi, step, cfg)
 }
