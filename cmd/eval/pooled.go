@@ -377,23 +377,7 @@ func pooledOurs(s *pooledScore) string {
 // page's own rate over the truth history (a stationary php).
 func phpPooled(e *Env, pages map[string][]float64, cfg *estimators.Config, D, H float64, control, priorScored bool) *pooledScore {
 	const day = 86400.0
-	sites := map[string][]string{}
-	for p := range pages {
-		parts := strings.SplitN(p, "/", 3)
-		if len(parts) < 3 {
-			continue
-		}
-		k := parts[0] + "/" + parts[1]
-		sites[k] = append(sites[k], p)
-	}
-	var names []string
-	for k, v := range sites {
-		if len(v) >= 20 {
-			sort.Strings(v)
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
+	sites, names := phpSites(pages)
 	var starts []float64
 	for s := 1041379200.0 + H; s+D+H < 1755000000; s += 548 * day { // from 2003-01-01 + H, every 18 months
 		starts = append(starts, s)
@@ -493,4 +477,27 @@ func simSites(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stre
 		s.whole.addSite(objs, cfg)
 	}
 	return s
+}
+
+// phpSites groups php/doc-en pages into sites by their first two path
+// segments (e.g. "en/reference"); names lists, sorted, the sites with at
+// least 20 pages (each site's pages sorted), the ones a prior is fitted for.
+func phpSites(pages map[string][]float64) (sites map[string][]string, names []string) {
+	sites = map[string][]string{}
+	for p := range pages {
+		parts := strings.SplitN(p, "/", 3)
+		if len(parts) < 3 {
+			continue
+		}
+		k := parts[0] + "/" + parts[1]
+		sites[k] = append(sites[k], p)
+	}
+	for k, v := range sites {
+		if len(v) >= 20 {
+			sort.Strings(v)
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return sites, names
 }

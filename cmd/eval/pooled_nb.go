@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"sort"
-	"strings"
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/sim"
@@ -45,23 +43,7 @@ func pooledNBOurs(s *pooledScore) string {
 // The single estimators see the observed year only, as before.
 func phpPooledYearBefore(e *Env, pages map[string][]float64, cfg *estimators.Config, D, H float64, days bool) *pooledScore {
 	const day = 86400.0
-	sites := map[string][]string{}
-	for p := range pages {
-		parts := strings.SplitN(p, "/", 3)
-		if len(parts) < 3 {
-			continue
-		}
-		k := parts[0] + "/" + parts[1]
-		sites[k] = append(sites[k], p)
-	}
-	var names []string
-	for k, v := range sites {
-		if len(v) >= 20 {
-			sort.Strings(v)
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
+	sites, names := phpSites(pages)
 	var starts []float64
 	for s := 1041379200.0 + H + D; s+D+H < 1755000000; s += 548 * day {
 		starts = append(starts, s)
