@@ -43,6 +43,9 @@ type pooledObj struct {
 	// changes in truth windows of total length tspan (truth = tcount/tspan).
 	tcount int
 	tspan  float64
+	// hist is the evidence of the years before the observed one (a site
+	// prior over a longer history, phpProtocol.histYears).
+	hist []estimators.Evidence
 }
 
 // pooledGroups of objects by detected changes: the target group first.
@@ -92,6 +95,10 @@ type pooledScore struct {
 	// truth, never an estimator): what the pooled estimate would be if the
 	// site's observed window were as active as its truth windows.
 	oracleLevel bool
+	// histPrior adds the scored objects' earlier years (pooledObj.hist) to
+	// the site's prior; the site is scored only when the observed window
+	// alone already gives a prior (the same objects as without).
+	histPrior bool
 	// predCov, predN: the count truths inside the 95 % posterior
 	// predictive interval of the count in the truth windows (randomized
 	// PIT, exact 95 % under calibration); the check of the intervals'
@@ -136,6 +143,18 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	prior, ok := ps.Prior()
 	if !ok {
 		return
+	}
+	if s.histPrior {
+		for _, o := range objs {
+			if o.scored {
+				for _, h := range o.hist {
+					ps.Add(h, 1)
+				}
+			}
+		}
+		if prior, ok = ps.Prior(); !ok {
+			return
+		}
 	}
 	if s.oracleLevel {
 		var ox, ote float64
@@ -485,6 +504,10 @@ func pooledSection(e *Env) {
 	all := phpPooled(e, pages, cfg, phpProtocol{sel: pr.sel, tru: pr.tru, priorAll: true})
 	ctlCount := phpPooled(e, pages, cfg, phpProtocol{sel: pr.sel, tru: pr.tru, control: true, countTruth: true})
 	orc := phpPooled(e, pages, cfg, phpProtocol{sel: pr.sel, tru: pr.tru, oracleLevel: true})
+	hp := phpProtocol{sel: []yearWin{{-6, -5}, {3, 4}}, tru: []yearWin{{-5, -3}, {1, 3}}}
+	histNo := phpPooled(e, pages, cfg, hp)
+	hp.histYears = 3
+	histYes := phpPooled(e, pages, cfg, hp)
 	bk, bv := old.bestSingle(0)
 	r.P("**Cause 1: the former protocol selected pages on their truth.** Selecting and judging on the same window, %s (at least 3 changes there, so every "+
 		"truth is at least 0.75 a year), gives: %s. The selection picks pages whose truth count came out high, so their observed year reads low against it "+
@@ -508,6 +531,9 @@ func pooledSection(e *Env) {
 		f2(quantile(php.siteLevels, 0.25)), f2(quantile(php.siteLevels, 0.5)), f2(quantile(php.siteLevels, 0.75)),
 		f2(quantile(one.siteLevels, 0.25)), f2(quantile(one.siteLevels, 0.5)), f2(quantile(one.siteLevels, 0.75)),
 		pooledOurs(ctl), pooledOurs(ctlCount), pooledOurs(one), pooledOurs(all), pooledOurs(orc))
+	r.P("**A longer site history (lead, not the published protocol).** An aggregator running for years has seen a site's earlier years. Selection in %s, "+
+		"truth in %s, the same pages scored: with each directory's prior fitted on the observed year only, %s; on the observed year and the 3 years before "+
+		"it (each page-year one object of the site's moments), %s.", winsString(hp.sel), winsString(hp.tru), pooledOurs(histNo), pooledOurs(histYes))
 	r.Verdict("Pooled (php/doc-en)", "issue 16 target", pooledOurs(php), checks, pooledPHPCause(php, ctlCount, one, orc))
 	ybp := phpProtocol{sel: []yearWin{{-4, -3}, {3, 4}}, tru: []yearWin{{-3, -1}, {1, 3}}, before: true}
 	yb := phpPooled(e, pages, cfg, ybp)
@@ -585,6 +611,11 @@ type phpProtocol struct {
 	priorAll bool
 	// oracleLevel: pooledScore.oracleLevel (diagnostic).
 	oracleLevel bool
+	// histYears > 0 fits a site's prior on its selected pages' observed
+	// year and the histYears years before it (each page-year one object):
+	// the site's longer history, as an aggregator running for years has
+	// seen it. The truth and selection windows must then avoid those years.
+	histYears int
 	// oneSite makes the whole manual one site per start (the aggregator's
 	// grouping: one host); otherwise a site is a directory (phpSites).
 	oneSite bool
@@ -693,6 +724,12 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 				a, aok := halfEvidence(ev, before, false, cfg)
 				o.evA, o.evB, o.halvesOK = a, o.ev, aok && o.evOK
 			}
+			for h := 1; h <= pr.histYears; h++ {
+				vh := sim.Regular{Interval: 7 * day}.Times(nil, j.start-float64(h)*y, j.start-float64(h-1)*y, nil)
+				if ev, ok := halfEvidence(ev, vh, false, cfg); ok {
+					o.hist = append(o.hist, ev)
+				}
+			}
 			o.truth, o.f = truth, 1/(7*day)
 			if !pr.control || pr.countTruth {
 				o.tcount, o.tspan = kt, spanT
@@ -711,7 +748,7 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 // months) under protocol pr and scores the selected pages.
 func phpPooled(e *Env, pages map[string][]float64, cfg *estimators.Config, pr phpProtocol) *pooledScore {
 	s := newPooledScore()
-	s.priorScored, s.oracleLevel = !pr.priorAll, pr.oracleLevel
+	s.priorScored, s.oracleLevel, s.histPrior = !pr.priorAll, pr.oracleLevel, pr.histYears > 0
 	if pr.before {
 		s.nbParts = 1
 	}
