@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -400,4 +401,16 @@ func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
 
 func (k *kafkaClients) close() {
 	k.transport.CloseIdleConnections()
+}
+
+// sleepCtx waits d or until ctx ends, returning ctx.Err() in that case.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
