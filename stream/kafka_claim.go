@@ -191,4 +191,3 @@ func (c *kafkaClaim) take(limit int) []Message {
 	return out
 }
 
-// decode converts the records at or after pos. Keys and values are

@@ -154,7 +154,8 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 	}
 }
 
-// copied into shared slabs (one allocation per ~64 KiB instead of two per
+// decode converts the records at or after pos. Keys and values are copied
+// into shared slabs of at least 64 KiB (one allocation per slab, not per
 // message); each is capped (s[i:j:j]) so appending to one cannot clobber
 // another.
 func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error) {
