@@ -190,4 +190,3 @@ func (c *kafkaClaim) take(limit int) []Message {
 	}
 	return out
 }
-
