@@ -2,8 +2,8 @@
 // changerate and Kafka. It defines a Sink (where records are written) and a
 // Source (where partitions of records are read from), each with a Kafka
 // implementation (segmentio/kafka-go) and in-process implementations for the
-// Unix-filter mode and tests (an io.Writer sink, an io.Reader source, and an
-// in-memory sink).
+// Unix-filter mode and tests (an io.Writer sink, an io.Reader source, an
+// in-memory sink, and an in-memory consumer-group source).
 //
 // Delivery contract: Sink.Write returns nil only after every message of the
 // call is acknowledged by the destination (for Kafka: by all in-sync
@@ -19,7 +19,10 @@
 // Where each step lives:
 //
 //   - stream.go: the contracts (Sink, Source, Claim, Message, the errors).
-//   - local.go: the in-process twins (WriterSink, MemorySink, ReaderSource).
+//   - local.go: the in-process sinks and the line source (WriterSink,
+//     MemorySink, ReaderSource).
+//   - memory_source.go: MemorySource, the scriptable in-memory twin of
+//     KafkaSource (source_diff_test.go runs the same scripts against both).
 //   - kafka_config.go: KafkaConfig, its defaults (WithDefaults), Validate,
 //     and the clients every Kafka component shares (TLS, SASL, transport).
 //   - kafka_source.go: KafkaSource, the consumer-group member: Run, one
