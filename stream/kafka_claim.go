@@ -46,7 +46,6 @@ type kafkaClaim struct {
 	topic     string
 	partition int32
 	gen       int64
-	gctx      context.Context // done when the generation ends
 	hctx      context.Context // done when the generation ends or Run stops
 	lag       prometheus.Gauge
 	read      prometheus.Counter

@@ -274,7 +274,7 @@ func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCau
 	stop := context.AfterFunc(gctx, func() { hcancel(ErrRevoked) })
 	defer stop()
 	defer hcancel(nil)
-	c.gctx, c.hctx = gctx, hctx
+	c.hctx = hctx
 	s.m.claims.Inc()
 	defer s.m.claims.Dec()
 	defer s.m.lag.DeleteLabelValues(c.topic, strconv.Itoa(int(c.partition)))
