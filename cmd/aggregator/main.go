@@ -37,13 +37,17 @@ import (
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
 
 // envPrefix prefixes every environment variable of the aggregator.
-const envPrefix = "CHANGERATE"
+const envPrefix = options.Prefix
+
+// clientID is the aggregator's default Kafka client id.
+const clientID = "changerate-aggregator"
 
 // config is the aggregator's whole configuration; README's reference table
 // is generated from these tags (go run ./cmd/aggregator -config-reference).
@@ -57,29 +61,11 @@ type config struct {
 	IdleTTL  time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations (0: never)"`
 	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8080" desc:"address of the HTTP server (/metrics, /healthz, /readyz, the query API /v1/... and the pages / and /objects); empty disables it; not started in filter mode unless set explicitly"`
 
-	KafkaBrokers        []string      `envconfig:"KAFKA_BROKERS" desc:"comma-separated Kafka bootstrap brokers (host:port); enables service mode"`
-	KafkaGroup          string        `envconfig:"KAFKA_GROUP" default:"changerate-aggregator" desc:"consumer group of the aggregators"`
-	KafkaClientID       string        `envconfig:"KAFKA_CLIENT_ID" default:"changerate-aggregator" desc:"Kafka client id"`
-	KafkaTLS            bool          `envconfig:"KAFKA_TLS" desc:"connect to Kafka over TLS"`
-	KafkaTLSCA          string        `envconfig:"KAFKA_TLS_CA" desc:"PEM CA bundle verifying the brokers (default: system roots)"`
-	KafkaTLSCert        string        `envconfig:"KAFKA_TLS_CERT" desc:"PEM client certificate for mutual TLS"`
-	KafkaTLSKey         string        `envconfig:"KAFKA_TLS_KEY" desc:"PEM key of KAFKA_TLS_CERT"`
-	KafkaTLSServerName  string        `envconfig:"KAFKA_TLS_SERVER_NAME" desc:"server name verified in broker certificates (default: the broker host)"`
-	KafkaTLSInsecure    bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
-	KafkaSASLMechanism  string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
-	KafkaSASLUser       string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
-	KafkaSASLPassword   string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password"`
-	KafkaSessionTimeout time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" default:"30s" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
-	KafkaHeartbeat      time.Duration `envconfig:"KAFKA_HEARTBEAT" default:"3s" desc:"consumer-group heartbeat interval"`
-	KafkaRebalance      time.Duration `envconfig:"KAFKA_REBALANCE_TIMEOUT" default:"30s" desc:"consumer-group rebalance timeout: how long the coordinator waits for members to rejoin"`
-	KafkaRequestTimeout time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" default:"30s" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
-	KafkaFetchSlack     time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" default:"10s" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
-	KafkaJoinTimeout    time.Duration `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
-	KafkaOrphanTimeout  time.Duration `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
-	KafkaStallTimeout   time.Duration `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
-	CreateTopics        bool          `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
-	Partitions          int           `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
-	ReplicationFactor   int           `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
+	options.Kafka
+	options.KafkaTimeouts
+	CreateTopics      bool `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
+	Partitions        int  `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
+	ReplicationFactor int  `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
 
 	TopicObservations  string `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"input topic"`
 	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" default:"estimates" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
@@ -88,21 +74,7 @@ type config struct {
 	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
 	TopicLate          string `envconfig:"LATE_TOPIC" default:"late" desc:"output topic of observations later than the allowed lateness, with the reason"`
 
-	RedisAddrs            []string `envconfig:"REDIS_ADDRS" desc:"comma-separated Redis addresses (host:port); several with REDIS_CLUSTER for a cluster"`
-	RedisCluster          bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
-	RedisUsername         string   `envconfig:"REDIS_USERNAME" desc:"Redis ACL user"`
-	RedisPassword         string   `envconfig:"REDIS_PASSWORD" file:"true" desc:"Redis password (AUTH)"`
-	RedisDB               int      `envconfig:"REDIS_DB" default:"0" desc:"Redis database (standalone only)"`
-	RedisTLS              bool     `envconfig:"REDIS_TLS" desc:"connect to Redis over TLS"`
-	RedisTLSCA            string   `envconfig:"REDIS_TLS_CA" desc:"PEM CA bundle verifying Redis (default: system roots)"`
-	RedisTLSCert          string   `envconfig:"REDIS_TLS_CERT" desc:"PEM client certificate for Redis"`
-	RedisTLSKey           string   `envconfig:"REDIS_TLS_KEY" desc:"PEM key of REDIS_TLS_CERT"`
-	RedisPrefix           string   `envconfig:"REDIS_KEY_PREFIX" default:"cr:" desc:"prefix of every Redis key"`
-	RedisSentinelMaster   string   `envconfig:"REDIS_SENTINEL_MASTER" desc:"Redis with Sentinel: the master's name; REDIS_ADDRS are then the Sentinels (go-redis failover client)"`
-	RedisSentinelPassword string   `envconfig:"REDIS_SENTINEL_PASSWORD" file:"true" desc:"password of the Sentinels (default: none)"`
-	RedisExpiryEvents     string   `envconfig:"REDIS_EXPIRY_EVENTS" default:"config" desc:"counting expired objects: config (enable notify-keyspace-events Ex with CONFIG SET, then subscribe), subscribe (the server is configured; no CONFIG permission needed) or off"`
-	RedisRequireDurable   bool     `envconfig:"REDIS_REQUIRE_DURABLE" default:"true" desc:"refuse to start unless every Redis master has maxmemory-policy noeviction and appendonly yes (false: for tests and development only)"`
-	RedisKeyFmt           string   `envconfig:"REDIS_KEY_FORMAT" default:"compact" desc:"object key layout: compact (14-byte hashed keys, keeps an object within 256 bytes of Redis memory) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
+	options.Redis
 
 	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
@@ -138,8 +110,7 @@ type config struct {
 	SortMemory       int64  `envconfig:"SORT_MEMORY" default:"268435456" desc:"filter mode: bytes of input sorted in memory; beyond, sorted runs spill to SORT_DIR"`
 	SortDir          string `envconfig:"SORT_DIR" desc:"filter mode: directory of the sort's spilled runs (default: the system temporary directory)"`
 
-	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+	options.Log
 
 	DemoPages int  `envconfig:"DEMO_PAGES" default:"5" desc:"demo: generated pages per change class (crawled and proxied each)"`
 	DemoDays  int  `envconfig:"DEMO_DAYS" default:"30" desc:"demo: days of generated traffic"`
@@ -161,24 +132,32 @@ type config struct {
 	httpSet bool
 }
 
-// opt names an option as the user sets it: "CHANGERATE_X (--x)".
-func opt(name string) string {
-	return envPrefix + "_" + name + " (--" + strings.ReplaceAll(strings.ToLower(name), "_", "-") + ")"
+// newConfig is the configuration before Load: the shared option groups
+// with their defaults (see internal/options).
+func newConfig() config {
+	return config{
+		Kafka:         options.DefaultKafka(clientID, stream.DefaultKafkaGroupID),
+		KafkaTimeouts: options.DefaultKafkaTimeouts(),
+		Redis:         options.DefaultRedis(),
+	}
 }
 
+// opt names an option as the user sets it: "CHANGERATE_X (--x)".
+func opt(name string) string { return options.Name(name) }
+
 func (c *config) validate() error {
-	if c.In != "" && len(c.KafkaBrokers) > 0 {
+	if c.In != "" && len(c.Kafka.Brokers) > 0 {
 		return fmt.Errorf("config: %s and %s are exclusive: filter mode reads no Kafka", opt("IN"), opt("KAFKA_BROKERS"))
 	}
 	switch c.Store {
 	case "":
 		c.Store = "memory"
-		if len(c.RedisAddrs) > 0 {
+		if len(c.Redis.Addrs) > 0 {
 			c.Store = "redis"
 		}
 	case "memory":
 	case "redis":
-		if len(c.RedisAddrs) == 0 {
+		if len(c.Redis.Addrs) == 0 {
 			return fmt.Errorf("config: %s=redis needs %s", opt("STORE"), opt("REDIS_ADDRS"))
 		}
 	default:
@@ -221,8 +200,8 @@ func (c *config) validate() error {
 			return fmt.Errorf("config: %s must be %s, got %v", opt(k.name), k.want, k.got)
 		}
 	}
-	if c.TakeoverDelay <= c.KafkaHeartbeat && len(c.KafkaBrokers) > 0 {
-		return fmt.Errorf("config: %s (%s) must exceed %s (%s)", opt("TAKEOVER_DELAY"), c.TakeoverDelay, opt("KAFKA_HEARTBEAT"), c.KafkaHeartbeat)
+	if c.TakeoverDelay <= c.KafkaTimeouts.Heartbeat && len(c.Kafka.Brokers) > 0 {
+		return fmt.Errorf("config: %s (%s) must exceed %s (%s)", opt("TAKEOVER_DELAY"), c.TakeoverDelay, opt("KAFKA_HEARTBEAT"), c.KafkaTimeouts.Heartbeat)
 	}
 	if c.OnStateLoss != aggregate.OnStateLossStop && c.OnStateLoss != aggregate.OnStateLossReplay {
 		return fmt.Errorf("config: %s must be stop or replay, got %q", opt("ON_STATE_LOSS"), c.OnStateLoss)
@@ -230,21 +209,10 @@ func (c *config) validate() error {
 	if err := c.validateQuery(); err != nil {
 		return err
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		return err
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return fmt.Errorf("config: %s must be text or json, got %q", opt("LOG_FORMAT"), c.LogFormat)
+	if err := c.Log.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return c.validateAlerts()
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("config: %s must be debug, info, warn or error, got %q", opt("LOG_LEVEL"), s)
-	}
-	return l, nil
 }
 
 // processorConfig maps the flat configuration onto aggregate.Config.
@@ -288,22 +256,11 @@ func (c *config) processorConfig() aggregate.Config {
 	return pc
 }
 
-// kafkaConfig maps the flat configuration onto stream.KafkaConfig.
+// kafkaConfig is the Kafka configuration of the consumer and of the sink.
 func (c *config) kafkaConfig() stream.KafkaConfig {
-	return stream.KafkaConfig{
-		Brokers: c.KafkaBrokers, ClientID: c.KafkaClientID, GroupID: c.KafkaGroup,
-		TLS: stream.KafkaTLSConfig{Enable: c.KafkaTLS, CAFile: c.KafkaTLSCA, CertFile: c.KafkaTLSCert, KeyFile: c.KafkaTLSKey,
-			ServerName: c.KafkaTLSServerName, InsecureSkipVerify: c.KafkaTLSInsecure},
-		SASL:              stream.KafkaSASLConfig{Mechanism: c.KafkaSASLMechanism, Username: c.KafkaSASLUser, Password: c.KafkaSASLPassword},
-		SessionTimeout:    c.KafkaSessionTimeout,
-		HeartbeatInterval: c.KafkaHeartbeat,
-		RebalanceTimeout:  c.KafkaRebalance,
-		RequestTimeout:    c.KafkaRequestTimeout,
-		FetchTimeoutSlack: c.KafkaFetchSlack,
-		JoinTimeout:       c.KafkaJoinTimeout,
-		FetchStallTimeout: c.KafkaStallTimeout,
-		OrphanTimeout:     c.KafkaOrphanTimeout,
-	}
+	kc := c.Kafka.Config()
+	c.KafkaTimeouts.ApplyTo(&kc)
+	return kc
 }
 
 func main() {
@@ -320,7 +277,7 @@ func main() {
 
 // run is main without the process: it is what the tests call.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var cfg config
+	cfg := newConfig()
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(fs) }
@@ -351,13 +308,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	level, _ := parseLevel(cfg.LogLevel)
-	hopts := &slog.HandlerOptions{Level: level}
-	var logger *slog.Logger
-	if cfg.LogFormat == "json" {
-		logger = slog.New(slog.NewJSONHandler(stderr, hopts))
-	} else {
-		logger = slog.New(slog.NewTextHandler(stderr, hopts))
+	logger, err := cfg.Log.Logger(stderr)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
@@ -365,7 +318,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case cfg.In != "":
 		return runFilter(ctx, &cfg, stdin, stdout, stderr, logger, reg)
-	case len(cfg.KafkaBrokers) > 0 && !cfg.Demo:
+	case len(cfg.Kafka.Brokers) > 0 && !cfg.Demo:
 		return runService(ctx, &cfg, logger, reg)
 	default:
 		return runDemo(ctx, &cfg, stdout, logger, reg)
@@ -516,13 +469,13 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 	setMemoryLimit(logger)
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
-		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))
+		return fmt.Errorf("config: %s", options.KafkaError(err))
 	}
 	if cfg.Store == "redis" {
 		// Before any connection: a bad Redis option is a configuration
 		// error, whatever state Kafka is in.
 		if err := cfg.redisConfig().Validate(); err != nil {
-			return fmt.Errorf("config: %s", redisError(err))
+			return fmt.Errorf("config: %s", options.RedisError(err, "IDLE_TTL"))
 		}
 	}
 	if cfg.CreateTopics {
@@ -531,7 +484,7 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 			// kafka-go names its method ("kafka.(*Client).Metadata: dial
 			// tcp ...: connection refused"); the user needs the option.
 			msg := strings.ReplaceAll(err.Error(), "kafka.(*Client).Metadata: ", "")
-			return fmt.Errorf("cannot create the topics on the Kafka brokers %s (%s): %s", strings.Join(cfg.KafkaBrokers, ","), opt("KAFKA_BROKERS"), msg)
+			return fmt.Errorf("cannot create the topics on the Kafka brokers %s (%s): %s", strings.Join(cfg.Kafka.Brokers, ","), opt("KAFKA_BROKERS"), msg)
 		}
 		if len(created) > 0 {
 			logger.Info("created topics", "topics", created)
