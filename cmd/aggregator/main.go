@@ -37,6 +37,7 @@ import (
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
@@ -54,7 +55,7 @@ const clientID = "changerate-aggregator"
 type config struct {
 	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines, plain or gzip) from this file, or - for stdin, instead of Kafka"`
 	Out  string `envconfig:"OUT" desc:"write estimates (JSON lines) to this file, or - for stdout, instead of the estimates topic"`
-	Emit string `envconfig:"EMIT" default:"update" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
+	Emit string `envconfig:"EMIT" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
 	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
 
 	Store    string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
@@ -67,47 +68,47 @@ type config struct {
 	Partitions        int  `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
 	ReplicationFactor int  `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
 
-	TopicObservations  string `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"input topic"`
-	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" default:"estimates" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
-	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" default:"access-reports" desc:"output topic of per-period access reports"`
-	TopicAlerts        string `envconfig:"ALERTS_TOPIC" default:"alerts" desc:"output topic of rate-shift alerts"`
-	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
-	TopicLate          string `envconfig:"LATE_TOPIC" default:"late" desc:"output topic of observations later than the allowed lateness, with the reason"`
+	TopicObservations  string `envconfig:"OBSERVATIONS_TOPIC" desc:"input topic"`
+	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
+	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" desc:"output topic of per-period access reports"`
+	TopicAlerts        string `envconfig:"ALERTS_TOPIC" desc:"output topic of rate-shift alerts"`
+	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" desc:"output topic of undecodable inputs with the reason"`
+	TopicLate          string `envconfig:"LATE_TOPIC" desc:"output topic of observations later than the allowed lateness, with the reason"`
 
 	options.Redis
 
-	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
-	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
-	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
-	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" default:"256MiB" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
-	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
-	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
-	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
+	BatchSize     int           `envconfig:"BATCH_SIZE" desc:"most observations per partition batch (one atomic state commit)"`
+	CacheObjects  int           `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
+	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
+	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
+	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
+	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
+	PStale        float64       `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
 	PoolSites     int           `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
 	PoolPublish   bool          `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
-	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
-	ReorderWindow time.Duration `envconfig:"REORDER_WINDOW" default:"1m" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
-	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" default:"30s" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
-	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" default:"stop" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
-	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
-	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
+	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	ReorderWindow time.Duration `envconfig:"REORDER_WINDOW" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
+	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
+	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
+	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
+	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 	// Alerts and seasonal baselines (issue 14; README "Alerts").
-	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" default:"168h" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
-	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" default:"200" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
-	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" default:"0.7" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
-	AlertPeriod       time.Duration `envconfig:"ALERT_PERIOD" default:"1h" desc:"testing period of the false-discovery-rate adjustment; alerts are published when the partition's event time passes its end"`
-	AlertFDR          float64       `envconfig:"ALERT_FDR" default:"0.01" desc:"Benjamini-Hochberg false-discovery rate per period and partition; 1 keeps every shift that passes the other filters"`
-	AlertMinRatio     float64       `envconfig:"ALERT_MIN_RATIO" default:"2" desc:"least effect size: observed/expected count >= this (up) or <= its inverse (down)"`
-	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" default:"8" desc:"least observed (up) or expected (down) events since the change point"`
-	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" default:"3" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
-	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" default:"5" desc:"objects listed in a site alert"`
+	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
+	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
+	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
+	AlertPeriod       time.Duration `envconfig:"ALERT_PERIOD" desc:"testing period of the false-discovery-rate adjustment; alerts are published when the partition's event time passes its end"`
+	AlertFDR          float64       `envconfig:"ALERT_FDR" desc:"Benjamini-Hochberg false-discovery rate per period and partition; 1 keeps every shift that passes the other filters"`
+	AlertMinRatio     float64       `envconfig:"ALERT_MIN_RATIO" desc:"least effect size: observed/expected count >= this (up) or <= its inverse (down)"`
+	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" desc:"least observed (up) or expected (down) events since the change point"`
+	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
+	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" desc:"objects listed in a site alert"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`
 	DeadLetterOut    string `envconfig:"DEAD_LETTER_OUT" default:"-" desc:"filter mode: write dead letters to this file; - means stderr"`
 	LateOut          string `envconfig:"LATE_OUT" default:"-" desc:"filter mode: write late observations (with the reason) to this file; - means stderr"`
 	Sort             bool   `envconfig:"SORT" default:"true" desc:"filter mode: sort the input by event time before aggregating, so that estimates do not depend on input order; false applies it in input order through the reorder buffer"`
-	SortMemory       int64  `envconfig:"SORT_MEMORY" default:"268435456" desc:"filter mode: bytes of input sorted in memory; beyond, sorted runs spill to SORT_DIR"`
+	SortMemory       int64  `envconfig:"SORT_MEMORY" desc:"filter mode: bytes of input sorted in memory; beyond, sorted runs spill to SORT_DIR"`
 	SortDir          string `envconfig:"SORT_DIR" desc:"filter mode: directory of the sort's spilled runs (default: the system temporary directory)"`
 
 	options.Log
@@ -123,8 +124,8 @@ type config struct {
 	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"200000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
 	APIAlerts          int           `envconfig:"API_ALERTS" default:"10000" desc:"recent alerts kept for /v1/alerts"`
 	URLProfile         string        `envconfig:"URL_PROFILE" default:"changerate" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
-	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" default:"10m" desc:"shortest revisit interval of next_visit and of /v1/plan"`
-	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" default:"720h" desc:"longest revisit interval of next_visit and of /v1/plan"`
+	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" desc:"shortest revisit interval of next_visit and of /v1/plan"`
+	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
 	PlanBudget         int           `envconfig:"PLAN_BUDGET" default:"1000" desc:"default budget (fetches per period) of /v1/plan"`
 	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" default:"24h" desc:"default period of /v1/plan"`
 	// httpSet: HTTP_ADDR was given (variable or flag), so the filter mode
@@ -132,15 +133,56 @@ type config struct {
 	httpSet bool
 }
 
-// newConfig is the configuration before Load: the shared option groups
-// with their defaults (see internal/options).
+// newConfig is the configuration before Load, holding the defaults of the
+// options without a default tag: the libraries' (aggregate, stream,
+// extsort) and the shared option groups' (see internal/options).
 func newConfig() config {
+	pc := aggregateDefaults()
+	m := pc.Model
 	return config{
+		Emit:              pc.Emit,
+		BatchSize:         pc.BatchSize,
+		CacheObjects:      pc.CacheObjects,
+		CacheBytes:        byteSize(pc.CacheBytes),
+		LateTolerance:     m.LateTolerance,
+		ReportPeriod:      m.ReportPeriod,
+		EmitInterval:      m.EmitInterval,
+		PStale:            m.PStale,
+		MinRevisit:        time.Duration(m.Estimators.MinInterval * float64(time.Second)),
+		MaxRevisit:        time.Duration(m.Estimators.MaxInterval * float64(time.Second)),
+		SeasonalLearning:  m.Seasonal.LearningPeriod,
+		SeasonalMinEvents: m.Seasonal.MinEvents,
+		SeasonalDecay:     m.Seasonal.Decay,
+		AlertPeriod:       m.Alerts.Period,
+		AlertFDR:          m.Alerts.FDR,
+		AlertMinRatio:     m.Alerts.MinRatio,
+		AlertMinEvents:    m.Alerts.MinEvents,
+		AlertSiteObjects:  m.Alerts.SiteObjects,
+		AlertSiteTop:      m.Alerts.SiteTop,
+		IdleCheck:         pc.IdleCheck,
+		ReorderWindow:     pc.ReorderWindow,
+		IdleRelease:       pc.IdleRelease,
+		OnStateLoss:       aggregate.OnStateLossStop, // the library's "" means it
+		TakeoverDelay:     pc.TakeoverDelay,
+		DrainTimeout:      pc.DrainTimeout,
+
+		TopicObservations:  stream.TopicObservations,
+		TopicEstimates:     pc.EstimatesTopic,
+		TopicAccessReports: pc.AccessReportsTopic,
+		TopicAlerts:        pc.AlertsTopic,
+		TopicDeadLetter:    pc.DeadLetterTopic,
+		TopicLate:          pc.LateTopic,
+		SortMemory:         extsort.DefaultMemory,
+
 		Kafka:         options.DefaultKafka(clientID, stream.DefaultKafkaGroupID),
 		KafkaTimeouts: options.DefaultKafkaTimeouts(),
 		Redis:         options.DefaultRedis(),
 	}
 }
+
+// aggregateDefaults is the processor's default configuration, the source
+// of the defaults of the options that set it (processorConfig).
+func aggregateDefaults() aggregate.Config { return aggregate.DefaultConfig() }
 
 // opt names an option as the user sets it: "CHANGERATE_X (--x)".
 func opt(name string) string { return options.Name(name) }
@@ -217,7 +259,7 @@ func (c *config) validate() error {
 
 // processorConfig maps the flat configuration onto aggregate.Config.
 func (c *config) processorConfig() aggregate.Config {
-	pc := aggregate.DefaultConfig()
+	pc := aggregateDefaults()
 	pc.BatchSize = c.BatchSize
 	pc.Emit = c.Emit
 	pc.CacheObjects = c.CacheObjects

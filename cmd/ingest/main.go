@@ -46,6 +46,7 @@ import (
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
@@ -71,23 +72,23 @@ type config struct {
 	Profile              string        `envconfig:"PROFILE" default:"changerate" desc:"URL canonicalisation profile: changerate|whatwg|semantic"`
 	BaseURL              string        `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
 	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
-	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" default:"1048576" desc:"longest accepted line"`
-	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" default:"68719476736" desc:"largest decompressed size of one gzip input"`
-	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" default:"268435456" desc:"largest WARC record"`
-	BatchSize            int           `envconfig:"BATCH_SIZE" default:"1000" desc:"messages per sink write"`
+	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" desc:"longest accepted line"`
+	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" desc:"largest decompressed size of one gzip input"`
+	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" desc:"largest WARC record"`
+	BatchSize            int           `envconfig:"BATCH_SIZE" desc:"messages per sink write"`
 	Checkpoint           string        `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
-	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" default:"1s" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
-	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"250ms" desc:"follow mode poll period"`
-	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" default:"10s" desc:"period of the progress log line; negative: none"`
-	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"bound of the last batch write after SIGTERM"`
+	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
+	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
+	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
+	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
 	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
-	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"observations topic"`
-	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"dead-letter topic"`
+	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" desc:"observations topic"`
+	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" desc:"dead-letter topic"`
 	MetricsAddr          string        `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
 	options.Log
 	Report     bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
 	Order      string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
-	SortMemory int64  `envconfig:"SORT_MEMORY" default:"268435456" desc:"ORDER=time: bytes of observations sorted in memory; beyond, sorted runs spill to SORT_DIR"`
+	SortMemory int64  `envconfig:"SORT_MEMORY" desc:"ORDER=time: bytes of observations sorted in memory; beyond, sorted runs spill to SORT_DIR"`
 	SortDir    string `envconfig:"SORT_DIR" desc:"ORDER=time: directory of the sort's spilled runs (default: the system temporary directory)"`
 	InTopic    string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
@@ -95,10 +96,24 @@ type config struct {
 	options.KafkaProducer
 }
 
-// newConfig is the configuration before Load: the shared option groups
-// with their defaults (see internal/options).
+// newConfig is the configuration before Load, holding the defaults of the
+// options without a default tag: the libraries' (ingest, stream, extsort)
+// and the shared option groups' (see internal/options).
 func newConfig() config {
-	return config{Kafka: options.DefaultKafka(clientID, clientID)}
+	return config{
+		MaxLineBytes:         ingest.DefaultMaxLineBytes,
+		MaxDecompressedBytes: ingest.DefaultMaxDecompressedBytes,
+		MaxRecordBytes:       ingest.DefaultMaxRecordBytes,
+		BatchSize:            ingest.DefaultBatchSize,
+		CheckpointInterval:   ingest.DefaultCheckpointInterval,
+		PollInterval:         ingest.DefaultPollInterval,
+		ProgressInterval:     ingest.DefaultProgressInterval,
+		DrainTimeout:         ingest.DefaultDrainTimeout,
+		ObservationsTopic:    stream.TopicObservations,
+		DeadLetterTopic:      stream.TopicDeadLetter,
+		SortMemory:           extsort.DefaultMemory,
+		Kafka:                options.DefaultKafka(clientID, clientID),
+	}
 }
 
 // kafkaConfig is the Kafka configuration of the sink and of --in-topic's

@@ -156,6 +156,17 @@ func format(v reflect.Value) string {
 		}
 		return strings.Join(parts, ",")
 	}
+	if v.Type() == durationType {
+		// 1h and 10m rather than 1h0m0s and 10m0s.
+		s := v.Interface().(time.Duration).String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	}
 	if s, ok := v.Interface().(fmt.Stringer); ok {
 		return s.String()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -123,6 +124,22 @@ func TestLoadListsEveryProblem(t *testing.T) {
 	for _, w := range []string{"T_WAIT (--wait)", "T_BATCH_SIZE (--batch-size)", "T_DEBUG (--debug)"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Hour: "1h", 720 * time.Hour: "720h", 10 * time.Minute: "10m", 90 * time.Minute: "1h30m",
+		30 * time.Second: "30s", 5 * time.Millisecond: "5ms", 61 * time.Second: "1m1s",
+	} {
+		v := reflect.ValueOf(&d).Elem()
+		if got := format(v); got != want {
+			t.Errorf("format(%v) = %q, want %q", d, got, want)
+		}
+		var back time.Duration
+		if err := decode(want, reflect.ValueOf(&back).Elem()); err != nil || back != d {
+			t.Errorf("decode(%q) = %v, %v", want, back, err)
 		}
 	}
 }
