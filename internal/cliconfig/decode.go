@@ -11,7 +11,7 @@ import (
 
 // Decoder is implemented by option types that parse their own values
 // (byte sizes, enumerations); the error's message is shown to the user.
-// It is kelseyhightower/envconfig's Decoder.
+// Its method is that of kelseyhightower/envconfig's Decoder.
 type Decoder interface {
 	Decode(value string) error
 }
