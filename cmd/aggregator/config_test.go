@@ -34,8 +34,8 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 		kc.HeartbeatInterval != stream.DefaultKafkaHeartbeatInterval || kc.ClientID != clientID {
 		t.Errorf("Kafka defaults %+v", kc)
 	}
-	if c.TopicObservations != stream.TopicObservations {
-		t.Errorf("observations topic %q", c.TopicObservations)
+	if c.Topics.Observations != stream.TopicObservations {
+		t.Errorf("observations topic %q", c.Topics.Observations)
 	}
 }
 

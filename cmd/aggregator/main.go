@@ -37,7 +37,6 @@ import (
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
-	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
@@ -68,11 +67,10 @@ type config struct {
 	Partitions        int  `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
 	ReplicationFactor int  `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
 
-	TopicObservations  string `envconfig:"OBSERVATIONS_TOPIC" desc:"input topic"`
+	options.Topics
 	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
 	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" desc:"output topic of per-period access reports"`
 	TopicAlerts        string `envconfig:"ALERTS_TOPIC" desc:"output topic of rate-shift alerts"`
-	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" desc:"output topic of undecodable inputs with the reason"`
 	TopicLate          string `envconfig:"LATE_TOPIC" desc:"output topic of observations later than the allowed lateness, with the reason"`
 
 	options.Redis
@@ -108,8 +106,7 @@ type config struct {
 	DeadLetterOut    string `envconfig:"DEAD_LETTER_OUT" default:"-" desc:"filter mode: write dead letters to this file; - means stderr"`
 	LateOut          string `envconfig:"LATE_OUT" default:"-" desc:"filter mode: write late observations (with the reason) to this file; - means stderr"`
 	Sort             bool   `envconfig:"SORT" default:"true" desc:"filter mode: sort the input by event time before aggregating, so that estimates do not depend on input order; false applies it in input order through the reorder buffer"`
-	SortMemory       int64  `envconfig:"SORT_MEMORY" desc:"filter mode: bytes of input sorted in memory; beyond, sorted runs spill to SORT_DIR"`
-	SortDir          string `envconfig:"SORT_DIR" desc:"filter mode: directory of the sort's spilled runs (default: the system temporary directory)"`
+	options.ExternalSort
 
 	options.Log
 
@@ -134,8 +131,8 @@ type config struct {
 }
 
 // newConfig is the configuration before Load, holding the defaults of the
-// options without a default tag: the libraries' (aggregate, stream,
-// extsort) and the shared option groups' (see internal/options).
+// options without a default tag: the aggregate package's and the shared
+// option groups' (see internal/options).
 func newConfig() config {
 	pc := aggregateDefaults()
 	m := pc.Model
@@ -166,13 +163,12 @@ func newConfig() config {
 		TakeoverDelay:     pc.TakeoverDelay,
 		DrainTimeout:      pc.DrainTimeout,
 
-		TopicObservations:  stream.TopicObservations,
 		TopicEstimates:     pc.EstimatesTopic,
 		TopicAccessReports: pc.AccessReportsTopic,
 		TopicAlerts:        pc.AlertsTopic,
-		TopicDeadLetter:    pc.DeadLetterTopic,
 		TopicLate:          pc.LateTopic,
-		SortMemory:         extsort.DefaultMemory,
+		Topics:             options.DefaultTopics(),
+		ExternalSort:       options.DefaultExternalSort(),
 
 		Kafka:         options.DefaultKafka(clientID, stream.DefaultKafkaGroupID),
 		KafkaTimeouts: options.DefaultKafkaTimeouts(),
@@ -234,12 +230,16 @@ func (c *config) validate() error {
 		{c.IdleRelease < 0, "IDLE_RELEASE", "a duration of 0 or more", c.IdleRelease},
 		{c.ReorderWindow < 0, "REORDER_WINDOW", "a duration of 0 or more", c.ReorderWindow},
 		{c.DrainTimeout <= 0, "DRAIN_TIMEOUT", "a positive duration", c.DrainTimeout},
-		{c.SortMemory < 0, "SORT_MEMORY", "0 (the default, 256 MiB) or more bytes", c.SortMemory},
 		{c.TopicLate == "", "LATE_TOPIC", "a topic name", `""`},
 	}
 	for _, k := range checks {
 		if k.bad {
 			return fmt.Errorf("config: %s must be %s, got %v", opt(k.name), k.want, k.got)
+		}
+	}
+	for _, err := range []error{c.Topics.Validate(), c.ExternalSort.Validate()} {
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
 		}
 	}
 	if c.TakeoverDelay <= c.KafkaTimeouts.Heartbeat && len(c.Kafka.Brokers) > 0 {
@@ -284,7 +284,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.Alerts.SiteObjects = c.AlertSiteObjects
 	pc.Model.Alerts.SiteTop = c.AlertSiteTop
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
-	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
+	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.Topics.DeadLetter
 	pc.LateTopic = c.TopicLate
 	pc.DrainTimeout = c.DrainTimeout
 	pc.TakeoverDelay = c.TakeoverDelay
@@ -410,7 +410,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		{cfg.Out, cfg.TopicEstimates, stdout},
 		{cfg.AlertsOut, cfg.TopicAlerts, stdout},
 		{cfg.AccessReportsOut, cfg.TopicAccessReports, stdout},
-		{cfg.DeadLetterOut, cfg.TopicDeadLetter, stderr},
+		{cfg.DeadLetterOut, cfg.Topics.DeadLetter, stderr},
 		{cfg.LateOut, cfg.TopicLate, stderr},
 	} {
 		w, closeFn, err := openOut(o.path, o.std)
@@ -445,7 +445,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	httpOn := cfg.httpSet && cfg.HTTPAddr != ""
 	var api *query.Server
 	if httpOn {
-		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.TopicObservations}, logger); err != nil {
+		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger); err != nil {
 			return err
 		}
 	}
@@ -472,8 +472,8 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 			return err
 		}
 		if cfg.Sort {
-			sorted, closeSort, err := sortInput(in, name, cfg.SortMemory, cfg.SortDir, func(dl []byte) error {
-				return sink.Write(gctx, stream.Message{Topic: cfg.TopicDeadLetter, Value: dl})
+			sorted, closeSort, err := sortInput(in, name, cfg.ExternalSort.Memory, cfg.ExternalSort.Dir, func(dl []byte) error {
+				return sink.Write(gctx, stream.Message{Topic: cfg.Topics.DeadLetter, Value: dl})
 			}, &ist)
 			if err != nil {
 				return err
@@ -481,7 +481,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 			defer closeSort()
 			in = sorted
 		}
-		return stream.NewReaderSource(cfg.TopicObservations, in, 0).Run(gctx, proc.Handle)
+		return stream.NewReaderSource(cfg.Topics.Observations, in, 0).Run(gctx, proc.Handle)
 	})
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -570,7 +570,7 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 	if err != nil {
 		return nil, err
 	}
-	src, err := stream.NewKafkaSource(kc, []string{cfg.TopicObservations}, logger, reg)
+	src, err := stream.NewKafkaSource(kc, []string{cfg.Topics.Observations}, logger, reg)
 	if err != nil {
 		sink.Close()
 		return nil, err
@@ -637,11 +637,11 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 func topicSpecs(cfg *config) []stream.TopicSpec {
 	rf := cfg.ReplicationFactor
 	return []stream.TopicSpec{
-		{Name: cfg.TopicObservations, Partitions: cfg.Partitions, ReplicationFactor: rf},
+		{Name: cfg.Topics.Observations, Partitions: cfg.Partitions, ReplicationFactor: rf},
 		{Name: cfg.TopicEstimates, Partitions: cfg.Partitions, ReplicationFactor: rf, Compacted: true},
 		{Name: cfg.TopicAccessReports, Partitions: cfg.Partitions, ReplicationFactor: rf},
 		{Name: cfg.TopicAlerts, Partitions: cfg.Partitions, ReplicationFactor: rf},
-		{Name: cfg.TopicDeadLetter, Partitions: 1, ReplicationFactor: rf},
+		{Name: cfg.Topics.DeadLetter, Partitions: 1, ReplicationFactor: rf},
 		{Name: cfg.TopicLate, Partitions: 1, ReplicationFactor: rf},
 	}
 }

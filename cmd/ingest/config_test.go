@@ -31,7 +31,7 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 		"DrainTimeout":         {cfg.DrainTimeout, ingest.DefaultDrainTimeout},
 		"ObservationsTopic":    {cfg.ObservationsTopic, stream.TopicObservations},
 		"DeadLetterTopic":      {cfg.DeadLetterTopic, stream.TopicDeadLetter},
-		"SortMemory":           {o.SortMemory, int64(extsort.DefaultMemory)},
+		"SortMemory":           {o.ExternalSort.Memory, int64(extsort.DefaultMemory)},
 		// BATCH_SIZE also bounds the Kafka sink's batches: both libraries'
 		// defaults agree.
 		"KafkaConfig.BatchSize": {kc.BatchSize, stream.DefaultKafkaBatchSize},

@@ -46,7 +46,6 @@ import (
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
-	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
@@ -82,23 +81,21 @@ type config struct {
 	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
 	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
 	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
-	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" desc:"observations topic"`
-	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" desc:"dead-letter topic"`
-	MetricsAddr          string        `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
+	options.Topics
+	MetricsAddr string `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
 	options.Log
-	Report     bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
-	Order      string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
-	SortMemory int64  `envconfig:"SORT_MEMORY" desc:"ORDER=time: bytes of observations sorted in memory; beyond, sorted runs spill to SORT_DIR"`
-	SortDir    string `envconfig:"SORT_DIR" desc:"ORDER=time: directory of the sort's spilled runs (default: the system temporary directory)"`
-	InTopic    string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
+	Report bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
+	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
+	options.ExternalSort
+	InTopic string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
 	options.Kafka
 	options.KafkaProducer
 }
 
 // newConfig is the configuration before Load, holding the defaults of the
-// options without a default tag: the libraries' (ingest, stream, extsort)
-// and the shared option groups' (see internal/options).
+// options without a default tag: the ingest package's and the shared
+// option groups' (see internal/options).
 func newConfig() config {
 	return config{
 		MaxLineBytes:         ingest.DefaultMaxLineBytes,
@@ -109,9 +106,8 @@ func newConfig() config {
 		PollInterval:         ingest.DefaultPollInterval,
 		ProgressInterval:     ingest.DefaultProgressInterval,
 		DrainTimeout:         ingest.DefaultDrainTimeout,
-		ObservationsTopic:    stream.TopicObservations,
-		DeadLetterTopic:      stream.TopicDeadLetter,
-		SortMemory:           extsort.DefaultMemory,
+		Topics:               options.DefaultTopics(),
+		ExternalSort:         options.DefaultExternalSort(),
 		Kafka:                options.DefaultKafka(clientID, clientID),
 	}
 }
@@ -244,7 +240,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	_ = stdin // Run reads os.Stdin for "-"
 	var sorter *ingest.SortingSink
 	if o.Order == "time" {
-		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, o.SortMemory, o.SortDir, cfg.BatchSize)
+		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, o.ExternalSort.Memory, o.ExternalSort.Dir, cfg.BatchSize)
 		defer sorter.Close()
 	}
 	var sum ingest.Summary
@@ -394,8 +390,8 @@ func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []s
 	default:
 		return o, k, nil, cfgErr("%s_ORDER (--order) must be time or input, got %q", envPrefix, o.Order)
 	}
-	if o.SortMemory < 0 {
-		return o, k, nil, cfgErr("%s_SORT_MEMORY (--sort-memory) must be 0 (default) or more bytes, got %d", envPrefix, o.SortMemory)
+	if err := errors.Join(o.Topics.Validate(), o.ExternalSort.Validate()); err != nil {
+		return o, k, nil, cfgErr("%v", err)
 	}
 	kafkaErr := func(err error) error {
 		return cfgErr("%s", options.KafkaError(err))
@@ -455,7 +451,7 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		PollInterval: o.PollInterval, MaxLineBytes: o.MaxLineBytes, MaxDecompressedBytes: o.MaxDecompressedBytes,
 		MaxRecordBytes: o.MaxRecordBytes, BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
 		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
-		ObservationsTopic:  o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
+		ObservationsTopic:  o.Topics.Observations, DeadLetterTopic: o.Topics.DeadLetter,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
 	}
 	known := false
@@ -478,8 +474,6 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		{o.BatchSize <= 0, "BATCH_SIZE (--batch-size)", "must be > 0"},
 		{o.PollInterval <= 0, "POLL_INTERVAL (--poll-interval)", "must be > 0"},
 		{o.DrainTimeout <= 0, "DRAIN_TIMEOUT (--drain-timeout)", "must be > 0"},
-		{o.ObservationsTopic == "", "OBSERVATIONS_TOPIC (--observations-topic)", "must not be empty"},
-		{o.DeadLetterTopic == "", "DEAD_LETTER_TOPIC (--dead-letter-topic)", "must not be empty"},
 	}
 	for _, c := range checks {
 		if c.bad {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
@@ -21,10 +22,13 @@ type all struct {
 	KafkaProducer
 	Redis
 	Log
+	Topics
+	ExternalSort
 }
 
 func defaults() all {
-	return all{Kafka: DefaultKafka("changerate-test", stream.DefaultKafkaGroupID), KafkaTimeouts: DefaultKafkaTimeouts(), Redis: DefaultRedis()}
+	return all{Kafka: DefaultKafka("changerate-test", stream.DefaultKafkaGroupID), KafkaTimeouts: DefaultKafkaTimeouts(), Redis: DefaultRedis(),
+		Topics: DefaultTopics(), ExternalSort: DefaultExternalSort()}
 }
 
 func load(t *testing.T, env map[string]string, args ...string) (all, error) {
@@ -77,6 +81,9 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	}
 	if rc.KeyPrefix != DefaultRedisKeyPrefix || rc.ExpiryEvents != state.ExpiryEventsConfig {
 		t.Errorf("Redis KeyPrefix %q, ExpiryEvents %q", rc.KeyPrefix, rc.ExpiryEvents)
+	}
+	if a.Topics != (Topics{stream.TopicObservations, stream.TopicDeadLetter}) || a.ExternalSort.Memory != extsort.DefaultMemory {
+		t.Errorf("topics %+v, sort %+v", a.Topics, a.ExternalSort)
 	}
 	// The commands' own defaults.
 	if rc.KeyFormat != state.KeyFormatCompact || !a.Redis.RequireDurable || kc.Linger.String() != "5ms" || a.Log != (Log{"info", "text"}) {
@@ -186,6 +193,18 @@ func TestKafkaError(t *testing.T) {
 		if got := KafkaError(errors.New(in)); got != want {
 			t.Errorf("KafkaError(%q)\n = %q\nwant %q", in, got, want)
 		}
+	}
+}
+
+func TestTopicsAndSortValidate(t *testing.T) {
+	err := errors.Join(Topics{}.Validate(), ExternalSort{Memory: -1}.Validate())
+	for _, w := range []string{"CHANGERATE_OBSERVATIONS_TOPIC (--observations-topic)", "CHANGERATE_DEAD_LETTER_TOPIC (--dead-letter-topic)", "CHANGERATE_SORT_MEMORY (--sort-memory)"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+	if err := errors.Join(DefaultTopics().Validate(), DefaultExternalSort().Validate()); err != nil {
+		t.Errorf("defaults: %v", err)
 	}
 }
 
