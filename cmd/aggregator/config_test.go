@@ -8,6 +8,7 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
 )
 
@@ -34,8 +35,8 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 		kc.HeartbeatInterval != stream.DefaultKafkaHeartbeatInterval || kc.ClientID != clientID {
 		t.Errorf("Kafka defaults %+v", kc)
 	}
-	if c.Topics.Observations != stream.TopicObservations {
-		t.Errorf("observations topic %q", c.Topics.Observations)
+	if c.Topics.Observations != stream.TopicObservations || c.URLProfile != parse.ProfileChangerate {
+		t.Errorf("observations topic %q, URL profile %q", c.Topics.Observations, c.URLProfile)
 	}
 }
 

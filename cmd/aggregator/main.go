@@ -38,6 +38,7 @@ import (
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/internal/options"
+	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -120,7 +121,7 @@ type config struct {
 	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" default:"8192" desc:"longest query API request target and body (414/413 beyond it)"`
 	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"200000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
 	APIAlerts          int           `envconfig:"API_ALERTS" default:"10000" desc:"recent alerts kept for /v1/alerts"`
-	URLProfile         string        `envconfig:"URL_PROFILE" default:"changerate" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
+	URLProfile         string        `envconfig:"URL_PROFILE" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
 	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" desc:"shortest revisit interval of next_visit and of /v1/plan"`
 	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
 	PlanBudget         int           `envconfig:"PLAN_BUDGET" default:"1000" desc:"default budget (fetches per period) of /v1/plan"`
@@ -131,8 +132,8 @@ type config struct {
 }
 
 // newConfig is the configuration before Load, holding the defaults of the
-// options without a default tag: the aggregate package's and the shared
-// option groups' (see internal/options).
+// options without a default tag: the libraries' (aggregate, parse) and
+// the shared option groups' (see internal/options).
 func newConfig() config {
 	pc := aggregateDefaults()
 	m := pc.Model
@@ -167,6 +168,7 @@ func newConfig() config {
 		TopicAccessReports: pc.AccessReportsTopic,
 		TopicAlerts:        pc.AlertsTopic,
 		TopicLate:          pc.LateTopic,
+		URLProfile:         parse.ProfileChangerate,
 		Topics:             options.DefaultTopics(),
 		ExternalSort:       options.DefaultExternalSort(),
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/extsort"
+	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
 )
 
@@ -31,6 +32,7 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 		"DrainTimeout":         {cfg.DrainTimeout, ingest.DefaultDrainTimeout},
 		"ObservationsTopic":    {cfg.ObservationsTopic, stream.TopicObservations},
 		"DeadLetterTopic":      {cfg.DeadLetterTopic, stream.TopicDeadLetter},
+		"Profile":              {o.Profile, parse.ProfileChangerate},
 		"SortMemory":           {o.ExternalSort.Memory, int64(extsort.DefaultMemory)},
 		// BATCH_SIZE also bounds the Kafka sink's batches: both libraries'
 		// defaults agree.

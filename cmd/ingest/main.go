@@ -68,7 +68,7 @@ type config struct {
 	Paths                []string      `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
 	Follow               bool          `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled)"`
 	Zone                 string        `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
-	Profile              string        `envconfig:"PROFILE" default:"changerate" desc:"URL canonicalisation profile: changerate|whatwg|semantic"`
+	Profile              string        `envconfig:"PROFILE" desc:"URL canonicalisation profile: changerate, whatwg or semantic"`
 	BaseURL              string        `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
 	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
 	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" desc:"longest accepted line"`
@@ -94,10 +94,11 @@ type config struct {
 }
 
 // newConfig is the configuration before Load, holding the defaults of the
-// options without a default tag: the ingest package's and the shared
-// option groups' (see internal/options).
+// options without a default tag: the libraries' (ingest, parse) and the
+// shared option groups' (see internal/options).
 func newConfig() config {
 	return config{
+		Profile:              parse.ProfileChangerate,
 		MaxLineBytes:         ingest.DefaultMaxLineBytes,
 		MaxDecompressedBytes: ingest.DefaultMaxDecompressedBytes,
 		MaxRecordBytes:       ingest.DefaultMaxRecordBytes,
