@@ -9,6 +9,7 @@ import (
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/stream"
 )
 
@@ -37,6 +38,22 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	}
 	if c.Topics.Observations != stream.TopicObservations || c.URLProfile != parse.ProfileChangerate {
 		t.Errorf("observations topic %q, URL profile %q", c.Topics.Observations, c.URLProfile)
+	}
+	// The query API's: its plan's revisit bounds are the processor's.
+	qc := c.queryConfig()
+	for name, v := range map[string][2]any{
+		"Timeout":         {qc.Timeout, query.DefaultTimeout},
+		"MaxRequestBytes": {qc.MaxRequestBytes, query.DefaultMaxRequestBytes},
+		"Plan.MinRevisit": {qc.Plan.MinRevisit, query.DefaultMinRevisit},
+		"Plan.MaxRevisit": {qc.Plan.MaxRevisit, query.DefaultMaxRevisit},
+		"Plan.Budget":     {qc.Plan.Budget, query.DefaultPlanBudget},
+		"Plan.Period":     {qc.Plan.Period, query.DefaultPlanPeriod},
+		"IndexObjects":    {c.APIIndexObjects, query.DefaultIndexObjects},
+		"IndexAlerts":     {c.APIAlerts, query.DefaultIndexAlerts},
+	} {
+		if v[0] != v[1] {
+			t.Errorf("query %s = %v, want the library's %v", name, v[0], v[1])
+		}
 	}
 }
 

@@ -117,23 +117,23 @@ type config struct {
 
 	OutFormat          string        `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
 	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
-	APITimeout         time.Duration `envconfig:"API_TIMEOUT" default:"5s" desc:"time limit of one query API or page request (503 beyond it)"`
-	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" default:"8192" desc:"longest query API request target and body (414/413 beyond it)"`
-	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"200000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
-	APIAlerts          int           `envconfig:"API_ALERTS" default:"10000" desc:"recent alerts kept for /v1/alerts"`
+	APITimeout         time.Duration `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
+	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it)"`
+	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
+	APIAlerts          int           `envconfig:"API_ALERTS" desc:"recent alerts kept for /v1/alerts"`
 	URLProfile         string        `envconfig:"URL_PROFILE" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
 	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" desc:"shortest revisit interval of next_visit and of /v1/plan"`
 	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
-	PlanBudget         int           `envconfig:"PLAN_BUDGET" default:"1000" desc:"default budget (fetches per period) of /v1/plan"`
-	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" default:"24h" desc:"default period of /v1/plan"`
+	PlanBudget         int           `envconfig:"PLAN_BUDGET" desc:"default budget (fetches per period) of /v1/plan"`
+	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" desc:"default period of /v1/plan"`
 	// httpSet: HTTP_ADDR was given (variable or flag), so the filter mode
 	// serves HTTP too.
 	httpSet bool
 }
 
 // newConfig is the configuration before Load, holding the defaults of the
-// options without a default tag: the libraries' (aggregate, parse) and
-// the shared option groups' (see internal/options).
+// options without a default tag: the libraries' (aggregate, query,
+// parse) and the shared option groups' (see internal/options).
 func newConfig() config {
 	pc := aggregateDefaults()
 	m := pc.Model
@@ -169,6 +169,12 @@ func newConfig() config {
 		TopicAlerts:        pc.AlertsTopic,
 		TopicLate:          pc.LateTopic,
 		URLProfile:         parse.ProfileChangerate,
+		APITimeout:         query.DefaultTimeout,
+		APIMaxRequestBytes: query.DefaultMaxRequestBytes,
+		APIIndexObjects:    query.DefaultIndexObjects,
+		APIAlerts:          query.DefaultIndexAlerts,
+		PlanBudget:         query.DefaultPlanBudget,
+		PlanPeriod:         query.DefaultPlanPeriod,
 		Topics:             options.DefaultTopics(),
 		ExternalSort:       options.DefaultExternalSort(),
 
