@@ -1,12 +1,14 @@
-// Package options declares the option groups that the commands share —
-// Kafka, Redis, logging — once: envconfig-tagged structs (read by
+// Package options declares the option groups of the commands once —
+// Kafka (connection, timeouts, producer), Redis, logging, the shared
+// topics and the external sort: envconfig-tagged structs (read by
 // internal/cliconfig) that a command's configuration embeds, each with a
 // method producing the library's configuration (stream.KafkaConfig,
-// state.RedisConfig, *slog.Logger).
+// state.RedisConfig, *slog.Logger) or a Validate that reports every
+// invalid option.
 //
 // Defaults: a field whose default is the library's has no default tag;
 // the group's constructor (DefaultKafka, DefaultKafkaTimeouts,
-// DefaultRedis) sets it from the library's exported default, and
+// DefaultRedis, DefaultTopics, DefaultExternalSort) sets it from the library's exported default, and
 // cliconfig documents that value and keeps it unless the option is given.
 // A default tag marks a command's own default, different from or absent
 // in the library's (KAFKA_LINGER, REDIS_REQUIRE_DURABLE, ...). The test
