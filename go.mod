@@ -11,7 +11,6 @@ require (
 	github.com/dustin/go-humanize v1.1.0
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/btree v1.1.3
-	github.com/kelseyhightower/envconfig v1.4.0
 	github.com/klauspost/compress v1.20.3
 	github.com/nlnwa/whatwg-url v0.6.2
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.1

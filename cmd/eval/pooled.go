@@ -14,7 +14,7 @@ import (
 )
 
 // singleKeys are the single paper estimators the pooled one is compared
-// with (issue 16: "the best single paper estimator").
+// with: it must beat the best of them.
 var singleKeys = []string{
 	estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta, estimators.KeyCGMIrregularMLE,
 	estimators.KeyCGMLastMod, estimators.KeyMalcolmLastMod, estimators.KeyMalcolmNoLastMod,
