@@ -17,7 +17,11 @@
 // with the same prefix, listed where the group is embedded.
 //
 // Load never modifies the process environment, so concurrent loads (for
-// example parallel tests) are independent. Errors name the environment
+// example parallel tests) are independent. This is why values are decoded
+// here (decode.go, following kelseyhightower/envconfig's documented rules
+// and its Decoder interface) rather than by envconfig.Process: envconfig
+// reads only os.LookupEnv, so letting a flag win through it means writing
+// the flag into the process environment first. Errors name the environment
 // variable and the flag, say where the value came from and what is wanted,
 // and list every bad value at once.
 //
