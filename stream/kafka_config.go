@@ -231,6 +231,11 @@ func (c KafkaConfig) Validate() error {
 	if c.TLS.Enable && (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("stream: KafkaConfig.TLS.CertFile and TLS.KeyFile must be set together"))
 	}
+	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.ServerName != "" || c.TLS.InsecureSkipVerify) {
+		// Otherwise the connection would be plaintext although the
+		// operator configured certificates for it.
+		errs = append(errs, errors.New("stream: KafkaConfig.TLS.Enable is false but TLS settings are given (CA, certificate, key, server name or insecure): enable TLS or remove them"))
+	}
 	switch c.SASL.Mechanism {
 	case SASLNone:
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:

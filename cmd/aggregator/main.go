@@ -321,9 +321,20 @@ func main() {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "aggregator:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
+
+// usageError marks an error in the command line or the configuration: the
+// program exits with status 2 for it (as ingest does and as flag parsing
+// does), and 1 for a run that failed.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 // run is main without the process: it is what the tests call.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -335,11 +346,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	version := fs.Bool("version", false, "print the version and exit")
 	rest, err := cliconfig.Load(envPrefix, &cfg, fs, args)
 	if err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if len(rest) > 0 {
 		// Without this, "aggregator obs.jsonl" would run the demo.
-		return fmt.Errorf("config: aggregator takes no arguments, got %q: give the input with --in=FILE or --in=- for stdin (%s_IN)", rest, envPrefix)
+		return usageError{fmt.Errorf("config: aggregator takes no arguments, got %q: give the input with --in=FILE or --in=- for stdin (%s_IN)", rest, envPrefix)}
 	}
 	if *version {
 		_, err := fmt.Fprintln(stdout, buildinfo.Get().String("aggregator"))
@@ -356,11 +370,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cliconfig.WriteReference(stdout, envPrefix, &cfg)
 	}
 	if err := cfg.validate(); err != nil {
-		return err
+		return usageError{err}
 	}
 	logger, err := cfg.Log.Logger(stderr)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return usageError{fmt.Errorf("config: %w", err)}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
@@ -519,13 +533,13 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 	setMemoryLimit(logger)
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
-		return fmt.Errorf("config: %s", options.KafkaError(err))
+		return usageError{fmt.Errorf("config: %s", options.KafkaError(err))}
 	}
 	if cfg.Store == "redis" {
 		// Before any connection: a bad Redis option is a configuration
 		// error, whatever state Kafka is in.
 		if err := cfg.redisConfig().Validate(); err != nil {
-			return fmt.Errorf("config: %s", options.RedisError(err, "IDLE_TTL"))
+			return usageError{fmt.Errorf("config: %s", options.RedisError(err, "IDLE_TTL"))}
 		}
 	}
 	if cfg.CreateTopics {

@@ -101,6 +101,7 @@ func (p KafkaProducer) ApplyTo(c *stream.KafkaConfig) {
 // validation errors name them, to the options that set them.
 var kafkaFields = []struct{ field, option string }{
 	{"KafkaConfig.TLS.CertFile/KeyFile", "KAFKA_TLS_CERT/KAFKA_TLS_KEY"},
+	{"KafkaConfig.TLS.Enable", "KAFKA_TLS"},
 	{"KafkaConfig.TLS.CAFile", "KAFKA_TLS_CA"},
 	{"KafkaConfig.SASL.Username", "KAFKA_SASL_USERNAME"},
 	{"KafkaConfig.SASL.Mechanism", "KAFKA_SASL_MECHANISM"},
