@@ -21,14 +21,14 @@ import (
 //
 // Layout: every key of partition p starts with one hash tag, so all of them
 // hash to one Cluster slot and one Lua script can touch them atomically.
-// With the default readable key format:
+// With the readable key format (RedisConfig.KeyFormat):
 //
 //	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset),
 //	                        "prev" and "pe" (from and epoch of the last
 //	                        commit, to recognise its repeat)
 //	{cr:obs:3}:o:<object>   string: the object's value, PX IdleTTL
 //
-// With the compact key format (RedisConfig.KeyFormat) the tag is 2-4
+// With the compact key format (the default) the tag is 2-4
 // characters, the meta hash also holds "owner" (KeyPrefix+topic:id, to
 // detect two partitions with the same tag), and an object's key is the tag
 // followed by 8-10 bytes of SHA-256 of its name, 14 bytes in all.
@@ -116,7 +116,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
