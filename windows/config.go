@@ -15,7 +15,7 @@ import (
 type Config struct {
 	// MinPoints is the minimum number of update points of a consistent window
 	// (001 §5: "a minimum size of four update points"). Below it a window is
-	// "forming" and no shift can close it (merge rule, see Stream). It is also
+	// "forming" and no shift can close it (merge rule, see Segmenter). It is also
 	// the first n at which the unbiased Weibull rate λ̌ (which needs n > 3) is
 	// defined. Default 4; must be at least 4.
 	MinPoints int
@@ -59,7 +59,7 @@ type Config struct {
 	MinRatio float64
 
 	// MaxPValue is the largest p-value of the one-sided conditional binomial
-	// test of the pending points (see Stream) for which a shift is reported.
+	// test of the pending points (see Segmenter) for which a shift is reported.
 	// Default 0.01; in (0, 1].
 	MaxPValue float64
 

@@ -40,7 +40,7 @@ import (
 //	Λ(t) = Λ₀ + ∫_{T₀}^{t} f_{h(s)} g_{d(s)} ds,   (S3)
 //
 // under which a process with intensity (S1) is a homogeneous Poisson process
-// of rate ν (the time-change theorem). An object's Stream is fed Λ(t)
+// of rate ν (the time-change theorem). An object's Segmenter is fed Λ(t)
 // instead of t, so its CUSUM and binomial tests compare observed counts with
 // the expected counts c·(Λ(b) − Λ(a)) under the profile: a recurring ramp is
 // not a shift, a burst on top of it is. The factors are refitted at each UTC

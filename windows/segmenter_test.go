@@ -155,7 +155,7 @@ func TestTrendTestLevel(t *testing.T) {
 // becomes the update point at the middle of the visit interval.
 func TestVisitMidpoint(t *testing.T) {
 	cfg := DefaultConfig()
-	var a, b Stream
+	var a, b Segmenter
 	a.Visit(1000, false, &cfg) // origin
 	b.Event(1000, &cfg)
 	visits := []struct {
@@ -184,7 +184,7 @@ func TestVisitMidpoint(t *testing.T) {
 
 func TestCurrentEmptyAndForming(t *testing.T) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	if got := s.Current(5, &cfg); got.State != Forming || got.HasRate || got.Points != 0 {
 		t.Errorf("empty: %+v", got)
 	}
@@ -209,7 +209,7 @@ func TestCurrentEmptyAndForming(t *testing.T) {
 func TestNoAllocs(t *testing.T) {
 	cfg := DefaultConfig()
 	r := newRand(3)
-	var s Stream
+	var s Segmenter
 	tm := 1.7e9
 	s.Event(tm, &cfg)
 	if n := testing.AllocsPerRun(2000, func() {
@@ -227,7 +227,7 @@ func TestNoAllocs(t *testing.T) {
 // t^(β−1) without bound) but a rate within MaxRateRatio of N(t)/t.
 func TestRateBoundedAfterBurst(t *testing.T) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	// N(t) ∝ t³ over the window: a clearly increasing rate.
 	for i := 1; i <= 30; i++ {
 		s.Event(1e6+1000*math.Cbrt(float64(i)), &cfg)
