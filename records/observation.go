@@ -47,24 +47,24 @@ func (k Kind) IsAccess() bool { return k == KindAccess || k == KindRevalidation 
 // IsVisit reports whether an observation of kind k is a check of content.
 func (k Kind) IsVisit() bool { return k == KindVisit || k == KindRevalidation }
 
-// Change is a three-valued answer to "did the content change since the
+// ChangeFlag is a three-valued answer to "did the content change since the
 // observer's previous visit?". Its JSON form is true, false, or absent.
-type Change int8
+type ChangeFlag int8
 
 const (
 	// ChangeUnknown: the observation does not say; the aggregator decides
 	// from the digest (a digest different from the object's previous one is
 	// a change) or from Last-Modified.
-	ChangeUnknown Change = 0
+	ChangeUnknown ChangeFlag = 0
 	// Changed: the content changed.
-	Changed Change = 1
+	Changed ChangeFlag = 1
 	// Unchanged: the content is the same as at the previous visit.
-	Unchanged Change = 2
+	Unchanged ChangeFlag = 2
 )
 
 // MarshalJSON encodes Changed as true and Unchanged as false; ChangeUnknown
 // is omitted by the omitempty tag of the field that holds it.
-func (c Change) MarshalJSON() ([]byte, error) {
+func (c ChangeFlag) MarshalJSON() ([]byte, error) {
 	switch c {
 	case Changed:
 		return []byte("true"), nil
@@ -75,7 +75,7 @@ func (c Change) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON accepts true, false and null.
-func (c *Change) UnmarshalJSON(b []byte) error {
+func (c *ChangeFlag) UnmarshalJSON(b []byte) error {
 	switch string(bytes.TrimSpace(b)) {
 	case "true":
 		*c = Changed
@@ -111,7 +111,7 @@ type Observation struct {
 	// Kind says what the observation tells; see the Kind constants.
 	Kind Kind `json:"kind"`
 	// Changed is the change status of a visit, when the source says it.
-	Changed Change `json:"changed,omitempty"`
+	Changed ChangeFlag `json:"changed,omitempty"`
 	// Digest is a content digest of a visit (for example "sha1:..."); two
 	// visits with different digests saw different content.
 	Digest string `json:"digest,omitempty"`
