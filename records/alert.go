@@ -39,11 +39,12 @@ const (
 	SeverityMinor    = "minor"
 )
 
-// AlertDetail is what makes an alert actionable (issue 14): expected and
+// AlertDetail is what makes an alert actionable: expected and
 // observed counts and rates over the window since the change point, the
 // baseline they were computed under, the p-value adjusted for the number of
 // objects tested in the period, and a severity. It is embedded in Alert;
-// every field is absent in alerts written before it existed.
+// every field is optional, and a consumer must accept an alert without
+// them.
 type AlertDetail struct {
 	// Scope is AlertScopeObject or AlertScopeSite.
 	Scope string `json:"scope,omitempty"`

@@ -14,7 +14,7 @@ import (
 	"github.com/changerate/changerate/sim"
 )
 
-// Issue 14: an honest evaluation of the window estimators — data not drawn
+// An honest evaluation of the window estimators — data not drawn
 // from the Weibull family, out-of-sample scoring, mean and median side by
 // side — and the detection delays beside the CUSUM optimum.
 
