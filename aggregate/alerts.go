@@ -21,7 +21,7 @@ import (
 // access (or change) stream when a CUSUM of the log-likelihood ratio
 // crosses its threshold and the points since the change point are
 // significantly more (or fewer) than expected under the rate before it
-// (conditional binomial test; windows.Stream). For accesses the expected
+// (conditional binomial test; windows.Segmenter). For accesses the expected
 // count is computed under the site's learned daily and weekly profile
 // (windows.Profile), so the daily ramp of ordinary traffic is not a shift
 // and a burst on top of it is. Each confirmed shift is a candidate; a

@@ -217,7 +217,7 @@ func Alert(object, kind string, sh windows.Shift) records.Alert {
 // currentReal is the stream's current window at asOf (real time) when the
 // stream runs on p's operational time (nil: real time), with the window's
 // times converted back to real time.
-func currentReal(st *windows.Stream, p *windows.Profile, asOf float64, m *Model) windows.Summary {
+func currentReal(st *windows.Segmenter, p *windows.Profile, asOf float64, m *Model) windows.Summary {
 	if p == nil || !p.Active() {
 		return st.Current(asOf, &m.Windows)
 	}

@@ -13,7 +13,7 @@ import (
 // "duane" (t^{−γ}/α, §3.3), as the SPEC lists them. The whole-history
 // estimators stay beside them.
 //
-// Once a shift of the stream is confirmed (windows.Stream.Shifted: the
+// Once a shift of the stream is confirmed (windows.Segmenter.Shifted: the
 // current window was opened at the estimated change point), the history
 // before the change point describes another regime; the published
 // rate_per_s is then the window's rate (the model with the lowest
@@ -25,7 +25,7 @@ import (
 // followWindow adds the window rates to rec.Estimates and, after a
 // confirmed shift, makes the window rate the published one. It reports
 // whether it did the latter.
-func followWindow(rec *records.Estimate, st *windows.Stream, sum windows.Summary, m *Model) bool {
+func followWindow(rec *records.Estimate, st *windows.Segmenter, sum windows.Summary, m *Model) bool {
 	names := windows.Models()
 	for i, ok := range sum.HasRates {
 		if ok && finite(sum.Rates[i]) && sum.Rates[i] > 0 {

@@ -80,8 +80,8 @@ type Object struct {
 
 	Change    estimators.Change
 	Access    estimators.Access
-	ChangeWin windows.Stream
-	AccessWin windows.Stream
+	ChangeWin windows.Segmenter
+	AccessWin windows.Segmenter
 }
 
 // Outcome says what Apply did with an observation.
@@ -410,9 +410,9 @@ const maxProfileLag = 7 * 86400
 // learning period of an active profile, where the daily cycle itself cuts
 // windows: the window starts afresh on the seasonal clock (Λ(Since) =
 // Since, see windows.Profile).
-func restartBefore(w *windows.Stream, p *windows.Profile) {
+func restartBefore(w *windows.Segmenter, p *windows.Profile) {
 	if org, ok := w.Origin(); ok && p.Active() && org < p.Since() {
-		*w = windows.Stream{}
+		*w = windows.Segmenter{}
 	}
 }
 

@@ -32,7 +32,7 @@ func TestApplyChangeDetection(t *testing.T) {
 		o.LastModified = at(h - 0.5)
 		return o
 	}
-	flag := func(h float64, c records.Change) records.Observation {
+	flag := func(h float64, c records.ChangeFlag) records.Observation {
 		o := visit(h, "")
 		o.Changed = c
 		return o
@@ -154,7 +154,7 @@ func randomObject(r *rand.Rand, n int) Object {
 			obs = visit(h, "")
 			obs.LastModified = at(h - r.Float64()*h)
 		case 3:
-			obs = records.Observation{Object: "o", Time: at(h), Kind: records.KindRevalidation, Changed: records.Change(1 + r.IntN(2))}
+			obs = records.Observation{Object: "o", Time: at(h), Kind: records.KindRevalidation, Changed: records.ChangeFlag(1 + r.IntN(2))}
 		case 4:
 			obs = records.Observation{Object: "o", Time: at(h), Kind: records.KindSnapshot, PeriodS: 3600,
 				Event: []records.Event{records.EventAccess, records.EventModification}[r.IntN(2)]}

@@ -1,6 +1,6 @@
 package estimators
 
-// Small-count corrections of the best-estimate rule (issue 16). On the
+// Small-count corrections of the best-estimate rule. On the
 // project's simulated grid (TestBestRuleEvaluation) the corrected paper
 // estimators are not the most accurate where few changes were seen: there
 // the error of cgm_improved is dominated by its variance, and

@@ -80,7 +80,7 @@ var bestGrid = []struct {
 	{"irregular, LM, r=1.5, n=30", 1.5, 30, true, true},
 }
 
-// TestBestRuleEvaluation enforces the best-estimate rule (issue 16): in
+// TestBestRuleEvaluation enforces the best-estimate rule: in
 // every regime of the grid, the error of the published (best) estimate is
 // within 3 % of the lowest error of the single paper estimators that are
 // defined in every run. 4000 seeded objects per regime: the median's

@@ -18,7 +18,10 @@ const (
 // ErrConfig is wrapped by every error of Config.Validate.
 var ErrConfig = errors.New("estimators: invalid config")
 
-// Config holds the tunables of the estimators and schedules. Read-only
+// Config holds the tunables of the estimators and schedules. The zero value
+// of every field means its documented default: WithDefaults fills them in,
+// and the functions and methods that take a *Config read it as given, so
+// pass them one returned by WithDefaults (or DefaultConfig). Read-only
 // after Validate; safe for concurrent readers. Durations are in seconds.
 type Config struct {
 	// Level is the coverage of every confidence interval. Default 0.95.
@@ -38,7 +41,8 @@ type Config struct {
 	RegularCV float64
 	// MinLastModFraction is the fraction of visit intervals that must carry
 	// a Last-Modified date for cgm_lastmod to be the best estimate.
-	// Default 0.5.
+	// Default 0.5; AnyLastMod (any negative value) makes one interval with
+	// a Last-Modified date enough.
 	MinLastModFraction float64
 	// BetaAlpha and BetaBeta are the Beta prior of θ = 1−e^{−r} for
 	// bayes_beta (CGM App. B). Default 1, 1 (uniform prior, θ̂ = (X+1)/(n+2)).
@@ -89,84 +93,90 @@ type Config struct {
 // MaxClasses is the largest number of frequency classes.
 const MaxClasses = 8
 
-// DefaultConfig returns the documented defaults.
-func DefaultConfig() Config {
-	return Config{
-		Level:               0.95,
-		MinIntervals:        2,
-		RegularCV:           0.2,
-		MinLastModFraction:  0.5,
-		BetaAlpha:           1,
-		BetaBeta:            1,
-		Classes:             []float64{1.0 / 3600, 1.0 / 86400, 1.0 / 604800, 1.0 / 2592000},
-		Schedule:            ScheduleMalcolm,
-		CGMRatio:            1.5,
-		LMMaxChanges:        100,
-		LMTargetInterval:    86400,
-		LMMaxRatio:          5,
-		NoLMMaxChanges:      100,
-		NoLMSoftMaxInterval: 172800,
-		NoLMMaxRatio:        3,
-		MinInterval:         600,
-		MaxInterval:         2592000,
-		InitialInterval:     86400,
-		StaleProbability:    0.1,
+// AnyLastMod as Config.MinLastModFraction makes one visit interval with a
+// Last-Modified date enough for cgm_lastmod to be the best estimate (the
+// fraction 0, which as a zero value means the default).
+const AnyLastMod = -1.0
+
+// WithDefaults returns c with the default of every zero field filled in
+// (an empty Classes gets a new slice). It is the one source of the
+// defaults.
+func (c Config) WithDefaults() Config {
+	set := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
 	}
+	set(&c.Level, 0.95)
+	if c.MinIntervals == 0 {
+		c.MinIntervals = 2
+	}
+	set(&c.RegularCV, 0.2)
+	set(&c.MinLastModFraction, 0.5)
+	set(&c.BetaAlpha, 1)
+	set(&c.BetaBeta, 1)
+	if len(c.Classes) == 0 {
+		c.Classes = []float64{1.0 / 3600, 1.0 / 86400, 1.0 / 604800, 1.0 / 2592000}
+	}
+	if c.Schedule == "" {
+		c.Schedule = ScheduleMalcolm
+	}
+	set(&c.CGMRatio, 1.5)
+	if c.LMMaxChanges == 0 {
+		c.LMMaxChanges = 100
+	}
+	set(&c.LMTargetInterval, 86400)
+	set(&c.LMMaxRatio, 5)
+	if c.NoLMMaxChanges == 0 {
+		c.NoLMMaxChanges = 100
+	}
+	set(&c.NoLMSoftMaxInterval, 172800)
+	set(&c.NoLMMaxRatio, 3)
+	set(&c.MinInterval, 600)
+	set(&c.MaxInterval, 2592000)
+	set(&c.InitialInterval, 86400)
+	set(&c.StaleProbability, 0.1)
+	return c
 }
+
+// DefaultConfig returns the documented defaults: Config{}.WithDefaults().
+func DefaultConfig() Config { return Config{}.WithDefaults() }
 
 func posFinite(x float64) bool { return x > 0 && !math.IsInf(x, 1) }
 
-// Validate reports the first invalid field, wrapping ErrConfig.
+// Validate reports every invalid field of c (with defaults filled in) at
+// once, each error wrapping ErrConfig and naming its field.
 func (c *Config) Validate() error {
-	bad := func(field string, v any) error {
-		return fmt.Errorf("%w: %s = %v", ErrConfig, field, v)
-	}
-	switch {
-	case !(c.Level > 0 && c.Level < 1):
-		return bad("Level (want 0 < Level < 1)", c.Level)
-	case c.MinIntervals < 1:
-		return bad("MinIntervals (want ≥ 1)", c.MinIntervals)
-	case !posFinite(c.RegularCV):
-		return bad("RegularCV (want > 0)", c.RegularCV)
-	case !(c.MinLastModFraction >= 0 && c.MinLastModFraction <= 1):
-		return bad("MinLastModFraction (want in [0,1])", c.MinLastModFraction)
-	case !posFinite(c.BetaAlpha):
-		return bad("BetaAlpha (want > 0)", c.BetaAlpha)
-	case !posFinite(c.BetaBeta):
-		return bad("BetaBeta (want > 0)", c.BetaBeta)
-	case len(c.Classes) == 0 || len(c.Classes) > MaxClasses:
-		return bad("Classes (want 1..8 rates)", c.Classes)
-	case c.Schedule != ScheduleMalcolm && c.Schedule != ScheduleCGM:
-		return bad("Schedule (want malcolm or cgm)", c.Schedule)
-	case !posFinite(c.CGMRatio):
-		return bad("CGMRatio (want > 0)", c.CGMRatio)
-	case c.LMMaxChanges < 1:
-		return bad("LMMaxChanges (want ≥ 1)", c.LMMaxChanges)
-	case !posFinite(c.LMTargetInterval):
-		return bad("LMTargetInterval (want > 0)", c.LMTargetInterval)
-	case !posFinite(c.LMMaxRatio):
-		return bad("LMMaxRatio (want > 0)", c.LMMaxRatio)
-	case c.NoLMMaxChanges < 1:
-		return bad("NoLMMaxChanges (want ≥ 1)", c.NoLMMaxChanges)
-	case !posFinite(c.NoLMSoftMaxInterval):
-		return bad("NoLMSoftMaxInterval (want > 0)", c.NoLMSoftMaxInterval)
-	case !posFinite(c.NoLMMaxRatio):
-		return bad("NoLMMaxRatio (want > 0)", c.NoLMMaxRatio)
-	case !posFinite(c.MinInterval):
-		return bad("MinInterval (want > 0)", c.MinInterval)
-	case !posFinite(c.MaxInterval) || c.MaxInterval < c.MinInterval:
-		return bad("MaxInterval (want ≥ MinInterval)", c.MaxInterval)
-	case !posFinite(c.InitialInterval):
-		return bad("InitialInterval (want > 0)", c.InitialInterval)
-	case !(c.StaleProbability > 0 && c.StaleProbability < 1):
-		return bad("StaleProbability (want 0 < p < 1)", c.StaleProbability)
-	}
-	for i, r := range c.Classes {
-		if !posFinite(r) {
-			return bad(fmt.Sprintf("Classes[%d] (want > 0)", i), r)
+	d := c.WithDefaults()
+	var errs []error
+	check := func(ok bool, field string, v any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w: %s = %v", ErrConfig, field, v))
 		}
 	}
-	return nil
+	check(d.Level > 0 && d.Level < 1, "Level (want 0 < Level < 1)", d.Level)
+	check(d.MinIntervals >= 1, "MinIntervals (want ≥ 1)", d.MinIntervals)
+	check(posFinite(d.RegularCV), "RegularCV (want > 0)", d.RegularCV)
+	check(d.MinLastModFraction <= 1, "MinLastModFraction (want ≤ 1, or AnyLastMod)", d.MinLastModFraction)
+	check(posFinite(d.BetaAlpha), "BetaAlpha (want > 0)", d.BetaAlpha)
+	check(posFinite(d.BetaBeta), "BetaBeta (want > 0)", d.BetaBeta)
+	check(len(d.Classes) <= MaxClasses, "Classes (want 1..8 rates)", d.Classes)
+	for i, r := range d.Classes {
+		check(posFinite(r), fmt.Sprintf("Classes[%d] (want > 0)", i), r)
+	}
+	check(d.Schedule == ScheduleMalcolm || d.Schedule == ScheduleCGM, "Schedule (want malcolm or cgm)", d.Schedule)
+	check(posFinite(d.CGMRatio), "CGMRatio (want > 0)", d.CGMRatio)
+	check(d.LMMaxChanges >= 1, "LMMaxChanges (want ≥ 1)", d.LMMaxChanges)
+	check(posFinite(d.LMTargetInterval), "LMTargetInterval (want > 0)", d.LMTargetInterval)
+	check(posFinite(d.LMMaxRatio), "LMMaxRatio (want > 0)", d.LMMaxRatio)
+	check(d.NoLMMaxChanges >= 1, "NoLMMaxChanges (want ≥ 1)", d.NoLMMaxChanges)
+	check(posFinite(d.NoLMSoftMaxInterval), "NoLMSoftMaxInterval (want > 0)", d.NoLMSoftMaxInterval)
+	check(posFinite(d.NoLMMaxRatio), "NoLMMaxRatio (want > 0)", d.NoLMMaxRatio)
+	check(posFinite(d.MinInterval), "MinInterval (want > 0)", d.MinInterval)
+	check(posFinite(d.MaxInterval) && d.MaxInterval >= d.MinInterval, "MaxInterval (want ≥ MinInterval)", d.MaxInterval)
+	check(posFinite(d.InitialInterval), "InitialInterval (want > 0)", d.InitialInterval)
+	check(d.StaleProbability > 0 && d.StaleProbability < 1, "StaleProbability (want 0 < p < 1)", d.StaleProbability)
+	return errors.Join(errs...)
 }
 
 // z returns the two-sided normal quantile for Level (1.959964 at 0.95).

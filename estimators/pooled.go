@@ -6,7 +6,7 @@ import (
 	"gonum.org/v1/gonum/mathext"
 )
 
-// Pooled (empirical-Bayes) change rates: beyond the papers (issue 16).
+// Pooled (empirical-Bayes) change rates: beyond the papers.
 //
 // Objects of one site share their change behaviour. Each object's data is
 // summarised by its evidence, an effective Poisson count x and exposure e

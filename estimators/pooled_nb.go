@@ -6,7 +6,7 @@ import (
 	"gonum.org/v1/gonum/mathext"
 )
 
-// Over-dispersed pooled estimates (issue 16): bursty change histories.
+// Over-dispersed pooled estimates: bursty change histories.
 //
 // The gamma prior of pooled.go assumes that, given its rate λ, an object's
 // count in the observed window is Poisson. Real histories change in bursts:

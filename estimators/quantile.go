@@ -9,8 +9,8 @@ import (
 // The interval quantiles of the estimators (Garwood: Gamma quantiles of an
 // integer shape; Clopper–Pearson and the Beta posterior with the default
 // prior: Beta quantiles of integer parameters) are solved here directly,
-// rather than by gonum's general inverses (Cephes igami/incbi), which cost
-// most of an estimate (issue 13). With integer parameters the regularised
+// rather than by gonum's general inverses (Cephes igami/incbi), which would
+// cost most of an estimate. With integer parameters the regularised
 // incomplete functions are finite Poisson and binomial sums, evaluated from
 // the term at the shape outward, so each evaluation costs a few dozen terms
 // and one exp; Halley's method from the classical normal-approximation

@@ -9,9 +9,9 @@ import (
 )
 
 // TestQuantilesAgainstGonum checks the direct Gamma and Beta quantiles of
-// the intervals against gonum's general inverses (which the estimators used
-// before, issue 13) over the shapes the estimators meet: within 1e-9
-// relative (the published numbers may move by at most 1e-6). gonum's
+// the intervals against gonum's general inverses over the shapes the
+// estimators meet: within 1e-9 relative (the published numbers may move by
+// at most 1e-6). gonum's
 // inverses are themselves accurate to about 4e-10 in the tails (e.g.
 // InvRegIncBeta(501, 1, 1e-6) against the closed form p^{1/a}; mpmath at 40
 // digits agrees with the direct solution where they differ).

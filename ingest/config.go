@@ -60,7 +60,9 @@ const (
 // ErrConfig is wrapped by every Config.Validate error.
 var ErrConfig = errors.New("ingest: invalid config")
 
-// Config configures Run. Zero values select the documented defaults.
+// Config configures Run and RunSource. The zero value of every field but
+// Format and Paths (required) means its documented default (WithDefaults
+// fills them in); Validate lists every problem at once.
 type Config struct {
 	// Format is the input format (see parse.Formats). Required.
 	Format string
@@ -68,7 +70,8 @@ type Config struct {
 	// in lexical order, except hidden ones), glob patterns, or "-" for
 	// stdin. A file named twice is read once. Required.
 	Paths []string
-	// Parse configures the parsers (zone, canonicalisation profile, ...).
+	// Parse configures the parsers (zone, canonicalisation profile, ...);
+	// its zero value means parse's defaults.
 	Parse parse.Config
 	// Follow keeps reading plain files after their end, like tail -F: it
 	// waits for new lines, reopens a file that was rotated (its path now
@@ -127,8 +130,12 @@ type Config struct {
 	DrainTimeout time.Duration
 }
 
-func (c *Config) withDefaults() Config {
-	d := *c
+// WithDefaults returns c with the default of every zero field filled in
+// (Parse's included). A negative CheckpointInterval or ProgressInterval is
+// kept: it is a setting, not a zero value.
+func (c Config) WithDefaults() Config {
+	d := c
+	d.Parse = d.Parse.WithDefaults()
 	if d.PollInterval == 0 {
 		d.PollInterval = DefaultPollInterval
 	}
@@ -158,18 +165,21 @@ func (c *Config) withDefaults() Config {
 	}
 	if d.CheckpointInterval == 0 {
 		d.CheckpointInterval = DefaultCheckpointInterval
-	} else if d.CheckpointInterval < 0 {
-		d.CheckpointInterval = 0
 	}
 	return d
 }
 
-// Validate checks the configuration. Errors wrap ErrConfig and name the
-// field.
+// Validate reports every problem of c (with defaults filled in) at once;
+// each error wraps ErrConfig and names its field.
 func (c Config) Validate() error {
+	d := c.WithDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
 	known := false
 	for _, f := range parse.Formats() {
-		if f[0] == c.Format {
+		if f[0] == d.Format {
 			known = true
 		}
 	}
@@ -181,36 +191,40 @@ func (c Config) Validate() error {
 			}
 			names += f[0]
 		}
-		return fmt.Errorf("%w: Format %q is not one of %s", ErrConfig, c.Format, names)
+		bad("Format %q is not one of %s", d.Format, names)
 	}
-	if len(c.Paths) == 0 {
-		return fmt.Errorf("%w: Paths is empty (give files, directories, globs or -)", ErrConfig)
+	if len(d.Paths) == 0 {
+		bad("Paths is empty (give files, directories, globs or -)")
 	}
-	if err := c.Parse.Validate(); err != nil {
-		return fmt.Errorf("%w: Parse: %w", ErrConfig, err)
+	if err := d.Parse.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: Parse: %w", ErrConfig, err))
 	}
-	switch {
-	case c.PollInterval < 0:
-		return fmt.Errorf("%w: PollInterval %v < 0", ErrConfig, c.PollInterval)
-	case c.MaxLineBytes < 0 || (c.MaxLineBytes > 0 && c.MaxLineBytes < 64):
-		return fmt.Errorf("%w: MaxLineBytes %d must be >= 64", ErrConfig, c.MaxLineBytes)
-	case c.MaxDecompressedBytes < 0:
-		return fmt.Errorf("%w: MaxDecompressedBytes %d < 0", ErrConfig, c.MaxDecompressedBytes)
-	case c.MaxRecordBytes < 0:
-		return fmt.Errorf("%w: MaxRecordBytes %d < 0", ErrConfig, c.MaxRecordBytes)
-	case c.BatchSize < 0:
-		return fmt.Errorf("%w: BatchSize %d < 0", ErrConfig, c.BatchSize)
-	case c.DrainTimeout < 0:
-		return fmt.Errorf("%w: DrainTimeout %v < 0", ErrConfig, c.DrainTimeout)
+	if d.PollInterval < 0 {
+		bad("PollInterval %v < 0", d.PollInterval)
+	}
+	if d.MaxLineBytes < 64 {
+		bad("MaxLineBytes %d must be >= 64", d.MaxLineBytes)
+	}
+	if d.MaxDecompressedBytes < 0 {
+		bad("MaxDecompressedBytes %d < 0", d.MaxDecompressedBytes)
+	}
+	if d.MaxRecordBytes < 0 {
+		bad("MaxRecordBytes %d < 0", d.MaxRecordBytes)
+	}
+	if d.BatchSize < 0 {
+		bad("BatchSize %d < 0", d.BatchSize)
+	}
+	if d.DrainTimeout < 0 {
+		bad("DrainTimeout %v < 0", d.DrainTimeout)
 	}
 	stdin := 0
-	for _, p := range c.Paths {
+	for _, p := range d.Paths {
 		if p == "-" {
 			stdin++
 		}
 	}
 	if stdin > 1 {
-		return fmt.Errorf("%w: Paths names stdin (-) %d times", ErrConfig, stdin)
+		bad("Paths names stdin (-) %d times", stdin)
 	}
-	return nil
+	return errors.Join(errs...)
 }

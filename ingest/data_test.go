@@ -22,7 +22,7 @@ import (
 type countingSink struct {
 	obs, dead int
 	kinds     map[records.Kind]int
-	changed   map[records.Change]int
+	changed   map[records.ChangeFlag]int
 	bad       error
 }
 
@@ -118,7 +118,7 @@ func TestRealData(t *testing.T) {
 			t.Errorf("%s: %v", c.file, err)
 			continue
 		}
-		sink := &countingSink{kinds: map[records.Kind]int{}, changed: map[records.Change]int{}}
+		sink := &countingSink{kinds: map[records.Kind]int{}, changed: map[records.ChangeFlag]int{}}
 		reg := prometheus.NewRegistry()
 		sum, err := Run(context.Background(), Config{Format: c.format, Paths: []string{path}, Parse: c.cfg, ProgressInterval: -1}, sink, nil, reg)
 		if err != nil {

@@ -60,7 +60,7 @@ func FuzzAppendObservation(f *testing.F) {
 			return
 		}
 		o := records.Observation{Object: object, Site: site, Time: tm, Kind: records.KindVisit, Digest: digest, Format: format,
-			Status: status, PeriodS: period, Changed: records.Change(((ch % 3) + 3) % 3), Source: source, Offset: offset}
+			Status: status, PeriodS: period, Changed: records.ChangeFlag(((ch % 3) + 3) % 3), Source: source, Offset: offset}
 		if lm > 0 {
 			o.LastModified = time.Unix(lm%253402300799, 0).UTC()
 		}

@@ -119,7 +119,7 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := cfg.withDefaults()
+	c := cfg.WithDefaults()
 	inputs, err := expandPaths(c.Paths)
 	if err != nil {
 		return Summary{}, err

@@ -46,7 +46,7 @@ func RunSource(ctx context.Context, cfg Config, src stream.Source, sink stream.S
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := cfg.withDefaults()
+	c := cfg.WithDefaults()
 	cp, err := loadCheckpoint(c.CheckpointPath, c.Format)
 	if err != nil {
 		return Summary{}, err

@@ -11,7 +11,7 @@ func TestHeritrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := func(ts string, status int, object, site, digest string, ch records.Change) *records.Observation {
+	v := func(ts string, status int, object, site, digest string, ch records.ChangeFlag) *records.Observation {
 		return &records.Observation{Object: object, Site: site, Time: mustTime(t, ts), Kind: records.KindVisit, Status: status, Digest: digest, Changed: ch, Format: "heritrix"}
 	}
 	runCases(t, p, []lineCase{

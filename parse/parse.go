@@ -109,8 +109,9 @@ func Reason(err error) string {
 // IsSkip reports whether err marks a line without an observation.
 func IsSkip(err error) bool { return errors.Is(err, ErrSkip) }
 
-// Config configures the parsers. The zero value is valid and selects every
-// default.
+// Config configures the parsers. The zero value of every field means its
+// documented default (WithDefaults fills them in; the parsers accept either
+// form); Validate lists every problem at once.
 type Config struct {
 	// Zone is the time zone of timestamps that carry none. Default nil: such
 	// timestamps are rejected with reason "no-zone".
@@ -122,10 +123,10 @@ type Config struct {
 	Profile string
 	// BaseURL resolves request targets that are paths rather than absolute
 	// URLs (CLF on an origin server, NASA TSV, WorldCup CSV). Default
-	// "http://localhost/".
+	// DefaultBaseURL.
 	BaseURL string
-	// CacheEntries bounds the URL intern cache of each parser. Default 0
-	// means 65536; negative disables the cache.
+	// CacheEntries bounds the URL intern cache of each parser. Default
+	// DefaultCacheEntries; negative disables the cache.
 	CacheEntries int
 	// SquidLogformat describes the fields of a custom Squid access log, as a
 	// Squid logformat string ("%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru
@@ -134,24 +135,41 @@ type Config struct {
 	SquidLogformat string
 }
 
-// Validate checks the configuration.
+// WithDefaults returns c with the default of every zero field filled in.
+// Zone stays nil (timestamps without a zone are rejected) and
+// SquidLogformat empty (Squid's native format): those are the defaults.
+func (c Config) WithDefaults() Config {
+	if c.Profile == "" {
+		c.Profile = ProfileChangerate
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.CacheEntries == 0 {
+		c.CacheEntries = DefaultCacheEntries
+	}
+	return c
+}
+
+// Validate reports every problem of c (with defaults filled in) at once,
+// each naming its field.
 func (c Config) Validate() error {
-	switch c.Profile {
-	case "", ProfileChangerate, ProfileWHATWG, ProfileSemantic:
+	d := c.WithDefaults()
+	var errs []error
+	switch d.Profile {
+	case ProfileChangerate, ProfileWHATWG, ProfileSemantic:
 	default:
-		return fmt.Errorf("parse: unknown canonicalisation profile %q (want changerate, whatwg or semantic)", c.Profile)
+		errs = append(errs, fmt.Errorf("parse: Profile: unknown canonicalisation profile %q (want changerate, whatwg or semantic)", d.Profile))
 	}
-	if c.BaseURL != "" {
-		if _, _, err := NewCanonicalizer(c.Profile, 0).canonicalSlow(c.BaseURL); err != nil {
-			return fmt.Errorf("parse: base URL %q: %w", c.BaseURL, err)
+	if _, _, err := NewCanonicalizer(d.Profile, 0).canonicalSlow(d.BaseURL); err != nil {
+		errs = append(errs, fmt.Errorf("parse: BaseURL %q: %w", d.BaseURL, err))
+	}
+	if d.SquidLogformat != "" {
+		if _, err := compileSquidFormat(d.SquidLogformat); err != nil {
+			errs = append(errs, err) // "parse: squid logformat ..."
 		}
 	}
-	if c.SquidLogformat != "" {
-		if _, err := compileSquidFormat(c.SquidLogformat); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 type factory struct {

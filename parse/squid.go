@@ -340,7 +340,7 @@ func validSquidCode(code []byte) bool {
 
 // squidRefresh classifies a result code: Changed or Unchanged for
 // revalidations, ChangeUnknown otherwise.
-func squidRefresh(code []byte) records.Change {
+func squidRefresh(code []byte) records.ChangeFlag {
 	i := bytes.Index(code, []byte("REFRESH_"))
 	if i < 0 {
 		return records.ChangeUnknown

@@ -13,7 +13,7 @@ func TestSquidNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm := mustTime(t, "2006-09-08T04:22:00.327Z")
-	obs := func(kind records.Kind, ch records.Change, status int, object, site string) *records.Observation {
+	obs := func(kind records.Kind, ch records.ChangeFlag, status int, object, site string) *records.Observation {
 		return &records.Observation{Object: object, Site: site, Time: tm, Kind: kind, Changed: ch, Status: status, Format: "squid"}
 	}
 	gn := "http://www.goonernews.com/"

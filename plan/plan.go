@@ -36,30 +36,26 @@ type World interface {
 	Changed(site, page int) bool
 }
 
-// Config holds the policy parameters.
+// Config holds the policy parameters. The zero value of every field means
+// its documented default (WithDefaults fills them in; the policies do so
+// before they read it); Validate lists every problem at once.
 type Config struct {
 	// Budget is R, the number of downloads (samples included) per cycle;
-	// must be >= 0. No default.
+	// must be >= 0. Default 0: nothing is downloaded.
 	Budget int
 	// SampleSize is s, the pages sampled per site by Greedy and
-	// Proportional; 0 means the default 10 (§4.2).
+	// Proportional. Default 10 (§4.2).
 	SampleSize int
-	// K is the adaptive policy's per-iteration sample size; 0 means the
-	// default 10 (§4.6).
+	// K is the adaptive policy's per-iteration sample size. Default 10
+	// (§4.6).
 	K int
-	// Alpha is the adaptive policy's confidence level in (0, 1); 0 means
-	// the default 0.9 (§4.6).
+	// Alpha is the adaptive policy's confidence level in (0, 1). Default
+	// 0.9 (§4.6).
 	Alpha float64
 }
 
-// Validate checks the config and fills the defaults.
-func (c *Config) Validate() error {
-	if c.Budget < 0 {
-		return fmt.Errorf("%w: Budget %d < 0", ErrInvalid, c.Budget)
-	}
-	if c.SampleSize < 0 || c.K < 0 {
-		return fmt.Errorf("%w: SampleSize %d and K %d must be >= 0", ErrInvalid, c.SampleSize, c.K)
-	}
+// WithDefaults returns c with the default of every zero field filled in.
+func (c Config) WithDefaults() Config {
 	if c.SampleSize == 0 {
 		c.SampleSize = 10
 	}
@@ -69,10 +65,27 @@ func (c *Config) Validate() error {
 	if c.Alpha == 0 {
 		c.Alpha = 0.9
 	}
-	if !(c.Alpha > 0 && c.Alpha < 1) {
-		return fmt.Errorf("%w: Alpha %v must be in (0,1)", ErrInvalid, c.Alpha)
+	return c
+}
+
+// Validate reports every problem of c (with defaults filled in) at once;
+// each error wraps ErrInvalid and names its field.
+func (c Config) Validate() error {
+	d := c.WithDefaults()
+	var errs []error
+	if d.Budget < 0 {
+		errs = append(errs, fmt.Errorf("%w: Budget %d < 0", ErrInvalid, d.Budget))
 	}
-	return nil
+	if d.SampleSize < 0 {
+		errs = append(errs, fmt.Errorf("%w: SampleSize %d < 0", ErrInvalid, d.SampleSize))
+	}
+	if d.K < 0 {
+		errs = append(errs, fmt.Errorf("%w: K %d < 0", ErrInvalid, d.K))
+	}
+	if !(d.Alpha > 0 && d.Alpha < 1) {
+		errs = append(errs, fmt.Errorf("%w: Alpha %v must be in (0,1)", ErrInvalid, d.Alpha))
+	}
+	return errors.Join(errs...)
 }
 
 // Download is one page fetched in a cycle.
@@ -199,6 +212,7 @@ func Greedy(w World, cfg Config, rng *rand.Rand) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
+	cfg = cfg.WithDefaults()
 	c := newCycle(w, cfg.Budget, rng)
 	n, x := c.sampleAll(cfg.SampleSize)
 	order := rng.Perm(w.Sites())
@@ -221,6 +235,7 @@ func Proportional(w World, cfg Config, rng *rand.Rand) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
+	cfg = cfg.WithDefaults()
 	c := newCycle(w, cfg.Budget, rng)
 	_, x := c.sampleAll(cfg.SampleSize)
 	m := w.Sites()
@@ -347,6 +362,7 @@ func Adaptive(w World, cfg Config, rng *rand.Rand) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
+	cfg = cfg.WithDefaults()
 	c := newCycle(w, cfg.Budget, rng)
 	m := w.Sites()
 	n, x := make([]int, m), make([]int, m)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -245,13 +246,22 @@ func TestFairness(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	c := Config{Budget: 5}
-	if err := c.Validate(); err != nil || c.SampleSize != 10 || c.K != 10 || c.Alpha != 0.9 {
+	c := Config{Budget: 5}.WithDefaults()
+	if err := c.Validate(); err != nil || c.Budget != 5 || c.SampleSize != 10 || c.K != 10 || c.Alpha != 0.9 {
 		t.Errorf("defaults %+v %v", c, err)
 	}
-	for _, bad := range []Config{{Budget: -1}, {Alpha: 1.5}, {SampleSize: -2}} {
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+	for _, bad := range []Config{{Budget: -1}, {Alpha: 1.5}, {SampleSize: -2}, {K: -1}} {
 		if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	err := Config{Budget: -1, SampleSize: -1, K: -1, Alpha: 2}.Validate()
+	for _, field := range []string{"Budget", "SampleSize", "K", "Alpha"} {
+		if err == nil || !strings.Contains(err.Error(), "plan: invalid config: "+field) {
+			t.Errorf("Validate = %v; does not name %s", err, field)
 		}
 	}
 }

@@ -22,7 +22,9 @@ import (
 	"github.com/changerate/changerate/state"
 )
 
-// Config configures a Server. The zero value means the defaults.
+// Config configures a Server. The zero value of every field means its
+// documented default (WithDefaults fills them in); Validate lists every
+// problem at once.
 type Config struct {
 	// Token, when set, is required on every /v1 request and page as
 	// "Authorization: Bearer <token>" (or HTTP Basic auth with the token as
@@ -50,7 +52,9 @@ const (
 	DefaultMaxLimit        = 1000
 )
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with the default of every zero field filled in
+// (Plan's included).
+func (c Config) WithDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -66,35 +70,33 @@ func (c Config) withDefaults() Config {
 	if c.Profile == "" {
 		c.Profile = parse.ProfileChangerate
 	}
-	c.Plan = c.Plan.withDefaults()
+	c.Plan = c.Plan.WithDefaults()
 	return c
 }
 
-// Validate lists every problem of c.
+// Validate reports every problem of c (with defaults filled in) at once,
+// each naming its field.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var errs []error
 	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("Timeout %s must be positive", c.Timeout))
+		errs = append(errs, fmt.Errorf("query: Timeout %s must be positive", c.Timeout))
 	}
 	if c.MaxRequestBytes < 256 {
-		errs = append(errs, fmt.Errorf("MaxRequestBytes %d must be at least 256", c.MaxRequestBytes))
+		errs = append(errs, fmt.Errorf("query: MaxRequestBytes %d must be at least 256", c.MaxRequestBytes))
 	}
 	if c.DefaultLimit < 1 || c.MaxLimit < c.DefaultLimit {
-		errs = append(errs, fmt.Errorf("DefaultLimit %d must be in [1, MaxLimit %d]", c.DefaultLimit, c.MaxLimit))
+		errs = append(errs, fmt.Errorf("query: DefaultLimit %d must be in [1, MaxLimit %d]", c.DefaultLimit, c.MaxLimit))
 	}
 	switch c.Profile {
 	case parse.ProfileChangerate, parse.ProfileWHATWG, parse.ProfileSemantic:
 	default:
-		errs = append(errs, fmt.Errorf("Profile %q must be changerate, whatwg or semantic", c.Profile))
+		errs = append(errs, fmt.Errorf("query: Profile %q must be changerate, whatwg or semantic", c.Profile))
 	}
 	if err := c.Plan.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("query: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Server answers the JSON API and the HTML pages from the state store and
@@ -122,7 +124,7 @@ func NewServer(cfg Config, store state.Store, locate Locator, model aggregate.Mo
 	if store == nil || locate == nil || idx == nil || logger == nil {
 		return nil, errors.New("query: NewServer needs a store, a locator, an index and a logger")
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	s := &Server{cfg: cfg, store: store, locate: locate, model: model, idx: idx, log: logger,
 		canon: parse.NewCanonicalizer(cfg.Profile, 0)}
 	var err error

@@ -30,6 +30,7 @@ import (
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
+	"github.com/changerate/changerate/windows"
 )
 
 var t0 = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
@@ -103,7 +104,7 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	// The workload has no daily cycle: a flat baseline (no seasonal
 	// learning) keeps the detector to the one tenfold rise that the
 	// by=shift check below looks for.
-	cfg.Model.Seasonal.LearningPeriod = 0
+	cfg.Model.Seasonal.LearningPeriod = windows.SeasonalOff
 	// A reorder window of an hour releases every object's last hour of
 	// observations in the final batch, so each object's last published
 	// change and access records both describe its final state, which is

@@ -28,6 +28,8 @@ package query
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -68,7 +70,8 @@ func byIndex(s string) (int, bool) {
 	return 0, false
 }
 
-// IndexConfig bounds an Index. The zero value means the defaults.
+// IndexConfig bounds an Index. The zero value of every field means its
+// documented default (WithDefaults fills them in).
 type IndexConfig struct {
 	// MaxObjects bounds the objects indexed; beyond it the object updated
 	// least recently is evicted. Default DefaultIndexObjects.
@@ -84,14 +87,27 @@ const (
 	DefaultIndexAlerts  = 10_000
 )
 
-func (c IndexConfig) withDefaults() IndexConfig {
-	if c.MaxObjects <= 0 {
+// WithDefaults returns c with the default of every zero field filled in.
+func (c IndexConfig) WithDefaults() IndexConfig {
+	if c.MaxObjects == 0 {
 		c.MaxObjects = DefaultIndexObjects
 	}
-	if c.MaxAlerts <= 0 {
+	if c.MaxAlerts == 0 {
 		c.MaxAlerts = DefaultIndexAlerts
 	}
 	return c
+}
+
+// Validate reports every problem of c at once, each naming its field.
+func (c IndexConfig) Validate() error {
+	var errs []error
+	if c.MaxObjects < 0 {
+		errs = append(errs, fmt.Errorf("query: Index.MaxObjects %d is negative", c.MaxObjects))
+	}
+	if c.MaxAlerts < 0 {
+		errs = append(errs, fmt.Errorf("query: Index.MaxAlerts %d is negative", c.MaxAlerts))
+	}
+	return errors.Join(errs...)
 }
 
 // score is one ranking of one object: the 95 % interval [lo, hi] and the
@@ -170,9 +186,16 @@ type alertRec struct {
 	raw    json.RawMessage
 }
 
-// NewIndex returns an empty Index.
+// NewIndex returns an empty Index. A cfg that does not Validate (a
+// negative bound) gets the default of that bound.
 func NewIndex(cfg IndexConfig) *Index {
-	cfg = cfg.withDefaults()
+	if cfg.MaxObjects < 0 {
+		cfg.MaxObjects = 0
+	}
+	if cfg.MaxAlerts < 0 {
+		cfg.MaxAlerts = 0
+	}
+	cfg = cfg.WithDefaults()
 	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]int{}}
 	for b := 0; b < numBy; b++ {
 		x.global[b] = btree.NewG(32, lessBy(b))

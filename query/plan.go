@@ -1,10 +1,10 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/changerate/changerate/estimators"
@@ -44,8 +44,8 @@ const (
 // Policies lists the policies of /v1/plan.
 var Policies = []string{PolicyCGM, PolicyUniform, PolicyProportional, PolicyMalcolm, PolicyNtoulasGreedy, PolicyNtoulasProportional}
 
-// PlanConfig holds the planning configuration. The zero value means the
-// defaults.
+// PlanConfig holds the planning configuration. The zero value of every
+// field means its documented default (WithDefaults fills them in).
 type PlanConfig struct {
 	// MinRevisit and MaxRevisit bound every planned revisit interval.
 	// Defaults 10m and 720h (30 days).
@@ -68,7 +68,8 @@ const (
 	DefaultMaxBudget  = 100000
 )
 
-func (c PlanConfig) withDefaults() PlanConfig {
+// WithDefaults returns c with the default of every zero field filled in.
+func (c PlanConfig) WithDefaults() PlanConfig {
 	if c.MinRevisit == 0 {
 		c.MinRevisit = DefaultMinRevisit
 	}
@@ -87,23 +88,21 @@ func (c PlanConfig) withDefaults() PlanConfig {
 	return c
 }
 
-// Validate lists every problem of c (after defaults).
+// Validate reports every problem of c (with defaults filled in) at once,
+// each naming its field.
 func (c PlanConfig) Validate() error {
-	c = c.withDefaults()
-	var errs []string
+	c = c.WithDefaults()
+	var errs []error
 	if c.MinRevisit < 0 || c.MaxRevisit < 0 || c.MinRevisit > c.MaxRevisit {
-		errs = append(errs, fmt.Sprintf("MinRevisit %s and MaxRevisit %s must be positive with MinRevisit <= MaxRevisit", c.MinRevisit, c.MaxRevisit))
+		errs = append(errs, fmt.Errorf("query: Plan.MinRevisit %s and Plan.MaxRevisit %s must be positive with MinRevisit <= MaxRevisit", c.MinRevisit, c.MaxRevisit))
 	}
 	if c.Budget < 0 || c.MaxBudget < 0 || c.Budget > c.MaxBudget {
-		errs = append(errs, fmt.Sprintf("Budget %d must be in [1, MaxBudget %d]", c.Budget, c.MaxBudget))
+		errs = append(errs, fmt.Errorf("query: Plan.Budget %d must be in [1, Plan.MaxBudget %d]", c.Budget, c.MaxBudget))
 	}
 	if c.Period < 0 {
-		errs = append(errs, fmt.Sprintf("Period %s must be positive", c.Period))
+		errs = append(errs, fmt.Errorf("query: Plan.Period %s must be positive", c.Period))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("query: plan config: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Visit is one planned fetch.

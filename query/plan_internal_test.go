@@ -13,7 +13,7 @@ import (
 // whose share exceeds 1/MinRevisit is held there and the rest of the budget
 // is shared ∝ √λ among the others; the frequencies sum to the budget.
 func TestBoundedAllocate(t *testing.T) {
-	cfg := PlanConfig{MinRevisit: 10 * time.Minute, MaxRevisit: 720 * time.Hour}.withDefaults()
+	cfg := PlanConfig{MinRevisit: 10 * time.Minute, MaxRevisit: 720 * time.Hour}.WithDefaults()
 	rates := []float64{1, 1e-4, 4e-4, 9e-4} // √: 1, 0.01, 0.02, 0.03
 	total := 200.0 / 86400                  // 200 visits a day
 	f := make([]float64, len(rates))

@@ -2,6 +2,26 @@ package records
 
 import "time"
 
+// Alert is one record of the "alerts" topic: a rate shift of one object.
+type Alert struct {
+	Object string    `json:"object"`
+	Site   string    `json:"site,omitempty"`
+	Kind   string    `json:"kind"` // EstimateChange or EstimateAccess
+	AsOf   time.Time `json:"as_of"`
+	// RateBefore and RateAfter are the rates of the closed window and of the
+	// new one, per second.
+	RateBefore float64 `json:"rate_before_per_s"`
+	RateAfter  float64 `json:"rate_after_per_s"`
+	// Before and After are the two windows.
+	Before Window `json:"window_before"`
+	After  Window `json:"window_after"`
+	// PValue is the probability, under "no shift", of a discrepancy at least
+	// this large; Test names the test that gave it.
+	PValue float64 `json:"p_value"`
+	Test   string  `json:"test"`
+	AlertDetail
+}
+
 // Alert scopes.
 const (
 	// AlertScopeObject: one object's rate shifted.
@@ -19,11 +39,12 @@ const (
 	SeverityMinor    = "minor"
 )
 
-// AlertDetail is what makes an alert actionable (issue 14): expected and
+// AlertDetail is what makes an alert actionable: expected and
 // observed counts and rates over the window since the change point, the
 // baseline they were computed under, the p-value adjusted for the number of
 // objects tested in the period, and a severity. It is embedded in Alert;
-// every field is absent in alerts written before it existed.
+// every field is optional, and a consumer must accept an alert without
+// them.
 type AlertDetail struct {
 	// Scope is AlertScopeObject or AlertScopeSite.
 	Scope string `json:"scope,omitempty"`

@@ -154,3 +154,31 @@ func FuzzPlainASCII(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChangeFlagJSON checks ChangeFlag's JSON decoder: it accepts exactly
+// true, false and null (with surrounding whitespace), rejects anything else
+// with ErrInvalid, and a decoded flag encodes back to its canonical form.
+func FuzzChangeFlagJSON(f *testing.F) {
+	for _, s := range []string{"true", "false", "null", " true ", "1", `"true"`, "", "tru", "nullx"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var c ChangeFlag
+		err := c.UnmarshalJSON(in)
+		want := map[string]ChangeFlag{"true": Changed, "false": Unchanged, "null": ChangeUnknown}
+		w, ok := want[string(bytes.TrimSpace(in))]
+		if !ok {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("UnmarshalJSON(%q) = %v; want ErrInvalid", in, err)
+			}
+			return
+		}
+		if err != nil || c != w {
+			t.Fatalf("UnmarshalJSON(%q) = %v, %v; want %v", in, c, err, w)
+		}
+		out, err := c.MarshalJSON()
+		if err != nil || string(out) != string(bytes.TrimSpace(in)) {
+			t.Fatalf("MarshalJSON after %q = %q, %v", in, out, err)
+		}
+	})
+}

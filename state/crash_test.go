@@ -91,7 +91,7 @@ func TestAOFKillRestart(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
 			s := redistest.Start(t, redistest.WithAOF())
-			r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", ExpiryEvents: state.ExpiryEventsOff})
+			r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatReadable, ExpiryEvents: state.ExpiryEventsOff})
 			if _, err := r.Claim(ctx, part, 1); err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestAOFTornTail(t *testing.T) {
 	for _, frac := range []float64{0.35, 0.5, 0.77, 0.9, 0.999} {
 		t.Run(fmt.Sprint(frac), func(t *testing.T) {
 			s := redistest.Start(t, redistest.WithAOF())
-			r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", ExpiryEvents: state.ExpiryEventsOff})
+			r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatReadable, ExpiryEvents: state.ExpiryEventsOff})
 			if _, err := r.Claim(ctx, part, 1); err != nil {
 				t.Fatal(err)
 			}

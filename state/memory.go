@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -10,7 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MemoryConfig configures a Memory store.
+// MemoryConfig configures a Memory store. The zero value of every field
+// means its documented default (WithDefaults fills them in).
 type MemoryConfig struct {
 	// IdleTTL is how long an object lives after its last Commit before it
 	// expires (as with Redis's PX). Default 0: objects never expire.
@@ -20,12 +22,21 @@ type MemoryConfig struct {
 	Now func() time.Time
 }
 
-// Validate reports an invalid configuration.
-func (c MemoryConfig) Validate() error {
-	if c.IdleTTL < 0 {
-		return fmt.Errorf("state: memory IdleTTL %v is negative", c.IdleTTL)
+// WithDefaults returns c with the default of every zero field filled in.
+func (c MemoryConfig) WithDefaults() MemoryConfig {
+	if c.Now == nil {
+		c.Now = time.Now
 	}
-	return nil
+	return c
+}
+
+// Validate reports every problem of c at once, each naming its field.
+func (c MemoryConfig) Validate() error {
+	var errs []error
+	if c.IdleTTL < 0 {
+		errs = append(errs, fmt.Errorf("state: MemoryConfig.IdleTTL: %v is negative", c.IdleTTL))
+	}
+	return errors.Join(errs...)
 }
 
 // Memory is an in-memory Store with the same semantics as Redis: epochs,
@@ -71,11 +82,8 @@ func NewMemory(cfg MemoryConfig, reg prometheus.Registerer) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	return &Memory{cfg: cfg, now: now, metrics: m, parts: map[Partition]*memPart{}}, nil
+	cfg = cfg.WithDefaults()
+	return &Memory{cfg: cfg, now: cfg.Now, metrics: m, parts: map[Partition]*memPart{}}, nil
 }
 
 var _ Store = (*Memory)(nil)

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -22,14 +21,14 @@ import (
 //
 // Layout: every key of partition p starts with one hash tag, so all of them
 // hash to one Cluster slot and one Lua script can touch them atomically.
-// With the default readable key format:
+// With the readable key format (RedisConfig.KeyFormat):
 //
 //	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset),
 //	                        "prev" and "pe" (from and epoch of the last
 //	                        commit, to recognise its repeat)
 //	{cr:obs:3}:o:<object>   string: the object's value, PX IdleTTL
 //
-// With the compact key format (RedisConfig.KeyFormat) the tag is 2-4
+// With the compact key format (the default) the tag is 2-4
 // characters, the meta hash also holds "owner" (KeyPrefix+topic:id, to
 // detect two partitions with the same tag), and an object's key is the tag
 // followed by 8-10 bytes of SHA-256 of its name, 14 bytes in all.
@@ -90,114 +89,6 @@ var (
 	_ ExpiryCounter = (*Redis)(nil)
 )
 
-// Reply codes of the scripts.
-const (
-	codeOK       = 0
-	codeFenced   = 1
-	codeMismatch = 2
-	codeOwner    = 3
-	codeRepeat   = 4 // offset mismatch: the batch is the last one applied
-)
-
-// claimScript: KEYS[1] meta; ARGV[1] epoch, ARGV[2] owner (compact keys:
-// the partition's full name, checked against collisions; "" otherwise).
-// Returns {code, stored epoch or owner, stored next}; "" for none.
-var claimScript = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'epoch', 'next', 'owner')
-if ARGV[2] ~= '' and st[3] and st[3] ~= ARGV[2] then
-  return {3, st[3], ''}
-end
-if st[1] and tonumber(st[1]) > tonumber(ARGV[1]) then
-  return {1, st[1], st[2] or ''}
-end
-if st[1] ~= ARGV[1] then
-  redis.call('HSET', KEYS[1], 'epoch', ARGV[1])
-end
-if ARGV[2] ~= '' and not st[3] then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[2])
-end
-return {0, ARGV[1], st[2] or ''}
-`)
-
-// takeoverScript: KEYS[1] meta; ARGV[1] epoch, ARGV[2] owner (as for
-// claimScript). Sets the epoch unconditionally. Returns {code, epoch,
-// stored next}.
-var takeoverScript = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'next', 'owner')
-if ARGV[2] ~= '' and st[2] and st[2] ~= ARGV[2] then
-  return {3, st[2], ''}
-end
-redis.call('HSET', KEYS[1], 'epoch', ARGV[1])
-if ARGV[2] ~= '' and not st[2] then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[2])
-end
-return {0, ARGV[1], st[1] or ''}
-`)
-
-// commitScript: KEYS[1] meta, KEYS[2..] objects; ARGV[1] epoch, ARGV[2]
-// from, ARGV[3] to, ARGV[4] TTL in ms (0: none), ARGV[5] one byte per
-// object ('s' set, 'd' delete), ARGV[6] owner (as for claimScript),
-// ARGV[7..] the values of the 's' objects in order. Returns {code, stored
-// epoch or owner, stored next}.
-var commitScript = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'epoch', 'next', 'owner', 'prev', 'pe')
-if ARGV[6] ~= '' and st[3] ~= ARGV[6] then
-  if st[3] then
-    return {3, st[3], ''}
-  end
-  return {1, '', ''}
-end
-if not st[1] or st[1] ~= ARGV[1] then
-  return {1, st[1] or '', st[2] or ''}
-end
-local nxt = st[2] or '-1'
-if nxt ~= ARGV[2] then
-  if nxt == ARGV[3] and st[4] == ARGV[2] and st[5] == ARGV[1] then
-    return {4, st[1], nxt}
-  end
-  return {2, st[1], nxt}
-end
-local call, keys, argv, byte = redis.call, KEYS, ARGV, string.byte
-local ttl, ops = argv[4], argv[5]
-local v = 7
-if ttl ~= '0' then
-  for i = 1, #ops do
-    if byte(ops, i) == 115 then
-      call('SET', keys[i+1], argv[v], 'PX', ttl)
-      v = v + 1
-    else
-      call('DEL', keys[i+1])
-    end
-  end
-else
-  -- No expiry: one MSET per 256 values, DEL for deletes, in order.
-  local a, n = {}, 0
-  for i = 1, #ops do
-    if byte(ops, i) == 115 then
-      a[n+1] = keys[i+1]
-      a[n+2] = argv[v]
-      n = n + 2
-      v = v + 1
-      if n == 512 then
-        call('MSET', unpack(a, 1, n))
-        n = 0
-      end
-    else
-      if n > 0 then
-        call('MSET', unpack(a, 1, n))
-        n = 0
-      end
-      call('DEL', keys[i+1])
-    end
-  end
-  if n > 0 then
-    call('MSET', unpack(a, 1, n))
-  end
-end
-redis.call('HSET', KEYS[1], 'next', ARGV[3], 'prev', ARGV[2], 'pe', ARGV[1])
-return {0, st[1], ARGV[3]}
-`)
-
 // NewRedis connects to Redis as cfg describes, checks that it answers, and
 // returns a store that owns the client (Close closes it). Metrics are
 // registered on reg unless it is nil; logger nil discards logs.
@@ -225,7 +116,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -288,231 +179,14 @@ func (r *Redis) checkEviction(ctx context.Context) {
 	}
 }
 
-// withExpiredFlags returns notify-keyspace-events flags that include
-// keyevent ('E') notifications of expiry ('x', also part of 'A').
-func withExpiredFlags(flags string) string {
-	if !strings.ContainsRune(flags, 'E') {
-		flags += "E"
-	}
-	if !strings.ContainsRune(flags, 'x') && !strings.ContainsRune(flags, 'A') {
-		flags += "x"
-	}
-	return flags
-}
-
-// subscribeExpired subscribes to expired-key events on every master and
-// starts a goroutine per subscription that counts this store's objects.
-func (r *Redis) subscribeExpired(ctx context.Context) error {
-	nodes, err := r.masters(ctx)
-	if err != nil {
-		return fmt.Errorf("state: list masters: %w", err)
-	}
-	for _, n := range nodes {
-		addr := n.Options().Addr
-		if r.cfg.ExpiryEvents == ExpiryEventsConfig {
-			if err := enableExpiredEvents(ctx, n); err != nil {
-				r.log.Warn("cannot enable expired-key notifications; expiries are counted only if the server sends them",
-					"addr", addr, "err", err)
-			}
-		}
-		pattern := fmt.Sprintf("__keyevent@%d__:expired", n.Options().DB)
-		ps := n.PSubscribe(ctx, pattern)
-		if _, err := ps.Receive(ctx); err != nil {
-			_ = ps.Close()
-			return fmt.Errorf("state: subscribe %s on %s: %w", pattern, addr, err)
-		}
-		r.subs = append(r.subs, ps)
-		ch := ps.Channel(redis.WithChannelSize(4096))
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			for msg := range ch {
-				if r.isObjectKey(msg.Payload) && r.inScope(msg.Payload) {
-					r.expired.Add(1)
-					r.metrics.expired.Inc()
-				}
-			}
-		}()
-	}
-	if r.cfg.ExpiryEvents == ExpiryEventsConfig {
-		r.wg.Add(1)
-		go r.recheckExpiredEvents(nodes)
-	}
-	return nil
-}
-
-// enableExpiredEvents adds "Ex" to n's notify-keyspace-events if missing.
-func enableExpiredEvents(ctx context.Context, n *redis.Client) error {
-	v, err := n.ConfigGet(ctx, "notify-keyspace-events").Result()
-	if err != nil {
-		return err
-	}
-	old := v["notify-keyspace-events"]
-	if nw := withExpiredFlags(old); nw != old {
-		return n.ConfigSet(ctx, "notify-keyspace-events", nw).Err()
-	}
-	return nil
-}
-
-// recheckExpiredEvents re-enables the notifications every
-// ExpiryEventsRecheck until Close.
-func (r *Redis) recheckExpiredEvents(nodes []*redis.Client) {
-	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.ExpiryEventsRecheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-t.C:
-		}
-		for _, n := range nodes {
-			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ReadTimeout)
-			if err := enableExpiredEvents(ctx, n); err != nil {
-				r.log.Debug("recheck of expired-key notifications failed", "addr", n.Options().Addr, "err", err)
-			}
-			cancel()
-		}
-	}
-}
-
-// inScope reports whether an expired object key counts (ExpiryScope).
-func (r *Redis) inScope(key string) bool {
-	if r.cfg.ExpiryScope == ExpiryScopeAll {
-		return true
-	}
-	end := strings.IndexByte(key, '}')
-	r.ownMu.RLock()
-	defer r.ownMu.RUnlock()
-	return r.owned[key[:end+1]]
-}
-
-// own records whether this store owns the partition with tag.
-func (r *Redis) own(tag string, owned bool) {
-	r.ownMu.Lock()
-	defer r.ownMu.Unlock()
-	if owned {
-		r.owned[tag] = true
-	} else {
-		delete(r.owned, tag)
-	}
-}
-
-// Expired returns how many of this store's objects (by KeyPrefix) expired
-// since NewRedis, as seen through keyspace notifications (see Redis).
-func (r *Redis) Expired() uint64 { return r.expired.Load() }
-
 // Client returns the underlying client.
 func (r *Redis) Client() redis.UniversalClient { return r.c }
-
-// b64 is the alphabet of compact tags: no '{', '}' or glob characters.
-const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-
-// compactKeyLen is the length of a compact object key: Redis stores a key
-// of at most 14 bytes (1-byte sds header + NUL) in a 16-byte allocation.
-const compactKeyLen = 14
-
-// tag returns the hash tag of p's keys, braces included: readable
-// "{<prefix><topic>:<id>}"; compact "{" + one character for prefix+topic +
-// the ID in base 64 (little-endian digits) + "}".
-func (r *Redis) tag(p Partition) string {
-	var b strings.Builder
-	if r.compact {
-		h := sha256.Sum256([]byte(r.cfg.KeyPrefix + p.Topic))
-		b.WriteByte('{')
-		b.WriteByte(b64[h[0]&63])
-		id := uint32(p.ID)
-		for {
-			b.WriteByte(b64[id&63])
-			id >>= 6
-			if id == 0 {
-				break
-			}
-		}
-		b.WriteByte('}')
-		return b.String()
-	}
-	b.Grow(len(r.cfg.KeyPrefix) + len(p.Topic) + 14)
-	b.WriteByte('{')
-	b.WriteString(r.cfg.KeyPrefix)
-	b.WriteString(p.Topic)
-	b.WriteByte(':')
-	b.WriteString(strconv.Itoa(int(p.ID)))
-	b.WriteByte('}')
-	return b.String()
-}
-
-// owner is what compact keys record in the meta hash to detect two
-// partitions with the same tag; "" for readable keys, whose tags are unique.
-func (r *Redis) owner(p Partition) string {
-	if !r.compact {
-		return ""
-	}
-	return r.cfg.KeyPrefix + p.Topic + ":" + strconv.Itoa(int(p.ID))
-}
-
-// objectKey returns the key of object under tag.
-func (r *Redis) objectKey(tag, object string) string {
-	if !r.compact {
-		return tag + ":o:" + object
-	}
-	h := sha256.Sum256([]byte(object))
-	n := compactKeyLen - len(tag)
-	return tag + string(h[:n])
-}
-
-// MetaKey returns the key of p's hash of epoch, next offset and (compact
-// keys) owner.
-func (r *Redis) MetaKey(p Partition) string { return r.tag(p) + ":meta" }
-
-// ObjectKey returns the key of object's value in p.
-func (r *Redis) ObjectKey(p Partition, object string) string { return r.objectKey(r.tag(p), object) }
-
-// SnapshotName returns the name under which Snapshot reports object:
-// object itself for readable keys, "#" + hex of its key's hash for compact
-// keys (which do not store the name).
-func (r *Redis) SnapshotName(p Partition, object string) string {
-	if !r.compact {
-		return object
-	}
-	tag := r.tag(p)
-	return "#" + hex.EncodeToString([]byte(r.objectKey(tag, object)[len(tag):]))
-}
-
-// isObjectKey reports whether key is an object key of this store: for
-// readable keys, one with this KeyPrefix; for compact keys, any compact key
-// (they do not carry the prefix).
-func (r *Redis) isObjectKey(key string) bool {
-	if len(key) < 2 || key[0] != '{' {
-		return false
-	}
-	end := strings.IndexByte(key, '}')
-	if r.compact {
-		return len(key) == compactKeyLen && end >= 3 && end <= 5
-	}
-	return end > 0 && strings.HasPrefix(key[1:], r.cfg.KeyPrefix) && strings.HasPrefix(key[end+1:], ":o:")
-}
 
 func (r *Redis) observe(op string, start time.Time, err error) {
 	r.metrics.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.metrics.errors.WithLabelValues(op).Inc()
 	}
-}
-
-// parseReply decodes a script reply {code, epoch, next}.
-func parseReply(v any) (code int64, epoch, next string, err error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 3 {
-		return 0, "", "", fmt.Errorf("state: unexpected script reply %#v", v)
-	}
-	code, ok = a[0].(int64)
-	epoch, ok2 := a[1].(string)
-	next, ok3 := a[2].(string)
-	if !ok || !ok2 || !ok3 {
-		return 0, "", "", fmt.Errorf("state: unexpected script reply %#v", v)
-	}
-	return code, epoch, next, nil
 }
 
 // Claim implements Store with one Lua script. Epochs must lie within
@@ -679,19 +353,6 @@ func (r *Redis) MemoryUsage(ctx context.Context, p Partition, object string) (in
 	return n, nil
 }
 
-// escapeGlob escapes Redis glob metacharacters.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // Snapshot implements Snapshotter: it scans p's object keys on the node
 // that owns p's slot and reads their values and p's epoch and offset.
 func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapshot, err error) {
@@ -757,19 +418,6 @@ func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapsh
 		}
 		cursor = next
 	}
-}
-
-func (r *Redis) stopSubs() {
-	select {
-	case <-r.done:
-	default:
-		close(r.done)
-	}
-	for _, ps := range r.subs {
-		_ = ps.Close()
-	}
-	r.subs = nil
-	r.wg.Wait()
 }
 
 // Close stops the expiry subscriptions and, if NewRedis built the client,

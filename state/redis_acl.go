@@ -21,7 +21,7 @@ import (
 // that does not carry the prefix: the rules match every key of that shape,
 // so give changerate a Redis (or DB) of its own with compact keys.
 func RedisACLRules(cfg RedisConfig) string {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	var keys []string
 	if cfg.KeyFormat == KeyFormatCompact {
 		keys = []string{"~{??}*", "~{???}*", "~{????}*"}

@@ -13,8 +13,9 @@ import (
 	"github.com/changerate/changerate/internal/tlsfiles"
 )
 
-// RedisConfig configures a Redis store. Zero values mean the documented
-// defaults.
+// RedisConfig configures a Redis store. The zero value of every field means
+// its documented default (WithDefaults fills them in); Validate lists every
+// problem at once.
 type RedisConfig struct {
 	// Addrs are the server addresses (host:port). Standalone mode uses the
 	// first; Cluster mode uses them as seeds. Default ["localhost:6379"].
@@ -44,14 +45,15 @@ type RedisConfig struct {
 	// not contain '{' or '}'. Default "cr:".
 	KeyPrefix string
 	// KeyFormat selects the object key layout (see Redis):
-	//   "readable" (default): "{<KeyPrefix><topic>:<id>}:o:<object>".
-	//   "compact": 14 bytes, "{<tag>}<hash>", where tag (2-4 characters)
+	//   "compact" (default): 14 bytes, "{<tag>}<hash>", where tag (2-4 characters)
 	//              is one character for KeyPrefix+topic and the partition
 	//              ID in base 64, and hash the first 8-10 bytes of
 	//              SHA-256(object) (10 for IDs < 64, 9 below 4096), so that
 	//              a 180-byte value takes 248 bytes in MEMORY USAGE. Two
 	//              topics whose tags collide (chance 1/64 per pair) are
 	//              detected at Claim (ErrKeyCollision): change KeyPrefix.
+	//   "readable": "{<KeyPrefix><topic>:<id>}:o:<object>", for reading
+	//              the store with redis-cli.
 	KeyFormat string
 	// IdleTTL is how long an object lives after its last Commit (SET ...
 	// PX). Default 0: objects never expire. At least 1ms when set.
@@ -126,7 +128,8 @@ const (
 	ExpiryEventsOff       = "off"
 )
 
-func (c RedisConfig) withDefaults() RedisConfig {
+// WithDefaults returns c with the default of every zero field filled in.
+func (c RedisConfig) WithDefaults() RedisConfig {
 	if len(c.Addrs) == 0 {
 		c.Addrs = []string{"localhost:6379"}
 	}
@@ -134,7 +137,7 @@ func (c RedisConfig) withDefaults() RedisConfig {
 		c.KeyPrefix = "cr:"
 	}
 	if c.KeyFormat == "" {
-		c.KeyFormat = KeyFormatReadable
+		c.KeyFormat = KeyFormatCompact
 	}
 	if c.ExpiryEvents == "" {
 		c.ExpiryEvents = ExpiryEventsConfig
@@ -157,9 +160,10 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	return c
 }
 
-// Validate reports an invalid configuration, naming the field.
+// Validate reports every problem of c (with defaults filled in) at once,
+// each naming its field.
 func (c RedisConfig) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var errs []error
 	for _, a := range c.Addrs {
 		if a == "" || !strings.Contains(a, ":") {
@@ -237,7 +241,7 @@ func NewRedisClient(cfg RedisConfig) (redis.UniversalClient, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	dial, err := cfg.TLS.dialer(cfg.DialTimeout)
 	if err != nil {
 		return nil, err

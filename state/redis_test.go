@@ -45,7 +45,7 @@ func newRedisStore(t *testing.T, c redis.UniversalClient, cfg state.RedisConfig)
 // that different partitions spread over the masters.
 func TestHashTagOneSlot(t *testing.T) {
 	cl := sharedCluster(t)
-	r := newRedisStore(t, cl.Client, state.RedisConfig{KeyPrefix: "cr:"})
+	r := newRedisStore(t, cl.Client, state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatReadable})
 	objects := []string{"a", "http://example.com/x?y={z}", "}{", "{}", "{b}", strings.Repeat("long", 100), ""}
 	slots := map[int64]bool{}
 	for id := int32(0); id < 32; id++ {
@@ -97,7 +97,7 @@ func TestHashTagOneSlot(t *testing.T) {
 func TestClusterConfig(t *testing.T) {
 	cl := sharedCluster(t)
 	reg := prometheus.NewRegistry()
-	r, err := state.NewRedis(state.RedisConfig{Addrs: cl.Addrs[:1], Cluster: true, KeyPrefix: uniquePrefix(t), IdleTTL: time.Hour}, nil, reg)
+	r, err := state.NewRedis(state.RedisConfig{Addrs: cl.Addrs[:1], Cluster: true, KeyPrefix: uniquePrefix(t), KeyFormat: state.KeyFormatReadable, IdleTTL: time.Hour}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestTLS(t *testing.T) {
 // script cache) EVALSHA fails with NOSCRIPT and the store falls back to EVAL.
 func TestScriptCacheFlushed(t *testing.T) {
 	s := sharedServer(t)
-	r := newRedisStore(t, s.Client, state.RedisConfig{})
+	r := newRedisStore(t, s.Client, state.RedisConfig{KeyFormat: state.KeyFormatReadable})
 	if _, err := r.Claim(ctx, part, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 func TestIdleTTLRefreshed(t *testing.T) {
 	s := sharedServer(t)
 	prefix := uniquePrefix(t)
-	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: prefix, IdleTTL: 10 * time.Minute})
+	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: prefix, KeyFormat: state.KeyFormatReadable, IdleTTL: 10 * time.Minute})
 	if _, err := r.Claim(ctx, part, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestIdleTTLRefreshed(t *testing.T) {
 	if ttl := s.Client.PTTL(ctx, r.MetaKey(part)).Val(); ttl != -1 {
 		t.Fatalf("meta PTTL = %v; want none (-1)", ttl)
 	}
-	forever := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: prefix})
+	forever := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: prefix, KeyFormat: state.KeyFormatReadable})
 	if err := forever.Commit(ctx, part, 1, 2, 3, []state.Write{{Object: "a", Value: []byte("3")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -384,9 +384,9 @@ func TestExpiryEventFlagsKept(t *testing.T) {
 // keys expiring are not counted.
 func TestExpiredCountsOnlyOwnPrefix(t *testing.T) {
 	s := redistest.Start(t)
-	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:", ExpiryScope: state.ExpiryScopeAll})
-	other := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "other:", IdleTTL: 50 * time.Millisecond})
-	mine := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:", IdleTTL: 50 * time.Millisecond, ExpiryEvents: state.ExpiryEventsOff})
+	r := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:", KeyFormat: state.KeyFormatReadable, ExpiryScope: state.ExpiryScopeAll})
+	other := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "other:", KeyFormat: state.KeyFormatReadable, IdleTTL: 50 * time.Millisecond})
+	mine := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "mine:", KeyFormat: state.KeyFormatReadable, IdleTTL: 50 * time.Millisecond, ExpiryEvents: state.ExpiryEventsOff})
 	for _, st := range []*state.Redis{other, mine} {
 		if _, err := st.Claim(ctx, part, 1); err != nil {
 			t.Fatal(err)
@@ -470,7 +470,7 @@ func TestExpiryCountedAcrossRestart(t *testing.T) {
 func TestRedisMetrics(t *testing.T) {
 	s := sharedServer(t)
 	reg := prometheus.NewRegistry()
-	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyPrefix: uniquePrefix(t)}, nil, reg)
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyPrefix: uniquePrefix(t), KeyFormat: state.KeyFormatReadable}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

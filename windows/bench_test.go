@@ -2,7 +2,7 @@ package windows
 
 import "testing"
 
-// BenchmarkEvent measures the per-update cost of Stream.Event on a
+// BenchmarkEvent measures the per-update cost of Segmenter.Event on a
 // homogeneous Poisson stream with occasional rate steps.
 func BenchmarkEvent(b *testing.B) {
 	cfg := DefaultConfig()
@@ -15,7 +15,7 @@ func BenchmarkEvent(b *testing.B) {
 		}
 		gaps[i] = r.ExpFloat64() * 3600 / rate
 	}
-	var s Stream
+	var s Segmenter
 	tm := 1.7e9
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -26,7 +26,7 @@ func BenchmarkEvent(b *testing.B) {
 
 func BenchmarkCurrent(b *testing.B) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	r := newRand(2)
 	tm := 1.7e9
 	for i := 0; i < 500; i++ {
@@ -41,7 +41,7 @@ func BenchmarkCurrent(b *testing.B) {
 
 func BenchmarkAppendDecode(b *testing.B) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	r := newRand(2)
 	tm := 1.7e9
 	for i := 0; i < 500; i++ {
@@ -52,7 +52,7 @@ func BenchmarkAppendDecode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = s.AppendBinary(buf[:0])
-		var d Stream
+		var d Segmenter
 		if _, err := d.DecodeBinary(buf); err != nil {
 			b.Fatal(err)
 		}

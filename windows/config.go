@@ -7,13 +7,15 @@ import (
 )
 
 // Config holds the tunables of the window segmentation (001 §4–§5) and of the
-// rate-shift detector. The zero value is not valid; start from DefaultConfig.
-// A Config is read-only for the methods that take it and may be shared by
-// goroutines.
+// rate-shift detector. The zero value of every field means its documented
+// default: WithDefaults fills them in, and the methods that take a *Config
+// read it as given, so pass them one returned by WithDefaults (or
+// DefaultConfig). A Config is read-only for the methods that take it and
+// may be shared by goroutines.
 type Config struct {
 	// MinPoints is the minimum number of update points of a consistent window
 	// (001 §5: "a minimum size of four update points"). Below it a window is
-	// "forming" and no shift can close it (merge rule, see Stream). It is also
+	// "forming" and no shift can close it (merge rule, see Segmenter). It is also
 	// the first n at which the unbiased Weibull rate λ̌ (which needs n > 3) is
 	// defined. Default 4; must be at least 4.
 	MinPoints int
@@ -57,7 +59,7 @@ type Config struct {
 	MinRatio float64
 
 	// MaxPValue is the largest p-value of the one-sided conditional binomial
-	// test of the pending points (see Stream) for which a shift is reported.
+	// test of the pending points (see Segmenter) for which a shift is reported.
 	// Default 0.01; in (0, 1].
 	MaxPValue float64
 
@@ -70,26 +72,49 @@ type Config struct {
 	Alpha float64
 }
 
-// DefaultConfig returns the documented defaults.
-func DefaultConfig() Config {
-	return Config{
-		MinPoints:       4,
-		TrendLevel:      0.05,
-		ShiftRatio:      2,
-		Threshold:       15,
-		FreezePoints:    100,
-		MinRatio:        math.Sqrt2,
-		MaxPValue:       0.01,
-		AlphaDecreasing: 0.7,
-		Alpha:           1,
+// WithDefaults returns c with the default of every zero field filled in.
+// It is the one source of the defaults.
+func (c Config) WithDefaults() Config {
+	if c.MinPoints == 0 {
+		c.MinPoints = 4
 	}
+	if c.TrendLevel == 0 {
+		c.TrendLevel = 0.05
+	}
+	if c.ShiftRatio == 0 {
+		c.ShiftRatio = 2
+	}
+	if c.Threshold == 0 {
+		c.Threshold = 15
+	}
+	if c.FreezePoints == 0 {
+		c.FreezePoints = 100
+	}
+	if c.MinRatio == 0 {
+		c.MinRatio = math.Sqrt2
+	}
+	if c.MaxPValue == 0 {
+		c.MaxPValue = 0.01
+	}
+	if c.AlphaDecreasing == 0 {
+		c.AlphaDecreasing = 0.7
+	}
+	if c.Alpha == 0 {
+		c.Alpha = 1
+	}
+	return c
 }
+
+// DefaultConfig returns the documented defaults: Config{}.WithDefaults().
+func DefaultConfig() Config { return Config{}.WithDefaults() }
 
 // ErrConfig is wrapped by every error returned by Config.Validate.
 var ErrConfig = errors.New("windows: invalid config")
 
-// Validate reports the first invalid field, wrapping ErrConfig.
+// Validate reports every invalid field of c (with defaults filled in) at
+// once, each error wrapping ErrConfig and naming its field.
 func (c *Config) Validate() error {
+	d := c.WithDefaults()
 	in01 := func(v float64, closedHigh bool) bool {
 		if math.IsNaN(v) || v <= 0 {
 			return false
@@ -99,25 +124,36 @@ func (c *Config) Validate() error {
 		}
 		return v < 1
 	}
-	switch {
-	case c.MinPoints < 4 || c.MinPoints > 1<<20:
-		return fmt.Errorf("%w: MinPoints %d not in [4, 2^20]", ErrConfig, c.MinPoints)
-	case !in01(c.TrendLevel, false):
-		return fmt.Errorf("%w: TrendLevel %v not in (0, 1)", ErrConfig, c.TrendLevel)
-	case c.FreezePoints < c.MinPoints || c.FreezePoints > 1<<20:
-		return fmt.Errorf("%w: FreezePoints %d not in [MinPoints, 2^20]", ErrConfig, c.FreezePoints)
-	case !(c.ShiftRatio > 1) || math.IsInf(c.ShiftRatio, 0):
-		return fmt.Errorf("%w: ShiftRatio %v not > 1", ErrConfig, c.ShiftRatio)
-	case !(c.MinRatio >= 1) || math.IsInf(c.MinRatio, 0):
-		return fmt.Errorf("%w: MinRatio %v not ≥ 1", ErrConfig, c.MinRatio)
-	case !(c.Threshold > 0) || math.IsInf(c.Threshold, 0):
-		return fmt.Errorf("%w: Threshold %v not > 0", ErrConfig, c.Threshold)
-	case !in01(c.MaxPValue, true):
-		return fmt.Errorf("%w: MaxPValue %v not in (0, 1]", ErrConfig, c.MaxPValue)
-	case !in01(c.AlphaDecreasing, true):
-		return fmt.Errorf("%w: AlphaDecreasing %v not in (0, 1]", ErrConfig, c.AlphaDecreasing)
-	case !in01(c.Alpha, true):
-		return fmt.Errorf("%w: Alpha %v not in (0, 1]", ErrConfig, c.Alpha)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
 	}
-	return nil
+	if d.MinPoints < 4 || d.MinPoints > 1<<20 {
+		bad("MinPoints %d not in [4, 2^20]", d.MinPoints)
+	}
+	if !in01(d.TrendLevel, false) {
+		bad("TrendLevel %v not in (0, 1)", d.TrendLevel)
+	}
+	if d.FreezePoints < d.MinPoints || d.FreezePoints > 1<<20 {
+		bad("FreezePoints %d not in [MinPoints, 2^20]", d.FreezePoints)
+	}
+	if !(d.ShiftRatio > 1) || math.IsInf(d.ShiftRatio, 0) {
+		bad("ShiftRatio %v not > 1", d.ShiftRatio)
+	}
+	if !(d.MinRatio >= 1) || math.IsInf(d.MinRatio, 0) {
+		bad("MinRatio %v not ≥ 1", d.MinRatio)
+	}
+	if !(d.Threshold > 0) || math.IsInf(d.Threshold, 0) {
+		bad("Threshold %v not > 0", d.Threshold)
+	}
+	if !in01(d.MaxPValue, true) {
+		bad("MaxPValue %v not in (0, 1]", d.MaxPValue)
+	}
+	if !in01(d.AlphaDecreasing, true) {
+		bad("AlphaDecreasing %v not in (0, 1]", d.AlphaDecreasing)
+	}
+	if !in01(d.Alpha, true) {
+		bad("Alpha %v not in (0, 1]", d.Alpha)
+	}
+	return errors.Join(errs...)
 }

@@ -22,7 +22,7 @@ type DuanePlot struct {
 }
 
 // Duane returns the current window's Duane plot. It does not allocate.
-func (s *Stream) Duane() DuanePlot {
+func (s *Segmenter) Duane() DuanePlot {
 	w := &s.w
 	p := DuanePlot{Origin: w.origin, Points: int64(w.n), Last: float64(w.x), MeanLogT: float64(w.mx),
 		MeanLogI: meanLogIndex(w.n), HasPoints: w.n > 0 && w.x > 0}

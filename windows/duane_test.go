@@ -12,7 +12,7 @@ import (
 func TestDuanePlot(t *testing.T) {
 	cfg := DefaultConfig()
 	r := rand.New(rand.NewPCG(4, 4))
-	var s Stream
+	var s Segmenter
 	origin := 1.7e9
 	s.Event(origin, &cfg)
 	var x []float64 // local times of the points

@@ -21,13 +21,13 @@ const (
 	// float32s); the first is still decoded.
 	flagCompact = 1 << 4
 	// flagShifted: the current window was opened by a confirmed shift
-	// (Stream.Shifted); absent from older encodings.
+	// (Segmenter.Shifted); absent from older encodings.
 	flagShifted = 1 << 5
 	flagMask    = flagStarted | flagVisited | flagDirUp | flagDirDown | flagCompact | flagShifted
 )
 
 // AppendBinary is AppendBinaryAt(dst, 0).
-func (s *Stream) AppendBinary(dst []byte) []byte { return s.AppendBinaryAt(dst, 0) }
+func (s *Segmenter) AppendBinary(dst []byte) []byte { return s.AppendBinaryAt(dst, 0) }
 
 // AppendBinaryAt appends the lossless encoding of s to dst and returns the
 // extended slice. ref (seconds) is a time the caller passes again to
@@ -55,7 +55,7 @@ func (s *Stream) AppendBinary(dst []byte) []byte { return s.AppendBinaryAt(dst, 
 // every platform decodes the same bits. An active stream takes about 35
 // bytes, 45 during a pending excursion. It does not allocate when dst has
 // room.
-func (s *Stream) AppendBinaryAt(dst []byte, ref float64) []byte {
+func (s *Segmenter) AppendBinaryAt(dst []byte, ref float64) []byte {
 	dst = append(dst, s.stateFlags()|flagCompact)
 	if s.started {
 		dst = wire.AppendSeconds(dst, s.w.origin, ref)
@@ -96,7 +96,7 @@ func meanLogPrediction(w *win) float32 {
 
 // stateFlags are the flags that describe s (every layout's first byte but
 // the layout flag).
-func (s *Stream) stateFlags() byte {
+func (s *Segmenter) stateFlags() byte {
 	var f byte
 	if s.started {
 		f |= flagStarted
@@ -153,13 +153,13 @@ func (r *reader) u32() uint32 {
 }
 
 // DecodeBinary is DecodeBinaryAt(src, 0).
-func (s *Stream) DecodeBinary(src []byte) (n int, err error) { return s.DecodeBinaryAt(src, 0) }
+func (s *Segmenter) DecodeBinary(src []byte) (n int, err error) { return s.DecodeBinaryAt(src, 0) }
 
 // DecodeBinaryAt replaces s with the stream encoded at the start of src by
 // AppendBinaryAt with the same ref (or by the first layout, which ignores
 // ref) and returns the number of bytes consumed. Errors wrap ErrCorrupt; on
 // error s is left unchanged.
-func (s *Stream) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
+func (s *Segmenter) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	r := reader{wire.NewReader(src)}
 	if len(src) == 0 {
 		return 0, fmt.Errorf("%w: empty input", ErrCorrupt)
@@ -169,7 +169,7 @@ func (s *Stream) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 		return 0, fmt.Errorf("%w: bad flags %#x", ErrCorrupt, f)
 	}
 	compact := f&flagCompact != 0
-	var d Stream
+	var d Segmenter
 	d.started = f&flagStarted != 0
 	d.visited = f&flagVisited != 0
 	d.shifted = f&flagShifted != 0

@@ -13,7 +13,7 @@ import (
 
 // appendLayout1 writes the first layout (absolute float64 origin, plain
 // float32s), which states stored by earlier builds have.
-func appendLayout1(dst []byte, s *Stream) []byte {
+func appendLayout1(dst []byte, s *Segmenter) []byte {
 	dst = append(dst, s.stateFlags())
 	if s.started {
 		dst = wire.AppendFloat64(dst, s.w.origin)
@@ -50,14 +50,14 @@ func TestRoundTrip(t *testing.T) {
 	r := newRand(7)
 	pts, _ := weibullProcess(r, 1.7e9, []segment{{1, 3600, 60}, {2, 7200, 80}, {0.5, 600, 80}, {1, 60, 200}})
 	for mode := 0; mode < 2; mode++ {
-		var s Stream
+		var s Segmenter
 		maxLen, sum, sum1, count, ref := 0, 0, 0, 0, 0.0
 		check := func() {
 			b := s.AppendBinaryAt(nil, ref)
 			maxLen = max(maxLen, len(b))
 			sum += len(b)
 			count++
-			var d Stream
+			var d Segmenter
 			n, err := d.DecodeBinaryAt(append(b, 0xff), ref)
 			if err != nil || n != len(b) {
 				t.Fatalf("decode: n=%d len=%d err=%v", n, len(b), err)
@@ -94,20 +94,20 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	var s Stream
+	var s Segmenter
 	cfg := DefaultConfig()
 	for i := 0; i < 20; i++ {
 		s.Event(float64(i*i), &cfg)
 	}
 	good := s.AppendBinary(nil)
 	for n := 0; n < len(good); n++ {
-		var d Stream
+		var d Segmenter
 		if _, err := d.DecodeBinary(good[:n]); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("truncated to %d: err = %v", n, err)
 		}
 	}
 	for _, b := range [][]byte{{0xf0}, {flagDirUp | flagDirDown | flagStarted}, {0, 1}} {
-		var d Stream
+		var d Segmenter
 		if _, err := d.DecodeBinary(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%x: err = %v", b, err)
 		}
@@ -116,20 +116,20 @@ func TestDecodeErrors(t *testing.T) {
 
 func FuzzDecodeBinary(f *testing.F) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	f.Add(s.AppendBinary(nil))
 	for i := 0; i < 40; i++ {
 		s.Event(float64(i*i*i), &cfg)
 		f.Add(s.AppendBinary(nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d Stream
+		var d Segmenter
 		n, err := d.DecodeBinary(b)
 		if err != nil {
 			return
 		}
 		enc := d.AppendBinary(nil)
-		var e Stream
+		var e Segmenter
 		if m, err := e.DecodeBinary(enc); err != nil || m != len(enc) {
 			t.Fatalf("re-decode: %v", err)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/changerate/changerate/sim"
 )
 
-// Issue 14: an honest evaluation of the window estimators — data not drawn
+// An honest evaluation of the window estimators — data not drawn
 // from the Weibull family, out-of-sample scoring, mean and median side by
 // side — and the detection delays beside the CUSUM optimum.
 
@@ -106,7 +106,7 @@ type oosResult struct {
 
 var oosNames = [5]string{"intuitive", "weibull", "duane", "window (published)", "whole history N/t"}
 
-// outOfSample runs a Stream over each event list (absolute, sorted) and, at
+// outOfSample runs a Segmenter over each event list (absolute, sorted) and, at
 // every horizon-th... checkpoint c_j = first + j·horizon after warm-up
 // points, predicts the updates in (c_j, c_j + horizon] from the rates at
 // c_j (rate·horizon) and compares with the actual count. Predictions use
@@ -117,7 +117,7 @@ func outOfSample(name string, lists [][]float64, horizon float64, cfg *Config) o
 		if len(ev) < 8 {
 			continue
 		}
-		var s Stream
+		var s Segmenter
 		first := ev[0]
 		s.Event(first, cfg)
 		i := 1
@@ -279,7 +279,7 @@ func outOfSampleReport(t *testing.T, p func(string, ...any), cfg *Config) {
 		}{fmt.Sprintf("php-doc-en git history, %d files with ≥ 30 changes", len(ls)), ls, 90 * 86400})
 	}
 	p("\n## 6. Out-of-sample accuracy on data not from the Weibull family\n\n")
-	p("Each object's points are fed to a Stream online; at checkpoints every horizon H (≈ 10 mean gaps; 90 days for\n")
+	p("Each object's points are fed to a Segmenter online; at checkpoints every horizon H (≈ 10 mean gaps; 90 days for\n")
 	p("php-doc) each predictor forecasts the number of update points in the next H from the points up to the\n")
 	p("checkpoint only (rate at the checkpoint × H) and is scored against the actual count. Predictors: the current\n")
 	p("window's intuitive, Weibull and Duane rates (001 §3), the window rate the aggregator publishes (lowest\n")

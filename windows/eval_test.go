@@ -111,7 +111,7 @@ func evalMSE(objects int, cfg *Config) mseResult {
 		segs := synthSegments(uint64(1000+o), 8)
 		res.segments += len(segs)
 		pts, _ := weibullProcess(newRand(uint64(5000+o)), 1.7e9, segs)
-		var s Stream
+		var s Segmenter
 		s.Event(1.7e9, cfg)
 		origin, first := 1.7e9, 0
 		for i, p := range pts {
@@ -184,7 +184,7 @@ func falseAlarms(objects, events int, cfg *Config, visits bool) float64 {
 	alarms := 0
 	for o := 0; o < objects; o++ {
 		r := newRand(uint64(o))
-		var s Stream
+		var s Segmenter
 		hit := false
 		if visits {
 			// existence of change: visits every 20 minutes, changes at one per
@@ -247,7 +247,7 @@ func detectionDelay(reps int, ratio float64, up bool, cfg *Config) delayResult {
 	found := 0
 	for o := 0; o < reps; o++ {
 		r := newRand(uint64(1e6 + o))
-		var s Stream
+		var s Segmenter
 		s.Event(1.7e9, cfg)
 		before := poissonTimes(r, 1.7e9, 1.0/3600, pre)
 		early := false
@@ -411,7 +411,7 @@ func TestEvaluationReport(t *testing.T) {
 	pts, _ := weibullProcess(newRand(7), 1.7e9, []segment{{1, 3600, 300}, {2, 7200, 300}, {0.5, 600, 300}, {1, 60, 300}})
 	rv := newRand(8)
 	for mode := 0; mode < 2; mode++ {
-		var s Stream
+		var s Segmenter
 		for _, x := range pts {
 			if mode == 0 {
 				s.Event(x, &cfg)
@@ -428,7 +428,7 @@ func TestEvaluationReport(t *testing.T) {
 	b.WriteString(`
 ## 5. Notes
 
-* Shift rule (see the Stream doc comment): two-sided CUSUM of the log-likelihood ratio of rate ρ·λ̂ or λ̂/ρ (ρ = 2)
+* Shift rule (see the Segmenter doc comment): two-sided CUSUM of the log-likelihood ratio of rate ρ·λ̂ or λ̂/ρ (ρ = 2)
   against the window's homogeneous rate λ̂ = n/x_n, scored from the fourth point of a window; λ̂ is frozen at the
   candidate change point τ when at least FreezePoints points precede it. A shift needs S ≥ h = 15, ≥ 4 pending points,
   pending count / expected ≥ √2 (or ≤ 1/√2) and a one-sided conditional binomial p ≤ 0.01; test names
@@ -443,7 +443,7 @@ func TestEvaluationReport(t *testing.T) {
   window origin, where MTBU ≈ 1/λ̌(t) → ∞ for β̃ > 1 (the paper's "for simplicity MTBU ≈ 1/λ" approximation).
   Table 2: Weibull is best in most windows, as in the paper (91.5 % there). With milder shapes (β ∈ {0.7, 1, 1.5})
   Weibull also has the lowest overall average, by a small margin (sensitivity table).
-* Windows are scored after the fact with RetrospectiveMSE (the stored points are needed; the online Stream keeps the
+* Windows are scored after the fact with RetrospectiveMSE (the stored points are needed; the online Segmenter keeps the
   one-step-ahead MSE instead, used to choose Summary.Model).
 `)
 	outOfSampleReport(t, p, &cfg)

@@ -10,7 +10,7 @@ import (
 // window is closed at the change point and a shift is reported.
 func Example() {
 	cfg := windows.DefaultConfig()
-	var s windows.Stream
+	var s windows.Segmenter
 	t := 1.7e9
 	s.Event(t, &cfg) // the first update point is the origin t(0)
 	for i := 0; i < 100; i++ {

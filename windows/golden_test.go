@@ -65,7 +65,7 @@ func fmtSummary(s Summary) string {
 	return b.String()
 }
 
-// TestGoldenSegmentation runs hand-made sequences through Stream.Event and
+// TestGoldenSegmentation runs hand-made sequences through Segmenter.Event and
 // compares the shifts and the final window with testdata/*.golden.
 func TestGoldenSegmentation(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.in")
@@ -76,7 +76,7 @@ func TestGoldenSegmentation(t *testing.T) {
 	for _, in := range files {
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			var b strings.Builder
-			var s Stream
+			var s Segmenter
 			ts := readSpec(t, in)
 			for i, x := range ts {
 				if sh, ok := s.Event(x, &cfg); ok {

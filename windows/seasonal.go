@@ -40,7 +40,7 @@ import (
 //	Λ(t) = Λ₀ + ∫_{T₀}^{t} f_{h(s)} g_{d(s)} ds,   (S3)
 //
 // under which a process with intensity (S1) is a homogeneous Poisson process
-// of rate ν (the time-change theorem). An object's Stream is fed Λ(t)
+// of rate ν (the time-change theorem). An object's Segmenter is fed Λ(t)
 // instead of t, so its CUSUM and binomial tests compare observed counts with
 // the expected counts c·(Λ(b) − Λ(a)) under the profile: a recurring ramp is
 // not a shift, a burst on top of it is. The factors are refitted at each UTC
@@ -65,47 +65,77 @@ const (
 )
 
 // SeasonalConfig holds the tunables of the seasonal baselines. The zero
-// value is not valid; start from DefaultSeasonalConfig.
+// value of every field means its documented default: WithDefaults fills
+// them in, and the Profile methods read a SeasonalConfig as given, so pass
+// them one returned by WithDefaults (or DefaultSeasonalConfig). Where zero
+// would be a meaningful setting, a documented negative sentinel selects it.
 type SeasonalConfig struct {
 	// LearningPeriod is how long a site's points are counted before its
 	// profile is used (and before its objects' alerts start). Default 7
-	// days (one period of the weekly profile); 0 disables seasonal
-	// baselines (Λ(t) = t, no learning period).
+	// days (one period of the weekly profile); SeasonalOff (any negative
+	// value) disables seasonal baselines (Λ(t) = t, no learning period).
 	LearningPeriod time.Duration
 	// MinEvents is the least number of (discounted) points a site needs at
 	// the end of the learning period for its profile to be used; with fewer
-	// the profile stays flat. Default 200.
+	// the profile stays flat. Default 200; NoMinEvents (any negative value)
+	// requires none.
 	MinEvents float64
 	// PriorEvents is the pseudo-count a of (S2) that shrinks each hour and
-	// day factor towards 1. Default 5.
+	// day factor towards 1. Default 5; > 0.
 	PriorEvents float64
 	// Decay multiplies the counts and the exposure at each new week: the
 	// profile's memory is about 1/(1−Decay) weeks. Default 0.7; in (0, 1].
 	Decay float64
 }
 
-// DefaultSeasonalConfig returns the documented defaults.
-func DefaultSeasonalConfig() SeasonalConfig {
-	return SeasonalConfig{LearningPeriod: 7 * 24 * time.Hour, MinEvents: 200, PriorEvents: 5, Decay: 0.7}
+// Sentinels of SeasonalConfig.
+const (
+	// SeasonalOff as SeasonalConfig.LearningPeriod disables seasonal
+	// baselines.
+	SeasonalOff time.Duration = -1
+	// NoMinEvents as SeasonalConfig.MinEvents uses a profile whatever the
+	// number of points.
+	NoMinEvents float64 = -1
+)
+
+// WithDefaults returns c with the default of every zero field filled in.
+// It is the one source of the defaults.
+func (c SeasonalConfig) WithDefaults() SeasonalConfig {
+	if c.LearningPeriod == 0 {
+		c.LearningPeriod = 7 * 24 * time.Hour
+	}
+	if c.MinEvents == 0 {
+		c.MinEvents = 200
+	}
+	if c.PriorEvents == 0 {
+		c.PriorEvents = 5
+	}
+	if c.Decay == 0 {
+		c.Decay = 0.7
+	}
+	return c
 }
+
+// DefaultSeasonalConfig returns the documented defaults:
+// SeasonalConfig{}.WithDefaults().
+func DefaultSeasonalConfig() SeasonalConfig { return SeasonalConfig{}.WithDefaults() }
 
 // Enabled reports whether seasonal baselines are on.
 func (c *SeasonalConfig) Enabled() bool { return c.LearningPeriod > 0 }
 
-// Validate lists every invalid field, wrapping ErrConfig.
+// Validate reports every invalid field of c (with defaults filled in) at
+// once, each error wrapping ErrConfig and naming its field.
 func (c *SeasonalConfig) Validate() error {
+	d := c.WithDefaults()
 	var errs []error
-	if c.LearningPeriod < 0 {
-		errs = append(errs, fmt.Errorf("%w: LearningPeriod %s is negative", ErrConfig, c.LearningPeriod))
+	if math.IsNaN(d.MinEvents) || math.IsInf(d.MinEvents, 0) {
+		errs = append(errs, fmt.Errorf("%w: MinEvents %v not finite", ErrConfig, d.MinEvents))
 	}
-	if !(c.MinEvents >= 0) || math.IsInf(c.MinEvents, 0) {
-		errs = append(errs, fmt.Errorf("%w: MinEvents %v not ≥ 0", ErrConfig, c.MinEvents))
+	if !(d.PriorEvents > 0) || math.IsInf(d.PriorEvents, 0) {
+		errs = append(errs, fmt.Errorf("%w: PriorEvents %v not > 0", ErrConfig, d.PriorEvents))
 	}
-	if !(c.PriorEvents > 0) || math.IsInf(c.PriorEvents, 0) {
-		errs = append(errs, fmt.Errorf("%w: PriorEvents %v not > 0", ErrConfig, c.PriorEvents))
-	}
-	if !(c.Decay > 0 && c.Decay <= 1) {
-		errs = append(errs, fmt.Errorf("%w: Decay %v not in (0, 1]", ErrConfig, c.Decay))
+	if !(d.Decay > 0 && d.Decay <= 1) {
+		errs = append(errs, fmt.Errorf("%w: Decay %v not in (0, 1]", ErrConfig, d.Decay))
 	}
 	return errors.Join(errs...)
 }

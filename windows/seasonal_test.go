@@ -2,6 +2,7 @@ package windows
 
 import (
 	"encoding/hex"
+	"errors"
 	"math"
 	"os"
 	"strings"
@@ -234,5 +235,51 @@ func TestProfileGolden(t *testing.T) {
 	}
 	if string(want) != got {
 		t.Errorf("encoding changed; if on purpose, keep decoding the old layout and run -update")
+	}
+}
+
+// TestSeasonalConfigDefaults pins the defaults the zero value means, the
+// sentinels, and that Validate reports every problem at once.
+func TestSeasonalConfigDefaults(t *testing.T) {
+	want := SeasonalConfig{LearningPeriod: 7 * 24 * time.Hour, MinEvents: 200, PriorEvents: 5, Decay: 0.7}
+	if got := (SeasonalConfig{}).WithDefaults(); got != want {
+		t.Errorf("SeasonalConfig{}.WithDefaults() = %+v; want %+v", got, want)
+	}
+	if got := DefaultSeasonalConfig(); got != want {
+		t.Errorf("DefaultSeasonalConfig() = %+v; want %+v", got, want)
+	}
+	off := SeasonalConfig{LearningPeriod: SeasonalOff, MinEvents: NoMinEvents}.WithDefaults()
+	if off.Enabled() || off.LearningPeriod != SeasonalOff || off.MinEvents != NoMinEvents {
+		t.Errorf("sentinels not kept: %+v", off)
+	}
+	if err := off.Validate(); err != nil {
+		t.Errorf("sentinels: %v", err)
+	}
+	var zero SeasonalConfig
+	if err := zero.Validate(); err != nil {
+		t.Errorf("zero SeasonalConfig: %v", err)
+	}
+	bad := SeasonalConfig{MinEvents: math.NaN(), PriorEvents: -1, Decay: 2}
+	err := bad.Validate()
+	for _, field := range []string{"MinEvents", "PriorEvents", "Decay"} {
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "windows: invalid config: "+field) {
+			t.Errorf("Validate = %v; want an error naming %s", err, field)
+		}
+	}
+}
+
+// TestSeasonalOffIsFlat: with SeasonalOff a profile learns nothing and the
+// operational time is the time itself.
+func TestSeasonalOffIsFlat(t *testing.T) {
+	cfg := SeasonalConfig{LearningPeriod: SeasonalOff}.WithDefaults()
+	var p Profile
+	for i := 0; i < 1000; i++ {
+		p.Observe(float64(1_700_000_000+i*60), &cfg)
+	}
+	if p.Active() || p.Learned(1_800_000_000, &cfg) {
+		t.Error("profile active with SeasonalOff")
+	}
+	if got := p.Operational(1_700_012_345, &cfg); got != 1_700_012_345 {
+		t.Errorf("Operational = %v; want t", got)
 	}
 }

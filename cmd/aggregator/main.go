@@ -42,6 +42,7 @@ import (
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
+	"github.com/changerate/changerate/windows"
 )
 
 // envPrefix prefixes every environment variable of the aggregator.
@@ -283,7 +284,13 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.EmitInterval = c.EmitInterval
 	pc.Model.Estimators.MinInterval, pc.Model.Estimators.MaxInterval = c.MinRevisit.Seconds(), c.MaxRevisit.Seconds()
 	pc.Model.Seasonal.LearningPeriod = c.SeasonalLearning
+	if c.SeasonalLearning == 0 { // the option's 0 disables seasonal baselines
+		pc.Model.Seasonal.LearningPeriod = windows.SeasonalOff
+	}
 	pc.Model.Seasonal.MinEvents = c.SeasonalMinEvents
+	if c.SeasonalMinEvents == 0 { // the option's 0 requires no points
+		pc.Model.Seasonal.MinEvents = windows.NoMinEvents
+	}
 	pc.Model.Seasonal.Decay = c.SeasonalDecay
 	pc.Model.Alerts.Period = c.AlertPeriod
 	pc.Model.Alerts.FDR = c.AlertFDR

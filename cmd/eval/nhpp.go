@@ -67,13 +67,13 @@ func (a *windowAgg) add(state string, origin float64, points []float64) {
 	a.total++
 }
 
-// segmentObject feeds update points (ascending, > 0) to a windows.Stream
+// segmentObject feeds update points (ascending, > 0) to a windows.Segmenter
 // and adds every closed window and the final one to agg.
 func segmentObject(points []float64, cfg *windows.Config, agg *windowAgg) {
 	if len(points) == 0 {
 		return
 	}
-	var s windows.Stream
+	var s windows.Segmenter
 	origin := points[0]
 	s.Event(origin, cfg)
 	var cur []float64
@@ -186,7 +186,7 @@ func nhppSection(e *Env) {
 	}
 	r.P("Synthetic: %d objects over %.0f days, each a piecewise Weibull process of 3–5 segments (constant β = 1, increasing β ∈ [1.5, 3], decreasing β ∈ [0.3, 0.7], "+
 		"8–28 expected changes per segment), observed daily with Last-Modified (the last change of each day is the update point, §1.1). %s "+
-		"Windows come from `windows.Stream` (its CUSUM/Crow-AMSAA segmentation, minimum 4 points); each window's MSE is `windows.RetrospectiveMSE` (§3.5: fit on the window, "+
+		"Windows come from `windows.Segmenter` (its CUSUM/Crow-AMSAA segmentation, minimum 4 points); each window's MSE is `windows.RetrospectiveMSE` (§3.5: fit on the window, "+
 		"regenerate the update points from MTBU ≈ 1/λ(t)).", nObj, horizon, realNote)
 	// Table 1
 	var rows [][]string
@@ -370,7 +370,7 @@ func nhppSection(e *Env) {
 		"(α = %.1f for decreasing windows, %.1f otherwise, `windows.Config`); a visit with no change since the last visit is premature, a visit after k changes "+
 		"observes one (the Last-Modified one) and misses k − 1. Per-model MTBU: intuitive t/N(t); Weibull 1/λ̌(t) with β̃ from `windows.Summary`; Duane the paper's "+
 		"MTBU(t) = α·t^γ from the least-squares fit of log(t_i/i) on log t_i over the window (§3.3–3.4). As in the paper the windows are built from the "+
-		"update-point sequence itself (every update up to the visit is fed to `windows.Stream`; the crawler's copy of the window and the stream's disagreed on the "+
+		"update-point sequence itself (every update up to the visit is fed to `windows.Segmenter`; the crawler's copy of the window and the stream's disagreed on the "+
 		"number of points at %d of its predictions). Paper (Table 3, synthetic): observed 58.6 %% / 76 %% / 88.3 %%, premature visits rising in the same order.\n\n"+
 		"Investigation (issue 16), down to the code. Two defects of this report's predictor were found and fixed: (1) the Duane predictor used the "+
 		"instantaneous MTBU e^a·t^γ/(1−γ) of the fitted power law instead of the paper's MTBU(t) = α·t^γ (§3.3; `windows` publishes the same cumulative form) "+

@@ -40,7 +40,7 @@ type crawlCounts struct{ obs, unobs, prem, total, visits, mismatch int }
 // premature (the crawler then predicts again from the visit); a visit after
 // k ≥ 1 updates observes the last of them and misses k − 1.
 func predictCrawl(ev []float64, mi int, cfg *windows.Config, horizon float64, v predictVariant) (out crawlCounts) {
-	var s windows.Stream
+	var s windows.Segmenter
 	s.Event(ev[0], cfg)
 	start := ev[0]
 	var win []float64 // absolute times of the current window's points

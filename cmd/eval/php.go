@@ -184,7 +184,7 @@ type realCase struct {
 func observeAll(ev []float64, vt []float64, start float64, cfg *estimators.Config, wcfg *windows.Config) (map[string]estimators.Estimate, *estimators.Change) {
 	obs := sim.Observe(ev, vt, true, nil)
 	var lm, nolm estimators.Change
-	var wl, wn windows.Stream
+	var wl, wn windows.Segmenter
 	lastLM := math.Inf(-1)
 	for _, v := range obs {
 		lm.Visit(estimators.Visit{Time: v.Time, Changed: v.Changed, LastModified: v.LastModified, HasLastModified: true})

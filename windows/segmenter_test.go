@@ -3,6 +3,7 @@ package windows
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -18,14 +19,42 @@ func TestConfigValidate(t *testing.T) {
 		"Threshold":       func(c *Config) { c.Threshold = math.NaN() },
 		"FreezePoints":    func(c *Config) { c.FreezePoints = 2 },
 		"MinRatio":        func(c *Config) { c.MinRatio = 0.5 },
-		"MaxPValue":       func(c *Config) { c.MaxPValue = 0 },
+		"MaxPValue":       func(c *Config) { c.MaxPValue = -0.01 },
 		"AlphaDecreasing": func(c *Config) { c.AlphaDecreasing = 1.5 },
-		"Alpha":           func(c *Config) { c.Alpha = 0 },
+		"Alpha":           func(c *Config) { c.Alpha = -1 },
 	} {
 		c := DefaultConfig()
 		mod(&c)
-		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+		if err := c.Validate(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// TestConfigDefaults pins the defaults the zero value means and checks
+// that Validate reports every problem at once.
+func TestConfigDefaults(t *testing.T) {
+	want := Config{MinPoints: 4, TrendLevel: 0.05, ShiftRatio: 2, Threshold: 15, FreezePoints: 100,
+		MinRatio: math.Sqrt2, MaxPValue: 0.01, AlphaDecreasing: 0.7, Alpha: 1}
+	if got := (Config{}).WithDefaults(); got != want {
+		t.Errorf("Config{}.WithDefaults() = %+v; want %+v", got, want)
+	}
+	if got := DefaultConfig(); got != want {
+		t.Errorf("DefaultConfig() = %+v; want %+v", got, want)
+	}
+	var zero Config
+	if err := zero.Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+	set := Config{Threshold: 13, Alpha: 0.5}.WithDefaults()
+	if set.Threshold != 13 || set.Alpha != 0.5 || set.MinPoints != 4 {
+		t.Errorf("WithDefaults changed set fields: %+v", set)
+	}
+	bad := Config{MinPoints: 3, TrendLevel: 2, Alpha: -1}
+	err := bad.Validate()
+	for _, field := range []string{"MinPoints", "TrendLevel", "Alpha"} {
+		if err == nil || !strings.Contains(err.Error(), "windows: invalid config: "+field) {
+			t.Errorf("Validate = %v; want an error naming %s", err, field)
 		}
 	}
 }
@@ -126,7 +155,7 @@ func TestTrendTestLevel(t *testing.T) {
 // becomes the update point at the middle of the visit interval.
 func TestVisitMidpoint(t *testing.T) {
 	cfg := DefaultConfig()
-	var a, b Stream
+	var a, b Segmenter
 	a.Visit(1000, false, &cfg) // origin
 	b.Event(1000, &cfg)
 	visits := []struct {
@@ -155,7 +184,7 @@ func TestVisitMidpoint(t *testing.T) {
 
 func TestCurrentEmptyAndForming(t *testing.T) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	if got := s.Current(5, &cfg); got.State != Forming || got.HasRate || got.Points != 0 {
 		t.Errorf("empty: %+v", got)
 	}
@@ -180,7 +209,7 @@ func TestCurrentEmptyAndForming(t *testing.T) {
 func TestNoAllocs(t *testing.T) {
 	cfg := DefaultConfig()
 	r := newRand(3)
-	var s Stream
+	var s Segmenter
 	tm := 1.7e9
 	s.Event(tm, &cfg)
 	if n := testing.AllocsPerRun(2000, func() {
@@ -198,7 +227,7 @@ func TestNoAllocs(t *testing.T) {
 // t^(β−1) without bound) but a rate within MaxRateRatio of N(t)/t.
 func TestRateBoundedAfterBurst(t *testing.T) {
 	cfg := DefaultConfig()
-	var s Stream
+	var s Segmenter
 	// N(t) ∝ t³ over the window: a clearly increasing rate.
 	for i := 1; i <= 30; i++ {
 		s.Event(1e6+1000*math.Cbrt(float64(i)), &cfg)

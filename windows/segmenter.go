@@ -38,11 +38,11 @@ const (
 	dirDown
 )
 
-// Stream is the O(1) state of one object's update-point stream (its changes,
+// Segmenter is the O(1) state of one object's update-point stream (its changes,
 // or its accesses): the current consistent window, the one-step-ahead
 // (prequential) MSE of each estimator in the window, and the pending
 // discrepancy of the rate-shift detector. The zero value is an empty stream.
-// A Stream is a plain value: not safe for concurrent use, no references, and
+// A Segmenter is a plain value: not safe for concurrent use, no references, and
 // DecodeBinary(AppendBinary(s)) reproduces it exactly (every float is stored
 // as float32 or float64 and encoded as such).
 //
@@ -89,7 +89,7 @@ const (
 // than the minimum of §5 are never created; their points stay in the
 // enclosing window (the online form of the §5 merge rule; the closed left
 // window cannot be amended online, so nothing is merged left).
-type Stream struct {
+type Segmenter struct {
 	w       win
 	started bool    // origin set (first Event or Visit seen)
 	visited bool    // xv holds the previous visit
@@ -107,12 +107,12 @@ type Stream struct {
 
 // Origin returns the current window's origin t(0) (in the stream's time)
 // and whether the stream has started.
-func (s *Stream) Origin() (float64, bool) { return s.w.origin, s.started }
+func (s *Segmenter) Origin() (float64, bool) { return s.w.origin, s.started }
 
 // Shifted reports whether the current window was opened by a confirmed
 // rate shift (rather than at the stream's first point): its rate then
 // describes the regime after the change point.
-func (s *Stream) Shifted() bool { return s.shifted }
+func (s *Segmenter) Shifted() bool { return s.shifted }
 
 // Summary is the state of the current window evaluated at a time asOf.
 // Absent values have their Has* flag false and zero values.
@@ -155,7 +155,7 @@ type Shift struct {
 	After      Summary // new window, evaluated at At
 	RateBefore float64 // Before.Rate, per second
 	RateAfter  float64 // After.Rate, per second
-	PValue     float64 // one-sided conditional binomial test of the pending points against the closed window (see Stream)
+	PValue     float64 // one-sided conditional binomial test of the pending points against the closed window (see Segmenter)
 	Test       string  // "cusum-binomial-up" or "cusum-binomial-down"
 	// Pending is the number k of update points after the change point and
 	// Expected their expectation μ = λ̂_pre·(x_n − τ) under the closed
@@ -172,7 +172,7 @@ type Shift struct {
 // non-decreasing; a time not after the previous update point is the same
 // point and is ignored, as are NaN and ±Inf. O(1), no allocation.
 // It returns a Shift and true when the point closes the window.
-func (s *Stream) Event(t float64, cfg *Config) (Shift, bool) {
+func (s *Segmenter) Event(t float64, cfg *Config) (Shift, bool) {
 	if math.IsNaN(t) || math.IsInf(t, 0) {
 		return Shift{}, false
 	}
@@ -221,7 +221,7 @@ func (s *Stream) Event(t float64, cfg *Config) (Shift, bool) {
 // the origin; a change seen at visit k is the update point at the middle of
 // the visit interval, t(i) = (t_{k−1} + t_k)/2. Visit times must be
 // non-decreasing (earlier ones are ignored). O(1), no allocation.
-func (s *Stream) Visit(t float64, changed bool, cfg *Config) (Shift, bool) {
+func (s *Segmenter) Visit(t float64, changed bool, cfg *Config) (Shift, bool) {
 	if math.IsNaN(t) || math.IsInf(t, 0) {
 		return Shift{}, false
 	}
@@ -253,7 +253,7 @@ func (s *Stream) Visit(t float64, changed bool, cfg *Config) (Shift, bool) {
 
 // score updates the prequential MSE and the CUSUM with the point at local time
 // x, using the fit of the points before it.
-func (s *Stream) score(x float64, cfg *Config) {
+func (s *Segmenter) score(x float64, cfg *Config) {
 	w := &s.w
 	xn := float64(w.x)
 	d := x - xn
@@ -311,7 +311,7 @@ func (s *Stream) score(x float64, cfg *Config) {
 }
 
 // pre returns the window up to τ (without Duane sums).
-func (s *Stream) pre() win {
+func (s *Segmenter) pre() win {
 	return win{origin: s.w.origin, n: s.w.n - s.k, x: s.tau, a: s.apre}
 }
 
@@ -324,7 +324,7 @@ func (s *Stream) pre() win {
 // rate, this accounts for the estimation error of the pre-change rate. The
 // p-value is nominal: it does not account for the choice of τ by the CUSUM.
 // ratio is k/μ, μ = λ̂_pre·(x_n − τ).
-func (s *Stream) pvalue() (pv, ratio float64) {
+func (s *Segmenter) pvalue() (pv, ratio float64) {
 	p := s.pre()
 	x, tau := float64(s.w.x), float64(s.tau)
 	n, k := float64(s.w.n), float64(s.k)
@@ -369,7 +369,7 @@ func sumLog2(k uint32) float64 {
 }
 
 // cut closes the window at τ and makes the pending points the new window.
-func (s *Stream) cut(t, p float64, cfg *Config) Shift {
+func (s *Segmenter) cut(t, p float64, cfg *Config) Shift {
 	before := s.pre()
 	tau := float64(s.tau)
 	var sh Shift
@@ -418,7 +418,7 @@ func (s *Stream) cut(t, p float64, cfg *Config) Shift {
 
 // Current returns the current window evaluated at asOf (clamped to the last
 // update point if earlier). It does not allocate.
-func (s *Stream) Current(asOf float64, cfg *Config) Summary {
+func (s *Segmenter) Current(asOf float64, cfg *Config) Summary {
 	return summarize(&s.w, &s.mse, s.mseN, asOf, cfg)
 }
 

@@ -1,0 +1,249 @@
+package records
+
+import (
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendEstimateJSON appends the JSON encoding of e to dst: the bytes
+// json.Marshal(e) produces (checked by FuzzAppendEstimateJSON), without
+// reflection. ok is false, and dst is returned unchanged, when e holds a
+// value json.Marshal cannot encode (a NaN or infinite float, a time outside
+// years 0–9999); use json.Marshal then.
+func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
+	n := len(dst)
+	a := jsonAppender{b: dst, ok: true}
+	a.raw(`{"object":`)
+	a.str(e.Object)
+	if e.Site != "" {
+		a.raw(`,"site":`)
+		a.str(e.Site)
+	}
+	a.raw(`,"kind":`)
+	a.str(e.Kind)
+	a.raw(`,"as_of":`)
+	a.time(e.AsOf)
+	if e.RatePerS != nil {
+		a.raw(`,"rate_per_s":`)
+		a.float(*e.RatePerS)
+	}
+	if e.Estimator != "" {
+		a.raw(`,"estimator":`)
+		a.str(e.Estimator)
+	}
+	if e.CI95 != nil {
+		a.raw(`,"ci95":`)
+		a.pair(*e.CI95)
+	}
+	if len(e.Estimates) > 0 {
+		a.raw(`,"estimates":{`)
+		for i, k := range sortedKeys(e.Estimates) {
+			if i > 0 {
+				a.raw(",")
+			}
+			a.str(k)
+			a.raw(":")
+			a.float(e.Estimates[k])
+		}
+		a.raw("}")
+	}
+	if len(e.Intervals) > 0 {
+		a.raw(`,"intervals":{`)
+		for i, k := range sortedKeys(e.Intervals) {
+			if i > 0 {
+				a.raw(",")
+			}
+			a.str(k)
+			a.raw(":")
+			a.pair(e.Intervals[k])
+		}
+		a.raw("}")
+	}
+	a.raw(`,"observations":`)
+	a.b = strconv.AppendInt(a.b, e.Observations, 10)
+	a.raw(`,"changes":`)
+	a.b = strconv.AppendInt(a.b, e.Changes, 10)
+	if w := e.Window; w != nil {
+		a.raw(`,"window":{"state":`)
+		a.str(w.State)
+		a.raw(`,"start":`)
+		a.time(w.Start)
+		a.raw(`,"points":`)
+		a.b = strconv.AppendInt(a.b, w.Points, 10)
+		a.optFloat(`,"weibull_beta":`, w.WeibullBeta)
+		a.optFloat(`,"weibull_eta_s":`, w.WeibullEta)
+		a.optFloat(`,"duane_slope":`, w.DuaneSlope)
+		a.optFloat(`,"rate_per_s":`, w.RatePerS)
+		if w.Model != "" {
+			a.raw(`,"model":`)
+			a.str(w.Model)
+		}
+		if w.NextUpdate != nil {
+			a.raw(`,"next_update":`)
+			a.time(*w.NextUpdate)
+		}
+		a.raw("}")
+	}
+	if e.NextVisit != nil {
+		a.raw(`,"next_visit":`)
+		a.time(*e.NextVisit)
+	}
+	a.optFloat(`,"ttl_s":`, e.TTLS)
+	a.raw("}")
+	if !a.ok {
+		return dst[:n], false
+	}
+	return a.b, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Insertion sort: a dozen keys at most.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// jsonAppender writes JSON the way encoding/json does; ok turns false on a
+// value encoding/json rejects.
+type jsonAppender struct {
+	b  []byte
+	ok bool
+}
+
+func (a *jsonAppender) raw(s string) { a.b = append(a.b, s...) }
+
+func (a *jsonAppender) optFloat(key string, f *float64) {
+	if f != nil {
+		a.raw(key)
+		a.float(*f)
+	}
+}
+
+func (a *jsonAppender) pair(p [2]float64) {
+	a.raw("[")
+	a.float(p[0])
+	a.raw(",")
+	a.float(p[1])
+	a.raw("]")
+}
+
+// float follows encoding/json's float64 encoding.
+func (a *jsonAppender) float(f float64) {
+	if f != f || f > math.MaxFloat64 || f < -math.MaxFloat64 {
+		a.ok = false
+		return
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	a.b = strconv.AppendFloat(a.b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(a.b)
+		if n >= 4 && a.b[n-4] == 'e' && a.b[n-3] == '-' && a.b[n-2] == '0' {
+			a.b[n-2] = a.b[n-1]
+			a.b = a.b[:n-1]
+		}
+	}
+}
+
+// time follows time.Time.MarshalJSON (RFC 3339 with nanoseconds; a year
+// outside 0–9999 or a zone offset of 24 hours or more is an error).
+func (a *jsonAppender) time(t time.Time) {
+	a.b = append(a.b, '"')
+	n0 := len(a.b)
+	a.b = t.AppendFormat(a.b, time.RFC3339Nano)
+	b := a.b
+	switch {
+	case len(b) < n0+5 || b[n0+4] != '-':
+		a.ok = false
+	case b[len(b)-1] != 'Z':
+		c := b[len(b)-len("Z07:00")]
+		h := 10*(b[len(b)-5]-'0') + (b[len(b)-4] - '0')
+		if ('0' <= c && c <= '9') || h >= 24 {
+			a.ok = false
+		}
+	}
+	a.b = append(a.b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// str follows encoding/json's string encoding with HTML escaping.
+func (a *jsonAppender) str(s string) { a.b = AppendJSONString(a.b, s) }
+
+// jsonSafe[c] says that the ASCII byte c is written as is in a JSON string
+// (not a control character, quote, backslash or one of the HTML
+// characters that encoding/json escapes). Read-only.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// AppendJSONString appends s as a JSON string, byte for byte as
+// encoding/json writes it (HTML-safe escaping, invalid UTF-8 replaced by
+// U+FFFD, U+2028 and U+2029 escaped). Ingest's observation encoder and the
+// estimate encoder share it.
+func AppendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
