@@ -59,9 +59,9 @@ type config struct {
 	Emit string `envconfig:"EMIT" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
 	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
 
-	Store    string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
-	IdleTTL  time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations (0: never)"`
-	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8080" desc:"address of the HTTP server (/metrics, /healthz, /readyz, the query API /v1/... and the pages / and /objects); empty disables it; not started in filter mode unless set explicitly"`
+	Store   string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
+	IdleTTL time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations (0: never)"`
+	options.HTTP
 
 	options.Kafka
 	options.KafkaTimeouts
@@ -139,6 +139,7 @@ func newConfig() config {
 	pc := aggregateDefaults()
 	m := pc.Model
 	return config{
+		HTTP:              options.DefaultHTTP(":8080"),
 		Emit:              pc.Emit,
 		BatchSize:         pc.BatchSize,
 		CacheObjects:      pc.CacheObjects,
@@ -471,7 +472,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	var sink stream.Sink = stream.NewWriterSink(routes, nil)
 	defer sink.Close()
-	httpOn := cfg.httpSet && cfg.HTTPAddr != ""
+	httpOn := cfg.httpSet && cfg.HTTP.Addr != ""
 	var api *query.Server
 	if httpOn {
 		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger); err != nil {
@@ -487,7 +488,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
 	if httpOn {
-		srv := newHTTPServer(cfg.HTTPAddr, reg, proc, logger, api.Register)
+		srv := newHTTPServer(cfg.HTTP.Addr, reg, proc, logger, api.Register)
 		g.Go(func() error { return srv.run(gctx) })
 	}
 	g.Go(func() error {
@@ -572,7 +573,7 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 	}
 	defer kp.close()
 	rebuild := func(ctx context.Context, _ *httpServer, _ context.CancelFunc) error {
-		if cfg.HTTPAddr == "" {
+		if cfg.HTTP.Addr == "" {
 			return nil
 		}
 		if err := rebuildIndex(ctx, cfg, kc, kp.tee, logger); err != nil && ctx.Err() == nil {
@@ -634,8 +635,8 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 	defer stop()
 	g, gctx := errgroup.WithContext(runCtx)
 	var srv *httpServer
-	if cfg.HTTPAddr != "" {
-		srv = newHTTPServer(cfg.HTTPAddr, reg, kp.proc, logger, kp.api.Register)
+	if cfg.HTTP.Addr != "" {
+		srv = newHTTPServer(cfg.HTTP.Addr, reg, kp.proc, logger, kp.api.Register)
 		if err := srv.listen(); err != nil {
 			return err
 		}

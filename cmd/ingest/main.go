@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -82,7 +81,7 @@ type config struct {
 	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
 	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
 	options.Topics
-	MetricsAddr string `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
+	options.HTTP
 	options.Log
 	Report bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
 	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
@@ -108,6 +107,7 @@ func newConfig() config {
 		ProgressInterval:     ingest.DefaultProgressInterval,
 		DrainTimeout:         ingest.DefaultDrainTimeout,
 		Topics:               options.DefaultTopics(),
+		HTTP:                 options.DefaultHTTP(""),
 		ExternalSort:         options.DefaultExternalSort(),
 		Kafka:                options.DefaultKafka(clientID, clientID),
 	}
@@ -204,10 +204,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	if o.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", o.MetricsAddr)
+	if o.HTTP.Addr != "" {
+		ln, err := o.HTTP.Listen()
 		if err != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s_METRICS_ADDR (--metrics-addr): %v\n", envPrefix, err)
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
 			return 2
 		}
 		mux := http.NewServeMux()

@@ -322,7 +322,7 @@ func TestWorkloadContainers(t *testing.T) {
 				addrVar: "CHANGERATE_HTTP_ADDR", addrDefault: ":8080", paths: []string{"/healthz", "/readyz"},
 				required: []string{"CHANGERATE_KAFKA_BROKERS", "CHANGERATE_REDIS_ADDRS"}},
 			"ingest": {shutdownVar: "CHANGERATE_SHUTDOWN_TIMEOUT", shutdownDefault: "30s",
-				addrVar: "CHANGERATE_METRICS_ADDR", paths: []string{"/healthz"},
+				addrVar: "CHANGERATE_HTTP_ADDR", paths: []string{"/healthz"},
 				required: []string{"CHANGERATE_KAFKA_BROKERS"}},
 		}
 		seen := map[string]bool{}

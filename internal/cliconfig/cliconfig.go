@@ -7,8 +7,10 @@
 // A field tagged `envconfig:"BATCH_SIZE" default:"2000" desc:"..."` (the
 // tag syntax of kelseyhightower/envconfig) in a struct loaded with prefix
 // "CHANGERATE" is read from the flag --batch-size, else from
-// CHANGERATE_BATCH_SIZE, else from BATCH_SIZE (the name without the
-// prefix, as envconfig does), else from the default tag. A field with
+// CHANGERATE_BATCH_SIZE, else from the default tag. Unlike envconfig, the
+// name without the prefix (BATCH_SIZE) is not read: generic names such as
+// OUT, IN, FORMAT or LOG_LEVEL set for another program must not configure
+// this one. A field with
 // neither a value nor a default tag keeps the value it had before Load,
 // and that value is its documented default: this is how option groups
 // shared by several commands (internal/options) take defaults from the
@@ -177,11 +179,6 @@ func LoadFrom(lookup Lookup, prefix string, spec any, fs *flag.FlagSet, args []s
 		}
 		if s, ok := given(o); ok {
 			values[o.Env] = s
-		} else if prefix != "" {
-			// The unprefixed name, as kelseyhightower/envconfig reads it.
-			if v, ok := lookup(o.name); ok {
-				values[o.Env] = source{v, "the environment"}
-			}
 		}
 	}
 	for _, o := range opts {

@@ -53,8 +53,8 @@ func TestLoadParallel(t *testing.T) {
 	}
 }
 
-// TestLoadFrom: the environment is read through the lookup given, and
-// flags win over it.
+// TestLoadFrom: the environment is read through the lookup given, flags
+// win over it, and names without the prefix are ignored.
 func TestLoadFrom(t *testing.T) {
 	env := map[string]string{"T_BATCH_SIZE": "5", "T_WAIT": "3s", "NAME": "unprefixed"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -64,8 +64,8 @@ func TestLoadFrom(t *testing.T) {
 	if _, err := LoadFrom(lookup, "T", &s, fs, []string{"--wait=4s"}); err != nil {
 		t.Fatal(err)
 	}
-	if s.Size != 5 || s.Wait != 4*time.Second || s.Name != "unprefixed" {
-		t.Errorf("got %+v, want size 5 (environment), wait 4s (flag), name from NAME", s)
+	if s.Size != 5 || s.Wait != 4*time.Second || s.Name == "unprefixed" {
+		t.Errorf("got %+v, want size 5 (environment), wait 4s (flag), name not from NAME (unprefixed names are not read)", s)
 	}
 }
 
