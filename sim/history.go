@@ -45,7 +45,7 @@ func (c HistoryClass) String() string {
 // between calls). The content changes as a Poisson process whose mean
 // interval is log-uniform in 1 min – 1 week. Observations carry Source
 // and Offset as ingest sets them. It returns the number of observations.
-// This is the long-history workload of the state-size budget (issue 6):
+// This is the long-history workload of the state-size budget:
 // objects observed for weeks, the largest states the aggregator keeps.
 func History(rng *rand.Rand, class HistoryClass, name string, start time.Time, days float64, emit func(*records.Observation)) int {
 	span := days * 86400
