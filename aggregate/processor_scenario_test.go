@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ import (
 //	hold-commit / release-commit   block commits until released (or their
 //	                     context ends)
 //	fail-write [n=N] err=transient|closed      the next N sink writes fail
-//	reject topic=T       the sink rejects every message to topic T
+//	reject topic=T|(T,...)   the sink rejects every message to these topics
 //	checkpoint [p=N]     remember p's stored state
 //	lose-writes [p=N]    put p's stored state back to the checkpoint (a
 //	                     store that lost its latest writes)
@@ -65,8 +66,8 @@ import (
 //	cancel               cancel Run's context (SIGTERM)
 //	expect [p] [gen] key=value...   wait (at most 10s) until the state shows
 //	                     every key=value (keys: stored, epoch, position,
-//	                     committed, handler, run, or an output topic), then
-//	                     print it
+//	                     committed, waiting (in Fetch), handler, run, or an
+//	                     output topic), then print it
 //	state                print the state now
 func TestProcessorScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
@@ -214,10 +215,13 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 		s.sink.failWrites(n, err)
 		return "ok"
 	case "reject":
-		var topic string
-		d.ScanArgs(t, "topic", &topic)
+		arg, ok := d.Arg("topic")
+		if !ok {
+			t.Fatalf("%s: reject needs topic=", d.Pos)
+		}
+		topics := arg.Vals
 		s.sink.mem.RejectIf(func(m stream.Message) string {
-			if m.Topic == topic {
+			if slices.Contains(topics, m.Topic) {
 				return "MESSAGE_TOO_LARGE"
 			}
 			return ""
@@ -357,6 +361,7 @@ func (s *scenario) values(p int32, c *stream.MemoryClaim) map[string]string {
 		v["position"] = strconv.FormatInt(c.Position(), 10)
 		next, _ := c.Committed()
 		v["committed"] = strconv.FormatInt(next, 10)
+		v["waiting"] = strconv.FormatBool(c.Waiting())
 		v["handler"] = "running"
 		select {
 		case <-c.Done():
@@ -403,17 +408,20 @@ func (s *scenario) state(p int32) string {
 	return b.String()
 }
 
-// expect waits until every key=value argument holds, then prints the
-// state. For handler and run, the value may omit the "(result)".
+// expect waits until every key=value argument holds in 5 successive
+// looks 1ms apart (so that a passing state is not mistaken for the one
+// expected), then prints the state. For handler and run, the value may
+// omit the "(result)".
 func (s *scenario) expect(t *testing.T, d *datadriven.TestData, p int32) string {
 	var c *stream.MemoryClaim
 	if len(s.claims) > 0 {
 		c = s.claim(t, d, p)
 	}
 	deadline := time.Now().Add(10 * time.Second)
+	stable := 0
 	for {
 		v := s.values(p, c)
-		ok := true
+		var unmet []string
 		for _, a := range d.CmdArgs {
 			if a.Key == "p" || a.Key == "gen" {
 				continue
@@ -424,11 +432,19 @@ func (s *scenario) expect(t *testing.T, d *datadriven.TestData, p int32) string 
 				t.Fatalf("%s: unknown key %q", d.Pos, a.Key)
 			}
 			if got != want && !((a.Key == "handler" || a.Key == "run") && strings.HasPrefix(got, want+"(")) {
-				ok = false
+				unmet = append(unmet, fmt.Sprintf("%s=%s (is %s)", a.Key, want, got))
 			}
 		}
-		if ok || time.Now().After(deadline) {
+		if len(unmet) == 0 {
+			stable++
+		} else {
+			stable = 0
+		}
+		if stable == 5 {
 			return s.state(p)
+		}
+		if time.Now().After(deadline) {
+			return "timed out waiting for " + strings.Join(unmet, ", ") + "\n" + s.state(p)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -28,8 +28,8 @@ import (
 //     allowed with MemoryClaim.Allow. MemoryClaim.FailFetch makes the next
 //     Fetch fail with a given error.
 //   - MemoryClaim.Committed and WaitCommitted report what the handler
-//     passed to MarkCommitted; WaitIdle waits until the handler waits in
-//     Fetch with nothing to deliver.
+//     passed to MarkCommitted; Waiting tells, and WaitIdle waits until,
+//     the handler waits in Fetch with nothing to deliver.
 //
 // Assignments made before Run starts are started by Run. A handler error
 // wrapping ErrFatal stops Run, which returns it; other handler errors are
@@ -373,6 +373,14 @@ func (c *MemoryClaim) Position() int64 {
 	c.src.mu.Lock()
 	defer c.src.mu.Unlock()
 	return c.next
+}
+
+// Waiting reports whether the handler is waiting in Fetch with nothing to
+// deliver.
+func (c *MemoryClaim) Waiting() bool {
+	c.src.mu.Lock()
+	defer c.src.mu.Unlock()
+	return c.waiting && !c.ready()
 }
 
 // Revoke takes the partition away from this claim only: its context is
