@@ -146,6 +146,8 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 	}
 }
 
+// appendEstimates appends to out the change estimate (if change) and the
+// access estimate (if access) of object name, those it has, counting them.
 func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
 	if change {
 		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {

@@ -19,6 +19,17 @@ import (
 	"github.com/changerate/changerate/stream"
 )
 
+// The Processor's code, room by room:
+//
+//	config.go     Config, Model and AlertConfig: defaults and validation
+//	processor.go  Processor and Handle: claim, seek, the partition's loop
+//	              and its exits
+//	batch.go      one batch: decode → load → apply → encode
+//	inflight.go   batches in flight: submit, write and commit, reap and
+//	              drain, the idle check
+//	outputs.go    outputs: write, replace rejected ones by dead letters,
+//	              retry, final emission, encoding
+
 // Processor aggregates the partitions a stream.Source assigns to it. Its
 // Handle method is the Source's handler; handlers of different partitions
 // run concurrently and share nothing but the store, the sink and the
