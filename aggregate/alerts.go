@@ -314,7 +314,7 @@ var severityRank = map[string]int{records.SeverityMinor: 0, records.SeverityMajo
 // site, then object alerts by ascending q-value (stable).
 func groupSites(as []records.Alert, cfg *AlertConfig) []records.Alert {
 	sort.SliceStable(as, func(i, j int) bool { return *as[i].PAdjusted < *as[j].PAdjusted })
-	if cfg.SiteObjects == 0 {
+	if cfg.SiteObjects <= 0 { // 0 or ZeroCount: site alerts off
 		return as
 	}
 	type key struct{ site, kind, test string }
