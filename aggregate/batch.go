@@ -145,9 +145,10 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	if err := w.load(ctx, b); err != nil {
 		return nil, err
 	}
-	touchedSites := w.apply(b)
+	w.apply(b)
 	w.encodeStates(b, flush)
-	w.writeSites(b, touchedSites)
+	w.writeSites(b, w.touched)
+	clear(w.touched)
 	for j := range b.objs {
 		b.objs[j].e = nil
 	}
@@ -273,19 +274,21 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 
 // apply applies b's observations to their objects in order, marking the
 // objects dirty and their estimates due, and appends the access reports,
-// alerts and late records to b.out. It returns the sites whose state the
-// batch changed.
-func (w *worker) apply(b *batchWork) map[*siteEntry]string {
+// alerts and late records to b.out. It adds the sites whose state the batch
+// changed to w.touched.
+func (w *worker) apply(b *batchWork) {
 	p := w.p
 	var outcomes [len(outcomeNames)]int
-	touchedSites := map[*siteEntry]string{}
+	if w.touched == nil {
+		w.touched = map[*siteEntry]string{}
+	}
 	var reordered, dropped int
 	for i := range b.obs {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
 		oc, se := w.det.apply(pd.name, pd.e.obj, &b.obs[i], &w.effs)
 		if se != nil && (w.effs.Accesses || w.effs.Visits) {
-			touchedSites[se] = Site(pd.name)
+			w.touched[se] = Site(pd.name)
 		}
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++
@@ -327,7 +330,6 @@ func (w *worker) apply(b *batchWork) map[*siteEntry]string {
 	if dropped > 0 {
 		p.metrics.late.WithLabelValues("late_output").Add(float64(dropped))
 	}
-	return touchedSites
 }
 
 // encodeStates encodes the dirty objects' states into b.writes (and the

@@ -350,10 +350,11 @@ type worker struct {
 	inflight  []*flight    // oldest first
 	free      []*batchWork // recycled batches
 	evicted   map[string]evictedState
-	scratch   []byte     // encoding buffer
-	pools     *sitePools // per-site pooled priors (pooled.go)
-	final     bool       // emitFinal: the priors are already folded
-	det       *detector  // site profiles and the alert book (site.go, alerts.go)
+	scratch   []byte                // encoding buffer
+	pools     *sitePools            // per-site pooled priors (pooled.go)
+	final     bool                  // emitFinal: the priors are already folded
+	det       *detector             // site profiles and the alert book (site.go, alerts.go)
+	touched   map[*siteEntry]string // sites the batch being prepared changed, by host (apply → writeSites)
 	// storeMu serialises the partition's store calls (Get by the
 	// handler's goroutine, Commit by a batch's goroutine): the Store
 	// contract allows one call per partition at a time.
