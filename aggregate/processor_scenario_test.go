@@ -36,7 +36,7 @@ import (
 // of p):
 //
 //	processor [batch=N] [idle-check=D] [idle-release=D] [drain-timeout=D]
-//	          [takeover-delay=D] [reorder=D]
+//	          [takeover-delay=D] [reorder=D] [emit=final]
 //	                     create the Processor and start Run (durations: Go
 //	                     syntax, 0 for ZeroDuration; reorder: the reorder
 //	                     window, the buffer is off without it)
@@ -49,14 +49,18 @@ import (
 //	                     Store.Claim
 //	rebalance [p=N]      revoke p and assign it at the next generation
 //	revoke [p=N] [gen=G] revoke every claim of p, or only generation G
-//	fetch N [p] [gen]    let the claim fetch N more messages and wait until
-//	                     its handler waits for input again (or returned)
+//	fetch N [p] [gen] [nowait]   let the claim fetch N more messages and
+//	                     (unless nowait) wait until its handler waits for
+//	                     input again (or returned)
 //	fail-fetch [p] [gen] the claim's next Fetch fails (not a context error)
 //	seal [p=N]           end p's input: Fetch returns io.EOF at its end
 //	store-claim [p=N] gen=G   claim p in the store at epoch G (another owner)
 //	fail-commit [n=N] err=transient|mismatch   the next N commits fail
+//	fail-get             the next store read (Get) fails
 //	hold-commit / release-commit   block commits until released (or their
 //	                     context ends)
+//	hold-write / release-write   block sink writes until released (or
+//	                     their context ends)
 //	fail-write [n=N] err=transient|closed      the next N sink writes fail
 //	reject topic=T|(T,...)   the sink rejects every message to these topics
 //	checkpoint [p=N]     remember p's stored state
@@ -166,6 +170,9 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 		c := s.claim(t, d, p)
 		from := c.Position()
 		c.Allow(n)
+		if d.HasArg("nowait") {
+			return "ok"
+		}
 		s.waitIdle(t, c)
 		to := c.Position()
 		if to == from {
@@ -197,11 +204,20 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 		}
 		s.store.failCommits(n, err)
 		return "ok"
+	case "fail-get":
+		s.store.failGets(errors.New("redis: connection reset"))
+		return "ok"
 	case "hold-commit":
 		s.store.hold(true)
 		return "ok"
 	case "release-commit":
 		s.store.hold(false)
+		return "ok"
+	case "hold-write":
+		s.sink.hold(true)
+		return "ok"
+	case "release-write":
+		s.sink.hold(false)
 		return "ok"
 	case "fail-write":
 		n := 1
@@ -276,6 +292,10 @@ func (s *scenario) start(t *testing.T, d *datadriven.TestData) string {
 	dur("idle-release", &cfg.IdleRelease)
 	dur("drain-timeout", &cfg.DrainTimeout)
 	dur("takeover-delay", &cfg.TakeoverDelay)
+	if d.HasArg("emit") {
+		d.ScanArgs(t, "emit", &cfg.Emit)
+		cfg.CacheObjects, cfg.CacheBytes = Unbounded, Unbounded
+	}
 	if d.HasArg("reorder") {
 		cfg.DisableReorder = false
 		dur("reorder", &cfg.ReorderWindow)
@@ -458,6 +478,7 @@ type scriptStore struct {
 	mem     *state.Memory
 	fails   int
 	failErr error
+	getErr  error         // the next Get's error
 	held    chan struct{} // non-nil: commits wait until it is closed
 	nClaims int64
 	saved   map[state.Partition]state.PartitionSnapshot
@@ -478,6 +499,12 @@ func (s *scriptStore) failCommits(n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fails, s.failErr = n, err
+}
+
+func (s *scriptStore) failGets(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.getErr = err
 }
 
 func (s *scriptStore) hold(on bool) {
@@ -578,6 +605,13 @@ func (s *scriptStore) Takeover(ctx context.Context, p state.Partition, epoch int
 }
 
 func (s *scriptStore) Get(ctx context.Context, p state.Partition, objects []string, dst [][]byte) ([][]byte, error) {
+	s.mu.Lock()
+	err := s.getErr
+	s.getErr = nil
+	s.mu.Unlock()
+	if err != nil {
+		return dst, err
+	}
 	return s.Memory().Get(ctx, p, objects, dst)
 }
 
@@ -606,12 +640,25 @@ func (s *scriptStore) Commit(ctx context.Context, p state.Partition, epoch, from
 func (s *scriptStore) Close() error { return nil }
 
 // scriptSink is a stream.Sink double: a stream.MemorySink (which can
-// reject messages) with scripted write failures.
+// reject messages) with scripted write failures and held writes.
 type scriptSink struct {
 	mem     *stream.MemorySink
 	mu      sync.Mutex
 	fails   int
 	failErr error
+	held    chan struct{} // non-nil: writes wait until it is closed
+}
+
+func (s *scriptSink) hold(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && s.held == nil:
+		s.held = make(chan struct{})
+	case !on && s.held != nil:
+		close(s.held)
+		s.held = nil
+	}
 }
 
 func (s *scriptSink) failWrites(n int, err error) {
@@ -622,6 +669,15 @@ func (s *scriptSink) failWrites(n int, err error) {
 
 func (s *scriptSink) Write(ctx context.Context, msgs ...stream.Message) error {
 	s.mu.Lock()
+	if held := s.held; held != nil {
+		s.mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	if s.fails > 0 {
 		s.fails--
 		err := s.failErr
