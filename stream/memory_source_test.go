@@ -291,3 +291,47 @@ func TestMemorySourceAssignBeforeRun(t *testing.T) {
 		t.Fatal("Run returned before the handler")
 	}
 }
+
+// ExampleMemorySource scripts a partition's life: appends, an assignment
+// at generation 3, a stepped fetch and a rebalance to generation 4.
+func ExampleMemorySource() {
+	src := NewMemorySource()
+	src.SetStepped(true)
+	src.Append("observations", 0, Message{Value: []byte("a")}, Message{Value: []byte("b")})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- src.Run(ctx, func(ctx context.Context, c Claim) error {
+			if err := c.SeekTo(0); err != nil {
+				return err
+			}
+			for {
+				msgs, err := c.Fetch(ctx, 10)
+				if err != nil {
+					fmt.Printf("generation %d: %v\n", c.Generation(), err)
+					return nil
+				}
+				for _, m := range msgs {
+					fmt.Printf("generation %d: offset %d %s\n", c.Generation(), m.Offset, m.Value)
+				}
+				c.MarkCommitted(msgs[len(msgs)-1].Offset + 1)
+			}
+		})
+	}()
+	c := src.Assign("observations", 0, 3)
+	c.Allow(1)
+	_ = c.WaitCommitted(ctx, 1)
+	_ = c.WaitIdle(ctx)
+	next := src.Rebalance("observations", 0)
+	<-c.Done()
+	next.Allow(2)
+	_ = next.WaitCommitted(ctx, 2)
+	stop()
+	<-done
+	// Output:
+	// generation 3: offset 0 a
+	// generation 3: stream: fetch observations/0 generation 3: stream: partition revoked
+	// generation 4: offset 0 a
+	// generation 4: offset 1 b
+	// generation 4: context canceled
+}
