@@ -79,7 +79,7 @@ func runObservations(obs []records.Observation, m *Model) []records.Alert {
 func beforeModel() Model {
 	m := DefaultModel()
 	m.Seasonal.LearningPeriod = windows.SeasonalOff
-	m.Alerts = AlertConfig{Period: time.Hour, FDR: 1, MinRatio: 1, MinEvents: 0, SiteObjects: 0, SiteTop: 1, MaxPending: 1 << 30}
+	m.Alerts = AlertConfig{Period: time.Hour, FDR: 1, MinRatio: 1, MinEvents: ZeroCount, SiteObjects: ZeroCount, SiteTop: 1, MaxPending: 1 << 30}
 	return m
 }
 

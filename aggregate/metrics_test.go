@@ -125,7 +125,7 @@ func TestPartitionSeries(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	cfg := DefaultConfig()
-	cfg.IdleCheck = 0
+	cfg.IdleCheck = ZeroDuration
 	p, err := NewProcessor(cfg, newMemory(t), stream.NewMemorySink(), slog.New(slog.DiscardHandler), reg, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)

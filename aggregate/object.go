@@ -147,21 +147,24 @@ func (e *Effects) Reset() {
 	e.Visits, e.Accesses, e.Due = false, false, false
 }
 
-// Model holds the configuration Apply and the estimate builders need.
+// Model holds the configuration Apply and the estimate builders need. The
+// zero value of every field means its documented default (see
+// WithDefaults).
 type Model struct {
 	// LateTolerance is the allowed lateness: the Processor's reorder buffer
 	// holds observations this long in event time to apply them in order
 	// (reorder.go), and Apply applies an observation up to this much older
 	// than the object's latest at the latest time; an older one is Late
-	// (not applied; the Processor writes it to the late output). Default 1h.
+	// (not applied; the Processor writes it to the late output).
+	// ZeroDuration allows no lateness. Default 1h.
 	LateTolerance time.Duration
 	// ReportPeriod is the access reporting period. Default 1h.
 	ReportPeriod time.Duration
 	// EmitInterval is the least event time between two publications of an
 	// object's estimate in EmitUpdate mode: an estimate is published after a
 	// batch when one of the object's observations in it came at least this
-	// long after the previous publication. 0 publishes after every batch.
-	// Default 10m.
+	// long after the previous publication. ZeroDuration publishes after
+	// every batch. Default 10m.
 	EmitInterval time.Duration
 	// PStale is the target probability that a cached copy served within
 	// its TTL is stale; the TTL of an estimate is chosen for it. Default 0.1.
@@ -183,52 +186,6 @@ type Model struct {
 	// multiple-testing adjustment (alerts.go).
 	Seasonal windows.SeasonalConfig
 	Alerts   AlertConfig
-}
-
-// DefaultModel returns the documented defaults.
-func DefaultModel() Model {
-	return Model{
-		LateTolerance: time.Hour,
-		ReportPeriod:  time.Hour,
-		PStale:        0.1,
-		EmitInterval:  10 * time.Minute,
-		Estimators:    estimators.DefaultConfig(),
-		Windows:       windows.DefaultConfig(),
-		Seasonal:      windows.DefaultSeasonalConfig(),
-		Alerts:        DefaultAlertConfig(),
-	}
-}
-
-// Validate checks m; errors name the field.
-func (m *Model) Validate() error {
-	if m.LateTolerance < 0 {
-		return fmt.Errorf("aggregate: LateTolerance must not be negative, got %s", m.LateTolerance)
-	}
-	if m.EmitInterval < 0 {
-		return fmt.Errorf("aggregate: EmitInterval must not be negative, got %s", m.EmitInterval)
-	}
-	if m.ReportPeriod < time.Second {
-		return fmt.Errorf("aggregate: ReportPeriod must be at least 1s, got %s", m.ReportPeriod)
-	}
-	if m.PoolSites < 0 {
-		return fmt.Errorf("aggregate: PoolSites must not be negative, got %d", m.PoolSites)
-	}
-	if !(m.PStale > 0 && m.PStale < 1) {
-		return fmt.Errorf("aggregate: PStale must be in (0,1), got %g", m.PStale)
-	}
-	if err := m.Estimators.Validate(); err != nil {
-		return fmt.Errorf("aggregate: estimators: %w", err)
-	}
-	if err := m.Windows.Validate(); err != nil {
-		return fmt.Errorf("aggregate: windows: %w", err)
-	}
-	if err := m.Seasonal.Validate(); err != nil {
-		return fmt.Errorf("aggregate: seasonal: %w", err)
-	}
-	if err := m.Alerts.Validate(); err != nil {
-		return err
-	}
-	return nil
 }
 
 // hash32 is FNV-1a, 32 bits, never 0 (0 means "none").

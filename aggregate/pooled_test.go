@@ -60,7 +60,7 @@ func slowSiteLog(seed uint64, n, days int) ([]byte, map[string]float64) {
 func TestPooledPublished(t *testing.T) {
 	in, truth := slowSiteLog(5, 300, 40)
 	cfg := DefaultConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
 	cfg.Model.PoolSites, cfg.Model.PublishPooled = SuggestedPoolSites, true
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
@@ -143,7 +143,7 @@ func TestSitePoolsBounded(t *testing.T) {
 func TestPooledNotPublishedByDefault(t *testing.T) {
 	in, _ := slowSiteLog(6, 100, 40)
 	cfg := DefaultConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
 	cfg.Model.PoolSites = SuggestedPoolSites
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)

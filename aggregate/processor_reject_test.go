@@ -97,7 +97,7 @@ func rejectConfig() Config {
 	cfg := DefaultConfig()
 	cfg.BatchSize = 2
 	cfg.DisableReorder = true // batch mechanics: each batch applies its own observations
-	cfg.Model.EmitInterval = 0
+	cfg.Model.EmitInterval = ZeroDuration
 	cfg.RetryBackoff = time.Millisecond
 	return cfg
 }
@@ -339,7 +339,7 @@ func TestRejectedDeadLetterStopsPartition(t *testing.T) {
 // is dead-lettered at "topic/partition@final" and the others are written.
 func TestRejectedFinalEstimate(t *testing.T) {
 	cfg := rejectConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
 	mem := stream.NewMemorySink()
 	mem.RejectIf(rejectKey)
 	p, _ := newRejectProcessor(t, cfg, newMemory(t), mem)

@@ -13,7 +13,7 @@ import (
 	"github.com/changerate/changerate/stream"
 )
 
-// State loss (issue 18): a Redis restarted without persistence (or
+// State loss: a Redis restarted without persistence (or
 // flushed, or evicting) comes back without the partitions' offsets. A
 // handler whose Claim finds no stored offset would then start from the
 // earliest retained input, silently: objects get the estimates of a

@@ -99,7 +99,7 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
-	cfg.Model.EmitInterval = 0 // publish after every batch: the last record is the current estimate
+	cfg.Model.EmitInterval = aggregate.ZeroDuration // publish after every batch: the last record is the current estimate
 	cfg.BatchSize = 2000
 	// The workload has no daily cycle: a flat baseline (no seasonal
 	// learning) keeps the detector to the one tenfold rise that the

@@ -28,8 +28,8 @@ import (
 //     allowed with MemoryClaim.Allow. MemoryClaim.FailFetch makes the next
 //     Fetch fail with a given error.
 //   - MemoryClaim.Committed and WaitCommitted report what the handler
-//     passed to MarkCommitted; WaitIdle waits until the handler waits in
-//     Fetch with nothing to deliver.
+//     passed to MarkCommitted; Waiting tells, and WaitIdle waits until,
+//     the handler waits in Fetch with nothing to deliver.
 //
 // Assignments made before Run starts are started by Run. A handler error
 // wrapping ErrFatal stops Run, which returns it; other handler errors are
@@ -194,6 +194,12 @@ func (s *MemorySource) start(c *MemoryClaim) {
 		defer r.wg.Done()
 		defer stop()
 		err := r.handle(c.ctx, c)
+		if errors.Is(err, ErrFatal) {
+			select {
+			case r.fatal <- err:
+			default:
+			}
+		}
 		s.mu.Lock()
 		c.err = err
 		c.returned = true
@@ -201,20 +207,13 @@ func (s *MemorySource) start(c *MemoryClaim) {
 		close(c.done)
 		s.broadcast()
 		s.mu.Unlock()
-		if errors.Is(err, ErrFatal) {
-			select {
-			case r.fatal <- err:
-			default:
-			}
-		}
 	}()
 }
 
 // Run implements Source: it calls handle for every assignment, each in its
 // own goroutine, until ctx is done or a handler fails with an error
 // wrapping ErrFatal; it then cancels every claim's context, waits for the
-// handlers to return and returns ctx's error (nil if ctx was cancelled)
-// or the fatal error.
+// handlers to return and returns the first fatal error, if any, else nil.
 func (s *MemorySource) Run(ctx context.Context, handle func(ctx context.Context, c Claim) error) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -237,6 +236,12 @@ func (s *MemorySource) Run(ctx context.Context, handle func(ctx context.Context,
 	}
 	cancel()
 	r.wg.Wait()
+	if err == nil {
+		select {
+		case err = <-r.fatal: // a handler failed while ctx was ending
+		default:
+		}
+	}
 	s.mu.Lock()
 	s.run = nil
 	s.mu.Unlock()
@@ -373,6 +378,14 @@ func (c *MemoryClaim) Position() int64 {
 	c.src.mu.Lock()
 	defer c.src.mu.Unlock()
 	return c.next
+}
+
+// Waiting reports whether the handler is waiting in Fetch with nothing to
+// deliver.
+func (c *MemoryClaim) Waiting() bool {
+	c.src.mu.Lock()
+	defer c.src.mu.Unlock()
+	return c.waiting && !c.ready()
 }
 
 // Revoke takes the partition away from this claim only: its context is

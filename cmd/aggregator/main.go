@@ -272,17 +272,17 @@ func (c *config) processorConfig() aggregate.Config {
 	pc := aggregateDefaults()
 	pc.BatchSize = c.BatchSize
 	pc.Emit = c.Emit
-	pc.CacheObjects = c.CacheObjects
-	pc.CacheBytes = int64(c.CacheBytes)
+	pc.CacheObjects = explicitZero(c.CacheObjects, aggregate.Unbounded)
+	pc.CacheBytes = explicitZero(int64(c.CacheBytes), aggregate.Unbounded)
 	if c.Emit == aggregate.EmitFinal {
-		pc.CacheObjects, pc.CacheBytes = 0, 0
+		pc.CacheObjects, pc.CacheBytes = aggregate.Unbounded, aggregate.Unbounded
 	}
-	pc.Model.LateTolerance = c.LateTolerance
+	pc.Model.LateTolerance = explicitZero(c.LateTolerance, aggregate.ZeroDuration)
 	pc.Model.ReportPeriod = c.ReportPeriod
 	pc.Model.PStale = c.PStale
 	pc.Model.PoolSites = c.PoolSites
 	pc.Model.PublishPooled = c.PoolPublish
-	pc.Model.EmitInterval = c.EmitInterval
+	pc.Model.EmitInterval = explicitZero(c.EmitInterval, aggregate.ZeroDuration)
 	pc.Model.Estimators.MinInterval, pc.Model.Estimators.MaxInterval = c.MinRevisit.Seconds(), c.MaxRevisit.Seconds()
 	pc.Model.Seasonal.LearningPeriod = c.SeasonalLearning
 	if c.SeasonalLearning == 0 { // the option's 0 disables seasonal baselines
@@ -296,22 +296,31 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.Alerts.Period = c.AlertPeriod
 	pc.Model.Alerts.FDR = c.AlertFDR
 	pc.Model.Alerts.MinRatio = c.AlertMinRatio
-	pc.Model.Alerts.MinEvents = c.AlertMinEvents
-	pc.Model.Alerts.SiteObjects = c.AlertSiteObjects
+	pc.Model.Alerts.MinEvents = explicitZero(c.AlertMinEvents, aggregate.ZeroCount)
+	pc.Model.Alerts.SiteObjects = explicitZero(c.AlertSiteObjects, aggregate.ZeroCount)
 	pc.Model.Alerts.SiteTop = c.AlertSiteTop
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.Topics.DeadLetter
 	pc.LateTopic = c.TopicLate
 	pc.DrainTimeout = c.DrainTimeout
-	pc.TakeoverDelay = c.TakeoverDelay
-	pc.IdleCheck = c.IdleCheck
-	pc.IdleRelease = c.IdleRelease
-	pc.ReorderWindow = c.ReorderWindow
+	pc.TakeoverDelay = explicitZero(c.TakeoverDelay, aggregate.ZeroDuration)
+	pc.IdleCheck = explicitZero(c.IdleCheck, aggregate.ZeroDuration)
+	pc.IdleRelease = explicitZero(c.IdleRelease, aggregate.ZeroDuration)
+	pc.ReorderWindow = explicitZero(c.ReorderWindow, aggregate.ZeroDuration)
 	// Filter mode sorts its input by event time first: the reorder buffer
 	// would only hold (in memory) what is already in order.
 	pc.DisableReorder = c.In != "" && c.Sort
 	pc.OnStateLoss = c.OnStateLoss
 	return pc
+}
+
+// explicitZero maps an option's 0, a meaningful setting on the command
+// line, onto aggregate's sentinel for it (aggregate reads 0 as "default").
+func explicitZero[T ~int | ~int64](v, sentinel T) T {
+	if v == 0 {
+		return sentinel
+	}
+	return v
 }
 
 // kafkaConfig is the Kafka configuration of the consumer and of the sink.

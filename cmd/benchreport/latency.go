@@ -69,6 +69,9 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 	t := topicsFor(name)
 	cfg.EstimatesTopic, cfg.AccessReportsTopic, cfg.AlertsTopic, cfg.DeadLetterTopic = t.estimates, t.reports, t.alerts, t.dead
 	cfg.Model.EmitInterval = emit
+	if emit == 0 {
+		cfg.Model.EmitInterval = aggregate.ZeroDuration
+	}
 	proc, err := aggregate.NewProcessor(cfg, store, sink, slog.New(slog.DiscardHandler), reg, time.Now)
 	if err != nil {
 		return res, err

@@ -1,0 +1,369 @@
+package aggregate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
+)
+
+// The batch pipeline. prepare turns one fetched batch of messages into a
+// batchWork in four steps, each a function of its own, all on the
+// handler's goroutine:
+//
+//	decode: messages → observations in application order (reorder buffer);
+//	        undecodable ones become dead letters
+//	load:   group the observations by object and bring each object's
+//	        latest state into the cache (batches in flight, cache, store)
+//	apply:  apply the observations to their objects in order, collecting
+//	        access reports, alerts and late records
+//	encode: encode the changed states (the store writes) and the due
+//	        estimates
+//
+// The batchWork is then submitted (inflight.go) to be written and
+// committed.
+
+// evictedState is an uncommitted state evicted from the cache.
+type evictedState struct {
+	seq uint64
+	enc []byte
+}
+
+// pending is one object of a batch: its cache entry, worked on in place.
+type pending struct {
+	name   string
+	e      *entry // valid during prepare only
+	visits bool   // the batch applied visits
+	access bool   // the batch applied accesses
+	due    bool   // the estimate is due for publication
+	dirty  bool   // the state changed and must be written
+}
+
+// batchWork is one prepared batch: its objects' new states, the outputs
+// and the state writes. It is immutable once submitted, until recycled.
+type batchWork struct {
+	seq      uint64
+	from, to int64
+	first    int64 // offset of the first input message
+	n        int   // input messages
+	start    time.Time
+	obs      []records.Observation
+	seen     int64   // latest event time read so far on the partition (Unix ms; held ones included), 0: none
+	offs     []int64 // input offset of each of obs
+	order    []int32 // per decoded observation: index into objs
+	idx      map[string]int32
+	objs     []pending
+	misses   []string
+	missIdx  []int32
+	vals     [][]byte
+	out      []stream.Message
+	writes   []state.Write
+	enc      []byte // slab of the encoded states
+	ends     []int  // end of each write's value in enc
+}
+
+func (w *worker) newBatch() *batchWork {
+	if n := len(w.free); n > 0 {
+		b := w.free[n-1]
+		w.free = w.free[:n-1]
+		return b
+	}
+	return &batchWork{idx: map[string]int32{}}
+}
+
+// recycle returns b for reuse, dropping references to large data.
+func (w *worker) recycle(b *batchWork) {
+	clear(b.obs)
+	clear(b.objs)
+	clear(b.misses)
+	clear(b.vals)
+	clear(b.out)
+	clear(b.writes)
+	clear(b.idx)
+	b.offs = b.offs[:0]
+	b.obs, b.order, b.objs, b.misses, b.missIdx, b.vals = b.obs[:0], b.order[:0], b.objs[:0], b.misses[:0], b.missIdx[:0], b.vals[:0]
+	b.out, b.writes, b.enc, b.ends = b.out[:0], b.writes[:0], b.enc[:0], b.ends[:0]
+	w.free = append(w.free, b)
+}
+
+// lookup returns the cache entry holding the latest state of name,
+// bringing an evicted uncommitted state back into the cache. ok is false if
+// the store must be read.
+func (w *worker) lookup(name string) (*entry, bool) {
+	if e, ok := w.cache.entry(name); ok {
+		return e, true
+	}
+	if len(w.evicted) > 0 {
+		if ev, ok := w.evicted[name]; ok {
+			delete(w.evicted, name)
+			e := w.cache.add(name)
+			e.seq = ev.seq
+			w.cache.setEnc(e, ev.enc)
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// trimCache applies the cache limit after a batch, keeping evicted
+// uncommitted states until their batch is committed.
+func (w *worker) trimCache() {
+	w.cache.trim(func(e *entry) {
+		if e.seq > w.committed {
+			if w.evicted == nil {
+				w.evicted = map[string]evictedState{}
+			}
+			w.evicted[e.name] = evictedState{seq: e.seq, enc: e.enc}
+		}
+	})
+}
+
+// prepare decodes msgs (one partition, offset order), applies them and
+// encodes the batch's outputs and states. msgs empty means the input ended
+// or went idle: the whole reorder buffer is released. It fails only if the
+// store cannot be read.
+func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork, error) {
+	b := w.newBatch()
+	b.start = time.Now()
+	w.p.metrics.batchSize.Observe(float64(len(msgs)))
+	flush := len(msgs) == 0
+	b.from, b.to, b.n = w.from, w.from, 0
+	b.first = w.from
+	if !flush {
+		b.to = max(w.from, msgs[len(msgs)-1].Offset+1)
+	}
+	w.seq++
+	b.seq = w.seq
+
+	w.decode(b, msgs, flush)
+	if err := w.load(ctx, b); err != nil {
+		return nil, err
+	}
+	w.apply(b)
+	w.encodeStates(b, flush)
+	w.writeSites(b, w.touched)
+	clear(w.touched)
+	for j := range b.objs {
+		b.objs[j].e = nil
+	}
+	w.trimCache()
+	w.from = b.to
+	w.gauges.held.Set(float64(w.rb.len()))
+	return b, nil
+}
+
+// decode appends to b.obs (with their offsets in b.offs) the observations
+// of msgs to apply now, in order: those behind the watermark at once, the
+// others through the reorder buffer, which after each message releases
+// those the watermark passed in event-time order (reorder.go); with flush
+// it releases everything it holds. Messages re-read after a restart only
+// refill the buffer. An undecodable message becomes a dead letter in b.out.
+func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
+	p := w.p
+	first := true
+	for i := range msgs {
+		if w.rb.replaying(msgs[i].Offset) {
+			if o, err := records.DecodeObservation(msgs[i].Value); err == nil {
+				w.rb.refill(&o, msgs[i].Offset)
+			}
+			continue
+		}
+		if first {
+			first = false
+			b.first = msgs[i].Offset
+			w.rb.setLateness(p.cfg.ReorderWindow)
+		}
+		b.n++
+		p.stats.messages.Add(1)
+		o, err := records.DecodeObservation(msgs[i].Value)
+		if err != nil {
+			p.metrics.deadLetters.WithLabelValues("decode").Inc()
+			p.stats.rejected.Add(1)
+			dl := records.NewDeadLetter(p.now(), "aggregator", msgs[i].Topic,
+				w.pos+strconv.FormatInt(msgs[i].Offset, 10), "decode", err, msgs[i].Value)
+			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
+			continue
+		}
+		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
+		p.stats.observations.Add(1)
+		t := o.Time.UnixMilli()
+		if w.rb.hasMax && t < w.rb.maxSeen {
+			p.stats.reordered.Add(1)
+			p.metrics.late.WithLabelValues("reordered").Inc()
+		}
+		if w.rb.late(t) {
+			// Behind the watermark: applied at once, in arrival order; its
+			// object decides (Object.Apply) whether it is still in time.
+			b.obs = append(b.obs, o)
+			b.offs = append(b.offs, msgs[i].Offset)
+		} else {
+			w.rb.push(&o, msgs[i].Offset)
+		}
+		b.obs, b.offs = w.rb.release(b.obs, b.offs, false)
+	}
+	b.obs, b.offs = w.rb.release(b.obs, b.offs, flush)
+	b.seen = 0
+	if w.rb.hasMax {
+		b.seen = w.rb.maxSeen
+	}
+}
+
+// load groups b's observations by object (b.objs, each object's order
+// kept in b.order) and points each object at the cache entry holding its
+// latest state: from the batches in flight or the cache first, then with
+// one store read for the misses, and the sites' states (site.go).
+func (w *worker) load(ctx context.Context, b *batchWork) error {
+	p := w.p
+	for i := range b.obs {
+		o := &b.obs[i]
+		j, ok := b.idx[o.Object]
+		if !ok {
+			j = int32(len(b.objs))
+			b.idx[o.Object] = j
+			b.objs = append(b.objs, pending{name: o.Object})
+		}
+		b.order = append(b.order, j)
+	}
+	var hits int
+	for j := range b.objs {
+		pd := &b.objs[j]
+		if e, ok := w.lookup(pd.name); ok {
+			pd.e = e
+			hits++
+			if _, err := w.cache.load(e); err != nil {
+				w.corrupt(pd.name, err)
+			}
+			continue
+		}
+		b.misses = append(b.misses, pd.name)
+		b.missIdx = append(b.missIdx, int32(j))
+	}
+	p.metrics.cache.WithLabelValues("hit").Add(float64(hits))
+	p.metrics.cache.WithLabelValues("miss").Add(float64(len(b.misses)))
+	if len(b.misses) > 0 {
+		t0 := time.Now()
+		w.storeMu.Lock()
+		vals, err := p.store.Get(ctx, w.part, b.misses, b.vals[:0])
+		w.storeMu.Unlock()
+		b.vals = vals
+		p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+		if err != nil {
+			return fmt.Errorf("aggregate: load %d objects of %s/%d: %w", len(b.misses), w.part.Topic, w.part.ID, err)
+		}
+		for k, v := range vals {
+			pd := &b.objs[b.missIdx[k]]
+			pd.e = w.cache.add(pd.name)
+			if v == nil {
+				p.stats.objects.Add(1)
+			} else {
+				w.cache.setEnc(pd.e, bytes.Clone(v))
+			}
+			if _, err := w.cache.load(pd.e); err != nil {
+				w.corrupt(pd.name, err)
+			}
+		}
+	}
+	return w.loadSites(ctx, b)
+}
+
+// apply applies b's observations to their objects in order, marking the
+// objects dirty and their estimates due, and appends the access reports,
+// alerts and late records to b.out. It adds the sites whose state the batch
+// changed to w.touched.
+func (w *worker) apply(b *batchWork) {
+	p := w.p
+	var outcomes [len(outcomeNames)]int
+	if w.touched == nil {
+		w.touched = map[*siteEntry]string{}
+	}
+	var reordered, dropped int
+	for i := range b.obs {
+		pd := &b.objs[b.order[i]]
+		w.effs.Reset()
+		oc, se := w.det.apply(pd.name, pd.e.obj, &b.obs[i], &w.effs)
+		if se != nil && (w.effs.Accesses || w.effs.Visits) {
+			w.touched[se] = Site(pd.name)
+		}
+		if int(oc) < len(outcomes) {
+			outcomes[oc]++
+		} else {
+			p.metrics.outcomes.WithLabelValues(oc.String()).Inc()
+		}
+		if w.effs.Reordered > 0 {
+			reordered++
+		}
+		if oc == Late {
+			// Older than its object's latest observation by more than the
+			// allowed lateness: not applied, written to the late output.
+			dropped++
+			pos := w.pos + strconv.FormatInt(b.offs[i], 10)
+			in, _ := json.Marshal(&b.obs[i])
+			b.out = append(b.out, w.encode(p.cfg.LateTopic, pd.name, lateRecord(p.now(), pos, &b.obs[i], pd.e.obj.LastTime(), p.cfg.Model.LateTolerance, in)))
+		}
+		if oc == Duplicate || oc == Late {
+			continue
+		}
+		pd.dirty = true
+		pd.visits = pd.visits || w.effs.Visits
+		pd.access = pd.access || w.effs.Accesses
+		pd.due = pd.due || w.effs.Due
+		b.out = w.appendAlerts(b.out)
+		for _, per := range w.effs.Periods {
+			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
+		}
+	}
+	p.stats.countOutcomes(outcomes[:])
+	for oc, n := range outcomes {
+		if n > 0 && Outcome(oc) != Late { // counted as late_events_total{action="late_output"}
+			p.metrics.outcomes.WithLabelValues(Outcome(oc).String()).Add(float64(n))
+		}
+	}
+	if reordered > 0 {
+		p.metrics.late.WithLabelValues("applied_at_latest").Add(float64(reordered))
+	}
+	if dropped > 0 {
+		p.metrics.late.WithLabelValues("late_output").Add(float64(dropped))
+	}
+}
+
+// encodeStates encodes the dirty objects' states into b.writes (and the
+// cache) and appends their due estimates (EmitUpdate) to b.out; a clean
+// object's entry is released. The reorder buffer's position is committed
+// with the states (reorder.go). The states share one slab; each value is
+// capped so that appending to one cannot clobber the next.
+func (w *worker) encodeStates(b *batchWork, flush bool) {
+	p := w.p
+	for j := range b.objs {
+		pd := &b.objs[j]
+		if !pd.dirty {
+			w.cache.release(pd.e)
+			continue
+		}
+		pd.e.seq = b.seq
+		if p.cfg.Emit == EmitUpdate && pd.due {
+			b.out = w.appendEstimates(b.out, pd.name, pd.e.obj, pd.visits, pd.access)
+		}
+		start := len(b.enc)
+		b.enc = pd.e.obj.AppendBinary(b.enc)
+		w.cache.store(pd.e, b.enc[start:])
+		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
+		b.writes = append(b.writes, state.Write{Object: pd.name})
+		b.ends = append(b.ends, len(b.enc))
+	}
+	if pos := w.rb.position(b.to); pos != nil && (b.to > b.from || flush) {
+		b.enc = append(b.enc, pos...)
+		b.writes = append(b.writes, state.Write{Object: reorderObject})
+		b.ends = append(b.ends, len(b.enc))
+	}
+	start := 0
+	for k, end := range b.ends {
+		b.writes[k].Value = b.enc[start:end:end]
+		start = end
+	}
+}

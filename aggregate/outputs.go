@@ -1,0 +1,241 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/changerate/changerate/internal/backoff"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
+)
+
+// ReasonOutputRejected is the dead-letter reason of an output record that
+// the sink refused permanently (stream.ErrRejected): the dead letter takes
+// its place, naming the output's topic (as Format), key, size and the
+// sink's reason.
+const ReasonOutputRejected = "output_rejected"
+
+// maxRejectedShown caps the bytes of a rejected output's key and value
+// copied into its dead letter, so that the dead letter stays small.
+const maxRejectedShown = 1024
+
+// batchPosition locates b's input for dead letters of its outputs:
+// "topic/partition@first-last" (inclusive), or "@offset" for one message.
+func (w *worker) batchPosition(b *batchWork) string {
+	last := b.to - 1
+	if b.first == last {
+		return w.pos + strconv.FormatInt(last, 10)
+	}
+	return w.pos + strconv.FormatInt(b.first, 10) + "-" + strconv.FormatInt(last, 10)
+}
+
+// writeOutputs writes out to the sink, retrying transient errors if retry
+// is set. Outputs the sink rejects permanently (stream.ErrRejected) are
+// replaced by dead letters with reason ReasonOutputRejected, located at
+// position, which are then written (retried likewise); the other outputs
+// were written, so nothing is lost and the batch may be committed. A
+// rejected dead letter, whether an input's or a rejected output's, cannot
+// be replaced: writeOutputs then returns an error wrapping both
+// stream.ErrRejected and stream.ErrFatal, which stops the partition (and
+// the Source) rather than skip the record or retry it forever.
+func (w *worker) writeOutputs(ctx context.Context, out []stream.Message, position string, retry bool) error {
+	p := w.p
+	attempt := func(what string, f func() error) error {
+		if retry {
+			return w.retry(ctx, what, f)
+		}
+		return f()
+	}
+	err := attempt("write outputs", func() error {
+		t0 := time.Now()
+		err := p.sink.Write(ctx, out...)
+		p.metrics.sinkLatency.Observe(time.Since(t0).Seconds())
+		return err
+	})
+	var rej *stream.RejectedError
+	if !errors.As(err, &rej) {
+		if err == nil {
+			p.metrics.outputs.Add(float64(len(out)))
+		}
+		return err
+	}
+	dls, err := w.replaceRejected(out, rej, position)
+	if err != nil {
+		return err
+	}
+	p.metrics.outputs.Add(float64(len(out) - len(dls)))
+	err = attempt("write dead letters", func() error { return p.sink.Write(ctx, dls...) })
+	if errors.As(err, &rej) {
+		for _, r := range rej.Rejected {
+			topic := p.cfg.DeadLetterTopic
+			if r.Index >= 0 && r.Index < len(dls) {
+				topic = dls[r.Index].Topic
+			}
+			p.metrics.rejected.WithLabelValues(topic, r.Reason).Inc()
+		}
+		w.log.Error("dead letters of rejected outputs were rejected too; stopping the partition", "dead_letters", len(dls), "err", err)
+		return fmt.Errorf("aggregate: %s/%d: writing the dead letters of %d rejected outputs: %w: %w", w.part.Topic, w.part.ID, len(dls), err, stream.ErrFatal)
+	}
+	if err != nil {
+		return fmt.Errorf("aggregate: %s/%d: writing the dead letters of %d rejected outputs: %w", w.part.Topic, w.part.ID, len(dls), err)
+	}
+	p.metrics.outputs.Add(float64(len(dls)))
+	p.metrics.deadLetters.WithLabelValues(ReasonOutputRejected).Add(float64(len(dls)))
+	return nil
+}
+
+// replaceRejected returns the dead letters replacing the outputs rej
+// lists, counting and logging each. It fails (wrapping stream.ErrFatal) if
+// a rejected output is itself a dead letter or rej does not index out.
+func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError, position string) ([]stream.Message, error) {
+	p := w.p
+	dls := make([]stream.Message, 0, len(rej.Rejected))
+	for _, r := range rej.Rejected {
+		if r.Index < 0 || r.Index >= len(out) {
+			return nil, fmt.Errorf("aggregate: %s/%d: the sink rejected message %d of a write of %d: %w: %w", w.part.Topic, w.part.ID, r.Index, len(out), rej, stream.ErrFatal)
+		}
+		m := &out[r.Index]
+		p.metrics.rejected.WithLabelValues(m.Topic, r.Reason).Inc()
+		key, value := m.Key, m.Value
+		if len(key) > maxRejectedShown {
+			key = key[:maxRejectedShown]
+		}
+		if len(value) > maxRejectedShown {
+			value = value[:maxRejectedShown]
+		}
+		if m.Topic == p.cfg.DeadLetterTopic {
+			w.log.Error("dead letter rejected by the sink; stopping the partition", "key", string(key), "bytes", len(m.Value), "reason", r.Reason, "err", r.Err)
+			return nil, fmt.Errorf("aggregate: %s/%d: dead letter %q (%d bytes) rejected by the sink (%s): %w: %w", w.part.Topic, w.part.ID, key, len(m.Value), r.Reason, rej, stream.ErrFatal)
+		}
+		w.log.Error("output rejected by the sink; writing a dead letter instead", "output_topic", m.Topic, "key", string(key),
+			"bytes", len(m.Value), "reason", r.Reason, "position", position, "err", r.Err)
+		cause := fmt.Errorf("aggregate: output to topic %s with key %q (value of %d bytes) rejected by the sink (%s): %w", m.Topic, key, len(m.Value), r.Reason, r.Err)
+		dl := records.NewDeadLetter(p.now(), "aggregator", m.Topic, position, ReasonOutputRejected, cause, value)
+		dls = append(dls, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
+	}
+	return dls, nil
+}
+
+// retry runs f until it succeeds, fails with a fencing error or a permanent
+// rejection (stream.ErrRejected), or ctx ends.
+func (w *worker) retry(ctx context.Context, what string, f func() error) error {
+	wait := backoff.New(w.p.cfg.RetryBackoff, 30*time.Second) // exponential with jitter
+	for {
+		err := f()
+		if err == nil || errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) ||
+			errors.Is(err, stream.ErrRejected) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d := wait.Next()
+		w.log.Warn("retrying", "op", what, "err", err, "backoff", d)
+		w.p.metrics.retries.WithLabelValues(what).Inc()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// appendEstimates appends to out the change estimate (if change) and the
+// access estimate (if access) of object name, those it has, counting them.
+func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
+	if change {
+		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
+			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
+			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
+			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
+			w.p.stats.changeEst.Add(1)
+			w.countRated(rec.RatePerS != nil)
+		}
+	}
+	if access {
+		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
+			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
+			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
+			w.p.stats.accessEst.Add(1)
+			w.countRated(rec.RatePerS != nil)
+		}
+	}
+	return out
+}
+
+// emitFinal publishes every cached object's estimates, ordered by name.
+// Estimates the sink rejects are replaced by dead letters located at
+// "topic/partition@final", as in writeOutputs; write errors are not
+// retried.
+func (w *worker) emitFinal(ctx context.Context) error {
+	names := w.cache.names()
+	sort.Strings(names)
+	for _, n := range names { // the site priors see every object first (pooled.go)
+		e, _ := w.cache.entry(n)
+		obj, err := w.cache.load(e)
+		if err != nil {
+			w.corrupt(n, err)
+		}
+		w.pools.fold(Site(n), obj, &w.p.cfg.Model)
+		w.cache.release(e)
+	}
+	w.final = true
+	var out []stream.Message
+	for _, n := range names {
+		e, _ := w.cache.entry(n)
+		obj, err := w.cache.load(e)
+		if err != nil {
+			w.corrupt(n, err)
+		}
+		w.rated = false
+		out = w.appendEstimates(out, n, obj, true, true)
+		w.cache.release(e)
+		w.p.stats.finalObjects.Add(1)
+		if w.rated {
+			w.p.stats.finalWithRate.Add(1)
+		}
+		if len(out) >= 1000 {
+			if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+				return fmt.Errorf("aggregate: final estimates: %w", err)
+			}
+			out = out[:0]
+		}
+	}
+	if len(out) > 0 {
+		if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+			return fmt.Errorf("aggregate: final estimates: %w", err)
+		}
+	}
+	return nil
+}
+
+// encode marshals v as a message. Records are plain data, so Marshal cannot
+// fail; a failure is a programming error and panics.
+func (w *worker) encode(topic, key string, v any) stream.Message {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("aggregate: marshal %T: %v", v, err))
+	}
+	return stream.Message{Topic: topic, Key: []byte(key), Value: b}
+}
+
+// encodeEstimate is encode for estimates, with records.AppendEstimateJSON
+// (the same bytes as json.Marshal, without reflection).
+func (w *worker) encodeEstimate(topic, key string, rec *records.Estimate) stream.Message {
+	b, ok := records.AppendEstimateJSON(w.scratch[:0], rec)
+	if !ok {
+		return w.encode(topic, key, *rec)
+	}
+	w.scratch = b
+	// Key and value in one allocation.
+	kv := make([]byte, len(key)+len(b))
+	copy(kv, key)
+	copy(kv[len(key):], b)
+	return stream.Message{Topic: topic, Key: kv[:len(key):len(key)], Value: kv[len(key):]}
+}
