@@ -302,6 +302,11 @@ func (c *MemoryClaim) Fetch(ctx context.Context, max int) ([]Message, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("stream: fetch %s/%d: max %d < 1", c.topic, c.partition, max)
 	}
+	if err := ctx.Err(); err != nil {
+		// As KafkaSource: a done context ends the fetch even when
+		// messages are available.
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer func() { c.waiting = false }()
@@ -359,13 +364,13 @@ func (c *MemoryClaim) MarkCommitted(next int64) {
 	s := c.src
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.committed = next
+	c.committed = max(c.committed, next) // a lower mark is ignored, as the Claim contract says
 	c.marks++
 	s.broadcast()
 }
 
-// Committed returns the last value passed to MarkCommitted (-1: none) and
-// how many times it was called.
+// Committed returns the highest value passed to MarkCommitted (-1: none)
+// and how many times it was called.
 func (c *MemoryClaim) Committed() (next int64, calls int) {
 	c.src.mu.Lock()
 	defer c.src.mu.Unlock()

@@ -97,6 +97,31 @@ func TestMemorySourceFetchOrderAndCommit(t *testing.T) {
 	}
 }
 
+// TestMemorySourceDoneContextAndLowerMark: as the Kafka source, a Fetch
+// with a done context returns the context's error although messages are
+// available, and a MarkCommitted lower than an earlier one is ignored.
+func TestMemorySourceDoneContextAndLowerMark(t *testing.T) {
+	src := NewMemorySource()
+	src.Append("in", 0, memMsgs("a", "b")...)
+	c := src.Assign("in", 0, 1)
+	if err := c.SeekTo(0); err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if msgs, err := c.Fetch(done, 10); !errors.Is(err, context.Canceled) || len(msgs) != 0 {
+		t.Fatalf("Fetch with a done context = %d messages, %v; want none and context.Canceled", len(msgs), err)
+	}
+	if msgs, err := c.Fetch(waitCtx(t), 10); err != nil || len(msgs) != 2 {
+		t.Fatalf("Fetch = %d messages, %v; want 2", len(msgs), err)
+	}
+	c.MarkCommitted(2)
+	c.MarkCommitted(1)
+	if next, calls := c.Committed(); next != 2 || calls != 2 {
+		t.Fatalf("committed %d after %d calls, want 2 after 2", next, calls)
+	}
+}
+
 // TestMemorySourceStepped: a stepped claim delivers only what Allow allows,
 // at most max per Fetch.
 func TestMemorySourceStepped(t *testing.T) {

@@ -137,9 +137,9 @@ type Claim interface {
 	Fetch(ctx context.Context, max int) ([]Message, error)
 	// MarkCommitted tells the source that every offset below next is
 	// durably processed. Kafka sources commit it to the group for lag
-	// monitoring only; it is not a delivery guarantee. It may be called
-	// from another goroutine than Fetch, concurrently with it, and must not
-	// block.
+	// monitoring only; it is not a delivery guarantee. A next lower than
+	// an earlier one is ignored. It may be called from another goroutine
+	// than Fetch, concurrently with it, and must not block.
 	MarkCommitted(next int64)
 }
 
