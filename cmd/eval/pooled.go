@@ -113,7 +113,8 @@ type pooledScore struct {
 	// site (and start) over all its objects: how far a site's observed
 	// window is from its truth as a whole (0 when stationary).
 	siteLevels []float64
-	// sumC is Σ ocount over the objects of sumX: log(sumC/sumTE) is the
+	// sumC, sumTC are Σ ocount and Σ truth·ospan over the objects of sumX:
+	// log(sumC/sumTC) is the
 	// observed windows' activity against the truth's, log(sumX/sumC) what
 	// the crawl's evidence makes of that activity.
 	sumC, sumTC float64
@@ -774,7 +775,7 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 		return n, span * y
 	}
 	starts := phpStarts(pr, e.Quick)
-	obsSpan := y
+	obsSpan := pr.observed()[0].b * y
 	if !pr.contiguousObs() {
 		_, obsSpan = laidEnd(nil, 0, pr.observed())
 	}
