@@ -46,6 +46,10 @@ type pooledObj struct {
 	// hist is the evidence of the years before the observed one (a site
 	// prior over a longer history, phpProtocol.histYears).
 	hist []estimators.Evidence
+	// ocount is the number of changes in the observed windows (real
+	// pages: commits), what the crawler's evidence is a view of.
+	ocount int
+	ospan  float64 // the observed windows' length, seconds
 }
 
 // pooledGroups of objects by detected changes: the target group first.
@@ -109,6 +113,20 @@ type pooledScore struct {
 	// site (and start) over all its objects: how far a site's observed
 	// window is from its truth as a whole (0 when stationary).
 	siteLevels []float64
+	// sumC, sumTC are Σ ocount and Σ truth·ospan over the objects of sumX:
+	// log(sumC/sumTC) is the
+	// observed windows' activity against the truth's, log(sumX/sumC) what
+	// the crawl's evidence makes of that activity.
+	sumC, sumTC float64
+	// siteActLevels are log(Σ ocount / Σ truth·exposure) of every site over
+	// all its objects (siteLevels' activity part).
+	siteActLevels []float64
+	// zeroTruth, zeroPrior, zeroPost: for the scored objects without a
+	// detected change and a truth > 0, the truth, log(prior mean/truth)
+	// and log(pooled estimate/truth).
+	zeroTruth, zeroPrior, zeroPost []float64
+	// zeroBB is bayes_beta's estimate of the same objects.
+	zeroBB []float64
 }
 
 func newPooledScore() *pooledScore {
@@ -127,11 +145,15 @@ func newPooledScore() *pooledScore {
 func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	var ps estimators.PoolStats
 	var ds estimators.DispersionStats
-	var sx, ste float64
+	var sx, ste, sc, stc float64
 	for _, o := range objs {
 		if o.evOK && o.ev.Floor == 0 {
 			sx += o.ev.X
 			ste += o.truth * o.ev.E
+		}
+		if o.evOK {
+			sc += float64(o.ocount)
+			stc += o.truth * o.ospan
 		}
 		if o.evOK && (o.scored || !s.priorScored) {
 			ps.Add(o.ev, 1)
@@ -173,6 +195,9 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	if sx > 0 && ste > 0 {
 		s.siteLevels = append(s.siteLevels, math.Log(sx/ste))
 	}
+	if sc > 0 && stc > 0 {
+		s.siteActLevels = append(s.siteActLevels, math.Log(sc/stc))
+	}
 	nb, nbOK := ds.Prior()
 	if s.nbWholePrior {
 		nb.GammaPrior = prior
@@ -203,8 +228,18 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		if o.ev.Floor == 0 {
 			s.sumX += o.ev.X
 			s.sumTE += o.truth * o.ev.E
+			s.sumC += float64(o.ocount)
+			s.sumTC += o.truth * o.ospan
 		}
 		p, pok := o.ch.PooledEstimate(prior, cfg)
+		if pok && o.changes == 0 && o.truth > 0 {
+			s.zeroTruth = append(s.zeroTruth, o.truth)
+			s.zeroPrior = append(s.zeroPrior, math.Log(prior.Shape/prior.Rate/o.truth))
+			s.zeroPost = append(s.zeroPost, math.Log(p.Rate/o.truth))
+			if bb, ok := o.single[estimators.KeyBayesBeta]; ok {
+				s.zeroBB = append(s.zeroBB, bb.Rate)
+			}
+		}
 		var pn estimators.Estimate
 		pnok := false
 		if nbOK && o.halvesOK {
@@ -547,6 +582,7 @@ func pooledSection(e *Env) {
 		pooledNBOurs(php), winsString(ybp.sel), winsString(ybp.tru), pooledNBOurs(yb))
 	r.Verdict("Pooled, over-dispersed (php/doc-en)", "issue 16 target", pooledNBOurs(yb), pooledNBChecks(yb), pooledNBCause(yb, ctl))
 	e.pooledPHP = php
+	shiftSection(e, runShiftStudy(e, pages), php, phpPooled(e, pages, cfg, phpMonths), phpPooled(e, pages, cfg, shortTruth))
 }
 
 // pooledPHPCause names, from the numbers, why the pooled estimate misses
@@ -597,6 +633,11 @@ type phpProtocol struct {
 	// and from the observed window (and from before, the dispersion's
 	// year).
 	sel, tru []yearWin
+	// obs are the observed windows (default the year (start, start+1 y]).
+	// Several windows are crawled as one: they are laid end to end from
+	// start (the time between them cut out), and the weekly crawler visits
+	// that virtual window.
+	obs []yearWin
 	// before fits the over-dispersed variant's dispersion on the year
 	// before the observed one and the observed one (k_w = k); otherwise on
 	// the observed year's halves.
@@ -622,6 +663,70 @@ type phpProtocol struct {
 }
 
 type yearWin struct{ a, b float64 }
+
+// observed is pr.obs or the default observed year.
+func (pr phpProtocol) observed() []yearWin {
+	if len(pr.obs) == 0 {
+		return []yearWin{{0, 1}}
+	}
+	return pr.obs
+}
+
+// contiguousObs says whether the observed window is the one window
+// (start, start+b]: the crawler then reads the real timeline.
+func (pr phpProtocol) contiguousObs() bool {
+	o := pr.observed()
+	return len(o) == 1 && o[0].a == 0
+}
+
+// laidEnd returns the changes of ev inside the windows ws (years from
+// start) with the windows laid end to end from start, and the virtual
+// window's length in seconds.
+func laidEnd(ev []float64, start float64, ws []yearWin) ([]float64, float64) {
+	const y = 365 * 86400.0
+	var out []float64
+	off := 0.0
+	for _, w := range ws {
+		a, b := start+w.a*y, start+w.b*y
+		i := sort.Search(len(ev), func(i int) bool { return ev[i] > a })
+		for ; i < len(ev) && ev[i] <= b; i++ {
+			out = append(out, start+off+(ev[i]-a))
+		}
+		off += b - a
+	}
+	return out, off
+}
+
+// phpInterleaved is the protocol whose observed and truth windows are
+// mirror images with respect to the selection windows: 4K+1 consecutive
+// blocks of unit years from start, selection on the even blocks, the
+// observed windows the blocks 1, 5, 9, … and the truth windows the blocks 3,
+// 7, 11, …. The reflection of the span about its centre maps block i to
+// block 4K−i: selection onto selection, observed onto truth and back, so
+// for a stationary, time-reversible change process (a Gaussian log-rate
+// with any autocorrelation, Poisson changes given it) the selected pages'
+// observed and truth windows have the same joint law with the selection
+// windows: the selection lifts both equally.
+func phpInterleaved(k int, unit float64) phpProtocol {
+	var pr phpProtocol
+	for i := 0; i <= 4*k; i++ {
+		w := yearWin{float64(i) * unit, float64(i+1) * unit}
+		switch i % 4 {
+		case 0, 2:
+			pr.sel = append(pr.sel, w)
+		case 1:
+			pr.obs = append(pr.obs, w)
+		case 3:
+			pr.tru = append(pr.tru, w)
+		}
+	}
+	return pr
+}
+
+// phpMonths is the interleaved protocol of the pooled php/doc-en
+// evaluation: months, 12 observed (one year crawled), 12 truth, 25
+// selection months over 4 years and a month.
+var phpMonths = phpInterleaved(12, 1.0/12)
 
 func (w yearWin) String() string { return fmt.Sprintf("(start%+g y, start%+g y]", w.a, w.b) }
 
@@ -661,23 +766,18 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 		}
 		sites, names = map[string][]string{"php/doc-en": all}, []string{"php/doc-en"}
 	}
-	lo, hi := -1.0, 1.0
-	for _, w := range append(append([]yearWin(nil), pr.sel...), pr.tru...) {
-		lo, hi = math.Min(lo, w.a), math.Max(hi, w.b)
+	lo, hi := protocolSpan(pr)
+	if pr.contiguousObs() {
+		lo, hi = math.Min(lo, -1), math.Max(hi, 1)
 	}
 	count := func(ev []float64, st float64, ws []yearWin) (n int, span float64) {
-		for _, w := range ws {
-			n += sim.Count(ev, st+w.a*y, st+w.b*y)
-			span += (w.b - w.a) * y
-		}
-		return n, span
+		n, span = countWins(ev, st, ws)
+		return n, span * y
 	}
-	var starts []float64
-	for s := 1041379200.0 - lo*y; s+hi*y < 1755000000; s += 548 * day { // from 2003-01-01, every 18 months
-		starts = append(starts, s)
-	}
-	if e.Quick {
-		starts = starts[:min(len(starts), 3)]
+	starts := phpStarts(pr, e.Quick)
+	obsSpan := pr.observed()[0].b * y
+	if !pr.contiguousObs() {
+		_, obsSpan = laidEnd(nil, 0, pr.observed())
 	}
 	type job struct {
 		site  string
@@ -717,8 +817,13 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 					truth = float64(kt) / spanT
 				}
 			}
-			vt := sim.Regular{Interval: 7 * day}.Times(nil, j.start, j.start+y, nil)
-			o := observeObject(ev, vt, false, cfg)
+			vt := sim.Regular{Interval: 7 * day}.Times(nil, j.start, j.start+obsSpan, nil)
+			oev := ev
+			if !pr.contiguousObs() {
+				oev, _ = laidEnd(ev, j.start, pr.observed())
+			}
+			o := observeObject(oev, vt, false, cfg)
+			o.ocount, o.ospan = sim.Count(oev, j.start, j.start+obsSpan), obsSpan
 			if pr.before {
 				before := sim.Regular{Interval: 7 * day}.Times(nil, j.start-y, j.start, nil)
 				a, aok := halfEvidence(ev, before, false, cfg)
@@ -742,6 +847,26 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 		}
 	})
 	return out
+}
+
+// phpStarts are the starts of pr: every 18 months from the first whose
+// windows begin after 2003-01-01, the last whose windows end before
+// mid-2025 (3 in quick mode).
+func phpStarts(pr phpProtocol, quick bool) []float64 {
+	const day = 86400.0
+	const y = 365 * day
+	lo, hi := protocolSpan(pr)
+	if pr.contiguousObs() {
+		lo, hi = math.Min(lo, -1), math.Max(hi, 1)
+	}
+	var starts []float64
+	for s := 1041379200.0 - lo*y; s+hi*y < 1755000000; s += 548 * day {
+		starts = append(starts, s)
+	}
+	if quick {
+		starts = starts[:min(len(starts), 3)]
+	}
+	return starts
 }
 
 // phpPooled crawls every page of every site at several starts (every 18
