@@ -478,8 +478,8 @@ type scriptStore struct {
 	mem     *state.Memory
 	fails   int
 	failErr error
-	getErr  error         // the next Get's error
-	held    chan struct{} // non-nil: commits wait until it is closed
+	getErr  error // the next Get's error
+	gate          // closed: commits wait
 	nClaims int64
 	saved   map[state.Partition]state.PartitionSnapshot
 }
@@ -510,13 +510,7 @@ func (s *scriptStore) failGets(err error) {
 func (s *scriptStore) hold(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case on && s.held == nil:
-		s.held = make(chan struct{})
-	case !on && s.held != nil:
-		close(s.held)
-		s.held = nil
-	}
+	s.gate.set(on)
 }
 
 func (s *scriptStore) claims() int64 {
@@ -646,18 +640,29 @@ type scriptSink struct {
 	mu      sync.Mutex
 	fails   int
 	failErr error
-	held    chan struct{} // non-nil: writes wait until it is closed
+	gate    // closed: writes wait
 }
 
 func (s *scriptSink) hold(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gate.set(on)
+}
+
+// gate holds the calls of a test double while it is closed; its owner's
+// mutex guards it.
+type gate struct {
+	held chan struct{} // non-nil: calls wait until it is closed
+}
+
+// set closes the gate (on) or opens it, releasing the calls waiting.
+func (g *gate) set(on bool) {
 	switch {
-	case on && s.held == nil:
-		s.held = make(chan struct{})
-	case !on && s.held != nil:
-		close(s.held)
-		s.held = nil
+	case on && g.held == nil:
+		g.held = make(chan struct{})
+	case !on && g.held != nil:
+		close(g.held)
+		g.held = nil
 	}
 }
 
