@@ -2,6 +2,7 @@ package parse
 
 import (
 	"bytes"
+	"errors"
 	"sort"
 	"time"
 
@@ -46,6 +47,9 @@ func Detect(sample [][]byte, cfg Config) []Candidate {
 		c := Candidate{Format: f[0]}
 		for _, try := range []Config{cfg, zoned} {
 			p, err := New(f[0], try)
+			if errors.Is(err, ErrNeedsZone) {
+				continue // try it with a zone
+			}
 			if err != nil {
 				break
 			}

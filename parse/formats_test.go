@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -161,8 +162,13 @@ func TestTabularFormats(t *testing.T) {
 		{name: "fields", line: "1044,30/Apr/1998", reason: ReasonFields},
 		{name: "time", line: "1044,30/Apx/1998,22:46:12,/a,200,1", reason: ReasonTime},
 	})
-	wcNoZone, _ := New("worldcup-csv", Config{})
-	runCases(t, wcNoZone, []lineCase{{name: "no zone", line: "1044,30/Apr/1998,22:46:12,/images/11104.gif,200,508", reason: ReasonNoZone}})
+	// Without a zone every WorldCup line would be rejected: New refuses.
+	if _, err := New("worldcup-csv", Config{}); !errors.Is(err, ErrNeedsZone) || !NeedsZone("worldcup-csv") {
+		t.Errorf("New(worldcup-csv) without a zone: %v, want ErrNeedsZone", err)
+	}
+	if NeedsZone("clf") {
+		t.Error("NeedsZone(clf): CLF times carry a zone")
+	}
 	ch, _ := New("changes-tsv", Config{})
 	runCases(t, ch, []lineCase{
 		{name: "line", line: "reference/exec/functions/proc-open.xml\t1787331093",

@@ -53,6 +53,11 @@ var ErrSkip = errors.New("parse: no observation")
 // ErrUnknownFormat is returned by New for a format it does not know.
 var ErrUnknownFormat = errors.New("parse: unknown format")
 
+// ErrNeedsZone is returned by New for a format whose timestamps never
+// carry a zone (worldcup-csv) when Config.Zone is nil: every line would be
+// rejected with reason "no-zone".
+var ErrNeedsZone = errors.New("parse: the format's times carry no zone")
+
 // Error is a rejected (or skipped) line. Reason is a short stable code (a
 // metric label); Err says what exactly was wrong.
 type Error struct {
@@ -176,6 +181,9 @@ type factory struct {
 	doc   string
 	line  func(cfg Config) (lineParser, error)
 	isRec bool
+	// needsZone: the format's timestamps never carry a zone, so without
+	// Config.Zone every line would be rejected.
+	needsZone bool
 }
 
 func factories() map[string]factory {
@@ -188,11 +196,15 @@ func factories() map[string]factory {
 		"heritrix-json": {doc: "Heritrix KafkaCrawlLogFeed JSON, one message per line", line: newHeritrixJSON},
 		"snapshot":      {doc: "snapshot lines of indirect data (Matloff): object poll_time period last_event|- access|modification", line: newSnapshot},
 		"nasa-tsv":      {doc: "Indeed's TSV of the NASA-HTTP trace (host logname time method url response bytes ...)", line: newNASATSV},
-		"worldcup-csv":  {doc: "WorldCup98 CSV (ClientID,DD/Mon/YYYY,HH:MM:SS,URL,Status,Bytes); needs a zone (UTC)", line: newWorldCupCSV},
+		"worldcup-csv":  {doc: "WorldCup98 CSV (ClientID,DD/Mon/YYYY,HH:MM:SS,URL,Status,Bytes); needs a zone (UTC)", line: newWorldCupCSV, needsZone: true},
 		"changes-tsv":   {doc: "path<TAB>unix-time lines of true change times (git history): a visit that saw a change", line: newChangesTSV},
 		"warc":          {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (read record by record, not by line)", isRec: true},
 	}
 }
+
+// NeedsZone reports whether format's timestamps never carry a zone, so
+// that New refuses it without Config.Zone (ErrNeedsZone).
+func NeedsZone(format string) bool { return factories()[format].needsZone }
 
 // Formats lists the known formats, sorted, with a one-line description each.
 func Formats() [][2]string {
@@ -229,6 +241,9 @@ func New(format string, cfg Config) (Parser, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if fa.needsZone && cfg.Zone == nil {
+		return nil, fmt.Errorf("%w: %s needs Config.Zone", ErrNeedsZone, format)
 	}
 	p, err := fa.line(cfg)
 	if err != nil {

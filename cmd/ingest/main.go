@@ -464,6 +464,11 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 	if !known {
 		return cfg, cfgErr("%s_FORMAT (--format) %q is not a format: one of %s, or auto", envPrefix, o.Format, strings.Join(names, ", "))
 	}
+	if zone == nil && parse.NeedsZone(o.Format) {
+		// Every line would be rejected (reason no-zone): refuse before
+		// reading instead.
+		return cfg, cfgErr("%s_FORMAT (--format) %s has times without a zone: give %s_ZONE (--zone), e.g. --zone=UTC for the WorldCup98 trace (GMT)", envPrefix, o.Format, envPrefix)
+	}
 	checks := []struct {
 		bad  bool
 		name string

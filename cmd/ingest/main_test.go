@@ -63,6 +63,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"CHANGERATE_KAFKA_LINGER", "soon", []string{"--format=squid", "a"}, "CHANGERATE_KAFKA_LINGER"},
 		{"CHANGERATE_PROFILE", "odd", []string{"--format=squid", "a"}, "CHANGERATE_PROFILE"},
 		{"CHANGERATE_LOG_LEVEL", "loud", []string{"--format=squid", "a"}, "CHANGERATE_LOG_LEVEL"},
+		{"CHANGERATE_FORMAT", "worldcup-csv", []string{"a"}, "CHANGERATE_ZONE (--zone)"},
+		{"CHANGERATE_KAFKA_TLS_CA", "ca.pem", []string{"--format=squid", "--out=kafka", "--kafka-brokers=h:1", "a"}, "CHANGERATE_KAFKA_TLS (--kafka-tls)"},
 	} {
 		t.Run(c.env+"="+c.val, func(t *testing.T) {
 			t.Setenv(c.env, c.val)
