@@ -29,3 +29,25 @@ func TestKafkaSourceErrorSeriesAtZero(t *testing.T) {
 		t.Errorf("changerate_kafka_group_restarts_total has %d series, want 3", n)
 	}
 }
+
+// TestKafkaSinkDeclaredTopicsAtZero: DeclareTopics creates the sink's
+// per-topic series at 0.
+func TestKafkaSinkDeclaredTopicsAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	sink, err := stream.NewKafkaSink(stream.KafkaConfig{Brokers: []string{"127.0.0.1:1"}}, slog.New(slog.DiscardHandler), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	for _, name := range []string{"changerate_kafka_messages_written_total", "changerate_kafka_write_errors_total", "changerate_kafka_produce_retries_total"} {
+		if n := testutil.CollectAndCount(reg, name); n != 0 {
+			t.Errorf("%s has %d series before DeclareTopics, want 0", name, n)
+		}
+	}
+	sink.DeclareTopics("estimates", "dead-letter")
+	for _, name := range []string{"changerate_kafka_messages_written_total", "changerate_kafka_write_errors_total", "changerate_kafka_produce_retries_total"} {
+		if n := testutil.CollectAndCount(reg, name); n != 2 {
+			t.Errorf("%s has %d series after DeclareTopics of 2 topics, want 2", name, n)
+		}
+	}
+}

@@ -119,6 +119,18 @@ func NewKafkaSink(cfg KafkaConfig, logger *slog.Logger, reg prometheus.Registere
 	return s, nil
 }
 
+// DeclareTopics creates the sink's per-topic series (messages written,
+// write errors, produce retries) at 0 for topics, so that rate() and
+// alerting rules see them before the first record or failure. Writing to
+// other topics works as well; their series appear with their first event.
+func (s *KafkaSink) DeclareTopics(topics ...string) {
+	for _, t := range topics {
+		s.m.written.WithLabelValues(t)
+		s.m.errors.WithLabelValues(t)
+		s.retries.WithLabelValues(t)
+	}
+}
+
 // Write produces msgs and returns nil when all of them are acknowledged by
 // all in-sync replicas. Each message must name its Topic; Partition and
 // Offset are ignored, a zero Time means "now". A topic that does not exist

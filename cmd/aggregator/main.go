@@ -609,6 +609,7 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 	if err != nil {
 		return nil, err
 	}
+	sink.DeclareTopics(cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts, cfg.Topics.DeadLetter, cfg.TopicLate)
 	src, err := stream.NewKafkaSource(kc, []string{cfg.Topics.Observations}, logger, reg)
 	if err != nil {
 		sink.Close()

@@ -198,6 +198,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", options.KafkaError(err))
 			return 2
 		}
+		ks.DeclareTopics(cfg.ObservationsTopic, cfg.DeadLetterTopic)
 		sink = ks
 	}
 
