@@ -1,0 +1,382 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/stream"
+)
+
+// worker reads inputs one at a time and owns one parser. It fills one
+// batch while the previous one is being written (at most one write in
+// flight, so batches reach the sink in order and messages of one key keep
+// their order).
+type worker struct {
+	r   *runner
+	p   parse.Parser
+	obs records.Observation
+	sum *InputSummary
+
+	// source and offset of the current line, written into observations
+	source string
+	epoch  int64
+	offset int64
+	key    string // checkpoint key of the current input
+
+	cur, spare *batch
+	inflight   chan error // result of the write of flying, nil when none
+	flying     *batch
+	failed     error // the first failed write; the worker writes nothing after it
+
+	// position of the current line, for dead letters
+	linePrefix string
+	lineNo     int64
+
+	// canonicalisation counters: the parser (or record reader) they come
+	// from and their values when last added to the metric
+	statSrc   any
+	lastStats parse.CanonicalStats
+}
+
+// setStatSource switches the source of the canonicalisation counters.
+func (w *worker) setStatSource(src any) {
+	w.accountCanon()
+	w.statSrc, w.lastStats = src, parse.Stats(src)
+}
+
+// accountCanon adds the canonicalisation counts since the last call to the
+// metric.
+func (w *worker) accountCanon() {
+	if w.statSrc == nil {
+		return
+	}
+	st := parse.Stats(w.statSrc)
+	m, f := w.r.m.canonical, w.r.format
+	if d := st.Cache - w.lastStats.Cache; d > 0 {
+		m.WithLabelValues(f, "cache").Add(float64(d))
+	}
+	if d := st.Fast - w.lastStats.Fast; d > 0 {
+		m.WithLabelValues(f, "fast").Add(float64(d))
+	}
+	if d := st.Library - w.lastStats.Library; d > 0 {
+		m.WithLabelValues(f, "library").Add(float64(d))
+	}
+	w.lastStats = st
+}
+
+// batch is the messages of a group of lines and what to record once the
+// sink acknowledged them.
+type batch struct {
+	msgs  []stream.Message
+	arena []byte
+	// position to checkpoint once the batch is acknowledged
+	key      string
+	pos      Position
+	dirtyPos bool
+	// lines/observations/bytes to add to the shared counters
+	lines, obs, bytes int64
+	// claim and next offset to mark committed (source mode)
+	claim stream.Claim
+	next  int64
+}
+
+func (b *batch) reset() {
+	clear(b.msgs)
+	b.msgs = b.msgs[:0]
+	b.arena = b.arena[:0]
+	b.dirtyPos = false
+	b.lines, b.obs, b.bytes = 0, 0, 0
+	b.claim, b.next = nil, 0
+}
+
+func (r *runner) newWorker() (*worker, error) {
+	w := &worker{r: r, cur: &batch{msgs: make([]stream.Message, 0, r.cfg.BatchSize)},
+		spare: &batch{msgs: make([]stream.Message, 0, r.cfg.BatchSize)}}
+	if !parse.IsRecordFormat(r.cfg.Format) {
+		p, err := parse.New(r.cfg.Format, r.cfg.Parse)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		w.p = p
+		w.setStatSource(p)
+	}
+	return w, nil
+}
+
+// input reads one input to its end (or, following, until ctx is done).
+// The returned error is fatal (the sink failed); input-level failures are
+// reported in the summary.
+func (w *worker) input(ctx context.Context, name string) (InputSummary, error) {
+	sum := InputSummary{Name: name, Skipped: map[string]int64{}, Rejects: map[string]int64{}}
+	w.sum = &sum
+	err := w.readInput(ctx, name)
+	if ferr := w.flush(ctx, true); ferr != nil && err == nil {
+		err = ferr
+	}
+	w.sum = nil
+	var ie *inputError
+	if errors.As(err, &ie) {
+		sum.Err = ie.Error()
+		w.r.log.Error("ingest input failed", "input", name, "err", ie.Error())
+		return sum, nil
+	}
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() != nil {
+		return sum, nil
+	}
+	return sum, err
+}
+
+// inputError is a failure of one input (not of the sink).
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+func fileID(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), uint64(st.Ino)
+	}
+	return 0, 0
+}
+
+// opened is one open input.
+type opened struct {
+	f      *os.File
+	br     *bufio.Reader
+	gz     bool
+	dev    uint64
+	ino    uint64
+	closer func() error
+}
+
+func (w *worker) open(name string) (*opened, error) {
+	cfg := &w.r.cfg
+	o := &opened{}
+	if name == "-" {
+		o.f = os.Stdin
+		o.closer = func() error { return nil }
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, &inputError{err}
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, &inputError{err}
+		}
+		o.f = f
+		o.dev, o.ino = fileID(fi)
+		o.closer = f.Close
+	}
+	raw := bufio.NewReaderSize(o.f, 256<<10)
+	magic, _ := raw.Peek(2)
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(raw)
+		if err != nil {
+			o.closer()
+			return nil, &inputError{fmt.Errorf("gzip: %w", err)}
+		}
+		gz.Multistream(true)
+		o.gz = true
+		o.br = bufio.NewReaderSize(&limitReader{r: gz, max: cfg.MaxDecompressedBytes}, 256<<10)
+	} else {
+		o.br = raw
+	}
+	return o, nil
+}
+
+func (w *worker) readInput(ctx context.Context, name string) error {
+	if parse.IsRecordFormat(w.r.cfg.Format) {
+		return w.readRecords(ctx, name)
+	}
+	o, err := w.open(name)
+	if err != nil {
+		return err
+	}
+	defer func() { o.closer() }()
+	key := name
+	if name != "-" {
+		if abs, err := filepath.Abs(name); err == nil {
+			key = abs
+		}
+	}
+	var start Position
+	if name != "-" {
+		if p, ok := w.r.cp.get(key); ok && p.Dev == o.dev && p.Ino == o.ino && p.Gzip == o.gz {
+			start = p
+		}
+	}
+	if start.Offset > 0 {
+		if o.gz {
+			if _, err := io.CopyN(io.Discard, o.br, start.Offset); err != nil {
+				return &inputError{fmt.Errorf("skip to checkpoint offset %d: %w", start.Offset, err)}
+			}
+		} else {
+			fi, _ := o.f.Stat()
+			if fi != nil && fi.Size() < start.Offset {
+				w.r.log.Warn("ingest: file shorter than its checkpoint (truncated); reading from the start", "input", name)
+				start = Position{Epoch: start.Epoch + 1}
+			} else {
+				if _, err := o.f.Seek(start.Offset, io.SeekStart); err != nil {
+					return &inputError{err}
+				}
+				o.br.Reset(o.f)
+			}
+		}
+		if start.Offset > 0 {
+			w.r.log.Info("ingest: resuming from checkpoint", "input", name, "offset", start.Offset, "lines", start.Lines)
+		}
+	}
+	follow := w.r.cfg.Follow && name != "-" && !o.gz
+	lr := newLineReader(o.br, w.r.cfg.MaxLineBytes, start.Offset)
+	lineNo := start.Lines
+	w.key = key
+	w.setSource(key, o, start.Epoch)
+	rotated := false
+	prefix := name
+	if name == "-" {
+		prefix = "stdin"
+	}
+	for n := 0; ; n++ {
+		if n&255 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line, tooLong, err := lr.next(!follow || rotated)
+		if err == nil {
+			lineNo++
+			w.setPos(Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Gzip: o.gz, Lines: lineNo, Epoch: w.epoch})
+			w.offset = lr.off
+			if err := w.line(ctx, prefix, lineNo, line, tooLong); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != io.EOF {
+			return w.readFailed(ctx, prefix, lineNo+1, err)
+		}
+		if !follow {
+			return nil
+		}
+		// Following: the end of the file for now.
+		if err := w.flush(ctx, true); err != nil {
+			return err
+		}
+		if rotated {
+			// The old file is read to its end; switch to the new one.
+			o.closer()
+			no, err := w.open(name)
+			if err != nil {
+				return err
+			}
+			o = no
+			lr.reset(o.br, 0)
+			lineNo = 0
+			w.setSource(key, o, 0)
+			rotated = false
+			w.r.log.Info("ingest: followed file was rotated; reading the new one", "input", name)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(w.r.cfg.PollInterval):
+		}
+		fi, serr := os.Stat(name)
+		cur, cerr := o.f.Stat()
+		if serr == nil && cerr == nil && !os.SameFile(fi, cur) {
+			rotated = true // read what is left of the old file first
+			continue
+		}
+		if cerr == nil && cur.Size() < lr.off+lr.partial {
+			w.r.log.Info("ingest: followed file was truncated; reading from the start", "input", name)
+			if _, err := o.f.Seek(0, io.SeekStart); err != nil {
+				return &inputError{err}
+			}
+			o.br.Reset(o.f)
+			lr.reset(o.br, 0)
+			lineNo = 0
+			w.setSource(key, o, w.epoch+1)
+		}
+	}
+}
+
+// readFailed handles an error from reading an input after it was opened:
+// an input beyond MaxDecompressedBytes or a corrupt or truncated gzip
+// stream is bad input (one dead letter, reason "too-large" or "corrupt";
+// the rest of the input is abandoned and ingest goes on); any other error
+// is a failure of the input (reported, ErrInput at the end).
+func (w *worker) readFailed(ctx context.Context, prefix string, at int64, err error) error {
+	var reason string
+	var corrupt flate.CorruptInputError
+	switch {
+	case errors.Is(err, errTooLarge):
+		reason = ReasonTooLarge
+	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader), errors.As(err, &corrupt),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		reason = ReasonCorrupt
+	default:
+		return &inputError{fmt.Errorf("read: %w", err)}
+	}
+	w.r.log.Warn("ingest: abandoning the rest of an input", "input", prefix, "reason", reason, "err", err)
+	w.sum.Lines++
+	w.cur.lines++
+	return w.deadLetter(ctx, prefix, at, reason, fmt.Errorf("input abandoned: %w", err), nil)
+}
+
+// line handles one input line.
+func (w *worker) line(ctx context.Context, prefix string, lineNo int64, line []byte, tooLong bool) error {
+	w.linePrefix, w.lineNo = prefix, lineNo
+	w.cur.lines++
+	w.cur.bytes += int64(len(line)) + 1
+	w.sum.Lines++
+	if tooLong {
+		return w.deadLetter(ctx, prefix, lineNo, ReasonTooLong,
+			fmt.Errorf("line longer than %d bytes", w.r.cfg.MaxLineBytes), line)
+	}
+	err := w.p.Parse(line, &w.obs)
+	if err == nil {
+		return w.emit(ctx)
+	}
+	reason := parse.Reason(err)
+	if parse.IsSkip(err) {
+		w.sum.Skipped[reason]++
+		w.r.m.skipped.WithLabelValues(w.r.format, reason).Inc()
+		return nil
+	}
+	return w.deadLetter(ctx, prefix, lineNo, reason, err, line)
+}
+
+// setSource sets the Source of the observations of the current input:
+// "path@inode" (plus ".epoch" after truncations), so that a rotated or
+// truncated file, whose offsets start again at 0, is another source. Stdin
+// has no source: its offsets mean nothing across runs.
+func (w *worker) setSource(key string, o *opened, epoch int64) {
+	w.epoch = epoch
+	if key == "-" {
+		w.source = ""
+		return
+	}
+	w.source = key + "@" + strconv.FormatUint(o.ino, 10)
+	if epoch > 0 {
+		w.source += "." + strconv.FormatInt(epoch, 10)
+	}
+}
+
+// setPos records the position after the current line in the batch.
+func (w *worker) setPos(p Position) {
+	w.cur.key, w.cur.pos, w.cur.dirtyPos = w.key, p, true
+}
