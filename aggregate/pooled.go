@@ -22,8 +22,11 @@ import (
 // (rate_per_s, estimator, ci95, ttl_s) for objects with fewer than
 // estimators.PooledMaxChanges detected changes, the regime where cmd/eval
 // measured it at least 15 % more accurate than every single paper
-// estimator with 93–97 % coverage on simulated sites (not on the real
-// php/doc-en history, hence off by default).
+// estimator with 93–97 % coverage on simulated sites (over all regimes of
+// r = λ/f; at r ≥ 0.5 it is level with bayes_beta), not on the real
+// php/doc-en history (a directory's pages shift together from year to
+// year and the prior carries the shift to all of them), hence off by
+// default.
 //
 // The prior depends on which of a site's objects a partition has published
 // and in which order; replays of a batch after a restart therefore may

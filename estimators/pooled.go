@@ -193,17 +193,8 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
 	u := c.unchangedTime()
-	// Grid: the prior's central 1 − 2·10⁻⁷ and a factor 30 around the
-	// evidence's rate, whichever is wider.
-	q := func(p float64) float64 { return mathext.GammaIncRegInv(prior.Shape, p) / prior.Rate }
-	lo, hi := q(1e-7), q(1-1e-7)
-	if r := ev.X / ev.E; r > 0 && !math.IsInf(r, 0) {
-		lo, hi = math.Min(lo, r/30), math.Max(hi, r*30)
-	}
-	if ev.Floor > 0 {
-		lo = math.Min(lo, ev.Floor/30)
-	}
-	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
+	lo, hi, ok := pooledGridRange(prior, ev)
+	if !ok {
 		return Estimate{}, false
 	}
 	var lp [pooledGrid]float64
@@ -220,6 +211,28 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 		top = math.Max(top, v)
 	}
 	return gridPosterior(lp[:], top, lo, hi, step, cfg)
+}
+
+// pooledGridRange is the grid of the exact posterior: a factor 10 beyond
+// the central 1 − 2·10⁻⁹ of the conjugate approximation Gamma(α + X,
+// β + E), which the evidence matches at the likelihood's maximum, and, for
+// floored evidence (the posterior is the prior truncated near Floor),
+// from Floor/30 to the prior's upper 10⁻⁹ quantile. The range follows the
+// posterior, not the prior: with a prior of shape α < 1 the prior's lower
+// quantiles underflow to 0 (α = 0.25: q(10⁻⁷) ≈ 10⁻²⁸/β) while the
+// posterior of an object with changes has shape α + X ≥ 1.
+func pooledGridRange(prior GammaPrior, ev Evidence) (lo, hi float64, ok bool) {
+	q := func(a, b, p float64) float64 { return mathext.GammaIncRegInv(a, p) / b }
+	a, b := prior.Shape+ev.X, prior.Rate+ev.E
+	lo, hi = q(a, b, 1e-9)/10, q(a, b, 1-1e-9)*10
+	if ev.Floor > 0 {
+		lo = math.Min(lo, ev.Floor/30)
+		hi = math.Max(hi, math.Max(ev.Floor, q(prior.Shape, prior.Rate, 1-1e-9))*10)
+	}
+	if !(lo > 0) { // GammaIncRegInv underflows for a shape far below 1
+		lo = hi * 1e-12
+	}
+	return lo, hi, lo > 0 && hi > lo && !math.IsInf(hi, 0)
 }
 
 // gridPosterior is the pooled estimate from a log posterior lp evaluated on

@@ -123,16 +123,14 @@ func PooledNB(prior NBPrior, ev Evidence, parts float64, cfg *Config) (Estimate,
 	}
 	e, x := ev.E, ev.X
 	kw := prior.K * parts
-	// Grid: the prior's central 1 − 2·10⁻⁷ and a factor 30 around the
-	// evidence's rate.
-	q := func(p float64) float64 { return mathext.GammaIncRegInv(a, p) / b }
-	lo, hi := q(1e-7), q(1-1e-7)
-	if r := x / e; r > 0 {
-		lo, hi = math.Min(lo, r/30), math.Max(hi, r*30)
-	}
-	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
+	// Grid: the Poisson posterior's range (pooledGridRange), widened to
+	// the prior's upper 10⁻⁹ quantile (the negative binomial likelihood
+	// is flatter than the Poisson one above its maximum).
+	lo, hi, ok := pooledGridRange(prior.GammaPrior, ev)
+	if !ok {
 		return Estimate{}, false
 	}
+	hi = math.Max(hi, mathext.GammaIncRegInv(a, 1-1e-9)/b*10)
 	var lp [pooledGrid]float64
 	step := math.Log(hi/lo) / (pooledGrid - 1)
 	top := math.Inf(-1)

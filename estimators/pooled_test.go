@@ -144,3 +144,32 @@ func TestPooledEvidence(t *testing.T) {
 		t.Errorf("all changed: pooled %+v below the floor %v", p, ev.Floor)
 	}
 }
+
+// A prior of shape far below 1 (a site whose objects' rates spread over
+// decades) still gives the exact posterior of an object with changes: its
+// prior's lower quantiles underflow to 0, the posterior's (shape α + X ≥ 1)
+// do not. One change in 52 weekly visits has a likelihood close to the
+// Poisson λ·e^{−λE}, so the grid posterior is close to the conjugate one.
+func TestPooledEstimateSmallShape(t *testing.T) {
+	cfg := mustCfg(t)
+	const week, year = 7 * day, 365 * day
+	for _, shape := range []float64{0.1, 0.25, 0.5, 2} {
+		prior := GammaPrior{Shape: shape, Rate: shape * year} // mean 1/year
+		for _, x := range []int{1, 2, 4} {
+			ch := make([]bool, 52)
+			for i := 0; i < x; i++ {
+				ch[10+12*i] = true
+			}
+			c := regular(week, ch)
+			got, ok := c.PooledEstimate(prior, cfg)
+			if !ok {
+				t.Fatalf("shape %v, %d changes: no estimate", shape, x)
+			}
+			ev, _ := c.Evidence(cfg)
+			want, _ := Pooled(prior, ev, cfg)
+			if math.Abs(got.Rate/want.Rate-1) > 0.05 || math.Abs(got.Lo/want.Lo-1) > 0.1 || math.Abs(got.Hi/want.Hi-1) > 0.05 {
+				t.Errorf("shape %v, %d changes: grid %+v, conjugate %+v", shape, x, got, want)
+			}
+		}
+	}
+}

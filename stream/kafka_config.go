@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -23,7 +24,8 @@ const (
 	SASLScramSHA512 = "SCRAM-SHA-512"
 )
 
-// Defaults applied by KafkaConfig for zero-valued fields.
+// Defaults of KafkaConfig: WithDefaults puts them in place of zero-valued
+// fields, and they are the only source of these values.
 const (
 	DefaultKafkaClientID          = "changerate"
 	DefaultKafkaDialTimeout       = 10 * time.Second
@@ -31,6 +33,7 @@ const (
 	DefaultKafkaBatchSize         = 1000
 	DefaultKafkaBatchBytes        = 1 << 20 // 1 MiB
 	DefaultKafkaWriteAttempts     = 10
+	DefaultKafkaCompression       = "none"
 	DefaultKafkaGroupID           = "changerate-aggregator"
 	DefaultKafkaSessionTimeout    = 30 * time.Second
 	DefaultKafkaHeartbeatInterval = 3 * time.Second
@@ -44,6 +47,12 @@ const (
 	DefaultKafkaCloseTimeout      = 5 * time.Second
 	DefaultKafkaFetchTimeoutSlack = 10 * time.Second
 	DefaultKafkaWatchdogInterval  = time.Second
+	// DefaultKafkaJoinTimeoutSlack is added to twice the RebalanceTimeout
+	// for the default JoinTimeout.
+	DefaultKafkaJoinTimeoutSlack = 10 * time.Second
+	// DefaultKafkaOrphanTimeoutFloor is the least default OrphanTimeout
+	// (the default is the larger of SessionTimeout and this).
+	DefaultKafkaOrphanTimeoutFloor = 10 * time.Second
 )
 
 // KafkaTLSConfig configures TLS towards the brokers.
@@ -79,8 +88,10 @@ type KafkaSASLConfig struct {
 }
 
 // KafkaConfig configures KafkaSink, KafkaSource and EnsureTopics. The zero
-// value of every field except Brokers selects the documented default; the
-// structure is read-only after it is passed to a constructor.
+// value of every field except Brokers selects the documented default (the
+// DefaultKafka constants; see WithDefaults), and Validate reports every
+// invalid field. The structure is read-only after it is passed to a
+// constructor, which validates it and applies the defaults.
 type KafkaConfig struct {
 	// Brokers are the bootstrap broker addresses, "host:port". Required; no
 	// default.
@@ -121,7 +132,7 @@ type KafkaConfig struct {
 	// before failing the Write. Default 10.
 	WriteAttempts int
 	// Compression is the produce compression codec: "none", "gzip",
-	// "snappy", "lz4" or "zstd". Default "" (none).
+	// "snappy", "lz4" or "zstd". Default "none".
 	Compression string
 
 	// GroupID is the consumer group of a KafkaSource. Default
@@ -177,9 +188,10 @@ type KafkaConfig struct {
 	// (joining the group, syncing, fetching the group's offsets) before its
 	// watchdog abandons the consumer group and joins again with a fresh
 	// member ID (changerate_kafka_group_restarts_total{reason="join_timeout"}).
-	// Default 2*RebalanceTimeout + 10s: a join may legitimately wait one
-	// rebalance timeout for the members of the previous generation and,
-	// when a member dies before SyncGroup, one more for the sync.
+	// Default 2*RebalanceTimeout + DefaultKafkaJoinTimeoutSlack (10s): a
+	// join may legitimately wait one rebalance timeout for the members of
+	// the previous generation and, when a member dies before SyncGroup,
+	// one more for the sync.
 	JoinTimeout time.Duration
 	// FetchStallTimeout bounds how long an owned partition's fetcher may
 	// go without any successful fetch response while it is fetching (not
@@ -196,35 +208,40 @@ type KafkaConfig struct {
 	// may have input waiting without any committed progress, while this
 	// member's partitions are healthy, before this member rejoins so that
 	// the coordinator rebalances (kafka_orphans.go). Negative disables the
-	// check. Default the larger of SessionTimeout and 10s.
+	// check. Default the larger of SessionTimeout and
+	// DefaultKafkaOrphanTimeoutFloor (10s).
 	OrphanTimeout time.Duration
 }
 
-// Validate reports the first invalid field, naming it. It does not modify
-// c; zero values are valid and mean "default".
+// Validate reports every invalid field of c at once (errors.Join of one
+// error per problem, each prefixed "stream: KafkaConfig." and naming the
+// field). It does not modify c. Zero values are valid and mean the default;
+// the relations between fields (HeartbeatInterval below SessionTimeout,
+// FetchMaxWait below RequestTimeout) are checked on c.WithDefaults().
 func (c KafkaConfig) Validate() error {
+	var errs []error
 	if len(c.Brokers) == 0 {
-		return errors.New("stream: KafkaConfig.Brokers: at least one broker address is required")
+		errs = append(errs, errors.New("stream: KafkaConfig.Brokers: at least one broker address is required"))
 	}
 	for _, b := range c.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
-			return fmt.Errorf("stream: KafkaConfig.Brokers: %q is not host:port: %w", b, err)
+			errs = append(errs, fmt.Errorf("stream: KafkaConfig.Brokers: %q is not host:port: %w", b, err))
 		}
 	}
 	if c.TLS.Enable && (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return errors.New("stream: KafkaConfig.TLS.CertFile and TLS.KeyFile must be set together")
+		errs = append(errs, errors.New("stream: KafkaConfig.TLS.CertFile and TLS.KeyFile must be set together"))
 	}
 	switch c.SASL.Mechanism {
 	case SASLNone:
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 		if c.SASL.Username == "" {
-			return fmt.Errorf("stream: KafkaConfig.SASL.Username is required with mechanism %s", c.SASL.Mechanism)
+			errs = append(errs, fmt.Errorf("stream: KafkaConfig.SASL.Username is required with mechanism %s", c.SASL.Mechanism))
 		}
 	default:
-		return fmt.Errorf("stream: KafkaConfig.SASL.Mechanism: unknown mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.SASL.Mechanism)
+		errs = append(errs, fmt.Errorf("stream: KafkaConfig.SASL.Mechanism: unknown mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.SASL.Mechanism))
 	}
 	if _, err := compressionCodec(c.Compression); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		name string
@@ -240,7 +257,7 @@ func (c KafkaConfig) Validate() error {
 		{"WatchdogInterval", c.WatchdogInterval},
 	} {
 		if d.v < 0 {
-			return fmt.Errorf("stream: KafkaConfig.%s: negative duration %v", d.name, d.v)
+			errs = append(errs, fmt.Errorf("stream: KafkaConfig.%s: negative duration %v", d.name, d.v))
 		}
 	}
 	for _, n := range []struct {
@@ -251,21 +268,25 @@ func (c KafkaConfig) Validate() error {
 		{"WriteAttempts", int64(c.WriteAttempts)}, {"FetchMaxBytes", int64(c.FetchMaxBytes)},
 	} {
 		if n.v < 0 {
-			return fmt.Errorf("stream: KafkaConfig.%s: negative value %d", n.name, n.v)
+			errs = append(errs, fmt.Errorf("stream: KafkaConfig.%s: negative value %d", n.name, n.v))
 		}
 	}
-	d := c.withDefaults()
-	if d.HeartbeatInterval >= d.SessionTimeout {
-		return fmt.Errorf("stream: KafkaConfig.HeartbeatInterval (%v) must be below SessionTimeout (%v)", d.HeartbeatInterval, d.SessionTimeout)
+	d := c.WithDefaults()
+	if c.HeartbeatInterval >= 0 && c.SessionTimeout >= 0 && d.HeartbeatInterval >= d.SessionTimeout {
+		errs = append(errs, fmt.Errorf("stream: KafkaConfig.HeartbeatInterval (%v) must be below SessionTimeout (%v)", d.HeartbeatInterval, d.SessionTimeout))
 	}
-	if d.FetchMaxWait >= d.RequestTimeout {
-		return fmt.Errorf("stream: KafkaConfig.FetchMaxWait (%v) must be below RequestTimeout (%v)", d.FetchMaxWait, d.RequestTimeout)
+	if c.FetchMaxWait >= 0 && c.RequestTimeout >= 0 && d.FetchMaxWait >= d.RequestTimeout {
+		errs = append(errs, fmt.Errorf("stream: KafkaConfig.FetchMaxWait (%v) must be below RequestTimeout (%v)", d.FetchMaxWait, d.RequestTimeout))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// withDefaults returns a copy of c with defaults in place of zero values.
-func (c KafkaConfig) withDefaults() KafkaConfig {
+// WithDefaults returns a copy of c with the documented default in place of
+// every zero-valued field (Brokers, TLS and SASL have none). The defaults
+// that depend on other fields (JoinTimeout, FetchStallTimeout,
+// OrphanTimeout) are computed from those fields' values after their own
+// defaults. It is idempotent and does not validate c.
+func (c KafkaConfig) WithDefaults() KafkaConfig {
 	setDur := func(p *time.Duration, d time.Duration) {
 		if *p == 0 {
 			*p = d
@@ -276,6 +297,9 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	}
 	if c.GroupID == "" {
 		c.GroupID = DefaultKafkaGroupID
+	}
+	if c.Compression == "" {
+		c.Compression = DefaultKafkaCompression
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultKafkaBatchSize
@@ -301,10 +325,10 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	setDur(&c.MetadataInterval, DefaultKafkaMetadataInterval)
 	setDur(&c.CloseTimeout, DefaultKafkaCloseTimeout)
 	setDur(&c.FetchTimeoutSlack, DefaultKafkaFetchTimeoutSlack)
-	setDur(&c.JoinTimeout, 2*c.RebalanceTimeout+10*time.Second)
-	setDur(&c.FetchStallTimeout, max(c.SessionTimeout, 2*(c.FetchMaxWait+c.FetchTimeoutSlack)))
 	setDur(&c.WatchdogInterval, DefaultKafkaWatchdogInterval)
-	setDur(&c.OrphanTimeout, max(c.SessionTimeout, 10*time.Second))
+	setDur(&c.JoinTimeout, 2*c.RebalanceTimeout+DefaultKafkaJoinTimeoutSlack)
+	setDur(&c.FetchStallTimeout, max(c.SessionTimeout, 2*(c.FetchMaxWait+c.FetchTimeoutSlack)))
+	setDur(&c.OrphanTimeout, max(c.SessionTimeout, DefaultKafkaOrphanTimeoutFloor))
 	return c
 }
 
@@ -359,7 +383,7 @@ func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	mech, err := cfg.saslMechanism()
 	if err != nil {
 		return nil, err
@@ -400,4 +424,16 @@ func newKafkaClients(cfg KafkaConfig) (*kafkaClients, error) {
 
 func (k *kafkaClients) close() {
 	k.transport.CloseIdleConnections()
+}
+
+// sleepCtx waits d or until ctx ends, returning ctx.Err() in that case.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

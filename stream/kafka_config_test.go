@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -113,5 +114,131 @@ func TestEnsureTopics(t *testing.T) {
 	created, err = stream.EnsureTopics(ctx, cfg, specs)
 	if err != nil || len(created) != 0 {
 		t.Fatalf("second EnsureTopics created %v, err %v", created, err)
+	}
+}
+
+// TestKafkaConfigValidateReportsEveryProblem: one Validate call names every
+// invalid field, one joined error per problem, each with the package
+// prefix.
+func TestKafkaConfigValidateReportsEveryProblem(t *testing.T) {
+	c := stream.KafkaConfig{
+		Brokers:           []string{"localhost", "ok:9092", "nohost"},
+		SASL:              stream.KafkaSASLConfig{Mechanism: "GSSAPI"},
+		TLS:               stream.KafkaTLSConfig{Enable: true, KeyFile: "k.pem"},
+		Compression:       "brotli",
+		Linger:            -time.Millisecond,
+		WriteAttempts:     -1,
+		HeartbeatInterval: time.Minute, // >= the default SessionTimeout
+		FetchMaxWait:      -time.Second,
+	}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate() = nil")
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate() = %T, want an errors.Join", err)
+	}
+	want := []string{`"localhost"`, `"nohost"`, "SASL.Mechanism", "TLS.CertFile", "Compression", "Linger",
+		"WriteAttempts", "HeartbeatInterval", "FetchMaxWait"}
+	if n := len(joined.Unwrap()); n != len(want) {
+		t.Errorf("Validate() joined %d errors, want %d:\n%v", n, len(want), err)
+	}
+	for _, e := range joined.Unwrap() {
+		if !strings.HasPrefix(e.Error(), "stream: KafkaConfig.") {
+			t.Errorf("error %q lacks the prefix naming the field", e)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Validate() does not name %s:\n%v", w, err)
+		}
+	}
+	// A negative FetchMaxWait is reported once, not also as a relation.
+	if strings.Contains(err.Error(), "must be below RequestTimeout") {
+		t.Errorf("negative FetchMaxWait also reported against RequestTimeout:\n%v", err)
+	}
+}
+
+func TestKafkaConfigWithDefaults(t *testing.T) {
+	d := stream.KafkaConfig{}.WithDefaults()
+	want := stream.KafkaConfig{
+		ClientID:          stream.DefaultKafkaClientID,
+		DialTimeout:       stream.DefaultKafkaDialTimeout,
+		RequestTimeout:    stream.DefaultKafkaRequestTimeout,
+		BatchSize:         stream.DefaultKafkaBatchSize,
+		BatchBytes:        stream.DefaultKafkaBatchBytes,
+		WriteAttempts:     stream.DefaultKafkaWriteAttempts,
+		Compression:       stream.DefaultKafkaCompression,
+		GroupID:           stream.DefaultKafkaGroupID,
+		SessionTimeout:    stream.DefaultKafkaSessionTimeout,
+		HeartbeatInterval: stream.DefaultKafkaHeartbeatInterval,
+		RebalanceTimeout:  stream.DefaultKafkaRebalanceTimeout,
+		JoinGroupBackoff:  stream.DefaultKafkaJoinGroupBackoff,
+		FetchMaxWait:      stream.DefaultKafkaFetchMaxWait,
+		FetchMaxBytes:     stream.DefaultKafkaFetchMaxBytes,
+		RetryBackoff:      stream.DefaultKafkaRetryBackoff,
+		CommitInterval:    stream.DefaultKafkaCommitInterval,
+		MetadataInterval:  stream.DefaultKafkaMetadataInterval,
+		CloseTimeout:      stream.DefaultKafkaCloseTimeout,
+		FetchTimeoutSlack: stream.DefaultKafkaFetchTimeoutSlack,
+		WatchdogInterval:  stream.DefaultKafkaWatchdogInterval,
+		// The derived defaults, from the defaults above.
+		JoinTimeout:       2*stream.DefaultKafkaRebalanceTimeout + stream.DefaultKafkaJoinTimeoutSlack,
+		FetchStallTimeout: max(stream.DefaultKafkaSessionTimeout, 2*(stream.DefaultKafkaFetchMaxWait+stream.DefaultKafkaFetchTimeoutSlack)),
+		OrphanTimeout:     max(stream.DefaultKafkaSessionTimeout, stream.DefaultKafkaOrphanTimeoutFloor),
+	}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("KafkaConfig{}.WithDefaults() =\n%+v\nwant\n%+v", d, want)
+	}
+	// The documented values (the ones the README and the flags state).
+	for name, got := range map[string]time.Duration{
+		"JoinTimeout": d.JoinTimeout, "FetchStallTimeout": d.FetchStallTimeout, "OrphanTimeout": d.OrphanTimeout,
+	} {
+		if exp := map[string]time.Duration{"JoinTimeout": 70 * time.Second, "FetchStallTimeout": 30 * time.Second,
+			"OrphanTimeout": 30 * time.Second}[name]; got != exp {
+			t.Errorf("default %s = %v, want %v", name, got, exp)
+		}
+	}
+	// Every field without a default of its own is listed here; any other
+	// field must be set by WithDefaults.
+	noDefault := map[string]bool{"Brokers": true, "TLS": true, "SASL": true, "Linger": true}
+	v := reflect.ValueOf(d)
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Type().Field(i); !noDefault[f.Name] && v.Field(i).IsZero() {
+			t.Errorf("WithDefaults leaves %s zero", f.Name)
+		}
+	}
+	if again := d.WithDefaults(); !reflect.DeepEqual(again, d) {
+		t.Errorf("WithDefaults is not idempotent: %+v", again)
+	}
+	// Set fields are kept, and the derived defaults follow them.
+	c := stream.KafkaConfig{SessionTimeout: time.Minute, RebalanceTimeout: 5 * time.Second, FetchMaxWait: time.Second,
+		FetchTimeoutSlack: time.Minute, OrphanTimeout: -1, Compression: "zstd"}.WithDefaults()
+	if c.SessionTimeout != time.Minute || c.Compression != "zstd" || c.OrphanTimeout != -1 {
+		t.Errorf("WithDefaults changed set fields: %+v", c)
+	}
+	if c.JoinTimeout != 20*time.Second || c.FetchStallTimeout != 122*time.Second {
+		t.Errorf("derived defaults JoinTimeout %v, FetchStallTimeout %v; want 20s, 2m2s", c.JoinTimeout, c.FetchStallTimeout)
+	}
+}
+
+func TestTopicSpecValidateAndDefaults(t *testing.T) {
+	if err := (stream.TopicSpec{Name: "t"}).Validate(); err != nil {
+		t.Errorf("minimal spec: %v", err)
+	}
+	err := stream.TopicSpec{Partitions: -1, ReplicationFactor: -2}.Validate()
+	for _, w := range []string{"TopicSpec.Name", "TopicSpec.Partitions", "TopicSpec.ReplicationFactor"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Validate() = %v, want an error naming %s", err, w)
+		}
+	}
+	if got := (stream.TopicSpec{Name: "t"}).WithDefaults(); got.Partitions != stream.DefaultTopicPartitions || got.ReplicationFactor != 0 {
+		t.Errorf("WithDefaults() = %+v", got)
+	}
+	_, err = stream.EnsureTopics(context.Background(), stream.KafkaConfig{Brokers: []string{"127.0.0.1:1"}},
+		[]stream.TopicSpec{{Name: ""}, {Name: "x", Partitions: -3}})
+	if err == nil || !strings.Contains(err.Error(), "TopicSpec.Name") || !strings.Contains(err.Error(), `"x"`) {
+		t.Errorf("EnsureTopics with two invalid specs: %v, want both reported", err)
 	}
 }

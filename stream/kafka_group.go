@@ -12,13 +12,13 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// Group incarnations and the watchdog (issue 18).
+// Group incarnations and the watchdog.
 //
 // kafka-go's ConsumerGroup bounds each group request (JoinGroup by
 // RequestTimeout + RebalanceTimeout, SyncGroup by RequestTimeout +
 // SessionTimeout), but nothing bounds the whole: a coordinator that keeps
-// a member that died during the join (kfake did: third_party/kfake/PATCH.md),
-// a generation that is never completed, or a connection that stays half
+// a member that died during the join (see third_party/kfake/PATCH.md for
+// such a coordinator), a generation that is never completed, or a connection that stays half
 // open can leave a member without partitions, or owning partitions it
 // cannot fetch, for ever. KafkaSource therefore runs the group in
 // incarnations: each is one kafka-go ConsumerGroup, joined with a fresh
@@ -172,9 +172,9 @@ func (s *KafkaSource) runGroup(runCtx context.Context, stopRun context.CancelCau
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
-		// kafka-go's own partition watcher (WatchPartitionChanges) ends
-		// every generation at once while a topic does not exist, a hot
-		// rejoin loop; watchPartitions replaces it.
+		// WatchPartitionChanges stays off: kafka-go's watcher ends every
+		// generation at once while a topic does not exist (a hot rejoin
+		// loop). watchPartitions (kafka_source.go) watches the counts.
 		StartOffset: kafka.FirstOffset,
 		Timeout:     cfg.RequestTimeout,
 		Logger:      kafka.LoggerFunc(func(f string, a ...any) { s.log.Debug(fmt.Sprintf(f, a...)) }),

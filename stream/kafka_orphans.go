@@ -9,23 +9,24 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// Orphaned partitions (issue 18). A coordinator that keeps a dead member in
-// the group (kfake did, for members killed during their JoinGroup:
-// third_party/kfake/PATCH.md; Redpanda had the same class of bug) leaves
-// that member's partitions assigned and unconsumed, and no rebalance comes:
-// the live members heartbeat normally. No member can see that another one
-// is dead, but every member can see the group's progress: the offsets the
-// members commit (every CommitInterval, after each durable batch) and the
-// high watermarks. watchOrphans, run in every generation, restarts the
-// group incarnation — this member leaves and joins again with a fresh
-// member ID, so that the coordinator rebalances and drops the members
-// that do not rejoin within the rebalance timeout — when
-// a partition this member does not own has had input waiting (high
-// watermark above the committed offset) and no committed progress for
-// OrphanTimeout, while this member's own partitions are healthy (caught
-// up or progressing: a store outage that stalls every member must not
-// cause rebalances). Counted as changerate_kafka_group_restarts_total
-// {reason="orphaned_partition"} and logged.
+// Orphaned partitions. A coordinator that keeps a dead member in the group
+// (for example one killed during its JoinGroup; third_party/kfake/PATCH.md
+// describes such a coordinator) leaves that member's partitions assigned
+// and unconsumed, and no rebalance comes: the live members heartbeat
+// normally. No member can see that another one is dead, but every member
+// can see the group's progress: the offsets the members commit (every
+// CommitInterval, after each durable batch) and the high watermarks.
+//
+// watchOrphans, run in every generation, restarts the group incarnation
+// (this member leaves and joins again with a fresh member ID, so that the
+// coordinator rebalances and drops the members that do not rejoin within
+// the rebalance timeout) when a partition this member does not own has had
+// input waiting (high watermark above the committed offset) and no
+// committed progress for OrphanTimeout, while this member's own partitions
+// are healthy (caught up or progressing: a store outage that stalls every
+// member must not cause rebalances). Each restart is counted as
+// changerate_kafka_group_restarts_total{reason="orphaned_partition"} and
+// logged.
 
 // RestartOrphaned is the restart reason of a generation ended because a
 // partition owned by another member made no progress.

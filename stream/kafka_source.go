@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
-
-	"github.com/changerate/changerate/internal/backoff"
 )
 
 // KafkaSource is a Source reading topics as a member of a Kafka consumer
@@ -210,10 +207,14 @@ func (s *KafkaSource) Close() error {
 	return nil
 }
 
+// startGeneration starts, in generation gen, one handler goroutine per
+// assigned partition (runClaim), the commit loop, the partition-count watch
+// and the orphan watch. runCtx is the group incarnation's context
+// (kafka_group.go): done when Run stops or the watchdog restarts the group.
+// stopRun stops Run (a fatal handler error); handler goroutines are counted
+// in running.
 func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.CancelCauseFunc, gen *kafka.Generation,
 	handle func(context.Context, Claim) error, running *sync.WaitGroup) {
-	// runCtx is the group incarnation's context (kafka_group.go): done when
-	// Run stops or the watchdog restarts the group.
 	// start runs fn in the generation. kafka-go ends a generation when any
 	// of its functions returns, and then rejoins unless the group is closed
 	// by then; when Run is stopping, the wrapper therefore waits for
@@ -263,12 +264,17 @@ func (s *KafkaSource) startGeneration(runCtx context.Context, stopRun context.Ca
 	start(func(gctx context.Context) { s.commitLoop(gctx, gen, claims) }, false)
 }
 
+// runClaim runs handle for claim c until it returns. The handler's context
+// ends when the generation ends (gctx; cause ErrRevoked) or runCtx ends. A handler error wrapping ErrFatal stops Run; any other error
+// ends the generation after JoinGroupBackoff (the member rejoins); a nil
+// return before revocation leaves the partition idle until the generation
+// ends.
 func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCauseFunc, gctx context.Context, c *kafkaClaim, handle func(context.Context, Claim) error) {
 	hctx, hcancel := context.WithCancelCause(runCtx)
 	stop := context.AfterFunc(gctx, func() { hcancel(ErrRevoked) })
 	defer stop()
 	defer hcancel(nil)
-	c.gctx, c.hctx = gctx, hctx
+	c.hctx = hctx
 	s.m.claims.Inc()
 	defer s.m.claims.Dec()
 	defer s.m.lag.DeleteLabelValues(c.topic, strconv.Itoa(int(c.partition)))
@@ -402,388 +408,5 @@ func (s *KafkaSource) commitLoop(gctx context.Context, gen *kafka.Generation, cl
 			commit()
 			return
 		}
-	}
-}
-
-func (s *KafkaSource) newClaim(topic string, partition int32, gen int64) *kafkaClaim {
-	c := &kafkaClaim{
-		src:       s,
-		topic:     topic,
-		partition: partition,
-		gen:       gen,
-		lag:       s.m.lag.WithLabelValues(topic, strconv.Itoa(int(partition))),
-		read:      s.m.read.WithLabelValues(topic),
-	}
-	c.marked.Store(-1)
-	c.fetched.Store(-1)
-	return c
-}
-
-// kafkaClaim is one partition of one generation. SeekTo and Fetch are meant
-// for the handler's goroutine; they are serialised by mu.
-//
-// Fetching is pipelined: after SeekTo, the first Fetch starts a fetcher
-// goroutine that keeps one fetch request in flight and one response
-// buffered ahead of the handler, so that fetching overlaps the handler's
-// processing. The fetcher stops at the next SeekTo, when the claim ends,
-// and after an error it cannot retry (out of range).
-type kafkaClaim struct {
-	src       *KafkaSource
-	topic     string
-	partition int32
-	gen       int64
-	gctx      context.Context // done when the generation ends
-	hctx      context.Context // done when the generation ends or Run stops
-	lag       prometheus.Gauge
-	read      prometheus.Counter
-	marked    atomic.Int64
-	// stallSince is when the fetcher started waiting for a successful
-	// fetch response (unix nanoseconds); 0 while no fetcher runs or the
-	// fetcher waits for the handler. Read by the watchdog.
-	stallSince atomic.Int64
-	// fetched is the offset after the last fetched message (the next one
-	// to fetch), or -1: the orphan watch's view of this member's progress.
-	fetched atomic.Int64
-	// groupOffset is the offset committed to the group when the
-	// generation started; negative when none.
-	groupOffset int64
-
-	mu      sync.Mutex
-	seeked  bool
-	pos     int64     // where the next fetcher starts; negative: earliest
-	buf     []Message // fetched, not yet returned
-	fetcher *fetcher  // nil until the first Fetch after SeekTo
-	err     error     // sticky fetcher error
-}
-
-type fetcher struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	out    chan fetchResult
-}
-
-type fetchResult struct {
-	msgs []Message
-	err  error
-}
-
-var _ Claim = (*kafkaClaim)(nil)
-
-func (c *kafkaClaim) Topic() string     { return c.topic }
-func (c *kafkaClaim) Partition() int32  { return c.partition }
-func (c *kafkaClaim) Generation() int64 { return c.gen }
-
-// GroupCommitter is implemented by the claims of a KafkaSource. A consumer
-// that keeps no offsets of its own (at-least-once, e.g. reading a feed) can
-// resume from the group's committed offset:
-//
-//	off, ok := c.(stream.GroupCommitter).GroupOffset()
-//	if !ok { off = -1 }
-//	c.SeekTo(off)
-type GroupCommitter interface {
-	// GroupOffset returns the offset committed to the consumer group for
-	// the partition when the claim's generation started, and whether
-	// there was one.
-	GroupOffset() (offset int64, ok bool)
-}
-
-var _ GroupCommitter = (*kafkaClaim)(nil)
-
-// GroupOffset implements GroupCommitter.
-func (c *kafkaClaim) GroupOffset() (int64, bool) { return c.groupOffset, c.groupOffset >= 0 }
-
-// MarkCommitted records next for the periodic group commit. It never
-// blocks; values lower than an earlier mark are ignored.
-func (c *kafkaClaim) MarkCommitted(next int64) {
-	for {
-		old := c.marked.Load()
-		if next <= old || c.marked.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-// SeekTo sets the next offset Fetch returns; negative means the earliest
-// retained offset. It may be called again later (dropping buffered and
-// in-flight messages). Range checks happen at the next Fetch.
-func (c *kafkaClaim) SeekTo(offset int64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if offset < 0 {
-		offset = -1
-	}
-	c.stopFetcher()
-	c.pos, c.seeked, c.buf, c.err = offset, true, nil, nil
-	return nil
-}
-
-// stopFetcher cancels the fetcher and waits for it. Called with mu held.
-func (c *kafkaClaim) stopFetcher() {
-	if f := c.fetcher; f != nil {
-		f.cancel()
-		<-f.done
-		c.fetcher = nil
-	}
-}
-
-func (c *kafkaClaim) revokedErr(ctx context.Context) error {
-	if c.hctx.Err() != nil {
-		return fmt.Errorf("%w: %s/%d generation %d", ErrRevoked, c.topic, c.partition, c.gen)
-	}
-	return ctx.Err()
-}
-
-// Fetch implements Claim. Transient errors (connection loss, leader
-// changes) are logged, counted and retried every cfg.RetryBackoff until the
-// claim ends. An out-of-range offset returns an error wrapping ErrFatal,
-// and so does every later Fetch until the next SeekTo.
-func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("stream: kafka fetch: max must be positive, got %d", limit)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.seeked {
-		return nil, fmt.Errorf("stream: kafka fetch %s/%d: SeekTo was not called", c.topic, c.partition)
-	}
-	if c.hctx.Err() != nil || ctx.Err() != nil {
-		return nil, c.revokedErr(ctx)
-	}
-	if len(c.buf) > 0 {
-		return c.take(limit), nil
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
-	if c.fetcher == nil {
-		fctx, cancel := context.WithCancel(c.hctx)
-		f := &fetcher{cancel: cancel, done: make(chan struct{}), out: make(chan fetchResult, 1)}
-		go func(pos int64) {
-			defer close(f.done)
-			c.fetchLoop(fctx, pos, f.out)
-		}(c.pos)
-		c.fetcher = f
-	}
-	select {
-	case r := <-c.fetcher.out:
-		if r.err != nil {
-			c.err = r.err
-			return nil, r.err
-		}
-		c.buf = r.msgs
-		return c.take(limit), nil
-	case <-ctx.Done():
-		return nil, c.revokedErr(ctx)
-	case <-c.hctx.Done():
-		return nil, c.revokedErr(ctx)
-	}
-}
-
-// fetchLoop fetches from pos on and sends non-empty batches to out until
-// ctx ends or a non-retriable error (sent to out) occurs.
-func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchResult) {
-	cfg := &c.src.k.cfg
-	c.stallSince.Store(time.Now().UnixNano())
-	defer c.stallSince.Store(0)
-	for ctx.Err() == nil {
-		if pos < 0 {
-			first, _, err := c.bounds(ctx)
-			if err != nil {
-				if c.retryWait(ctx, "list_offsets", pos, err) != nil {
-					return
-				}
-				continue
-			}
-			pos = first
-		}
-		start := time.Now()
-		// Every fetch has a deadline (the broker's MaxWait plus a slack):
-		// a broker or connection that never answers costs one bounded
-		// wait, then kafka-go drops the connection and the retry dials a
-		// new one.
-		rctx, cancel := context.WithTimeout(ctx, cfg.FetchMaxWait+cfg.FetchTimeoutSlack)
-		resp, err := c.src.k.client.Fetch(rctx, &kafka.FetchRequest{
-			Topic:     c.topic,
-			Partition: int(c.partition),
-			Offset:    pos,
-			MinBytes:  1,
-			MaxBytes:  int64(cfg.FetchMaxBytes),
-			MaxWait:   cfg.FetchMaxWait,
-		})
-		cancel()
-		c.src.m.latency.Observe(time.Since(start).Seconds())
-		if err == nil && resp.Error != nil {
-			err = resp.Error
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if isTimeout(err) {
-				c.src.wd.m.timeouts.WithLabelValues("fetch").Inc()
-				err = fmt.Errorf("no response within %v (fetch max wait + slack); retrying on a new connection: %w",
-					cfg.FetchMaxWait+cfg.FetchTimeoutSlack, err)
-			}
-			if errors.Is(err, kafka.OffsetOutOfRange) {
-				c.src.m.fetchErrors.WithLabelValues(c.topic, "offset_out_of_range").Inc()
-				c.src.log.Error("offset out of range; not resetting", "topic", c.topic, "partition", c.partition, "offset", pos)
-				select {
-				case out <- fetchResult{err: c.outOfRange(ctx, pos, err)}:
-				case <-ctx.Done():
-				}
-				return
-			}
-			if c.retryWait(ctx, "fetch", pos, err) != nil {
-				return
-			}
-			continue
-		}
-		c.stallSince.Store(time.Now().UnixNano()) // the broker answered
-		msgs, err := c.decode(resp.Records, pos)
-		if err != nil {
-			if c.retryWait(ctx, "decode", pos, err) != nil {
-				return
-			}
-			continue
-		}
-		if len(msgs) > 0 {
-			pos = msgs[len(msgs)-1].Offset + 1
-		}
-		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
-		c.fetched.Store(pos)
-		if len(msgs) == 0 {
-			if resp.HighWatermark > pos {
-				// Only records we skip (control batches, or a batch
-				// truncated by FetchMaxBytes): do not spin.
-				c.src.log.Warn("fetch below the high watermark returned no records", "topic", c.topic,
-					"partition", c.partition, "offset", pos, "high_watermark", resp.HighWatermark)
-				if sleepCtx(ctx, cfg.RetryBackoff) != nil {
-					return
-				}
-			}
-			continue
-		}
-		c.src.m.batchLen.Observe(float64(len(msgs)))
-		c.read.Add(float64(len(msgs)))
-		c.stallSince.Store(0) // waiting for the handler is no stall
-		select {
-		case out <- fetchResult{msgs: msgs}:
-		case <-ctx.Done():
-			return
-		}
-		c.stallSince.Store(time.Now().UnixNano())
-	}
-}
-
-func (c *kafkaClaim) take(limit int) []Message {
-	n := min(limit, len(c.buf))
-	out := c.buf[:n:n]
-	c.buf = c.buf[n:]
-	if len(c.buf) == 0 {
-		c.buf = nil
-	}
-	return out
-}
-
-// decode converts the records at or after pos. Keys and values are
-// copied into shared slabs (one allocation per ~64 KiB instead of two per
-// message); each is capped (s[i:j:j]) so appending to one cannot clobber
-// another.
-func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error) {
-	var msgs []Message
-	var slab []byte
-	copyOut := func(b kafka.Bytes) ([]byte, error) {
-		if b == nil {
-			return nil, nil
-		}
-		n := b.Len()
-		if n > cap(slab)-len(slab) {
-			slab = make([]byte, 0, max(n, 64<<10))
-		}
-		start := len(slab)
-		slab = slab[:start+n]
-		if _, err := io.ReadFull(b, slab[start:]); err != nil {
-			return nil, err
-		}
-		return slab[start : start+n : start+n], nil
-	}
-	for {
-		r, err := rr.ReadRecord()
-		if err == io.EOF {
-			return msgs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if r.Offset < pos {
-			continue
-		}
-		key, err := copyOut(r.Key)
-		if err != nil {
-			return nil, err
-		}
-		value, err := copyOut(r.Value)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, Message{
-			Topic:     c.topic,
-			Partition: c.partition,
-			Offset:    r.Offset,
-			Key:       key,
-			Value:     value,
-			Time:      r.Time,
-		})
-	}
-}
-
-// fetchErrorKinds are the kind labels of changerate_kafka_fetch_errors_total.
-var fetchErrorKinds = []string{"fetch", "decode", "list_offsets", "offset_out_of_range"}
-
-func (c *kafkaClaim) retryWait(ctx context.Context, kind string, pos int64, err error) error {
-	c.src.m.fetchErrors.WithLabelValues(c.topic, kind).Inc()
-	c.src.log.Warn("kafka "+kind+" failed; retrying", "topic", c.topic, "partition", c.partition,
-		"offset", pos, "err", err)
-	return sleepCtx(ctx, backoff.New(c.src.k.cfg.RetryBackoff, 0).Next()) // jittered: members retry apart
-}
-
-// bounds returns the log start offset and the high watermark.
-func (c *kafkaClaim) bounds(ctx context.Context) (first, last int64, err error) {
-	resp, err := c.src.k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
-		Topics: map[string][]kafka.OffsetRequest{c.topic: {
-			kafka.FirstOffsetOf(int(c.partition)),
-			kafka.LastOffsetOf(int(c.partition)),
-		}},
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, p := range resp.Topics[c.topic] {
-		if p.Partition == int(c.partition) {
-			if p.Error != nil {
-				return 0, 0, p.Error
-			}
-			return p.FirstOffset, p.LastOffset, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("no offsets for %s/%d in the response", c.topic, c.partition)
-}
-
-func (c *kafkaClaim) outOfRange(ctx context.Context, pos int64, cause error) error {
-	first, last, err := c.bounds(ctx)
-	if err != nil {
-		return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range: %w: %w", c.topic, c.partition, pos, cause, ErrFatal)
-	}
-	return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range [%d, %d]: %w: %w", c.topic, c.partition, pos, first, last, cause, ErrFatal)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

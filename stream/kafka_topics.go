@@ -13,7 +13,8 @@ import (
 type TopicSpec struct {
 	// Name of the topic. Required.
 	Name string
-	// Partitions is the partition count. Default (0): 1.
+	// Partitions is the partition count. Default (0):
+	// DefaultTopicPartitions (1).
 	Partitions int
 	// ReplicationFactor is the number of replicas. Default (0): the
 	// broker's default.replication.factor.
@@ -24,6 +25,37 @@ type TopicSpec struct {
 	// Config holds further topic configuration, e.g. "retention.ms".
 	// Default none.
 	Config map[string]string
+}
+
+// DefaultTopicPartitions is the partition count of a TopicSpec whose
+// Partitions is zero.
+const DefaultTopicPartitions = 1
+
+// WithDefaults returns a copy of s with DefaultTopicPartitions in place of
+// a zero Partitions. A zero ReplicationFactor stays zero: it asks for the
+// broker's default, which only the broker knows.
+func (s TopicSpec) WithDefaults() TopicSpec {
+	if s.Partitions == 0 {
+		s.Partitions = DefaultTopicPartitions
+	}
+	return s
+}
+
+// Validate reports every invalid field of s at once (errors.Join), each
+// error naming the field. Zero values are valid and mean the default,
+// except Name, which is required.
+func (s TopicSpec) Validate() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("stream: TopicSpec.Name: a topic name is required"))
+	}
+	if s.Partitions < 0 {
+		errs = append(errs, fmt.Errorf("stream: TopicSpec.Partitions of %q: negative value %d", s.Name, s.Partitions))
+	}
+	if s.ReplicationFactor < 0 {
+		errs = append(errs, fmt.Errorf("stream: TopicSpec.ReplicationFactor of %q: negative value %d", s.Name, s.ReplicationFactor))
+	}
+	return errors.Join(errs...)
 }
 
 // DefaultTopics returns the pipeline's topics with their default names:
@@ -45,7 +77,8 @@ func DefaultTopics(partitions, replicationFactor int) []TopicSpec {
 // if their partition count or configuration differs from the spec (changing
 // the partition count of a keyed topic would move keys between
 // partitions). It is safe to run concurrently from several processes: a
-// topic created by someone else in the meantime is not an error.
+// topic created by someone else in the meantime is not an error. Invalid
+// specs (TopicSpec.Validate) are all reported before anything is created.
 func EnsureTopics(ctx context.Context, cfg KafkaConfig, specs []TopicSpec) (created []string, err error) {
 	k, err := newKafkaClients(cfg)
 	if err != nil {
@@ -53,14 +86,15 @@ func EnsureTopics(ctx context.Context, cfg KafkaConfig, specs []TopicSpec) (crea
 	}
 	defer k.close()
 	names := make([]string, 0, len(specs))
+	var invalid []error
 	for _, s := range specs {
-		if s.Name == "" {
-			return nil, errors.New("stream: EnsureTopics: topic without a name")
-		}
-		if s.Partitions < 0 || s.ReplicationFactor < 0 {
-			return nil, fmt.Errorf("stream: EnsureTopics: %s: negative partitions or replication factor", s.Name)
+		if err := s.Validate(); err != nil {
+			invalid = append(invalid, err)
 		}
 		names = append(names, s.Name)
+	}
+	if err := errors.Join(invalid...); err != nil {
+		return nil, err
 	}
 	meta, err := k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
 	if err != nil {
@@ -79,7 +113,8 @@ func EnsureTopics(ctx context.Context, cfg KafkaConfig, specs []TopicSpec) (crea
 		if exists[s.Name] {
 			continue
 		}
-		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: -1}
+		s = s.WithDefaults()
+		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: -1}
 		if s.ReplicationFactor > 0 {
 			tc.ReplicationFactor = s.ReplicationFactor
 		}

@@ -1,6 +1,6 @@
 package stream_test
 
-// The bounds of issue 18: a broker that never answers cannot hang the
+// The bounds of the consumer group (kafka_group.go): a broker that never answers cannot hang the
 // source (the watchdog rejoins with a fresh member ID, again and again,
 // and Run still stops promptly), and a connection that goes silent under
 // an owned partition costs one fetch deadline, then the partition fetches

@@ -200,11 +200,15 @@ type ReaderSource struct {
 	maxLine int
 }
 
+// DefaultReaderMaxLine is the line bound of a ReaderSource created with
+// maxLine <= 0.
+const DefaultReaderMaxLine = 1 << 20 // 1 MiB
+
 // NewReaderSource returns a source reading lines of topic from r. maxLine <= 0
-// means 1 MiB.
+// means DefaultReaderMaxLine.
 func NewReaderSource(topic string, r io.Reader, maxLine int) *ReaderSource {
 	if maxLine <= 0 {
-		maxLine = 1 << 20
+		maxLine = DefaultReaderMaxLine
 	}
 	return &ReaderSource{topic: topic, r: bufio.NewReaderSize(r, 256<<10), maxLine: maxLine}
 }

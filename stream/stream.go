@@ -2,8 +2,8 @@
 // changerate and Kafka. It defines a Sink (where records are written) and a
 // Source (where partitions of records are read from), each with a Kafka
 // implementation (segmentio/kafka-go) and in-process implementations for the
-// Unix-filter mode and tests (an io.Writer sink, an io.Reader source, and an
-// in-memory sink).
+// Unix-filter mode and tests (an io.Writer sink, an io.Reader source, an
+// in-memory sink, and an in-memory consumer-group source).
 //
 // Delivery contract: Sink.Write returns nil only after every message of the
 // call is acknowledged by the destination (for Kafka: by all in-sync
@@ -15,6 +15,33 @@
 // is pointless and retrying the others is unnecessary. A
 // Source delivers each partition's messages in offset order, from the offset
 // its handler seeks to; it never commits on its own.
+//
+// Where each step lives:
+//
+//   - stream.go: the contracts (Sink, Source, Claim, Message, the errors).
+//   - local.go: the in-process sinks and the line source (WriterSink,
+//     MemorySink, ReaderSource).
+//   - memory_source.go: MemorySource, the scriptable in-memory twin of
+//     KafkaSource (source_diff_test.go runs the same scripts against both).
+//   - kafka_config.go: KafkaConfig, its defaults (WithDefaults), Validate,
+//     and the clients every Kafka component shares (TLS, SASL, transport).
+//   - kafka_source.go: KafkaSource, the consumer-group member: Run, one
+//     goroutine per claim and generation (startGeneration, runClaim), the
+//     partition-count watch and the commit loop.
+//   - kafka_group.go: group incarnations (runGroup) and the watchdog that
+//     restarts the group on a join timeout or a fetch stall.
+//   - kafka_orphans.go: the rejoin when another member's partition makes no
+//     progress.
+//   - kafka_claim.go: the claim, one partition for one generation: SeekTo,
+//     Fetch, MarkCommitted, GroupOffset and revocation (ErrRevoked).
+//   - kafka_fetcher.go: the fetcher behind a claim: fetch requests with
+//     deadlines, retries, decoding, out-of-range detection.
+//   - kafka_sink.go: KafkaSink, Write and the classification of permanent
+//     rejections; kafka_sink_direct.go and kafka_sink_batched.go: its two
+//     modes (KafkaConfig.Linger).
+//   - kafka_topics.go, kafka_partitions.go: topic administration
+//     (EnsureTopics) and snapshot reads (TopicPartitions, ReadTopic).
+//   - kafka_metrics.go: the Prometheus metrics of sinks and sources.
 package stream
 
 import (

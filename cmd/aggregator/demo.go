@@ -29,9 +29,9 @@ import (
 // (kfake), the in-memory store, and generated sample logs with known rates,
 // through the real ingest → Kafka → aggregator → Kafka path.
 func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
-	topics := []string{cfg.TopicObservations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
+	topics := []string{cfg.Topics.Observations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topics...),
-		kfake.SeedTopics(1, cfg.TopicDeadLetter, cfg.TopicLate))
+		kfake.SeedTopics(1, cfg.Topics.DeadLetter, cfg.TopicLate))
 	if err != nil {
 		return fmt.Errorf("demo: start in-process Kafka: %w", err)
 	}
@@ -71,11 +71,11 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 		start := time.Now()
 		// Both logs merged by event time, as ingest does with several
 		// files: the aggregator's watermark would find the second log late.
-		sorted := ingest.NewSortingSink(kp.sink, cfg.TopicObservations, 0, "", 0)
+		sorted := ingest.NewSortingSink(kp.sink, cfg.Topics.Observations, 0, "", 0)
 		defer sorted.Close()
 		for _, in := range []struct{ format, path string }{{"heritrix", crawlLog}, {"squid", squidLog}} {
-			icfg := ingest.Config{Format: in.format, Paths: []string{in.path}, ObservationsTopic: cfg.TopicObservations,
-				DeadLetterTopic: cfg.TopicDeadLetter, ProgressInterval: -1}
+			icfg := ingest.Config{Format: in.format, Paths: []string{in.path}, ObservationsTopic: cfg.Topics.Observations,
+				DeadLetterTopic: cfg.Topics.DeadLetter, ProgressInterval: -1}
 			if _, err := ingest.Run(gctx, icfg, sorted, logger, nil); err != nil {
 				return fmt.Errorf("demo: ingest %s: %w", in.format, err)
 			}
@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 		if err := sorted.Flush(gctx); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		total, err := endOffsets(gctx, kc.Brokers[0], cfg.TopicObservations)
+		total, err := endOffsets(gctx, kc.Brokers[0], cfg.Topics.Observations)
 		if err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ func TestNothingUsableExitsNonZero(t *testing.T) {
 	}
 }
 
-// TestHTTPAddrFlagInFilterMode (review bug): --http-addr starts the HTTP
+// TestHTTPAddrFlagInFilterMode: --http-addr starts the HTTP
 // server in filter mode, as the environment variable does (flags win).
 func TestHTTPAddrFlagInFilterMode(t *testing.T) {
 	t.Setenv("CHANGERATE_HTTP_ADDR", "") // unset for this process: only the flag asks

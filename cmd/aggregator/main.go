@@ -37,109 +37,79 @@ import (
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/options"
+	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
 
 // envPrefix prefixes every environment variable of the aggregator.
-const envPrefix = "CHANGERATE"
+const envPrefix = options.Prefix
+
+// clientID is the aggregator's default Kafka client id.
+const clientID = "changerate-aggregator"
 
 // config is the aggregator's whole configuration; README's reference table
 // is generated from these tags (go run ./cmd/aggregator -config-reference).
 type config struct {
 	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines, plain or gzip) from this file, or - for stdin, instead of Kafka"`
 	Out  string `envconfig:"OUT" desc:"write estimates (JSON lines) to this file, or - for stdout, instead of the estimates topic"`
-	Emit string `envconfig:"EMIT" default:"update" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
+	Emit string `envconfig:"EMIT" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
 	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
 
 	Store    string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
 	IdleTTL  time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations (0: never)"`
 	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8080" desc:"address of the HTTP server (/metrics, /healthz, /readyz, the query API /v1/... and the pages / and /objects); empty disables it; not started in filter mode unless set explicitly"`
 
-	KafkaBrokers        []string      `envconfig:"KAFKA_BROKERS" desc:"comma-separated Kafka bootstrap brokers (host:port); enables service mode"`
-	KafkaGroup          string        `envconfig:"KAFKA_GROUP" default:"changerate-aggregator" desc:"consumer group of the aggregators"`
-	KafkaClientID       string        `envconfig:"KAFKA_CLIENT_ID" default:"changerate-aggregator" desc:"Kafka client id"`
-	KafkaTLS            bool          `envconfig:"KAFKA_TLS" desc:"connect to Kafka over TLS"`
-	KafkaTLSCA          string        `envconfig:"KAFKA_TLS_CA" desc:"PEM CA bundle verifying the brokers (default: system roots)"`
-	KafkaTLSCert        string        `envconfig:"KAFKA_TLS_CERT" desc:"PEM client certificate for mutual TLS"`
-	KafkaTLSKey         string        `envconfig:"KAFKA_TLS_KEY" desc:"PEM key of KAFKA_TLS_CERT"`
-	KafkaTLSServerName  string        `envconfig:"KAFKA_TLS_SERVER_NAME" desc:"server name verified in broker certificates (default: the broker host)"`
-	KafkaTLSInsecure    bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
-	KafkaSASLMechanism  string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
-	KafkaSASLUser       string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
-	KafkaSASLPassword   string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password"`
-	KafkaSessionTimeout time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" default:"30s" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
-	KafkaHeartbeat      time.Duration `envconfig:"KAFKA_HEARTBEAT" default:"3s" desc:"consumer-group heartbeat interval"`
-	KafkaRebalance      time.Duration `envconfig:"KAFKA_REBALANCE_TIMEOUT" default:"30s" desc:"consumer-group rebalance timeout: how long the coordinator waits for members to rejoin"`
-	KafkaRequestTimeout time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" default:"30s" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
-	KafkaFetchSlack     time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" default:"10s" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
-	KafkaJoinTimeout    time.Duration `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
-	KafkaOrphanTimeout  time.Duration `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
-	KafkaStallTimeout   time.Duration `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
-	CreateTopics        bool          `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
-	Partitions          int           `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
-	ReplicationFactor   int           `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
+	options.Kafka
+	options.KafkaTimeouts
+	CreateTopics      bool `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
+	Partitions        int  `envconfig:"PARTITIONS" default:"12" desc:"partitions of topics created at start"`
+	ReplicationFactor int  `envconfig:"REPLICATION_FACTOR" default:"1" desc:"replication factor of topics created at start"`
 
-	TopicObservations  string `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"input topic"`
-	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" default:"estimates" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
-	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" default:"access-reports" desc:"output topic of per-period access reports"`
-	TopicAlerts        string `envconfig:"ALERTS_TOPIC" default:"alerts" desc:"output topic of rate-shift alerts"`
-	TopicDeadLetter    string `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"output topic of undecodable inputs with the reason"`
-	TopicLate          string `envconfig:"LATE_TOPIC" default:"late" desc:"output topic of observations later than the allowed lateness, with the reason"`
+	options.Topics
+	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
+	TopicAccessReports string `envconfig:"ACCESS_REPORTS_TOPIC" desc:"output topic of per-period access reports"`
+	TopicAlerts        string `envconfig:"ALERTS_TOPIC" desc:"output topic of rate-shift alerts"`
+	TopicLate          string `envconfig:"LATE_TOPIC" desc:"output topic of observations later than the allowed lateness, with the reason"`
 
-	RedisAddrs            []string `envconfig:"REDIS_ADDRS" desc:"comma-separated Redis addresses (host:port); several with REDIS_CLUSTER for a cluster"`
-	RedisCluster          bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
-	RedisUsername         string   `envconfig:"REDIS_USERNAME" desc:"Redis ACL user"`
-	RedisPassword         string   `envconfig:"REDIS_PASSWORD" file:"true" desc:"Redis password (AUTH)"`
-	RedisDB               int      `envconfig:"REDIS_DB" default:"0" desc:"Redis database (standalone only)"`
-	RedisTLS              bool     `envconfig:"REDIS_TLS" desc:"connect to Redis over TLS"`
-	RedisTLSCA            string   `envconfig:"REDIS_TLS_CA" desc:"PEM CA bundle verifying Redis (default: system roots)"`
-	RedisTLSCert          string   `envconfig:"REDIS_TLS_CERT" desc:"PEM client certificate for Redis"`
-	RedisTLSKey           string   `envconfig:"REDIS_TLS_KEY" desc:"PEM key of REDIS_TLS_CERT"`
-	RedisPrefix           string   `envconfig:"REDIS_KEY_PREFIX" default:"cr:" desc:"prefix of every Redis key"`
-	RedisSentinelMaster   string   `envconfig:"REDIS_SENTINEL_MASTER" desc:"Redis with Sentinel: the master's name; REDIS_ADDRS are then the Sentinels (go-redis failover client)"`
-	RedisSentinelPassword string   `envconfig:"REDIS_SENTINEL_PASSWORD" file:"true" desc:"password of the Sentinels (default: none)"`
-	RedisExpiryEvents     string   `envconfig:"REDIS_EXPIRY_EVENTS" default:"config" desc:"counting expired objects: config (enable notify-keyspace-events Ex with CONFIG SET, then subscribe), subscribe (the server is configured; no CONFIG permission needed) or off"`
-	RedisRequireDurable   bool     `envconfig:"REDIS_REQUIRE_DURABLE" default:"true" desc:"refuse to start unless every Redis master has maxmemory-policy noeviction and appendonly yes (false: for tests and development only)"`
-	RedisKeyFmt           string   `envconfig:"REDIS_KEY_FORMAT" default:"compact" desc:"object key layout: compact (14-byte hashed keys, keeps an object within 256 bytes of Redis memory) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
+	options.Redis
 
-	BatchSize     int           `envconfig:"BATCH_SIZE" default:"5000" desc:"most observations per partition batch (one atomic state commit)"`
-	CacheObjects  int           `envconfig:"CACHE_OBJECTS" default:"200000" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
-	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" default:"1h" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
-	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" default:"256MiB" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
-	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" default:"1h" desc:"length of an access reporting period"`
-	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" default:"10m" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
-	PStale        float64       `envconfig:"P_STALE" default:"0.1" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
+	BatchSize     int           `envconfig:"BATCH_SIZE" desc:"most observations per partition batch (one atomic state commit)"`
+	CacheObjects  int           `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
+	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
+	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
+	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
+	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
+	PStale        float64       `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
 	PoolSites     int           `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
 	PoolPublish   bool          `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
-	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" default:"5s" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
-	ReorderWindow time.Duration `envconfig:"REORDER_WINDOW" default:"1m" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
-	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" default:"30s" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
-	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" default:"stop" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
-	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" default:"10s" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
-	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
-	// Alerts and seasonal baselines (issue 14; README "Alerts").
-	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" default:"168h" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
-	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" default:"200" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
-	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" default:"0.7" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
-	AlertPeriod       time.Duration `envconfig:"ALERT_PERIOD" default:"1h" desc:"testing period of the false-discovery-rate adjustment; alerts are published when the partition's event time passes its end"`
-	AlertFDR          float64       `envconfig:"ALERT_FDR" default:"0.01" desc:"Benjamini-Hochberg false-discovery rate per period and partition; 1 keeps every shift that passes the other filters"`
-	AlertMinRatio     float64       `envconfig:"ALERT_MIN_RATIO" default:"2" desc:"least effect size: observed/expected count >= this (up) or <= its inverse (down)"`
-	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" default:"8" desc:"least observed (up) or expected (down) events since the change point"`
-	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" default:"3" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
-	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" default:"5" desc:"objects listed in a site alert"`
+	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	ReorderWindow time.Duration `envconfig:"REORDER_WINDOW" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
+	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
+	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
+	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
+	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
+	// Alerts and seasonal baselines (README "Alerts").
+	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
+	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
+	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
+	AlertPeriod       time.Duration `envconfig:"ALERT_PERIOD" desc:"testing period of the false-discovery-rate adjustment; alerts are published when the partition's event time passes its end"`
+	AlertFDR          float64       `envconfig:"ALERT_FDR" desc:"Benjamini-Hochberg false-discovery rate per period and partition; 1 keeps every shift that passes the other filters"`
+	AlertMinRatio     float64       `envconfig:"ALERT_MIN_RATIO" desc:"least effect size: observed/expected count >= this (up) or <= its inverse (down)"`
+	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" desc:"least observed (up) or expected (down) events since the change point"`
+	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
+	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" desc:"objects listed in a site alert"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`
 	DeadLetterOut    string `envconfig:"DEAD_LETTER_OUT" default:"-" desc:"filter mode: write dead letters to this file; - means stderr"`
 	LateOut          string `envconfig:"LATE_OUT" default:"-" desc:"filter mode: write late observations (with the reason) to this file; - means stderr"`
 	Sort             bool   `envconfig:"SORT" default:"true" desc:"filter mode: sort the input by event time before aggregating, so that estimates do not depend on input order; false applies it in input order through the reorder buffer"`
-	SortMemory       int64  `envconfig:"SORT_MEMORY" default:"268435456" desc:"filter mode: bytes of input sorted in memory; beyond, sorted runs spill to SORT_DIR"`
-	SortDir          string `envconfig:"SORT_DIR" desc:"filter mode: directory of the sort's spilled runs (default: the system temporary directory)"`
+	options.ExternalSort
 
-	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+	options.Log
 
 	DemoPages int  `envconfig:"DEMO_PAGES" default:"5" desc:"demo: generated pages per change class (crawled and proxied each)"`
 	DemoDays  int  `envconfig:"DEMO_DAYS" default:"30" desc:"demo: days of generated traffic"`
@@ -147,38 +117,93 @@ type config struct {
 
 	OutFormat          string        `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
 	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
-	APITimeout         time.Duration `envconfig:"API_TIMEOUT" default:"5s" desc:"time limit of one query API or page request (503 beyond it)"`
-	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" default:"8192" desc:"longest query API request target and body (414/413 beyond it)"`
-	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" default:"200000" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
-	APIAlerts          int           `envconfig:"API_ALERTS" default:"10000" desc:"recent alerts kept for /v1/alerts"`
-	URLProfile         string        `envconfig:"URL_PROFILE" default:"changerate" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
-	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" default:"10m" desc:"shortest revisit interval of next_visit and of /v1/plan"`
-	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" default:"720h" desc:"longest revisit interval of next_visit and of /v1/plan"`
-	PlanBudget         int           `envconfig:"PLAN_BUDGET" default:"1000" desc:"default budget (fetches per period) of /v1/plan"`
-	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" default:"24h" desc:"default period of /v1/plan"`
+	APITimeout         time.Duration `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
+	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it)"`
+	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
+	APIAlerts          int           `envconfig:"API_ALERTS" desc:"recent alerts kept for /v1/alerts"`
+	URLProfile         string        `envconfig:"URL_PROFILE" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
+	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" desc:"shortest revisit interval of next_visit and of /v1/plan"`
+	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
+	PlanBudget         int           `envconfig:"PLAN_BUDGET" desc:"default budget (fetches per period) of /v1/plan"`
+	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" desc:"default period of /v1/plan"`
 	// httpSet: HTTP_ADDR was given (variable or flag), so the filter mode
 	// serves HTTP too.
 	httpSet bool
 }
 
-// opt names an option as the user sets it: "CHANGERATE_X (--x)".
-func opt(name string) string {
-	return envPrefix + "_" + name + " (--" + strings.ReplaceAll(strings.ToLower(name), "_", "-") + ")"
+// newConfig is the configuration before Load, holding the defaults of the
+// options without a default tag: the libraries' (aggregate, query,
+// parse) and the shared option groups' (see internal/options).
+func newConfig() config {
+	pc := aggregateDefaults()
+	m := pc.Model
+	return config{
+		Emit:              pc.Emit,
+		BatchSize:         pc.BatchSize,
+		CacheObjects:      pc.CacheObjects,
+		CacheBytes:        byteSize(pc.CacheBytes),
+		LateTolerance:     m.LateTolerance,
+		ReportPeriod:      m.ReportPeriod,
+		EmitInterval:      m.EmitInterval,
+		PStale:            m.PStale,
+		MinRevisit:        time.Duration(m.Estimators.MinInterval * float64(time.Second)),
+		MaxRevisit:        time.Duration(m.Estimators.MaxInterval * float64(time.Second)),
+		SeasonalLearning:  m.Seasonal.LearningPeriod,
+		SeasonalMinEvents: m.Seasonal.MinEvents,
+		SeasonalDecay:     m.Seasonal.Decay,
+		AlertPeriod:       m.Alerts.Period,
+		AlertFDR:          m.Alerts.FDR,
+		AlertMinRatio:     m.Alerts.MinRatio,
+		AlertMinEvents:    m.Alerts.MinEvents,
+		AlertSiteObjects:  m.Alerts.SiteObjects,
+		AlertSiteTop:      m.Alerts.SiteTop,
+		IdleCheck:         pc.IdleCheck,
+		ReorderWindow:     pc.ReorderWindow,
+		IdleRelease:       pc.IdleRelease,
+		OnStateLoss:       aggregate.OnStateLossStop, // the library's "" means it
+		TakeoverDelay:     pc.TakeoverDelay,
+		DrainTimeout:      pc.DrainTimeout,
+
+		TopicEstimates:     pc.EstimatesTopic,
+		TopicAccessReports: pc.AccessReportsTopic,
+		TopicAlerts:        pc.AlertsTopic,
+		TopicLate:          pc.LateTopic,
+		URLProfile:         parse.ProfileChangerate,
+		APITimeout:         query.DefaultTimeout,
+		APIMaxRequestBytes: query.DefaultMaxRequestBytes,
+		APIIndexObjects:    query.DefaultIndexObjects,
+		APIAlerts:          query.DefaultIndexAlerts,
+		PlanBudget:         query.DefaultPlanBudget,
+		PlanPeriod:         query.DefaultPlanPeriod,
+		Topics:             options.DefaultTopics(),
+		ExternalSort:       options.DefaultExternalSort(),
+
+		Kafka:         options.DefaultKafka(clientID, stream.DefaultKafkaGroupID),
+		KafkaTimeouts: options.DefaultKafkaTimeouts(),
+		Redis:         options.DefaultRedis(),
+	}
 }
 
+// aggregateDefaults is the processor's default configuration, the source
+// of the defaults of the options that set it (processorConfig).
+func aggregateDefaults() aggregate.Config { return aggregate.DefaultConfig() }
+
+// opt names an option as the user sets it: "CHANGERATE_X (--x)".
+func opt(name string) string { return options.Name(name) }
+
 func (c *config) validate() error {
-	if c.In != "" && len(c.KafkaBrokers) > 0 {
+	if c.In != "" && len(c.Kafka.Brokers) > 0 {
 		return fmt.Errorf("config: %s and %s are exclusive: filter mode reads no Kafka", opt("IN"), opt("KAFKA_BROKERS"))
 	}
 	switch c.Store {
 	case "":
 		c.Store = "memory"
-		if len(c.RedisAddrs) > 0 {
+		if len(c.Redis.Addrs) > 0 {
 			c.Store = "redis"
 		}
 	case "memory":
 	case "redis":
-		if len(c.RedisAddrs) == 0 {
+		if len(c.Redis.Addrs) == 0 {
 			return fmt.Errorf("config: %s=redis needs %s", opt("STORE"), opt("REDIS_ADDRS"))
 		}
 	default:
@@ -213,7 +238,6 @@ func (c *config) validate() error {
 		{c.IdleRelease < 0, "IDLE_RELEASE", "a duration of 0 or more", c.IdleRelease},
 		{c.ReorderWindow < 0, "REORDER_WINDOW", "a duration of 0 or more", c.ReorderWindow},
 		{c.DrainTimeout <= 0, "DRAIN_TIMEOUT", "a positive duration", c.DrainTimeout},
-		{c.SortMemory < 0, "SORT_MEMORY", "0 (the default, 256 MiB) or more bytes", c.SortMemory},
 		{c.TopicLate == "", "LATE_TOPIC", "a topic name", `""`},
 	}
 	for _, k := range checks {
@@ -221,8 +245,13 @@ func (c *config) validate() error {
 			return fmt.Errorf("config: %s must be %s, got %v", opt(k.name), k.want, k.got)
 		}
 	}
-	if c.TakeoverDelay <= c.KafkaHeartbeat && len(c.KafkaBrokers) > 0 {
-		return fmt.Errorf("config: %s (%s) must exceed %s (%s)", opt("TAKEOVER_DELAY"), c.TakeoverDelay, opt("KAFKA_HEARTBEAT"), c.KafkaHeartbeat)
+	for _, err := range []error{c.Topics.Validate(), c.ExternalSort.Validate()} {
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
+	if c.TakeoverDelay <= c.KafkaTimeouts.Heartbeat && len(c.Kafka.Brokers) > 0 {
+		return fmt.Errorf("config: %s (%s) must exceed %s (%s)", opt("TAKEOVER_DELAY"), c.TakeoverDelay, opt("KAFKA_HEARTBEAT"), c.KafkaTimeouts.Heartbeat)
 	}
 	if c.OnStateLoss != aggregate.OnStateLossStop && c.OnStateLoss != aggregate.OnStateLossReplay {
 		return fmt.Errorf("config: %s must be stop or replay, got %q", opt("ON_STATE_LOSS"), c.OnStateLoss)
@@ -230,26 +259,15 @@ func (c *config) validate() error {
 	if err := c.validateQuery(); err != nil {
 		return err
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		return err
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return fmt.Errorf("config: %s must be text or json, got %q", opt("LOG_FORMAT"), c.LogFormat)
+	if err := c.Log.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return c.validateAlerts()
 }
 
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("config: %s must be debug, info, warn or error, got %q", opt("LOG_LEVEL"), s)
-	}
-	return l, nil
-}
-
 // processorConfig maps the flat configuration onto aggregate.Config.
 func (c *config) processorConfig() aggregate.Config {
-	pc := aggregate.DefaultConfig()
+	pc := aggregateDefaults()
 	pc.BatchSize = c.BatchSize
 	pc.Emit = c.Emit
 	pc.CacheObjects = explicitZero(c.CacheObjects, aggregate.Unbounded)
@@ -274,7 +292,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.Alerts.SiteObjects = explicitZero(c.AlertSiteObjects, aggregate.ZeroCount)
 	pc.Model.Alerts.SiteTop = c.AlertSiteTop
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
-	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.TopicDeadLetter
+	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.Topics.DeadLetter
 	pc.LateTopic = c.TopicLate
 	pc.DrainTimeout = c.DrainTimeout
 	pc.TakeoverDelay = explicitZero(c.TakeoverDelay, aggregate.ZeroDuration)
@@ -297,22 +315,11 @@ func explicitZero[T ~int | ~int64](v, sentinel T) T {
 	return v
 }
 
-// kafkaConfig maps the flat configuration onto stream.KafkaConfig.
+// kafkaConfig is the Kafka configuration of the consumer and of the sink.
 func (c *config) kafkaConfig() stream.KafkaConfig {
-	return stream.KafkaConfig{
-		Brokers: c.KafkaBrokers, ClientID: c.KafkaClientID, GroupID: c.KafkaGroup,
-		TLS: stream.KafkaTLSConfig{Enable: c.KafkaTLS, CAFile: c.KafkaTLSCA, CertFile: c.KafkaTLSCert, KeyFile: c.KafkaTLSKey,
-			ServerName: c.KafkaTLSServerName, InsecureSkipVerify: c.KafkaTLSInsecure},
-		SASL:              stream.KafkaSASLConfig{Mechanism: c.KafkaSASLMechanism, Username: c.KafkaSASLUser, Password: c.KafkaSASLPassword},
-		SessionTimeout:    c.KafkaSessionTimeout,
-		HeartbeatInterval: c.KafkaHeartbeat,
-		RebalanceTimeout:  c.KafkaRebalance,
-		RequestTimeout:    c.KafkaRequestTimeout,
-		FetchTimeoutSlack: c.KafkaFetchSlack,
-		JoinTimeout:       c.KafkaJoinTimeout,
-		FetchStallTimeout: c.KafkaStallTimeout,
-		OrphanTimeout:     c.KafkaOrphanTimeout,
-	}
+	kc := c.Kafka.Config()
+	c.KafkaTimeouts.ApplyTo(&kc)
+	return kc
 }
 
 func main() {
@@ -329,7 +336,7 @@ func main() {
 
 // run is main without the process: it is what the tests call.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var cfg config
+	cfg := newConfig()
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(fs) }
@@ -360,13 +367,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	level, _ := parseLevel(cfg.LogLevel)
-	hopts := &slog.HandlerOptions{Level: level}
-	var logger *slog.Logger
-	if cfg.LogFormat == "json" {
-		logger = slog.New(slog.NewJSONHandler(stderr, hopts))
-	} else {
-		logger = slog.New(slog.NewTextHandler(stderr, hopts))
+	logger, err := cfg.Log.Logger(stderr)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
@@ -374,7 +377,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case cfg.In != "":
 		return runFilter(ctx, &cfg, stdin, stdout, stderr, logger, reg)
-	case len(cfg.KafkaBrokers) > 0 && !cfg.Demo:
+	case len(cfg.Kafka.Brokers) > 0 && !cfg.Demo:
 		return runService(ctx, &cfg, logger, reg)
 	default:
 		return runDemo(ctx, &cfg, stdout, logger, reg)
@@ -424,7 +427,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		{cfg.Out, cfg.TopicEstimates, stdout},
 		{cfg.AlertsOut, cfg.TopicAlerts, stdout},
 		{cfg.AccessReportsOut, cfg.TopicAccessReports, stdout},
-		{cfg.DeadLetterOut, cfg.TopicDeadLetter, stderr},
+		{cfg.DeadLetterOut, cfg.Topics.DeadLetter, stderr},
 		{cfg.LateOut, cfg.TopicLate, stderr},
 	} {
 		w, closeFn, err := openOut(o.path, o.std)
@@ -459,7 +462,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	httpOn := cfg.httpSet && cfg.HTTPAddr != ""
 	var api *query.Server
 	if httpOn {
-		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.TopicObservations}, logger); err != nil {
+		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger); err != nil {
 			return err
 		}
 	}
@@ -486,8 +489,8 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 			return err
 		}
 		if cfg.Sort {
-			sorted, closeSort, err := sortInput(in, name, cfg.SortMemory, cfg.SortDir, func(dl []byte) error {
-				return sink.Write(gctx, stream.Message{Topic: cfg.TopicDeadLetter, Value: dl})
+			sorted, closeSort, err := sortInput(in, name, cfg.ExternalSort.Memory, cfg.ExternalSort.Dir, func(dl []byte) error {
+				return sink.Write(gctx, stream.Message{Topic: cfg.Topics.DeadLetter, Value: dl})
 			}, &ist)
 			if err != nil {
 				return err
@@ -495,7 +498,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 			defer closeSort()
 			in = sorted
 		}
-		return stream.NewReaderSource(cfg.TopicObservations, in, 0).Run(gctx, proc.Handle)
+		return stream.NewReaderSource(cfg.Topics.Observations, in, 0).Run(gctx, proc.Handle)
 	})
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -525,13 +528,13 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 	setMemoryLimit(logger)
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
-		return fmt.Errorf("config: %s", cliconfig.KafkaError(envPrefix, err))
+		return fmt.Errorf("config: %s", options.KafkaError(err))
 	}
 	if cfg.Store == "redis" {
 		// Before any connection: a bad Redis option is a configuration
 		// error, whatever state Kafka is in.
 		if err := cfg.redisConfig().Validate(); err != nil {
-			return fmt.Errorf("config: %s", redisError(err))
+			return fmt.Errorf("config: %s", options.RedisError(err, "IDLE_TTL"))
 		}
 	}
 	if cfg.CreateTopics {
@@ -540,7 +543,7 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 			// kafka-go names its method ("kafka.(*Client).Metadata: dial
 			// tcp ...: connection refused"); the user needs the option.
 			msg := strings.ReplaceAll(err.Error(), "kafka.(*Client).Metadata: ", "")
-			return fmt.Errorf("cannot create the topics on the Kafka brokers %s (%s): %s", strings.Join(cfg.KafkaBrokers, ","), opt("KAFKA_BROKERS"), msg)
+			return fmt.Errorf("cannot create the topics on the Kafka brokers %s (%s): %s", strings.Join(cfg.Kafka.Brokers, ","), opt("KAFKA_BROKERS"), msg)
 		}
 		if len(created) > 0 {
 			logger.Info("created topics", "topics", created)
@@ -584,7 +587,7 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 	if err != nil {
 		return nil, err
 	}
-	src, err := stream.NewKafkaSource(kc, []string{cfg.TopicObservations}, logger, reg)
+	src, err := stream.NewKafkaSource(kc, []string{cfg.Topics.Observations}, logger, reg)
 	if err != nil {
 		sink.Close()
 		return nil, err
@@ -651,11 +654,11 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 func topicSpecs(cfg *config) []stream.TopicSpec {
 	rf := cfg.ReplicationFactor
 	return []stream.TopicSpec{
-		{Name: cfg.TopicObservations, Partitions: cfg.Partitions, ReplicationFactor: rf},
+		{Name: cfg.Topics.Observations, Partitions: cfg.Partitions, ReplicationFactor: rf},
 		{Name: cfg.TopicEstimates, Partitions: cfg.Partitions, ReplicationFactor: rf, Compacted: true},
 		{Name: cfg.TopicAccessReports, Partitions: cfg.Partitions, ReplicationFactor: rf},
 		{Name: cfg.TopicAlerts, Partitions: cfg.Partitions, ReplicationFactor: rf},
-		{Name: cfg.TopicDeadLetter, Partitions: 1, ReplicationFactor: rf},
+		{Name: cfg.Topics.DeadLetter, Partitions: 1, ReplicationFactor: rf},
 		{Name: cfg.TopicLate, Partitions: 1, ReplicationFactor: rf},
 	}
 }

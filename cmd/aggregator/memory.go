@@ -13,7 +13,7 @@ import (
 // (256MiB, 1GiB, 500MB, 1048576), parsed by go-humanize.
 type byteSize int64
 
-// Decode implements envconfig.Decoder.
+// Decode implements cliconfig.Decoder.
 func (b *byteSize) Decode(s string) error {
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
@@ -24,6 +24,20 @@ func (b *byteSize) Decode(s string) error {
 	}
 	*b = byteSize(n)
 	return nil
+}
+
+// String writes b with the largest binary unit that divides it
+// (256MiB), as Decode reads it.
+func (b byteSize) String() string {
+	for _, u := range []struct {
+		name string
+		size byteSize
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b != 0 && b%u.size == 0 {
+			return fmt.Sprintf("%d%s", b/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d", int64(b))
 }
 
 // memLimitRatio is the share of the container's memory limit given to the

@@ -77,8 +77,8 @@ func newQuery(cfg *config, store state.Store, sink stream.Sink, loc query.Locato
 
 // kafkaLocator finds objects' partitions as the observations' producers do.
 func kafkaLocator(cfg *config, kc stream.KafkaConfig) query.Locator {
-	return &query.KafkaLocator{Topic: cfg.TopicObservations, Partitions: func(ctx context.Context) ([]int, error) {
-		return stream.TopicPartitions(ctx, kc, cfg.TopicObservations)
+	return &query.KafkaLocator{Topic: cfg.Topics.Observations, Partitions: func(ctx context.Context) ([]int, error) {
+		return stream.TopicPartitions(ctx, kc, cfg.Topics.Observations)
 	}}
 }
 

@@ -93,8 +93,6 @@ func estimates(t *testing.T, out string) []records.Estimate {
 // TestRealPHPDocNewestFirst: php-doc's git history (newest first, as git
 // log writes it) gives the same estimates, byte for byte, as the same
 // lines sorted oldest first, and every object with a change has a rate.
-// Before issue 11 all 21,248 objects came out with one observation and no
-// rate.
 func TestRealPHPDocNewestFirst(t *testing.T) {
 	src := realSample(t, realData(t, "php-doc-en-history/git-file-changes.tsv.gz"))
 	f, err := os.Open(src)
@@ -172,7 +170,7 @@ func TestRealPHPDocNewestFirst(t *testing.T) {
 }
 
 // TestRealWorldCupNothingDropped: all 200,000 WorldCup requests are
-// applied (before issue 11: 16,608, the rest dropped as late).
+// applied: none is dropped as late or as a duplicate.
 func TestRealWorldCupNothingDropped(t *testing.T) {
 	src := realData(t, "worldcup98-day6-sample/wc_day6_1_sample.csv.gz")
 	want := int64(200000)
@@ -201,8 +199,8 @@ func TestRealWorldCupNothingDropped(t *testing.T) {
 }
 
 // TestRealCrawlLogsEitherOrder: the two Heritrix H1 crawl logs given in
-// either order give identical estimates (before issue 11: 1,076 applied
-// observations in one order, 845 in the other).
+// either order give identical estimates (and the same number of applied
+// observations).
 func TestRealCrawlLogsEitherOrder(t *testing.T) {
 	j5 := realData(t, "heritrix-crawl-logs-netarchivesuite/crawl-h1-2006-job5.log.gz")
 	j11 := realData(t, "heritrix-crawl-logs-netarchivesuite/crawl-h1-2006-job11.log.gz")

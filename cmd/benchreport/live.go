@@ -24,7 +24,7 @@ import (
 	"github.com/changerate/changerate/records"
 )
 
-// The live-crawl shape (issue 13): a crawler visits each of 100,000 URLs
+// The live-crawl shape: a crawler visits each of 100,000 URLs
 // about once a day, so every observation publishes a new estimate (the
 // visits of one object are a day apart in event time, far beyond the
 // default EMIT_INTERVAL of 10 minutes). It runs with three separate

@@ -49,6 +49,7 @@ import (
 
 type options struct {
 	out          string
+	keepFrom     string
 	runs         int
 	observations int
 	objects      int
@@ -85,6 +86,7 @@ func main() {
 	var o options
 	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
 	fs.StringVar(&o.out, "out", "docs/bench.md", "report file (- for stdout)")
+	fs.StringVar(&o.keepFrom, "keep-from", "docs/bench.md", "earlier report whose one-off sections (optimisation history) are carried over; empty: none")
 	fs.IntVar(&o.runs, "runs", 3, "measured runs of the pipeline and of each naive design (medians are reported)")
 	fs.IntVar(&o.observations, "observations", 1000000, "observations in the throughput workload")
 	fs.IntVar(&o.objects, "objects", 100000, "objects in the throughput workload")
@@ -144,6 +146,7 @@ type report struct {
 	mature     matureResult
 	population matureResult
 	notes      []string
+	kept       string // keptSections of the previous report
 	live       []liveResult
 	liveLat    *latResult
 }
@@ -325,6 +328,10 @@ func run(ctx context.Context, o options) error {
 	}
 	rep.machine.LoadAfter = loadavg()
 	rep.elapsed = time.Since(rep.started)
+	// Before -out is truncated: it is usually the same file.
+	if rep.kept, err = previousSections(o.keepFrom); err != nil {
+		return err
+	}
 	var out io.Writer = os.Stdout
 	if o.out != "-" {
 		f, err := os.Create(o.out)

@@ -1,6 +1,6 @@
 package main
 
-// The query API's part of the report (issue 12): latency of GET
+// The query API's part of the report: latency of GET
 // /v1/objects under concurrent load while an aggregator consumes into the
 // same Redis, and the memory of the top/plan index per object. It is self
 // contained (its own redis-server, processor and HTTP server), so that it

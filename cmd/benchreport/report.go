@@ -165,7 +165,7 @@ func (r *report) write(w io.Writer) error {
 	p("  192-byte class) and 280 from 189 bytes on; `aggregate.TestEncodedSizeLongHistories` keeps the 99th percentile of\n")
 	p("  30-day histories of every class at or below 188 bytes. Sampled objects above 256 bytes in this run: %d of %d\n", overBudget(r), sampled(r))
 	p("  (all tables above).\n\n")
-	p("%s", optimisationHistory)
+	p("%s", r.kept)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -35,8 +35,8 @@ func TestPredictCrawlPoisson(t *testing.T) {
 }
 
 // The crawler's copy of the window is the stream's own: λ̌ combines β̃, n
-// and t_n of one point set (issue 16: the copy used to keep the point at a
-// float32 τ after a cut in about 15 % of the predictions).
+// and t_n of one point set, also after a cut (a copy that keeps a point at
+// a float32 τ differs, in about 15 % of the predictions).
 func TestPredictCrawlWindowCopy(t *testing.T) {
 	cfg := windows.DefaultConfig()
 	cuts := 0

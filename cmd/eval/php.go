@@ -154,7 +154,7 @@ func (s *realScore) coverage() float64 {
 	return float64(s.ciIn) / float64(s.ciN)
 }
 
-// regimes of r = λ/f (issue 16): where estimators differ is r ≥ 0.5.
+// regimes of r = λ/f: where estimators differ is r ≥ 0.5.
 var regimes = []struct {
 	name   string
 	lo, hi float64

@@ -46,77 +46,80 @@ import (
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
 )
 
 // envPrefix prefixes every environment variable, as for the aggregator
-// (the Kafka variables have the same names in both commands).
-const envPrefix = "CHANGERATE"
+// (the options of internal/options have the same names in both commands).
+const envPrefix = options.Prefix
 
-// options are the command's settings. Each field's env var is
+// clientID is ingest's default Kafka client id and consumer group.
+const clientID = "changerate-ingest"
+
+// config is the command's settings. Each field's env var is
 // CHANGERATE_<envconfig name> and its flag the same name in lower case
 // with dashes (internal/cliconfig); flags win.
-type options struct {
+type config struct {
 	Format               string        `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (detected from the first lines of the first file)"`
 	Out                  string        `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
 	DeadLetter           string        `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
 	Paths                []string      `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
 	Follow               bool          `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled)"`
 	Zone                 string        `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
-	Profile              string        `envconfig:"PROFILE" default:"changerate" desc:"URL canonicalisation profile: changerate|whatwg|semantic"`
+	Profile              string        `envconfig:"PROFILE" desc:"URL canonicalisation profile: changerate, whatwg or semantic"`
 	BaseURL              string        `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
 	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
-	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" default:"1048576" desc:"longest accepted line"`
-	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" default:"68719476736" desc:"largest decompressed size of one gzip input"`
-	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" default:"268435456" desc:"largest WARC record"`
-	BatchSize            int           `envconfig:"BATCH_SIZE" default:"1000" desc:"messages per sink write"`
+	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" desc:"longest accepted line"`
+	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" desc:"largest decompressed size of one gzip input"`
+	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" desc:"largest WARC record"`
+	BatchSize            int           `envconfig:"BATCH_SIZE" desc:"messages per sink write"`
 	Checkpoint           string        `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
-	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" default:"1s" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
-	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" default:"250ms" desc:"follow mode poll period"`
-	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" default:"10s" desc:"period of the progress log line; negative: none"`
-	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" default:"10s" desc:"bound of the last batch write after SIGTERM"`
+	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
+	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
+	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
+	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
 	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
-	ObservationsTopic    string        `envconfig:"OBSERVATIONS_TOPIC" default:"observations" desc:"observations topic"`
-	DeadLetterTopic      string        `envconfig:"DEAD_LETTER_TOPIC" default:"dead-letter" desc:"dead-letter topic"`
-	MetricsAddr          string        `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
-	LogLevel             string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug|info|warn|error"`
-	LogFormat            string        `envconfig:"LOG_FORMAT" default:"text" desc:"text|json"`
-	Report               bool          `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
-	Order                string        `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
-	SortMemory           int64         `envconfig:"SORT_MEMORY" default:"268435456" desc:"ORDER=time: bytes of observations sorted in memory; beyond, sorted runs spill to SORT_DIR"`
-	SortDir              string        `envconfig:"SORT_DIR" desc:"ORDER=time: directory of the sort's spilled runs (default: the system temporary directory)"`
-	InTopic              string        `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
+	options.Topics
+	MetricsAddr string `envconfig:"METRICS_ADDR" desc:"listen address of /metrics and /healthz, e.g. ':9100'; empty: none"`
+	options.Log
+	Report bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
+	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
+	options.ExternalSort
+	InTopic string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
-	KafkaBrokers       []string      `envconfig:"KAFKA_BROKERS" desc:"Kafka bootstrap brokers, comma-separated host:port"`
-	KafkaClientID      string        `envconfig:"KAFKA_CLIENT_ID" default:"changerate-ingest" desc:"Kafka client id"`
-	KafkaGroup         string        `envconfig:"KAFKA_GROUP" default:"changerate-ingest" desc:"consumer group of --in-topic"`
-	KafkaTLS           bool          `envconfig:"KAFKA_TLS" desc:"connect to Kafka over TLS"`
-	KafkaTLSCA         string        `envconfig:"KAFKA_TLS_CA" desc:"PEM CA bundle verifying the brokers (default: system roots)"`
-	KafkaTLSCert       string        `envconfig:"KAFKA_TLS_CERT" desc:"PEM client certificate for mutual TLS"`
-	KafkaTLSKey        string        `envconfig:"KAFKA_TLS_KEY" desc:"PEM key of --kafka-tls-cert"`
-	KafkaTLSServerName string        `envconfig:"KAFKA_TLS_SERVER_NAME" desc:"server name verified in broker certificates"`
-	KafkaTLSInsecure   bool          `envconfig:"KAFKA_TLS_INSECURE" desc:"skip broker certificate verification (testing only)"`
-	KafkaSASLMechanism string        `envconfig:"KAFKA_SASL_MECHANISM" desc:"SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: none)"`
-	KafkaSASLUser      string        `envconfig:"KAFKA_SASL_USERNAME" desc:"SASL user name"`
-	KafkaSASLPassword  string        `envconfig:"KAFKA_SASL_PASSWORD" file:"true" desc:"SASL password (prefer the environment variable)"`
-	KafkaCompression   string        `envconfig:"KAFKA_COMPRESSION" desc:"produce compression: none, gzip, snappy, lz4, zstd"`
-	KafkaLinger        time.Duration `envconfig:"KAFKA_LINGER" default:"5ms" desc:"how long the producer waits to fill a batch"`
+	options.Kafka
+	options.KafkaProducer
 }
 
-// kafkaConfig builds the stream configuration from the flat options.
-func (o options) kafkaConfig() stream.KafkaConfig {
-	return stream.KafkaConfig{
-		Brokers:  o.KafkaBrokers,
-		ClientID: o.KafkaClientID,
-		GroupID:  o.KafkaGroup,
-		TLS: stream.KafkaTLSConfig{Enable: o.KafkaTLS, CAFile: o.KafkaTLSCA, CertFile: o.KafkaTLSCert, KeyFile: o.KafkaTLSKey,
-			ServerName: o.KafkaTLSServerName, InsecureSkipVerify: o.KafkaTLSInsecure},
-		SASL:        stream.KafkaSASLConfig{Mechanism: o.KafkaSASLMechanism, Username: o.KafkaSASLUser, Password: o.KafkaSASLPassword},
-		Compression: o.KafkaCompression,
-		Linger:      o.KafkaLinger,
-		BatchSize:   o.BatchSize,
+// newConfig is the configuration before Load, holding the defaults of the
+// options without a default tag: the libraries' (ingest, parse) and the
+// shared option groups' (see internal/options).
+func newConfig() config {
+	return config{
+		Profile:              parse.ProfileChangerate,
+		MaxLineBytes:         ingest.DefaultMaxLineBytes,
+		MaxDecompressedBytes: ingest.DefaultMaxDecompressedBytes,
+		MaxRecordBytes:       ingest.DefaultMaxRecordBytes,
+		BatchSize:            ingest.DefaultBatchSize,
+		CheckpointInterval:   ingest.DefaultCheckpointInterval,
+		PollInterval:         ingest.DefaultPollInterval,
+		ProgressInterval:     ingest.DefaultProgressInterval,
+		DrainTimeout:         ingest.DefaultDrainTimeout,
+		Topics:               options.DefaultTopics(),
+		ExternalSort:         options.DefaultExternalSort(),
+		Kafka:                options.DefaultKafka(clientID, clientID),
 	}
+}
+
+// kafkaConfig is the Kafka configuration of the sink and of --in-topic's
+// source.
+func (o config) kafkaConfig() stream.KafkaConfig {
+	kc := o.Kafka.Config()
+	o.KafkaProducer.ApplyTo(&kc)
+	kc.BatchSize = o.BatchSize
+	return kc
 }
 
 type configError struct{ msg string }
@@ -139,7 +142,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if errors.Is(err, errConfigReference) {
-		if err := cliconfig.WriteReference(stdout, envPrefix, &options{}); err != nil {
+		ref := newConfig()
+		if err := cliconfig.WriteReference(stdout, envPrefix, &ref); err != nil {
 			fmt.Fprintf(stderr, "ingest: %v\n", err)
 			return 1
 		}
@@ -191,7 +195,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "kafka":
 		ks, err := stream.NewKafkaSink(kcfg, logger, reg)
 		if err != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", cliconfig.KafkaError(envPrefix, err))
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", options.KafkaError(err))
 			return 2
 		}
 		sink = ks
@@ -237,14 +241,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	_ = stdin // Run reads os.Stdin for "-"
 	var sorter *ingest.SortingSink
 	if o.Order == "time" {
-		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, o.SortMemory, o.SortDir, cfg.BatchSize)
+		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, o.ExternalSort.Memory, o.ExternalSort.Dir, cfg.BatchSize)
 		defer sorter.Close()
 	}
 	var sum ingest.Summary
 	if o.InTopic != "" {
 		src, serr := stream.NewKafkaSource(kcfg, []string{o.InTopic}, logger, reg)
 		if serr != nil {
-			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", cliconfig.KafkaError(envPrefix, serr))
+			fmt.Fprintf(stderr, "ingest: invalid configuration: %s\n", options.KafkaError(serr))
 			return 2
 		}
 		defer src.Close()
@@ -274,7 +278,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			// The summary counts what was read, not what was written.
 			hint := ""
 			if o.Out == "kafka" && strings.Contains(err.Error(), "kafka") {
-				hint = fmt.Sprintf(" (Kafka brokers %s: %s_KAFKA_BROKERS (--kafka-brokers))", strings.Join(o.KafkaBrokers, ","), envPrefix)
+				hint = fmt.Sprintf(" (Kafka brokers %s: %s_KAFKA_BROKERS (--kafka-brokers))", strings.Join(o.Kafka.Brokers, ","), envPrefix)
 			} else if o.Checkpoint != "" && strings.Contains(err.Error(), "checkpoint") {
 				hint = fmt.Sprintf(" (%s_CHECKPOINT (--checkpoint))", envPrefix)
 			}
@@ -340,8 +344,8 @@ var errConfigReference = errors.New("config reference requested")
 // errVersion asks run to print the version.
 var errVersion = errors.New("version requested")
 
-func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []string, error) {
-	var o options
+func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []string, error) {
+	o := newConfig()
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -387,11 +391,11 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	default:
 		return o, k, nil, cfgErr("%s_ORDER (--order) must be time or input, got %q", envPrefix, o.Order)
 	}
-	if o.SortMemory < 0 {
-		return o, k, nil, cfgErr("%s_SORT_MEMORY (--sort-memory) must be 0 (default) or more bytes, got %d", envPrefix, o.SortMemory)
+	if err := errors.Join(o.Topics.Validate(), o.ExternalSort.Validate()); err != nil {
+		return o, k, nil, cfgErr("%v", err)
 	}
 	kafkaErr := func(err error) error {
-		return cfgErr("%s", cliconfig.KafkaError(envPrefix, err))
+		return cfgErr("%s", options.KafkaError(err))
 	}
 	switch o.Out {
 	case "-":
@@ -423,24 +427,17 @@ func configure(args []string, stderr io.Writer) (options, stream.KafkaConfig, []
 	return o, k, paths, nil
 }
 
-func newLogger(o options, w io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(o.LogLevel)); err != nil {
-		return nil, cfgErr("%s_LOG_LEVEL (--log-level): %v", envPrefix, err)
+func newLogger(o config, w io.Writer) (*slog.Logger, error) {
+	l, err := o.Log.Logger(w)
+	if err != nil {
+		return nil, cfgErr("%v", err)
 	}
-	hopts := &slog.HandlerOptions{Level: lvl}
-	switch o.LogFormat {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
-	}
-	return nil, cfgErr("%s_LOG_FORMAT (--log-format) must be text or json, got %q", envPrefix, o.LogFormat)
+	return l, nil
 }
 
 // ingestConfig builds and validates the library config, naming the
 // variable of any invalid value.
-func ingestConfig(o options, paths []string) (ingest.Config, error) {
+func ingestConfig(o config, paths []string) (ingest.Config, error) {
 	var zone *time.Location
 	if o.Zone != "" {
 		z, err := time.LoadLocation(o.Zone)
@@ -455,7 +452,7 @@ func ingestConfig(o options, paths []string) (ingest.Config, error) {
 		PollInterval: o.PollInterval, MaxLineBytes: o.MaxLineBytes, MaxDecompressedBytes: o.MaxDecompressedBytes,
 		MaxRecordBytes: o.MaxRecordBytes, BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
 		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
-		ObservationsTopic:  o.ObservationsTopic, DeadLetterTopic: o.DeadLetterTopic,
+		ObservationsTopic:  o.Topics.Observations, DeadLetterTopic: o.Topics.DeadLetter,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
 	}
 	known := false
@@ -478,8 +475,6 @@ func ingestConfig(o options, paths []string) (ingest.Config, error) {
 		{o.BatchSize <= 0, "BATCH_SIZE (--batch-size)", "must be > 0"},
 		{o.PollInterval <= 0, "POLL_INTERVAL (--poll-interval)", "must be > 0"},
 		{o.DrainTimeout <= 0, "DRAIN_TIMEOUT (--drain-timeout)", "must be > 0"},
-		{o.ObservationsTopic == "", "OBSERVATIONS_TOPIC (--observations-topic)", "must not be empty"},
-		{o.DeadLetterTopic == "", "DEAD_LETTER_TOPIC (--dead-letter-topic)", "must not be empty"},
 	}
 	for _, c := range checks {
 		if c.bad {

@@ -31,7 +31,7 @@ formats:
 
 // resolveAuto picks the format of --format=auto from the first lines of
 // the first file.
-func resolveAuto(o options, paths []string, logger *slog.Logger) (string, error) {
+func resolveAuto(o config, paths []string, logger *slog.Logger) (string, error) {
 	pc := parse.Config{Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat}
 	if o.Zone != "" {
 		z, err := time.LoadLocation(o.Zone)
@@ -60,7 +60,7 @@ func resolveAuto(o options, paths []string, logger *slog.Logger) (string, error)
 }
 
 // writeSummary prints the end-of-run summary on stderr: one screen.
-func writeSummary(w io.Writer, o options, cfg ingest.Config, sum ingest.Summary, sorter *ingest.SortingSink) {
+func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, sorter *ingest.SortingSink) {
 	tot := sum.Totals()
 	failed := 0
 	for _, in := range sum.Inputs {
@@ -117,14 +117,14 @@ func reasons(m map[string]int64, what string) string {
 	return fmtMap(m) + " (" + what + ")"
 }
 
-func outName(o options, cfg ingest.Config) string {
+func outName(o config, cfg ingest.Config) string {
 	if o.Out == "kafka" {
 		return "topic " + cfg.ObservationsTopic
 	}
 	return "stdout"
 }
 
-func deadLetterName(o options, cfg ingest.Config) string {
+func deadLetterName(o config, cfg ingest.Config) string {
 	switch {
 	case o.Out == "kafka":
 		return "topic " + cfg.DeadLetterTopic
@@ -137,7 +137,7 @@ func deadLetterName(o options, cfg ingest.Config) string {
 // nothingUsable explains a run that produced no observation although it
 // read lines, with the formats whose parser accepts the first lines; ""
 // when the run produced something (or was interrupted).
-func nothingUsable(sum ingest.Summary, o options, cfg ingest.Config) string {
+func nothingUsable(sum ingest.Summary, o config, cfg ingest.Config) string {
 	tot := sum.Totals()
 	if sum.Interrupted || tot.Observations > 0 || o.InTopic != "" {
 		return ""

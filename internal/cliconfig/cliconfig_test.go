@@ -127,16 +127,3 @@ func TestWriteReference(t *testing.T) {
 		}
 	}
 }
-
-func TestKafkaError(t *testing.T) {
-	for in, want := range map[string]string{
-		`stream: KafkaConfig.Brokers: "x" is not host:port`:                            `CHANGERATE_KAFKA_BROKERS (--kafka-brokers): "x" is not host:port`,
-		"stream: KafkaConfig.SASL.Username is required with PLAIN":                     "CHANGERATE_KAFKA_SASL_USERNAME (--kafka-sasl-username) is required with PLAIN",
-		"stream: KafkaConfig.TLS.CertFile/KeyFile: no such file":                       "CHANGERATE_KAFKA_TLS_CERT (--kafka-tls-cert)/CHANGERATE_KAFKA_TLS_KEY (--kafka-tls-key): no such file",
-		"stream: KafkaConfig.HeartbeatInterval (5s) must be below SessionTimeout (3s)": "CHANGERATE_KAFKA_HEARTBEAT (--kafka-heartbeat) (5s) must be below CHANGERATE_KAFKA_SESSION_TIMEOUT (--kafka-session-timeout) (3s)",
-	} {
-		if got := KafkaError("CHANGERATE", errors.New(in)); got != want {
-			t.Errorf("KafkaError(%q)\n = %q\nwant %q", in, got, want)
-		}
-	}
-}

@@ -1,0 +1,253 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/changerate/changerate/internal/backoff"
+)
+
+// The fetcher: the goroutine that fetches one claim's partition ahead of
+// its handler (kafka_claim.go). It keeps one fetch request in flight and
+// one response buffered; every fetch request has a deadline (FetchMaxWait +
+// FetchTimeoutSlack), after which kafka-go drops the connection and the
+// retry dials a new one; transient errors (connection loss, leader
+// changes, undecodable responses, failed offset lookups) are counted in
+// changerate_kafka_fetch_errors_total{kind} and retried after a jittered
+// RetryBackoff until the claim ends; an out-of-range offset is never reset
+// but reported once, as an error wrapping ErrFatal, and ends the fetcher.
+// While it waits for a fetch response, claim.stallSince tells the watchdog
+// (kafka_group.go) since when.
+
+// fetcher is a running fetchLoop: out carries its batches (or its final
+// error), cancel stops it and done is closed when it has returned.
+type fetcher struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	out    chan fetchResult
+}
+
+// fetchResult is one non-empty batch of messages in offset order, or the
+// error that ended the fetcher.
+type fetchResult struct {
+	msgs []Message
+	err  error
+}
+
+// startFetcher starts a fetcher for c from pos (negative: the earliest
+// retained offset). It stops when c's handler context ends or stop is
+// called.
+func (c *kafkaClaim) startFetcher(pos int64) *fetcher {
+	fctx, cancel := context.WithCancel(c.hctx)
+	f := &fetcher{cancel: cancel, done: make(chan struct{}), out: make(chan fetchResult, 1)}
+	go func() {
+		defer close(f.done)
+		c.fetchLoop(fctx, pos, f.out)
+	}()
+	return f
+}
+
+// stop cancels the fetcher and waits for it to return; a batch it buffered
+// is dropped.
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// ctx ends or a non-retriable error (sent to out) occurs.
+func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchResult) {
+	cfg := &c.src.k.cfg
+	c.stallSince.Store(time.Now().UnixNano())
+	defer c.stallSince.Store(0)
+	for ctx.Err() == nil {
+		if pos < 0 {
+			first, _, err := c.bounds(ctx)
+			if err != nil {
+				if c.retryWait(ctx, "list_offsets", pos, err) != nil {
+					return
+				}
+				continue
+			}
+			pos = first
+		}
+		start := time.Now()
+		// Every fetch has a deadline (the broker's MaxWait plus a slack):
+		// a broker or connection that never answers costs one bounded
+		// wait, then kafka-go drops the connection and the retry dials a
+		// new one.
+		rctx, cancel := context.WithTimeout(ctx, cfg.FetchMaxWait+cfg.FetchTimeoutSlack)
+		resp, err := c.src.k.client.Fetch(rctx, &kafka.FetchRequest{
+			Topic:     c.topic,
+			Partition: int(c.partition),
+			Offset:    pos,
+			MinBytes:  1,
+			MaxBytes:  int64(cfg.FetchMaxBytes),
+			MaxWait:   cfg.FetchMaxWait,
+		})
+		cancel()
+		c.src.m.latency.Observe(time.Since(start).Seconds())
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if isTimeout(err) {
+				c.src.wd.m.timeouts.WithLabelValues("fetch").Inc()
+				err = fmt.Errorf("no response within %v (fetch max wait + slack); retrying on a new connection: %w",
+					cfg.FetchMaxWait+cfg.FetchTimeoutSlack, err)
+			}
+			if errors.Is(err, kafka.OffsetOutOfRange) {
+				c.src.m.fetchErrors.WithLabelValues(c.topic, "offset_out_of_range").Inc()
+				c.src.log.Error("offset out of range; not resetting", "topic", c.topic, "partition", c.partition, "offset", pos)
+				select {
+				case out <- fetchResult{err: c.outOfRange(ctx, pos, err)}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			if c.retryWait(ctx, "fetch", pos, err) != nil {
+				return
+			}
+			continue
+		}
+		c.stallSince.Store(time.Now().UnixNano()) // the broker answered
+		msgs, err := c.decode(resp.Records, pos)
+		if err != nil {
+			if c.retryWait(ctx, "decode", pos, err) != nil {
+				return
+			}
+			continue
+		}
+		if len(msgs) > 0 {
+			pos = msgs[len(msgs)-1].Offset + 1
+		}
+		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
+		c.fetched.Store(pos)
+		if len(msgs) == 0 {
+			if resp.HighWatermark > pos {
+				// Only records we skip (control batches, or a batch
+				// truncated by FetchMaxBytes): do not spin.
+				c.src.log.Warn("fetch below the high watermark returned no records", "topic", c.topic,
+					"partition", c.partition, "offset", pos, "high_watermark", resp.HighWatermark)
+				if sleepCtx(ctx, cfg.RetryBackoff) != nil {
+					return
+				}
+			}
+			continue
+		}
+		c.src.m.batchLen.Observe(float64(len(msgs)))
+		c.read.Add(float64(len(msgs)))
+		c.stallSince.Store(0) // waiting for the handler is no stall
+		select {
+		case out <- fetchResult{msgs: msgs}:
+		case <-ctx.Done():
+			return
+		}
+		c.stallSince.Store(time.Now().UnixNano())
+	}
+}
+
+// decode converts the records at or after pos. Keys and values are copied
+// into shared slabs of at least 64 KiB (one allocation per slab, not per
+// message); each is capped (s[i:j:j]) so appending to one cannot clobber
+// another.
+func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error) {
+	var msgs []Message
+	var slab []byte
+	copyOut := func(b kafka.Bytes) ([]byte, error) {
+		if b == nil {
+			return nil, nil
+		}
+		n := b.Len()
+		if n > cap(slab)-len(slab) {
+			slab = make([]byte, 0, max(n, 64<<10))
+		}
+		start := len(slab)
+		slab = slab[:start+n]
+		if _, err := io.ReadFull(b, slab[start:]); err != nil {
+			return nil, err
+		}
+		return slab[start : start+n : start+n], nil
+	}
+	for {
+		r, err := rr.ReadRecord()
+		if err == io.EOF {
+			return msgs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r.Offset < pos {
+			continue
+		}
+		key, err := copyOut(r.Key)
+		if err != nil {
+			return nil, err
+		}
+		value, err := copyOut(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, Message{
+			Topic:     c.topic,
+			Partition: c.partition,
+			Offset:    r.Offset,
+			Key:       key,
+			Value:     value,
+			Time:      r.Time,
+		})
+	}
+}
+
+// fetchErrorKinds are the kind labels of changerate_kafka_fetch_errors_total.
+var fetchErrorKinds = []string{"fetch", "decode", "list_offsets", "offset_out_of_range"}
+
+// retryWait counts and logs a transient error of kind and waits a jittered
+// RetryBackoff (members retry apart); it returns ctx's error if ctx ends
+// first.
+func (c *kafkaClaim) retryWait(ctx context.Context, kind string, pos int64, err error) error {
+	c.src.m.fetchErrors.WithLabelValues(c.topic, kind).Inc()
+	c.src.log.Warn("kafka "+kind+" failed; retrying", "topic", c.topic, "partition", c.partition,
+		"offset", pos, "err", err)
+	return sleepCtx(ctx, backoff.New(c.src.k.cfg.RetryBackoff, 0).Next()) // jittered: members retry apart
+}
+
+// bounds returns the log start offset and the high watermark.
+func (c *kafkaClaim) bounds(ctx context.Context) (first, last int64, err error) {
+	resp, err := c.src.k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
+		Topics: map[string][]kafka.OffsetRequest{c.topic: {
+			kafka.FirstOffsetOf(int(c.partition)),
+			kafka.LastOffsetOf(int(c.partition)),
+		}},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range resp.Topics[c.topic] {
+		if p.Partition == int(c.partition) {
+			if p.Error != nil {
+				return 0, 0, p.Error
+			}
+			return p.FirstOffset, p.LastOffset, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("no offsets for %s/%d in the response", c.topic, c.partition)
+}
+
+// outOfRange returns the fatal error of a fetch at pos that the broker
+// refused as out of range, with the partition's current bounds when they
+// can be read.
+func (c *kafkaClaim) outOfRange(ctx context.Context, pos int64, cause error) error {
+	first, last, err := c.bounds(ctx)
+	if err != nil {
+		return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range: %w: %w", c.topic, c.partition, pos, cause, ErrFatal)
+	}
+	return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range [%d, %d]: %w: %w", c.topic, c.partition, pos, first, last, cause, ErrFatal)
+}

@@ -1,0 +1,196 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/changerate/changerate/internal/backoff"
+	"github.com/segmentio/kafka-go"
+)
+
+// The sink's direct mode (KafkaConfig.Linger 0): each Write is grouped by
+// partition and sent at once with kafka-go's Client, one produce request
+// per chunk of BatchSize/BatchBytes, partitions in parallel; retriable
+// errors are retried up to WriteAttempts times, and a request refused
+// for its records is split down to the records refused on their own. The
+// partition metadata cache and produce are shared with the batched mode
+// (kafka_sink_batched.go).
+
+// writeDirect sends one request per partition chunk; see KafkaSink.
+func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
+	type tp struct {
+		topic     string
+		partition int
+	}
+	cfg := &s.k.cfg
+	groups := map[tp][]int32{}
+	var order []tp
+	var tooLarge []Rejection
+	bal := kafka.Murmur2Balancer{}
+	for i := range msgs {
+		m := &msgs[i]
+		ids, err := s.partitions(ctx, m.Topic)
+		if err != nil {
+			return fmt.Errorf("stream: kafka write: topic %s: %w", m.Topic, errNotWritten{err})
+		}
+		if r, ok := s.tooLarge(msgs, i); ok {
+			tooLarge = append(tooLarge, r)
+			continue
+		}
+		key := tp{m.Topic, bal.Balance(kafka.Message{Key: m.Key}, ids...)}
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], int32(i))
+	}
+	for _, r := range tooLarge {
+		s.m.errors.WithLabelValues(msgs[r.Index].Topic).Inc()
+	}
+	now := time.Now()
+	errs := make([]error, len(order))
+	rejs := make([][]Rejection, len(order))
+	var wg sync.WaitGroup
+	for gi, key := range order {
+		idx := groups[key]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			written, total := 0, len(idx)
+			defer func() {
+				s.m.written.WithLabelValues(key.topic).Add(float64(written))
+				s.m.errors.WithLabelValues(key.topic).Add(float64(total - written))
+			}()
+			// send sends idx in order; a request refused as a whole is
+			// split in halves (the left one first, keeping the order)
+			// until the refused records are alone.
+			var send func(idx []int32) error
+			send = func(idx []int32) error {
+				err := s.produce(ctx, key.topic, key.partition, msgs, idx, now)
+				if err == nil {
+					written += len(idx)
+					return nil
+				}
+				reason, ok := rejection(err)
+				if !ok {
+					return err
+				}
+				if len(idx) > 1 {
+					h := len(idx) / 2
+					if err := send(idx[:h]); err != nil {
+						return err
+					}
+					return send(idx[h:])
+				}
+				for _, i := range idx {
+					rejs[gi] = append(rejs[gi], Rejection{Index: int(i), Reason: reason,
+						Err: fmt.Errorf("stream: kafka write %s/%d: %w", key.topic, key.partition, err)})
+				}
+				return nil
+			}
+			for len(idx) > 0 {
+				n, size := 0, int64(0)
+				for n < len(idx) && n < cfg.BatchSize {
+					rs := recordSize(&msgs[idx[n]])
+					if n > 0 && size+rs > cfg.BatchBytes {
+						break
+					}
+					size += rs
+					n++
+				}
+				if err := send(idx[:n]); err != nil {
+					errs[gi] = fmt.Errorf("stream: kafka write %s/%d: %w", key.topic, key.partition, err)
+					return // later chunks are not sent
+				}
+				idx = idx[n:]
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, r := range rejs {
+		tooLarge = append(tooLarge, r...)
+	}
+	return rejectedError(tooLarge)
+}
+
+// produce sends msgs[idx] to one partition, retrying retriable errors.
+func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, msgs []Message, idx []int32, now time.Time) error {
+	cfg := &s.k.cfg
+	wait := backoff.New(cfg.RetryBackoff, time.Second) // exponential with jitter
+	for attempt := 1; ; attempt++ {
+		recs := make([]kafka.Record, len(idx))
+		for j, i := range idx {
+			m := &msgs[i]
+			t := m.Time
+			if t.IsZero() {
+				t = now
+			}
+			recs[j] = kafka.Record{Time: t, Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value)}
+		}
+		resp, err := s.k.client.Produce(ctx, &kafka.ProduceRequest{
+			Topic:        topic,
+			Partition:    partition,
+			RequiredAcks: kafka.RequireAll,
+			Records:      kafka.NewRecordReader(recs...),
+			Compression:  s.codec,
+		})
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var kerr kafka.Error
+		if attempt >= cfg.WriteAttempts || (errors.As(err, &kerr) && !kerr.Temporary()) {
+			return err
+		}
+		s.retries.WithLabelValues(topic).Inc()
+		s.log.Warn("kafka produce failed; retrying", "topic", topic, "partition", partition, "attempt", attempt, "err", err)
+		if sleepCtx(ctx, wait.Next()) != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// partitions returns the partition IDs of topic, from a cache refreshed
+// every MetadataInterval (itself fed by kafka-go's metadata cache).
+func (s *KafkaSink) partitions(ctx context.Context, topic string) ([]int, error) {
+	s.metaMu.Lock()
+	tp, ok := s.meta[topic]
+	s.metaMu.Unlock()
+	if ok && time.Since(tp.at) < s.k.cfg.MetadataInterval {
+		return tp.ids, nil
+	}
+	meta, err := s.k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range meta.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, t.Error
+		}
+		if len(t.Partitions) == 0 {
+			return nil, kafka.UnknownTopicOrPartition
+		}
+		ids := make([]int, len(t.Partitions))
+		for i := range ids {
+			ids[i] = i // as kafka-go's Writer: partitions 0..n-1
+		}
+		s.metaMu.Lock()
+		s.meta[topic] = topicPartitions{ids: ids, at: time.Now()}
+		s.metaMu.Unlock()
+		return ids, nil
+	}
+	return nil, kafka.UnknownTopicOrPartition
+}
