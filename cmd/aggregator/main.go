@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -116,6 +117,7 @@ type config struct {
 	DemoExit  bool `envconfig:"DEMO_EXIT" desc:"demo: exit after printing the estimates instead of serving HTTP until interrupted"`
 
 	OutFormat          string        `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
+	Pprof              bool          `envconfig:"PPROF" desc:"serve the Go profiler (net/http/pprof) under /debug/pprof/ on HTTP_ADDR, without authentication: for diagnosis, not for an exposed port"`
 	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
 	APITimeout         time.Duration `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
 	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it)"`
@@ -623,7 +625,11 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 	g, gctx := errgroup.WithContext(runCtx)
 	var srv *httpServer
 	if cfg.HTTPAddr != "" {
-		srv = newHTTPServer(cfg.HTTPAddr, reg, kp.proc, logger, kp.api.Register)
+		routes := []func(*http.ServeMux){kp.api.Register}
+		if cfg.Pprof {
+			routes = append(routes, pprofRoutes)
+		}
+		srv = newHTTPServer(cfg.HTTPAddr, reg, kp.proc, logger, routes...)
 		if err := srv.listen(); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/changerate/changerate/aggregate"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -299,4 +300,33 @@ func writeLive(p func(string, ...any), r *report) {
 		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
 			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
 	}
+}
+
+// writeLiveOnly writes the live-crawl sections alone (-live-only) to path
+// ("-": stdout).
+func (r *report) writeLiveOnly(path string) error {
+	var out io.Writer = os.Stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	var err error
+	p := func(format string, args ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(out, format, args...)
+		}
+	}
+	if len(r.live) > 0 {
+		writeLive(p, r)
+	} else if lr := r.liveLat; lr != nil {
+		p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end |\n")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
+			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
+	}
+	return err
 }
