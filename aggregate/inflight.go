@@ -100,6 +100,14 @@ func (w *worker) writeBatch(ctx context.Context, f, prev *flight) {
 	if len(f.b.out) > 0 {
 		f.wErr = w.writeOutputs(ctx, f.b.out, w.batchPosition(f.b), true)
 	}
+	if f.wErr == nil {
+		// Written: the outputs are garbage from now on, though the batch
+		// is recycled only when the handler reaps it, and their bytes go
+		// back to the in-flight budget.
+		clear(f.b.out)
+		f.b.out = f.b.out[:0]
+		f.b.held = w.p.inflight.resize(f.b.held, f.b.footprint())
+	}
 }
 
 // commitBatch commits b's states and next offset in one Store step
