@@ -40,7 +40,8 @@ const (
 	DefaultKafkaRebalanceTimeout  = 30 * time.Second
 	DefaultKafkaJoinGroupBackoff  = 2 * time.Second
 	DefaultKafkaFetchMaxWait      = 500 * time.Millisecond
-	DefaultKafkaFetchMaxBytes     = 1 << 20 // 1 MiB
+	DefaultKafkaFetchMaxBytes     = 1 << 20  // 1 MiB
+	DefaultKafkaFetchBufferBytes  = 16 << 20 // 16 MiB
 	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
 	DefaultKafkaCommitInterval    = time.Second
 	DefaultKafkaMetadataInterval  = 5 * time.Second
@@ -159,6 +160,15 @@ type KafkaConfig struct {
 	// FetchMaxBytes is the maximum number of bytes one fetch returns for
 	// one partition (Kafka's max.partition.fetch.bytes). Default 1 MiB.
 	FetchMaxBytes int
+	// FetchBufferBytes bounds the memory of the messages a KafkaSource
+	// fetched ahead of its handlers, over all its claims together: a
+	// claim's fetcher takes FetchMaxBytes of it (at most all of it) before
+	// each fetch request, keeps what the decoded response holds, and gives
+	// that back when the handler's Fetch has returned the last of those
+	// messages. A fetcher waits (first come, first served) while the
+	// budget is taken, so with many partitions fewer responses wait in
+	// memory at once. Default 16 MiB.
+	FetchBufferBytes int64
 	// RetryBackoff is the pause before retrying a failed fetch or offset
 	// lookup (the source retries transient errors until the claim ends).
 	// Default 250ms.
@@ -266,6 +276,7 @@ func (c KafkaConfig) Validate() error {
 	}{
 		{"BatchSize", int64(c.BatchSize)}, {"BatchBytes", c.BatchBytes},
 		{"WriteAttempts", int64(c.WriteAttempts)}, {"FetchMaxBytes", int64(c.FetchMaxBytes)},
+		{"FetchBufferBytes", c.FetchBufferBytes},
 	} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("stream: KafkaConfig.%s: negative value %d", n.name, n.v))
@@ -312,6 +323,9 @@ func (c KafkaConfig) WithDefaults() KafkaConfig {
 	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = DefaultKafkaFetchMaxBytes
+	}
+	if c.FetchBufferBytes == 0 {
+		c.FetchBufferBytes = DefaultKafkaFetchBufferBytes
 	}
 	setDur(&c.DialTimeout, DefaultKafkaDialTimeout)
 	setDur(&c.RequestTimeout, DefaultKafkaRequestTimeout)

@@ -177,6 +177,7 @@ func TestKafkaConfigWithDefaults(t *testing.T) {
 		JoinGroupBackoff:  stream.DefaultKafkaJoinGroupBackoff,
 		FetchMaxWait:      stream.DefaultKafkaFetchMaxWait,
 		FetchMaxBytes:     stream.DefaultKafkaFetchMaxBytes,
+		FetchBufferBytes:  stream.DefaultKafkaFetchBufferBytes,
 		RetryBackoff:      stream.DefaultKafkaRetryBackoff,
 		CommitInterval:    stream.DefaultKafkaCommitInterval,
 		MetadataInterval:  stream.DefaultKafkaMetadataInterval,
