@@ -61,9 +61,12 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 		}
 		if m.Topic == t.estimates {
 			var ie indexedEstimate
-			if err := json.Unmarshal(m.Value, &ie); err != nil {
-				t.log.Warn("query: cannot index estimate", "key", string(m.Key), "err", err)
-				continue
+			if !scanEstimate(m.Value, &ie) {
+				ie = indexedEstimate{}
+				if err := json.Unmarshal(m.Value, &ie); err != nil {
+					t.log.Warn("query: cannot index estimate", "key", string(m.Key), "err", err)
+					continue
+				}
 			}
 			rec := records.Estimate{Object: ie.Object, Site: ie.Site, Kind: ie.Kind, AsOf: ie.AsOf,
 				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit}
@@ -80,8 +83,9 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 }
 
 // indexedEstimate holds the fields of a records.Estimate that the Index
-// reads (AddEstimate): decoding only these skips the estimators' maps,
-// which cost most of a full decode, for every published estimate.
+// reads (AddEstimate). scanEstimate reads them without decoding the rest
+// (the estimators' maps, most of a record), with json.Unmarshal of this
+// struct as its fallback and reference.
 type indexedEstimate struct {
 	Object    string      `json:"object"`
 	Site      string      `json:"site"`

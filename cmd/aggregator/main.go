@@ -81,7 +81,7 @@ type config struct {
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
 	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
 	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
-	InflightBytes byteSize      `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 32MiB; a partition waits for it before preparing its next batch (0: unbounded)"`
+	InflightBytes byteSize      `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 32MiB; a partition waits for it before preparing its next batch (0: unbounded); messages fetched ahead of the partitions take at most half as much again"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
@@ -321,9 +321,15 @@ func explicitZero[T ~int | ~int64](v, sentinel T) T {
 }
 
 // kafkaConfig is the Kafka configuration of the consumer and of the sink.
+// The source's fetch-ahead buffer (KafkaConfig.FetchBufferBytes) is half
+// of INFLIGHT_BYTES: one option bounds what is fetched but not yet handled
+// too.
 func (c *config) kafkaConfig() stream.KafkaConfig {
 	kc := c.Kafka.Config()
 	c.KafkaTimeouts.ApplyTo(&kc)
+	if c.InflightBytes > 0 {
+		kc.FetchBufferBytes = int64(c.InflightBytes) / 2
+	}
 	return kc
 }
 
