@@ -203,13 +203,16 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64,
 			return nil, 0, err
 		}
 		if r.Offset < pos {
+			closeBytes(r.Key, r.Value)
 			continue
 		}
 		key, err := copyOut(r.Key)
 		if err != nil {
+			closeBytes(r.Key, r.Value)
 			return nil, 0, err
 		}
 		value, err := copyOut(r.Value)
+		closeBytes(r.Key, r.Value)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -221,6 +224,18 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64,
 			Value:     value,
 			Time:      r.Time,
 		})
+	}
+}
+
+// closeBytes closes a record's key and value once they are copied out:
+// they reference kafka-go's 64 KiB response pages, which go back to its
+// pool only when every reference is closed (otherwise every response
+// allocates new pages, and the garbage collector reclaims them).
+func closeBytes(bs ...kafka.Bytes) {
+	for _, b := range bs {
+		if b != nil {
+			_ = b.Close()
+		}
 	}
 }
 
