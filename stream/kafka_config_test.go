@@ -178,6 +178,8 @@ func TestKafkaConfigWithDefaults(t *testing.T) {
 		FetchMaxWait:      stream.DefaultKafkaFetchMaxWait,
 		FetchMaxBytes:     stream.DefaultKafkaFetchMaxBytes,
 		FetchBufferBytes:  stream.DefaultKafkaFetchBufferBytes,
+		FetchMinBytes:     stream.DefaultKafkaFetchMinBytes,
+		FetchLinger:       stream.DefaultKafkaFetchLinger,
 		RetryBackoff:      stream.DefaultKafkaRetryBackoff,
 		CommitInterval:    stream.DefaultKafkaCommitInterval,
 		MetadataInterval:  stream.DefaultKafkaMetadataInterval,

@@ -67,6 +67,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 	cfg := &c.src.k.cfg
 	c.stallSince.Store(time.Now().UnixNano())
 	defer c.stallSince.Store(0)
+	busy := false // the last fetch returned messages
 	for ctx.Err() == nil {
 		if pos < 0 {
 			first, _, err := c.bounds(ctx)
@@ -85,18 +86,24 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			return
 		}
 		start := time.Now()
+		// A busy partition lingers for FetchMinBytes, an idle one waits for
+		// its first message (KafkaConfig.FetchLinger).
+		minBytes, maxWait := 1, cfg.FetchMaxWait
+		if busy {
+			minBytes, maxWait = cfg.FetchMinBytes, cfg.FetchLinger
+		}
 		// Every fetch has a deadline (the broker's MaxWait plus a slack):
 		// a broker or connection that never answers costs one bounded
 		// wait, then kafka-go drops the connection and the retry dials a
 		// new one.
-		rctx, cancel := context.WithTimeout(ctx, cfg.FetchMaxWait+cfg.FetchTimeoutSlack)
+		rctx, cancel := context.WithTimeout(ctx, maxWait+cfg.FetchTimeoutSlack)
 		resp, err := c.src.k.client.Fetch(rctx, &kafka.FetchRequest{
 			Topic:     c.topic,
 			Partition: int(c.partition),
 			Offset:    pos,
-			MinBytes:  1,
+			MinBytes:  int64(minBytes),
 			MaxBytes:  int64(cfg.FetchMaxBytes),
-			MaxWait:   cfg.FetchMaxWait,
+			MaxWait:   maxWait,
 		})
 		cancel()
 		c.src.m.latency.Observe(time.Since(start).Seconds())
@@ -139,7 +146,8 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			}
 			continue
 		}
-		if len(msgs) > 0 {
+		busy = len(msgs) > 0
+		if busy {
 			pos = msgs[len(msgs)-1].Offset + 1
 		}
 		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
