@@ -343,8 +343,10 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 // from the aggregator), each with event time = its produce time, to the
 // aggregator binary with EMIT_INTERVAL=0 (every batch publishes the
 // estimates of the objects it changed), and measures when they reach a
-// consumer of the estimates topic (receive time − as_of). Estimates of the
-// first warm of the run are not counted.
+// consumer of the estimates topic (receive time − as_of). REORDER_WINDOW
+// is 0: the reorder buffer would hold every observation for its window of
+// event time (a minute by default), which is a chosen delay, not the
+// pipeline's. Estimates of the first warm of the run are not counted.
 func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts int, httpAddr string, rate float64, dur, warm time.Duration, env ...string) (latResult, error) {
 	res := latResult{Rate: rate, Duration: dur}
 	lp, err := startBroker(ctx, parts)
@@ -352,7 +354,7 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 		return res, err
 	}
 	defer lp.close()
-	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr, append([]string{"CHANGERATE_EMIT_INTERVAL=0"}, env...)...); err != nil {
+	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr, append([]string{"CHANGERATE_EMIT_INTERVAL=0", "CHANGERATE_REORDER_WINDOW=0"}, env...)...); err != nil {
 		return res, err
 	}
 	if _, err := lp.waitClaim(); err != nil {
