@@ -104,7 +104,8 @@ type score struct {
 // entry is one indexed object. site is a substring of name (no copy).
 type entry struct {
 	name, site string
-	seq        uint64 // update sequence, for eviction of the least recent
+	seq        uint64 // update sequence
+	prev, next *entry // recency list (Index.recency)
 	s          [numBy]score
 	shiftKind  string // kind of the latest alert ("change" or "access")
 	asOf       int64  // Unix ms of the latest change estimate
@@ -139,8 +140,8 @@ func lessSiteBy(b int) btree.LessFunc[*entry] {
 // for O(log n + limit) (Top) or O(objects of the site) (Candidates).
 //
 // Memory: per object one entry (its name, scores and times) and one
-// pointer in each of up to seven B-trees (global and per-site order of the
-// three rankings, and the recency order): about 340 bytes of heap per object
+// pointer in each of up to six B-trees (global and per-site order of the
+// three rankings), linked in the recency order: about 340 bytes of heap per object
 // with a 47-byte name and both kinds of estimate, measured by
 // cmd/benchreport (make bench; docs/query-bench.md).
 type Index struct {
@@ -152,7 +153,9 @@ type Index struct {
 	sites   map[string]int // objects per site
 	global  [numBy]*btree.BTreeG[*entry]
 	site    [numBy]*btree.BTreeG[*entry]
-	recency *btree.BTreeG[*entry]
+	// recency lists the entries least recently updated first (a ring
+	// through its sentinel: recency.next is the oldest).
+	recency entry
 	evicted uint64
 	maxAsOf int64 // Unix ms: the latest as_of seen (event time)
 
@@ -178,7 +181,7 @@ func NewIndex(cfg IndexConfig) *Index {
 		x.global[b] = btree.NewG(32, lessBy(b))
 		x.site[b] = btree.NewG(32, lessSiteBy(b))
 	}
-	x.recency = btree.NewG(32, func(a, b *entry) bool { return a.seq < b.seq })
+	x.recency.prev, x.recency.next = &x.recency, &x.recency
 	return x
 }
 
@@ -273,7 +276,7 @@ func (x *Index) AddAlert(a *records.Alert, raw []byte) {
 func (x *Index) touch(name, site string) *entry {
 	e, ok := x.objects[name]
 	if ok {
-		x.recency.Delete(e)
+		e.unlink()
 	} else {
 		e = &entry{name: name, site: site}
 		if e.site == "" || len(site) > len(name) {
@@ -286,8 +289,15 @@ func (x *Index) touch(name, site string) *entry {
 	}
 	x.seq++
 	e.seq = x.seq
-	x.recency.ReplaceOrInsert(e)
+	e.prev, e.next = x.recency.prev, &x.recency // the newest: before the sentinel
+	e.prev.next, x.recency.prev = e, e
 	return e
+}
+
+// unlink takes e out of the recency list.
+func (e *entry) unlink() {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 }
 
 // setScore replaces e's ranking b. Called with mu held.
@@ -306,10 +316,11 @@ func (x *Index) setScore(e *entry, b int, sc score) {
 // evict removes the least recently updated objects beyond MaxObjects.
 func (x *Index) evict() {
 	for len(x.objects) > x.cfg.MaxObjects {
-		e, ok := x.recency.DeleteMin()
-		if !ok {
+		e := x.recency.next
+		if e == &x.recency {
 			return
 		}
+		e.unlink()
 		for b := 0; b < numBy; b++ {
 			if e.s[b].has {
 				x.global[b].Delete(e)
