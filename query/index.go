@@ -101,6 +101,12 @@ type score struct {
 	has       bool
 }
 
+// siteCount is a site's shared name and its number of indexed objects.
+type siteCount struct {
+	name string
+	n    int
+}
+
 // entry is one indexed object. site is a substring of name (no copy).
 type entry struct {
 	name, site string
@@ -150,7 +156,7 @@ type Index struct {
 	mu      sync.Mutex
 	seq     uint64
 	objects map[string]*entry
-	sites   map[string]int // objects per site
+	sites   map[string]*siteCount // objects per site; name is the site string its entries share
 	global  [numBy]*btree.BTreeG[*entry]
 	site    [numBy]*btree.BTreeG[*entry]
 	// recency lists the entries least recently updated first (a ring
@@ -176,7 +182,7 @@ type alertRec struct {
 // NewIndex returns an empty Index.
 func NewIndex(cfg IndexConfig) *Index {
 	cfg = cfg.withDefaults()
-	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]int{}}
+	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}}
 	for b := 0; b < numBy; b++ {
 		x.global[b] = btree.NewG(32, lessBy(b))
 		x.site[b] = btree.NewG(32, lessSiteBy(b))
@@ -284,8 +290,17 @@ func (x *Index) touch(name, site string) *entry {
 		} else if i := strings.Index(name, site); i >= 0 {
 			e.site = name[i : i+len(site)] // share the name's bytes
 		}
+		// The entries of a site share one site string, so that the
+		// site order's comparisons of two of them are pointer
+		// comparisons.
+		sc := x.sites[e.site]
+		if sc == nil {
+			sc = &siteCount{name: e.site}
+			x.sites[sc.name] = sc
+		}
+		e.site = sc.name
+		sc.n++
 		x.objects[name] = e
-		x.sites[e.site]++
 	}
 	x.seq++
 	e.seq = x.seq
@@ -328,8 +343,10 @@ func (x *Index) evict() {
 			}
 		}
 		delete(x.objects, e.name)
-		if x.sites[e.site]--; x.sites[e.site] <= 0 {
-			delete(x.sites, e.site)
+		if sc := x.sites[e.site]; sc != nil {
+			if sc.n--; sc.n <= 0 {
+				delete(x.sites, e.site)
+			}
 		}
 		x.evicted++
 	}
@@ -504,7 +521,8 @@ type SiteCount struct {
 func (x *Index) Sites(limit int) []SiteCount {
 	x.mu.Lock()
 	out := make([]SiteCount, 0, len(x.sites))
-	for s, n := range x.sites {
+	for s, sc := range x.sites {
+		n := sc.n
 		out = append(out, SiteCount{s, n})
 	}
 	x.mu.Unlock()
