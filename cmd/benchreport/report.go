@@ -298,11 +298,17 @@ func writeLive(p func(string, ...any), r *report) {
 		p("`CHANGERATE_EMIT_INTERVAL=0` (every batch publishes the estimates of every object it changed) and `CHANGERATE_REORDER_WINDOW=0`\n")
 		p("(the reorder buffer would otherwise hold each observation for a minute of event time, by design); a franz-go consumer here reads\n")
 		p("the estimates topic; latency = receive time − `as_of` (ms resolution). Samples of the first %s are dropped.\n\n", r.opts.latWarm)
-		p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end |\n")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
-			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
+		writeLiveLatency(p, lr)
 	}
+}
+
+// writeLiveLatency writes the table of a live latency run.
+func writeLiveLatency(p func(string, ...any), lr *latResult) {
+	p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end | aggregator / broker / redis µs/obs | aggregator peak RSS |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d | %.1f / %.1f / %.1f | %.0f MiB |\n\n", lr.Rate, lr.Achieved, lr.Samples,
+		lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU,
+		float64(lr.PeakRSS)/(1<<20))
 }
 
 // writeLiveOnly writes the live-crawl sections alone (-live-only) to path
@@ -320,10 +326,7 @@ func (r *report) writeLiveOnly(path string) error {
 	if len(r.live) > 0 {
 		writeLive(p, r)
 	} else if lr := r.liveLat; lr != nil {
-		p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end |\n")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
-			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
+		writeLiveLatency(p, lr)
 	}
 	if err != nil {
 		return err
