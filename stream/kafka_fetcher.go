@@ -25,6 +25,10 @@ import (
 // While it waits for a fetch response, claim.stallSince tells the watchdog
 // (kafka_group.go) since when.
 
+// idleFetchBytes is the most an idle partition's long poll asks for (and
+// takes of the fetch budget).
+const idleFetchBytes = 64 << 10
+
 // fetcher is a running fetchLoop: out carries its batches (or its final
 // error), cancel stops it and done is closed when it has returned.
 type fetcher struct {
@@ -79,19 +83,22 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			}
 			pos = first
 		}
-		// The response's bytes (at most FetchMaxBytes) are taken from the
-		// source's fetch budget before the request is sent.
-		hold, err := c.src.acquireFetch(ctx, int64(cfg.FetchMaxBytes))
+		// A busy partition lingers for FetchMinBytes, an idle one waits for
+		// its first message (KafkaConfig.FetchLinger). The response's
+		// bytes are taken from the source's fetch budget before the
+		// request is sent: FetchMaxBytes for a busy partition; an idle
+		// one's long poll asks for at most idleFetchBytes, so that idle
+		// partitions do not hold the budget that busy ones need (a
+		// broker returns at least one record batch whatever the limit).
+		minBytes, maxWait, maxBytes := 1, cfg.FetchMaxWait, min(int64(cfg.FetchMaxBytes), idleFetchBytes)
+		if busy {
+			minBytes, maxWait, maxBytes = cfg.FetchMinBytes, cfg.FetchLinger, int64(cfg.FetchMaxBytes)
+		}
+		hold, err := c.src.acquireFetch(ctx, maxBytes)
 		if err != nil {
 			return
 		}
 		start := time.Now()
-		// A busy partition lingers for FetchMinBytes, an idle one waits for
-		// its first message (KafkaConfig.FetchLinger).
-		minBytes, maxWait := 1, cfg.FetchMaxWait
-		if busy {
-			minBytes, maxWait = cfg.FetchMinBytes, cfg.FetchLinger
-		}
 		// Every fetch has a deadline (the broker's MaxWait plus a slack):
 		// a broker or connection that never answers costs one bounded
 		// wait, then kafka-go drops the connection and the retry dials a
@@ -102,7 +109,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			Partition: int(c.partition),
 			Offset:    pos,
 			MinBytes:  int64(minBytes),
-			MaxBytes:  int64(cfg.FetchMaxBytes),
+			MaxBytes:  maxBytes,
 			MaxWait:   maxWait,
 		})
 		cancel()
