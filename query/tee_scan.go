@@ -217,6 +217,27 @@ func validNumber(lit []byte) bool {
 	return i == len(lit)
 }
 
+// stringEnd returns the index of the quote that ends the string whose
+// contents start at b[i:] (a quote preceded by an odd number of
+// backslashes is escaped).
+func stringEnd(b []byte, i int) (int, bool) {
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		j := i + k
+		n := 0
+		for n < j-i && b[j-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return j, true
+		}
+		i = j + 1
+	}
+}
+
 // skipValue returns the index after the JSON value at b[i:], checking its
 // nesting and strings but not its scalars (the caller's fields are
 // checked; encoding/json decides the rest when a record is not ok).
@@ -225,13 +246,8 @@ func skipValue(b []byte, i int) (int, bool) {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
-			j := i + 1
-			for ; j < len(b) && b[j] != '"'; j++ {
-				if b[j] == '\\' {
-					j++
-				}
-			}
-			if j >= len(b) {
+			j, ok := stringEnd(b, i+1)
+			if !ok {
 				return i, false
 			}
 			i = j + 1
