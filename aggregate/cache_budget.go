@@ -26,8 +26,8 @@ const DefaultCacheBytes int64 = 256 << 20
 // batch per partition waiting for the in-flight budget (FetchMaxBytes
 // each), the objects a batch decodes while it is prepared, and the query
 // API's index of up to 200,000 objects (about 400 bytes each). With 12
-// partitions that is about 150 MB; the constant keeps the earlier, larger
-// allowance, which deploy/ tests check the manifests' limits against.
+// partitions that is about 130 MB; the constant allows twice as much, and
+// deploy/ tests check the manifests' limits against it.
 const BatchHeapBytes int64 = 256 << 20
 
 // MinMemoryLimitBytes is the smallest container memory limit that fits the

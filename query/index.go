@@ -161,8 +161,8 @@ func lessSiteRanked(x, y siteRanked) bool {
 // recency order) and one item in each of up to six B-trees (global and
 // per-site order of the three rankings; 16 and 24 bytes, the lower bound
 // held in the tree): about 390 bytes of heap per object with a 47-byte
-// name and both kinds of estimate (340 bytes measured by cmd/benchreport,
-// make bench, docs/query-bench.md, when the trees held 8-byte pointers).
+// name and both kinds of estimate (docs/query-bench.md, from
+// cmd/benchreport, has the measured figure).
 type Index struct {
 	cfg IndexConfig
 
