@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
@@ -47,47 +48,107 @@ type pending struct {
 
 // batchWork is one prepared batch: its objects' new states, the outputs
 // and the state writes. It is immutable once submitted, until recycled.
+// The buffers only prepare uses (prepBufs) go back to the Processor's pool
+// when prepare returns, so that a batch in flight holds just its outputs
+// and state writes.
 type batchWork struct {
+	prepBufs
 	seq      uint64
 	from, to int64
 	first    int64 // offset of the first input message
 	n        int   // input messages
 	start    time.Time
-	obs      []records.Observation
-	seen     int64   // latest event time read so far on the partition (Unix ms; held ones included), 0: none
-	offs     []int64 // input offset of each of obs
-	order    []int32 // per decoded observation: index into objs
-	idx      map[string]int32
-	objs     []pending
-	misses   []string
-	missIdx  []int32
-	vals     [][]byte
+	seen     int64 // latest event time read so far on the partition (Unix ms; held ones included), 0: none
+	newest   int64 // latest event time of the applied observations (Unix ns), 0: none
 	out      []stream.Message
 	writes   []state.Write
 	enc      []byte // slab of the encoded states
 	ends     []int  // end of each write's value in enc
+	held     int64  // bytes of the in-flight budget the batch holds
+}
+
+// prepBufs are the scratch buffers of prepare: the decoded observations and
+// their objects, released (to Processor.prep) when prepare returns.
+type prepBufs struct {
+	obs     []records.Observation
+	offs    []int64 // input offset of each of obs
+	order   []int32 // per decoded observation: index into objs
+	idx     map[string]int32
+	objs    []pending
+	misses  []string
+	missIdx []int32
+	vals    [][]byte
+}
+
+// reset empties the buffers, dropping their references, and keeps their
+// capacity.
+func (pb *prepBufs) reset() {
+	clear(pb.obs)
+	clear(pb.objs)
+	clear(pb.misses)
+	clear(pb.vals)
+	clear(pb.idx)
+	pb.obs, pb.offs, pb.order, pb.objs = pb.obs[:0], pb.offs[:0], pb.order[:0], pb.objs[:0]
+	pb.misses, pb.missIdx, pb.vals = pb.misses[:0], pb.missIdx[:0], pb.vals[:0]
+}
+
+// Sizes of the elements of a batch's buffers, for footprint.
+const (
+	messageSize = int64(unsafe.Sizeof(stream.Message{}))
+	writeSize   = int64(unsafe.Sizeof(state.Write{}))
+)
+
+// footprint is the heap a prepared batch holds until it is recycled: its
+// outputs (message headers, keys, values), its state writes and their slab.
+func (b *batchWork) footprint() int64 {
+	n := int64(cap(b.out))*messageSize + int64(cap(b.writes))*writeSize + int64(cap(b.enc)) + int64(cap(b.ends))*8
+	for i := range b.out {
+		n += int64(len(b.out[i].Key) + len(b.out[i].Value))
+	}
+	return n
 }
 
 func (w *worker) newBatch() *batchWork {
+	var b *batchWork
 	if n := len(w.free); n > 0 {
-		b := w.free[n-1]
+		b = w.free[n-1]
 		w.free = w.free[:n-1]
-		return b
+	} else {
+		b = &batchWork{}
 	}
-	return &batchWork{idx: map[string]int32{}}
+	if pb, ok := w.p.prep.Get().(*prepBufs); ok {
+		b.prepBufs = *pb
+	}
+	if b.idx == nil {
+		b.idx = map[string]int32{}
+	}
+	return b
 }
 
-// recycle returns b for reuse, dropping references to large data.
+// putPrep returns b's prepare buffers to the Processor's pool.
+func (w *worker) putPrep(b *batchWork) {
+	pb := b.prepBufs
+	b.prepBufs = prepBufs{}
+	pb.reset()
+	w.p.prep.Put(&pb)
+}
+
+// maxFreeBatches bounds the recycled batches a worker keeps (with their
+// output buffers' capacity) between batches.
+const maxFreeBatches = 1
+
+// recycle returns b for reuse, dropping references to large data, and
+// its bytes of the in-flight budget if it still holds them.
 func (w *worker) recycle(b *batchWork) {
-	clear(b.obs)
-	clear(b.objs)
-	clear(b.misses)
-	clear(b.vals)
+	w.releaseInflight(b)
+	if b.obs != nil || b.idx != nil {
+		w.putPrep(b)
+	}
+	if len(w.free) >= maxFreeBatches {
+		return
+	}
 	clear(b.out)
 	clear(b.writes)
-	clear(b.idx)
-	b.offs = b.offs[:0]
-	b.obs, b.order, b.objs, b.misses, b.missIdx, b.vals = b.obs[:0], b.order[:0], b.objs[:0], b.misses[:0], b.missIdx[:0], b.vals[:0]
 	b.out, b.writes, b.enc, b.ends = b.out[:0], b.writes[:0], b.enc[:0], b.ends[:0]
 	w.free = append(w.free, b)
 }
@@ -140,6 +201,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	}
 	w.seq++
 	b.seq = w.seq
+	b.newest = 0
 
 	w.decode(b, msgs, flush)
 	if err := w.load(ctx, b); err != nil {
@@ -152,6 +214,12 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	for j := range b.objs {
 		b.objs[j].e = nil
 	}
+	for i := range b.obs {
+		if t := b.obs[i].Time.UnixNano(); t > b.newest {
+			b.newest = t
+		}
+	}
+	w.putPrep(b)
 	w.trimCache()
 	w.from = b.to
 	w.gauges.held.Set(float64(w.rb.len()))

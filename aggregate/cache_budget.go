@@ -19,14 +19,15 @@ import (
 // against it.
 const DefaultCacheBytes int64 = 256 << 20
 
-// BatchHeapBytes is the heap the batches in flight take besides the cache
-// in the default configuration with 12 partitions owned (per partition up
-// to three batches of BatchSize 5000: decoded observations, the decoded
-// objects they touch, outputs waiting to be written, fetched messages):
-// a heap profile of the aggregator in make bench's live-crawl shape
-// (100,000 objects × 4 visits) showed about 230 MB in use beyond
-// the cache's bytes (heap profile: outputs 67 MB, batch buffers 39 MB,
-// fetched messages 46 MB, decoded objects 28 MB, observation strings 19 MB).
+// BatchHeapBytes is the heap the aggregator takes besides the cache in the
+// default configuration: the batches in flight (at most InflightBytes,
+// DefaultInflightBytes), the messages fetched ahead of the partitions (at
+// most half as much again, stream.KafkaConfig.FetchBufferBytes), a fetched
+// batch per partition waiting for the in-flight budget (FetchMaxBytes
+// each), the objects a batch decodes while it is prepared, and the query
+// API's index of up to 200,000 objects (about 400 bytes each). With 12
+// partitions that is about 130 MB; the constant allows twice as much, and
+// deploy/ tests check the manifests' limits against it.
 const BatchHeapBytes int64 = 256 << 20
 
 // MinMemoryLimitBytes is the smallest container memory limit that fits the

@@ -57,6 +57,15 @@ type Config struct {
 	// the cache's bookkeeping (see EntryOverheadBytes). Unbounded sets no
 	// bound, which EmitFinal requires. Default DefaultCacheBytes.
 	CacheBytes int64
+	// InflightBytes bounds the memory of the batches in flight of all the
+	// partitions this Processor owns together, from the fetch of a batch's
+	// messages to its commit: the fetched messages and decoded
+	// observations while the batch is prepared, then its encoded outputs
+	// and states until they are written and committed. A partition waits
+	// for budget before it prepares its next batch; a batch larger than
+	// the whole budget proceeds alone when no other batch is in flight.
+	// Unbounded sets no bound. Default DefaultInflightBytes.
+	InflightBytes int64
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
@@ -136,6 +145,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.Emit, EmitUpdate)
 	orDefault(&c.CacheObjects, defaultCacheObjects)
 	orDefault(&c.CacheBytes, DefaultCacheBytes)
+	orDefault(&c.InflightBytes, DefaultInflightBytes)
 	orDefault(&c.EstimatesTopic, stream.TopicEstimates)
 	orDefault(&c.AccessReportsTopic, stream.TopicAccessReports)
 	orDefault(&c.AlertsTopic, stream.TopicAlerts)
@@ -172,6 +182,7 @@ func (c Config) Validate() error {
 	}
 	add(c.CacheObjects < Unbounded, "CacheObjects must be positive or Unbounded, got %d", c.CacheObjects)
 	add(c.CacheBytes < Unbounded, "CacheBytes must be positive or Unbounded, got %d", c.CacheBytes)
+	add(c.InflightBytes < Unbounded, "InflightBytes must be positive or Unbounded, got %d", c.InflightBytes)
 	add(c.ReorderWindow < ZeroDuration, "ReorderWindow must be positive or ZeroDuration, got %s", c.ReorderWindow)
 	add(c.IdleRelease < ZeroDuration, "IdleRelease must be positive or ZeroDuration, got %s", c.IdleRelease)
 	add(c.IdleCheck < ZeroDuration, "IdleCheck must be positive or ZeroDuration, got %s", c.IdleCheck)
@@ -189,6 +200,7 @@ func (c Config) effective() Config {
 	c.Model = c.Model.effective()
 	sentinelToZero(&c.CacheObjects, Unbounded)
 	sentinelToZero(&c.CacheBytes, Unbounded)
+	sentinelToZero(&c.InflightBytes, Unbounded)
 	sentinelToZero(&c.ReorderWindow, ZeroDuration)
 	sentinelToZero(&c.IdleRelease, ZeroDuration)
 	sentinelToZero(&c.IdleCheck, ZeroDuration)

@@ -20,7 +20,7 @@ func TestConfigZeroMeansDefault(t *testing.T) {
 	d := Config{}.WithDefaults()
 	want := map[string]bool{
 		"BatchSize": d.BatchSize == 5000, "Emit": d.Emit == EmitUpdate, "CacheObjects": d.CacheObjects == 200000,
-		"CacheBytes": d.CacheBytes == DefaultCacheBytes, "EstimatesTopic": d.EstimatesTopic == stream.TopicEstimates,
+		"CacheBytes": d.CacheBytes == DefaultCacheBytes, "InflightBytes": d.InflightBytes == DefaultInflightBytes, "EstimatesTopic": d.EstimatesTopic == stream.TopicEstimates,
 		"LateTopic": d.LateTopic == TopicLate, "ReorderWindow": d.ReorderWindow == DefaultReorderWindow,
 		"IdleRelease": d.IdleRelease == 30*time.Second, "RetryBackoff": d.RetryBackoff == 200*time.Millisecond,
 		"IdleCheck": d.IdleCheck == 5*time.Second, "TakeoverDelay": d.TakeoverDelay == 10*time.Second,
@@ -37,7 +37,7 @@ func TestConfigZeroMeansDefault(t *testing.T) {
 	if !reflect.DeepEqual(DefaultConfig(), d) || !reflect.DeepEqual(d.WithDefaults(), d) {
 		t.Error("DefaultConfig differs from Config{}.WithDefaults(), or WithDefaults is not idempotent")
 	}
-	set := Config{CacheObjects: Unbounded, IdleCheck: ZeroDuration, BatchSize: 7}
+	set := Config{CacheObjects: Unbounded, InflightBytes: Unbounded, IdleCheck: ZeroDuration, BatchSize: 7}
 	set.Model.EmitInterval = ZeroDuration
 	set.Model.Alerts.SiteObjects = ZeroCount
 	got := set.WithDefaults()
@@ -46,7 +46,7 @@ func TestConfigZeroMeansDefault(t *testing.T) {
 		t.Errorf("WithDefaults changed set fields: %+v", got)
 	}
 	eff := set.effective()
-	if eff.CacheObjects != 0 || eff.IdleCheck != 0 || eff.Model.EmitInterval != 0 || eff.Model.Alerts.SiteObjects != 0 || eff.CacheBytes != DefaultCacheBytes {
+	if eff.CacheObjects != 0 || eff.InflightBytes != 0 || eff.IdleCheck != 0 || eff.Model.EmitInterval != 0 || eff.Model.Alerts.SiteObjects != 0 || eff.CacheBytes != DefaultCacheBytes {
 		t.Errorf("effective: sentinels not resolved to 0: %+v", eff)
 	}
 }
@@ -54,14 +54,14 @@ func TestConfigZeroMeansDefault(t *testing.T) {
 // TestConfigValidateListsEveryProblem: Validate reports every invalid
 // field at once, each named.
 func TestConfigValidateListsEveryProblem(t *testing.T) {
-	c := Config{BatchSize: -1, Emit: "sometimes", CacheObjects: -2, IdleCheck: -2 * time.Second, RetryBackoff: -time.Second}
+	c := Config{BatchSize: -1, Emit: "sometimes", CacheObjects: -2, InflightBytes: -2, IdleCheck: -2 * time.Second, RetryBackoff: -time.Second}
 	c.Model.PStale = 2
 	c.Model.Alerts.FDR = 3
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("invalid Config accepted")
 	}
-	for _, field := range []string{"BatchSize", "Emit", "CacheObjects", "IdleCheck", "RetryBackoff", "PStale", "Alerts.FDR"} {
+	for _, field := range []string{"BatchSize", "Emit", "CacheObjects", "InflightBytes", "IdleCheck", "RetryBackoff", "PStale", "Alerts.FDR"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate does not name %s: %v", field, err)
 		}

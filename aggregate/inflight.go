@@ -63,6 +63,7 @@ func (w *worker) submit(ctx context.Context, b *batchWork) error {
 // runs in its own goroutine and closes f.written, then f.done.
 func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	defer close(f.done)
+	defer w.releaseInflight(f.b)
 	w.writeBatch(ctx, f, prev)
 	if f.wErr != nil {
 		f.err = f.wErr
@@ -78,6 +79,13 @@ func (w *worker) finish(ctx context.Context, f, prev *flight) {
 	f.err = w.commitBatch(ctx, f.b)
 }
 
+// releaseInflight returns b's bytes of the in-flight budget: once b is
+// committed (or failed) its buffers wait only to be recycled.
+func (w *worker) releaseInflight(b *batchWork) {
+	w.p.inflight.release(b.held)
+	b.held = 0
+}
+
 // writeBatch writes f's outputs once prev's are written, and sets f.wErr
 // (prev's error if prev failed) before closing f.written.
 func (w *worker) writeBatch(ctx context.Context, f, prev *flight) {
@@ -91,6 +99,14 @@ func (w *worker) writeBatch(ctx context.Context, f, prev *flight) {
 	}
 	if len(f.b.out) > 0 {
 		f.wErr = w.writeOutputs(ctx, f.b.out, w.batchPosition(f.b), true)
+	}
+	if f.wErr == nil {
+		// Written: the outputs are garbage from now on, though the batch
+		// is recycled only when the handler reaps it, and their bytes go
+		// back to the in-flight budget.
+		clear(f.b.out)
+		f.b.out = f.b.out[:0]
+		f.b.held = w.p.inflight.resize(f.b.held, f.b.footprint())
 	}
 }
 
@@ -128,7 +144,7 @@ func (w *worker) commitBatch(ctx context.Context, b *batchWork) error {
 	// contract allows any goroutine and requires that it never blocks.
 	w.claim.MarkCommitted(b.to)
 	w.gauges.next.Set(float64(b.to))
-	w.gauges.committed(b.obs, b.seen)
+	w.gauges.committed(b.newest, b.seen)
 	p.metrics.committed.Add(float64(b.n))
 	p.committed.Add(int64(b.n))
 	p.metrics.batchLatency.Observe(time.Since(b.start).Seconds())

@@ -68,17 +68,13 @@ func (m *metrics) forget(p state.Partition) {
 }
 
 // committed records the newest event time of a committed batch: of its
-// applied observations and of those its reorder buffer holds (seenMs, Unix
-// ms; committed with the batch as the buffer's position).
-func (g partitionGauges) committed(obs []records.Observation, seenMs int64) {
-	newest := g.newest.Load()
+// applied observations (appliedNs, Unix ns; 0: none) and of those its
+// reorder buffer holds (seenMs, Unix ms; committed with the batch as the
+// buffer's position).
+func (g partitionGauges) committed(appliedNs, seenMs int64) {
+	newest := max(g.newest.Load(), appliedNs)
 	if t := seenMs * int64(time.Millisecond); t > newest {
 		newest = t
-	}
-	for i := range obs {
-		if t := obs[i].Time.UnixNano(); t > newest {
-			newest = t
-		}
 	}
 	g.newest.Store(newest)
 }

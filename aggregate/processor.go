@@ -64,7 +64,9 @@ type Processor struct {
 
 	committed atomic.Int64 // input messages committed, over all partitions
 	stats     statCounters
-	budget    *cacheBudget // CacheBytes, shared by the partitions' caches
+	budget    *cacheBudget    // CacheBytes, shared by the partitions' caches
+	inflight  *inflightBudget // InflightBytes, shared by the partitions' batches
+	prep      sync.Pool       // *prepBufs: prepare's scratch buffers
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -98,8 +100,13 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err := registerCacheBytes(reg, budget); err != nil {
 		return nil, err
 	}
+	inflight := newInflightBudget(cfg.InflightBytes)
+	if err := registerInflight(reg, inflight); err != nil {
+		return nil, err
+	}
 	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
-		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm, budget: budget}, nil
+		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm, budget: budget,
+		inflight: inflight}, nil
 }
 
 // Committed returns the number of input messages whose batches this
@@ -203,8 +210,9 @@ func (p *Processor) setOwned(part state.Partition, owned bool) {
 	}
 }
 
-// run is the partition's loop: fetch a batch, prepare it (batch.go) and
-// submit it (inflight.go), until one of these exits, each of which first
+// run is the partition's loop: fetch a batch, take its share of the
+// in-flight budget (inflight_budget.go), prepare it (batch.go) and submit
+// it (inflight.go), until one of these exits, each of which first
 // drains the batches in flight:
 //   - the input ends (io.EOF): the reorder buffer is released, alerts
 //     flushed and, with EmitFinal, every estimate emitted; returns nil;
@@ -253,13 +261,23 @@ func (w *worker) run(ctx context.Context) error {
 			continue
 		}
 		lastInput = time.Now()
+		held, err := p.inflight.acquire(ctx, inflightEstimate(msgs))
+		if err != nil { // ctx ended while waiting: as a revocation
+			if err := w.drain(); err != nil {
+				return w.stopped(err)
+			}
+			w.log.Info("partition released", "next_offset", w.next)
+			return nil
+		}
 		b, err := w.prepare(bctx, msgs)
 		if err != nil {
+			p.inflight.release(held)
 			if derr := w.drain(); derr != nil {
 				return w.stopped(derr)
 			}
 			return w.stopped(err)
 		}
+		b.held = p.inflight.resize(held, b.footprint())
 		if err := w.submit(bctx, b); err != nil {
 			return w.stopped(err)
 		}

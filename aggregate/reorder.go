@@ -333,6 +333,10 @@ func (w *worker) releaseIdle(ctx context.Context) error {
 	}
 	b, err := w.prepare(ctx, nil)
 	if err == nil {
+		// The reorder buffer is bounded by ReorderWindow, not by the
+		// in-flight budget: the flush takes budget only if it is free and
+		// does not wait for it (the end of the input must not block).
+		b.held = w.p.inflight.resize(0, b.footprint())
 		err = w.submit(ctx, b)
 	}
 	if err == nil {

@@ -512,3 +512,26 @@ func TestIndexBounded(t *testing.T) {
 		t.Fatalf("sites %+v", s)
 	}
 }
+
+// TestIndexEvictsLeastRecentlyUpdated: an update makes an object the most
+// recent, so the one updated longest ago is evicted first.
+func TestIndexEvictsLeastRecentlyUpdated(t *testing.T) {
+	idx := query.NewIndex(query.IndexConfig{MaxObjects: 3})
+	add := func(name string, r float64) {
+		idx.AddEstimate(&records.Estimate{Object: "http://a.example/" + name, Site: "a.example", Kind: "change",
+			AsOf: t0, RatePerS: &r})
+	}
+	add("a", 1)
+	add("b", 2)
+	add("c", 3)
+	add("a", 4) // a is now the most recent; b the least
+	add("d", 5)
+	add("e", 6) // evicts c
+	var got []string
+	for _, r := range idx.Top(query.ByChangeRate, "a.example", 10) {
+		got = append(got, strings.TrimPrefix(r.Object, "http://a.example/"))
+	}
+	if strings.Join(got, ",") != "e,d,a" || idx.Evicted() != 2 {
+		t.Fatalf("objects after eviction %v (evicted %d), want e,d,a (2)", got, idx.Evicted())
+	}
+}

@@ -117,10 +117,18 @@ type score struct {
 	has       bool
 }
 
+// siteCount is a site's shared name and its number of indexed objects.
+type siteCount struct {
+	name string
+	n    int
+}
+
 // entry is one indexed object. site is a substring of name (no copy).
 type entry struct {
 	name, site string
-	seq        uint64 // update sequence, for eviction of the least recent
+	seq        uint64 // update sequence
+	prev, next *entry // recency list (Index.recency)
+	sc         *siteCount
 	s          [numBy]score
 	shiftKind  string // kind of the latest alert ("change" or "access")
 	asOf       int64  // Unix ms of the latest change estimate
@@ -128,25 +136,36 @@ type entry struct {
 	nextVisit  int64  // Unix µs; 0: none
 }
 
-// less orders entries by descending lower bound, then by name.
-func lessBy(b int) btree.LessFunc[*entry] {
-	return func(x, y *entry) bool {
-		if x.s[b].lo != y.s[b].lo {
-			return x.s[b].lo > y.s[b].lo
-		}
-		return x.name < y.name
-	}
+// ranked is an entry's place in one ranking's global B-tree: the lower
+// bound is held in the tree, so that a search compares without reading the
+// entries (names only on equal bounds).
+type ranked struct {
+	lo float64
+	e  *entry
 }
 
-// lessSiteBy orders by site, then as lessBy.
-func lessSiteBy(b int) btree.LessFunc[*entry] {
-	l := lessBy(b)
-	return func(x, y *entry) bool {
-		if x.site != y.site {
-			return x.site < y.site
-		}
-		return l(x, y)
+// lessRanked orders by descending lower bound, then by name.
+func lessRanked(x, y ranked) bool {
+	if x.lo != y.lo {
+		return x.lo > y.lo
 	}
+	return x.e.name < y.e.name
+}
+
+// siteRanked is an entry's place in one ranking's per-site B-tree. The
+// entries of a site share its siteCount, so two of them compare their site
+// by pointer.
+type siteRanked struct {
+	ranked
+	site *siteCount
+}
+
+// lessSiteRanked orders by site, then as lessRanked.
+func lessSiteRanked(x, y siteRanked) bool {
+	if x.site != y.site {
+		return x.site.name < y.site.name
+	}
+	return lessRanked(x.ranked, y.ranked)
 }
 
 // Index is the bounded in-memory ranking of the objects whose estimates and
@@ -154,21 +173,24 @@ func lessSiteBy(b int) btree.LessFunc[*entry] {
 // (from the sink's writers) and the queries take one mutex; queries hold it
 // for O(log n + limit) (Top) or O(objects of the site) (Candidates).
 //
-// Memory: per object one entry (its name, scores and times) and one
-// pointer in each of up to seven B-trees (global and per-site order of the
-// three rankings, and the recency order): about 340 bytes of heap per object
-// with a 47-byte name and both kinds of estimate, measured by
-// cmd/benchreport (make bench; docs/query-bench.md).
+// Memory: per object one entry (its name, scores and times, linked in the
+// recency order) and one item in each of up to six B-trees (global and
+// per-site order of the three rankings; 16 and 24 bytes, the lower bound
+// held in the tree): about 390 bytes of heap per object with a 47-byte
+// name and both kinds of estimate (docs/query-bench.md, from
+// cmd/benchreport, has the measured figure).
 type Index struct {
 	cfg IndexConfig
 
 	mu      sync.Mutex
 	seq     uint64
 	objects map[string]*entry
-	sites   map[string]int // objects per site
-	global  [numBy]*btree.BTreeG[*entry]
-	site    [numBy]*btree.BTreeG[*entry]
-	recency *btree.BTreeG[*entry]
+	sites   map[string]*siteCount // objects per site; name is the site string its entries share
+	global  [numBy]*btree.BTreeG[ranked]
+	site    [numBy]*btree.BTreeG[siteRanked]
+	// recency lists the entries least recently updated first (a ring
+	// through its sentinel: recency.next is the oldest).
+	recency entry
 	evicted uint64
 	maxAsOf int64 // Unix ms: the latest as_of seen (event time)
 
@@ -196,12 +218,12 @@ func NewIndex(cfg IndexConfig) *Index {
 		cfg.MaxAlerts = 0
 	}
 	cfg = cfg.WithDefaults()
-	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]int{}}
+	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}}
 	for b := 0; b < numBy; b++ {
-		x.global[b] = btree.NewG(32, lessBy(b))
-		x.site[b] = btree.NewG(32, lessSiteBy(b))
+		x.global[b] = btree.NewG(32, lessRanked)
+		x.site[b] = btree.NewG(32, lessSiteRanked)
 	}
-	x.recency = btree.NewG(32, func(a, b *entry) bool { return a.seq < b.seq })
+	x.recency.prev, x.recency.next = &x.recency, &x.recency
 	return x
 }
 
@@ -296,7 +318,7 @@ func (x *Index) AddAlert(a *records.Alert, raw []byte) {
 func (x *Index) touch(name, site string) *entry {
 	e, ok := x.objects[name]
 	if ok {
-		x.recency.Delete(e)
+		e.unlink()
 	} else {
 		e = &entry{name: name, site: site}
 		if e.site == "" || len(site) > len(name) {
@@ -304,43 +326,65 @@ func (x *Index) touch(name, site string) *entry {
 		} else if i := strings.Index(name, site); i >= 0 {
 			e.site = name[i : i+len(site)] // share the name's bytes
 		}
+		// The entries of a site share its siteCount (and its name), so
+		// that the site order compares two of them by pointer.
+		sc := x.sites[e.site]
+		if sc == nil {
+			sc = &siteCount{name: e.site}
+			x.sites[sc.name] = sc
+		}
+		e.site, e.sc = sc.name, sc
+		sc.n++
 		x.objects[name] = e
-		x.sites[e.site]++
 	}
 	x.seq++
 	e.seq = x.seq
-	x.recency.ReplaceOrInsert(e)
+	e.prev, e.next = x.recency.prev, &x.recency // the newest: before the sentinel
+	e.prev.next, x.recency.prev = e, e
 	return e
+}
+
+// unlink takes e out of the recency list.
+func (e *entry) unlink() {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 }
 
 // setScore replaces e's ranking b. Called with mu held.
 func (x *Index) setScore(e *entry, b int, sc score) {
 	if e.s[b].has {
-		x.global[b].Delete(e)
-		x.site[b].Delete(e)
+		x.unrank(e, b)
 	}
 	e.s[b] = sc
 	if sc.has {
-		x.global[b].ReplaceOrInsert(e)
-		x.site[b].ReplaceOrInsert(e)
+		r := ranked{lo: sc.lo, e: e}
+		x.global[b].ReplaceOrInsert(r)
+		x.site[b].ReplaceOrInsert(siteRanked{r, e.sc})
 	}
+}
+
+// unrank takes e out of ranking b's trees. Called with mu held.
+func (x *Index) unrank(e *entry, b int) {
+	r := ranked{lo: e.s[b].lo, e: e}
+	x.global[b].Delete(r)
+	x.site[b].Delete(siteRanked{r, e.sc})
 }
 
 // evict removes the least recently updated objects beyond MaxObjects.
 func (x *Index) evict() {
 	for len(x.objects) > x.cfg.MaxObjects {
-		e, ok := x.recency.DeleteMin()
-		if !ok {
+		e := x.recency.next
+		if e == &x.recency {
 			return
 		}
+		e.unlink()
 		for b := 0; b < numBy; b++ {
 			if e.s[b].has {
-				x.global[b].Delete(e)
-				x.site[b].Delete(e)
+				x.unrank(e, b)
 			}
 		}
 		delete(x.objects, e.name)
-		if x.sites[e.site]--; x.sites[e.site] <= 0 {
+		if e.sc.n--; e.sc.n <= 0 {
 			delete(x.sites, e.site)
 		}
 		x.evicted++
@@ -380,16 +424,16 @@ func (x *Index) Top(by string, site string, limit int) []Ranked {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if site == "" {
-		x.global[b].Ascend(add)
+		x.global[b].Ascend(func(r ranked) bool { return add(r.e) })
 		return out
 	}
-	pivot := &entry{site: site}
-	pivot.s[b].lo = math.Inf(1)
-	x.site[b].AscendGreaterOrEqual(pivot, func(e *entry) bool {
-		if e.site != site {
-			return false
-		}
-		return add(e)
+	sc := x.sites[site]
+	if sc == nil {
+		return out
+	}
+	pivot := siteRanked{ranked{lo: math.Inf(1), e: &entry{}}, sc}
+	x.site[b].AscendGreaterOrEqual(pivot, func(r siteRanked) bool {
+		return r.site == sc && add(r.e)
 	})
 	return out
 }
@@ -421,12 +465,16 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if site == "" {
-		x.global[byChange].Ascend(add)
+		x.global[byChange].Ascend(func(r ranked) bool { return add(r.e) })
 		return out
 	}
-	pivot := &entry{site: site, s: [numBy]score{byChange: {lo: math.Inf(1)}}}
-	x.site[byChange].AscendGreaterOrEqual(pivot, func(e *entry) bool {
-		return e.site == site && add(e)
+	sc := x.sites[site]
+	if sc == nil {
+		return out
+	}
+	pivot := siteRanked{ranked{lo: math.Inf(1), e: &entry{}}, sc}
+	x.site[byChange].AscendGreaterOrEqual(pivot, func(r siteRanked) bool {
+		return r.site == sc && add(r.e)
 	})
 	return out
 }
@@ -516,7 +564,8 @@ type SiteCount struct {
 func (x *Index) Sites(limit int) []SiteCount {
 	x.mu.Lock()
 	out := make([]SiteCount, 0, len(x.sites))
-	for s, n := range x.sites {
+	for s, sc := range x.sites {
+		n := sc.n
 		out = append(out, SiteCount{s, n})
 	}
 	x.mu.Unlock()

@@ -65,6 +65,7 @@ type kafkaClaim struct {
 	seeked  bool
 	pos     int64     // where the next fetcher starts; negative: earliest
 	buf     []Message // fetched, not yet returned
+	bufHold int64     // bytes of the source's FetchBufferBytes buf holds
 	fetcher *fetcher  // nil until the first Fetch after SeekTo
 	err     error     // sticky fetcher error
 }
@@ -115,15 +116,30 @@ func (c *kafkaClaim) SeekTo(offset int64) error {
 		offset = -1
 	}
 	c.stopFetcher()
-	c.pos, c.seeked, c.buf, c.err = offset, true, nil, nil
+	c.dropBuf()
+	c.pos, c.seeked, c.err = offset, true, nil
 	return nil
 }
 
-// stopFetcher stops the claim's fetcher, if any, and waits for it. Called
+// dropBuf drops the buffered messages and returns their bytes to the
+// source's fetch budget. Called with mu held.
+func (c *kafkaClaim) dropBuf() {
+	c.buf = nil
+	c.src.releaseFetch(c.bufHold)
+	c.bufHold = 0
+}
+
+// stopFetcher stops the claim's fetcher, if any, and waits for it; a batch
+// it buffered is dropped, its bytes returned to the fetch budget. Called
 // with mu held.
 func (c *kafkaClaim) stopFetcher() {
 	if c.fetcher != nil {
 		c.fetcher.stop()
+		select {
+		case r := <-c.fetcher.out:
+			c.src.releaseFetch(r.hold)
+		default:
+		}
 		c.fetcher = nil
 	}
 }
@@ -169,7 +185,7 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 			c.err = r.err
 			return nil, r.err
 		}
-		c.buf = r.msgs
+		c.buf, c.bufHold = r.msgs, r.hold
 		return c.take(limit), nil
 	case <-ctx.Done():
 		return nil, c.revokedErr(ctx)
@@ -179,13 +195,15 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 }
 
 // take returns up to limit buffered messages, capped so that the handler's
-// appends cannot reach the messages still buffered. Called with mu held.
+// appends cannot reach the messages still buffered. When it returns the
+// last of them, their bytes go back to the fetch budget: from then on
+// they are the handler's. Called with mu held.
 func (c *kafkaClaim) take(limit int) []Message {
 	n := min(limit, len(c.buf))
 	out := c.buf[:n:n]
 	c.buf = c.buf[n:]
 	if len(c.buf) == 0 {
-		c.buf = nil
+		c.dropBuf()
 	}
 	return out
 }

@@ -40,7 +40,10 @@ const (
 	DefaultKafkaRebalanceTimeout  = 30 * time.Second
 	DefaultKafkaJoinGroupBackoff  = 2 * time.Second
 	DefaultKafkaFetchMaxWait      = 500 * time.Millisecond
-	DefaultKafkaFetchMaxBytes     = 1 << 20 // 1 MiB
+	DefaultKafkaFetchMaxBytes     = 1 << 20  // 1 MiB
+	DefaultKafkaFetchBufferBytes  = 16 << 20 // 16 MiB
+	DefaultKafkaFetchMinBytes     = 32 << 10 // 32 KiB
+	DefaultKafkaFetchLinger       = 20 * time.Millisecond
 	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
 	DefaultKafkaCommitInterval    = time.Second
 	DefaultKafkaMetadataInterval  = 5 * time.Second
@@ -159,6 +162,26 @@ type KafkaConfig struct {
 	// FetchMaxBytes is the maximum number of bytes one fetch returns for
 	// one partition (Kafka's max.partition.fetch.bytes). Default 1 MiB.
 	FetchMaxBytes int
+	// FetchMinBytes and FetchLinger batch a busy partition's input: while
+	// a partition has input (its last fetch returned messages), a fetch
+	// asks the broker to wait up to FetchLinger for FetchMinBytes, so that
+	// at a moderate rate a partition's batches hold more than a handful of
+	// messages (each batch costs a state commit and a produce request)
+	// and at most FetchLinger is added to a message's latency; a fetch of
+	// an idle partition returns at the first message (or after
+	// FetchMaxWait). FetchMinBytes 1 turns the linger off. Defaults 32 KiB
+	// and 20ms.
+	FetchMinBytes int
+	FetchLinger   time.Duration
+	// FetchBufferBytes bounds the memory of the messages a KafkaSource
+	// fetched ahead of its handlers, over all its claims together: a
+	// claim's fetcher takes FetchMaxBytes of it (at most all of it) before
+	// each fetch request, keeps what the decoded response holds, and gives
+	// that back when the handler's Fetch has returned the last of those
+	// messages. A fetcher waits (first come, first served) while the
+	// budget is taken, so with many partitions fewer responses wait in
+	// memory at once. Default 16 MiB.
+	FetchBufferBytes int64
 	// RetryBackoff is the pause before retrying a failed fetch or offset
 	// lookup (the source retries transient errors until the claim ends).
 	// Default 250ms.
@@ -255,7 +278,7 @@ func (c KafkaConfig) Validate() error {
 		{"DialTimeout", c.DialTimeout}, {"RequestTimeout", c.RequestTimeout}, {"Linger", c.Linger},
 		{"SessionTimeout", c.SessionTimeout}, {"HeartbeatInterval", c.HeartbeatInterval},
 		{"RebalanceTimeout", c.RebalanceTimeout}, {"JoinGroupBackoff", c.JoinGroupBackoff},
-		{"FetchMaxWait", c.FetchMaxWait}, {"RetryBackoff", c.RetryBackoff},
+		{"FetchMaxWait", c.FetchMaxWait}, {"FetchLinger", c.FetchLinger}, {"RetryBackoff", c.RetryBackoff},
 		{"CommitInterval", c.CommitInterval}, {"MetadataInterval", c.MetadataInterval},
 		{"CloseTimeout", c.CloseTimeout}, {"FetchTimeoutSlack", c.FetchTimeoutSlack},
 		{"JoinTimeout", c.JoinTimeout}, {"FetchStallTimeout", c.FetchStallTimeout},
@@ -270,7 +293,8 @@ func (c KafkaConfig) Validate() error {
 		v    int64
 	}{
 		{"BatchSize", int64(c.BatchSize)}, {"BatchBytes", c.BatchBytes},
-		{"WriteAttempts", int64(c.WriteAttempts)}, {"FetchMaxBytes", int64(c.FetchMaxBytes)},
+		{"WriteAttempts", int64(c.WriteAttempts)}, {"FetchMaxBytes", int64(c.FetchMaxBytes)}, {"FetchMinBytes", int64(c.FetchMinBytes)},
+		{"FetchBufferBytes", c.FetchBufferBytes},
 	} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("stream: KafkaConfig.%s: negative value %d", n.name, n.v))
@@ -279,6 +303,9 @@ func (c KafkaConfig) Validate() error {
 	d := c.WithDefaults()
 	if c.HeartbeatInterval >= 0 && c.SessionTimeout >= 0 && d.HeartbeatInterval >= d.SessionTimeout {
 		errs = append(errs, fmt.Errorf("stream: KafkaConfig.HeartbeatInterval (%v) must be below SessionTimeout (%v)", d.HeartbeatInterval, d.SessionTimeout))
+	}
+	if c.FetchLinger >= 0 && c.RequestTimeout >= 0 && d.FetchLinger >= d.RequestTimeout {
+		errs = append(errs, fmt.Errorf("stream: KafkaConfig.FetchLinger (%v) must be below RequestTimeout (%v)", d.FetchLinger, d.RequestTimeout))
 	}
 	if c.FetchMaxWait >= 0 && c.RequestTimeout >= 0 && d.FetchMaxWait >= d.RequestTimeout {
 		errs = append(errs, fmt.Errorf("stream: KafkaConfig.FetchMaxWait (%v) must be below RequestTimeout (%v)", d.FetchMaxWait, d.RequestTimeout))
@@ -318,6 +345,12 @@ func (c KafkaConfig) WithDefaults() KafkaConfig {
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = DefaultKafkaFetchMaxBytes
 	}
+	if c.FetchMinBytes == 0 {
+		c.FetchMinBytes = DefaultKafkaFetchMinBytes
+	}
+	if c.FetchBufferBytes == 0 {
+		c.FetchBufferBytes = DefaultKafkaFetchBufferBytes
+	}
 	setDur(&c.DialTimeout, DefaultKafkaDialTimeout)
 	setDur(&c.RequestTimeout, DefaultKafkaRequestTimeout)
 	setDur(&c.SessionTimeout, DefaultKafkaSessionTimeout)
@@ -325,6 +358,7 @@ func (c KafkaConfig) WithDefaults() KafkaConfig {
 	setDur(&c.RebalanceTimeout, DefaultKafkaRebalanceTimeout)
 	setDur(&c.JoinGroupBackoff, DefaultKafkaJoinGroupBackoff)
 	setDur(&c.FetchMaxWait, DefaultKafkaFetchMaxWait)
+	setDur(&c.FetchLinger, DefaultKafkaFetchLinger)
 	setDur(&c.RetryBackoff, DefaultKafkaRetryBackoff)
 	setDur(&c.CommitInterval, DefaultKafkaCommitInterval)
 	setDur(&c.MetadataInterval, DefaultKafkaMetadataInterval)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unsafe"
 
 	"github.com/segmentio/kafka-go"
 
@@ -24,6 +25,10 @@ import (
 // While it waits for a fetch response, claim.stallSince tells the watchdog
 // (kafka_group.go) since when.
 
+// idleFetchBytes is the most an idle partition's long poll asks for (and
+// takes of the fetch budget).
+const idleFetchBytes = 64 << 10
+
 // fetcher is a running fetchLoop: out carries its batches (or its final
 // error), cancel stops it and done is closed when it has returned.
 type fetcher struct {
@@ -33,9 +38,11 @@ type fetcher struct {
 }
 
 // fetchResult is one non-empty batch of messages in offset order, or the
-// error that ended the fetcher.
+// error that ended the fetcher. hold is the bytes of the source's fetch
+// budget the messages hold (see KafkaConfig.FetchBufferBytes).
 type fetchResult struct {
 	msgs []Message
+	hold int64
 	err  error
 }
 
@@ -64,6 +71,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 	cfg := &c.src.k.cfg
 	c.stallSince.Store(time.Now().UnixNano())
 	defer c.stallSince.Store(0)
+	busy := false // the last fetch returned messages
 	for ctx.Err() == nil {
 		if pos < 0 {
 			first, _, err := c.bounds(ctx)
@@ -75,19 +83,34 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			}
 			pos = first
 		}
+		// A busy partition lingers for FetchMinBytes, an idle one waits for
+		// its first message (KafkaConfig.FetchLinger). The response's
+		// bytes are taken from the source's fetch budget before the
+		// request is sent: FetchMaxBytes for a busy partition; an idle
+		// one's long poll asks for at most idleFetchBytes, so that idle
+		// partitions do not hold the budget that busy ones need (a
+		// broker returns at least one record batch whatever the limit).
+		minBytes, maxWait, maxBytes := 1, cfg.FetchMaxWait, min(int64(cfg.FetchMaxBytes), idleFetchBytes)
+		if busy {
+			minBytes, maxWait, maxBytes = cfg.FetchMinBytes, cfg.FetchLinger, int64(cfg.FetchMaxBytes)
+		}
+		hold, err := c.src.acquireFetch(ctx, maxBytes)
+		if err != nil {
+			return
+		}
 		start := time.Now()
 		// Every fetch has a deadline (the broker's MaxWait plus a slack):
 		// a broker or connection that never answers costs one bounded
 		// wait, then kafka-go drops the connection and the retry dials a
 		// new one.
-		rctx, cancel := context.WithTimeout(ctx, cfg.FetchMaxWait+cfg.FetchTimeoutSlack)
+		rctx, cancel := context.WithTimeout(ctx, maxWait+cfg.FetchTimeoutSlack)
 		resp, err := c.src.k.client.Fetch(rctx, &kafka.FetchRequest{
 			Topic:     c.topic,
 			Partition: int(c.partition),
 			Offset:    pos,
-			MinBytes:  1,
-			MaxBytes:  int64(cfg.FetchMaxBytes),
-			MaxWait:   cfg.FetchMaxWait,
+			MinBytes:  int64(minBytes),
+			MaxBytes:  maxBytes,
+			MaxWait:   maxWait,
 		})
 		cancel()
 		c.src.m.latency.Observe(time.Since(start).Seconds())
@@ -95,6 +118,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			err = resp.Error
 		}
 		if err != nil {
+			c.src.releaseFetch(hold)
 			if ctx.Err() != nil {
 				return
 			}
@@ -118,14 +142,19 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			continue
 		}
 		c.stallSince.Store(time.Now().UnixNano()) // the broker answered
-		msgs, err := c.decode(resp.Records, pos)
+		msgs, size, err := c.decode(resp.Records, pos)
+		hold = c.src.resizeFetch(hold, size)
+		if err != nil || len(msgs) == 0 {
+			c.src.releaseFetch(hold)
+		}
 		if err != nil {
 			if c.retryWait(ctx, "decode", pos, err) != nil {
 				return
 			}
 			continue
 		}
-		if len(msgs) > 0 {
+		busy = len(msgs) > 0
+		if busy {
 			pos = msgs[len(msgs)-1].Offset + 1
 		}
 		c.lag.Set(float64(max(resp.HighWatermark-pos, 0)))
@@ -146,21 +175,24 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 		c.read.Add(float64(len(msgs)))
 		c.stallSince.Store(0) // waiting for the handler is no stall
 		select {
-		case out <- fetchResult{msgs: msgs}:
+		case out <- fetchResult{msgs: msgs, hold: hold}:
 		case <-ctx.Done():
+			c.src.releaseFetch(hold)
 			return
 		}
 		c.stallSince.Store(time.Now().UnixNano())
 	}
 }
 
-// decode converts the records at or after pos. Keys and values are copied
+// decode converts the records at or after pos and returns them with the
+// bytes they hold (slabs and message headers). Keys and values are copied
 // into shared slabs of at least 64 KiB (one allocation per slab, not per
 // message); each is capped (s[i:j:j]) so appending to one cannot clobber
 // another.
-func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error) {
+func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64, error) {
 	var msgs []Message
 	var slab []byte
+	var size int64
 	copyOut := func(b kafka.Bytes) ([]byte, error) {
 		if b == nil {
 			return nil, nil
@@ -168,6 +200,7 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error)
 		n := b.Len()
 		if n > cap(slab)-len(slab) {
 			slab = make([]byte, 0, max(n, 64<<10))
+			size += int64(cap(slab))
 		}
 		start := len(slab)
 		slab = slab[:start+n]
@@ -179,21 +212,24 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error)
 	for {
 		r, err := rr.ReadRecord()
 		if err == io.EOF {
-			return msgs, nil
+			return msgs, size + int64(cap(msgs))*int64(unsafe.Sizeof(Message{})), nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if r.Offset < pos {
+			closeBytes(r.Key, r.Value)
 			continue
 		}
 		key, err := copyOut(r.Key)
 		if err != nil {
-			return nil, err
+			closeBytes(r.Key, r.Value)
+			return nil, 0, err
 		}
 		value, err := copyOut(r.Value)
+		closeBytes(r.Key, r.Value)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		msgs = append(msgs, Message{
 			Topic:     c.topic,
@@ -203,6 +239,18 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, error)
 			Value:     value,
 			Time:      r.Time,
 		})
+	}
+}
+
+// closeBytes closes a record's key and value once they are copied out:
+// they reference kafka-go's 64 KiB response pages, which go back to its
+// pool only when every reference is closed (otherwise every response
+// allocates new pages, and the garbage collector reclaims them).
+func closeBytes(bs ...kafka.Bytes) {
+	for _, b := range bs {
+		if b != nil {
+			_ = b.Close()
+		}
 	}
 }
 
@@ -250,4 +298,43 @@ func (c *kafkaClaim) outOfRange(ctx context.Context, pos int64, cause error) err
 		return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range: %w: %w", c.topic, c.partition, pos, cause, ErrFatal)
 	}
 	return fmt.Errorf("stream: kafka fetch %s/%d: offset %d out of range [%d, %d]: %w: %w", c.topic, c.partition, pos, first, last, cause, ErrFatal)
+}
+
+// acquireFetch waits until n bytes (at most the whole FetchBufferBytes) of
+// the source's fetch budget are free and takes them; it returns the amount
+// taken, or ctx's error.
+func (s *KafkaSource) acquireFetch(ctx context.Context, n int64) (int64, error) {
+	n = min(max(n, 1), s.k.cfg.FetchBufferBytes)
+	if !s.fetchBuf.TryAcquire(n) {
+		if err := s.fetchBuf.Acquire(ctx, n); err != nil {
+			return 0, err
+		}
+	}
+	s.m.fetchBuffered.Add(float64(n))
+	return n, nil
+}
+
+// resizeFetch turns a hold of held bytes into one of want without waiting:
+// a surplus is released, a shortfall taken only if free (the budget is
+// then exceeded by what one response holds beyond FetchMaxBytes). It
+// returns the new hold.
+func (s *KafkaSource) resizeFetch(held, want int64) int64 {
+	want = min(max(want, 1), s.k.cfg.FetchBufferBytes)
+	switch {
+	case want < held:
+		s.releaseFetch(held - want)
+		return want
+	case want > held && s.fetchBuf.TryAcquire(want-held):
+		s.m.fetchBuffered.Add(float64(want - held))
+		return want
+	}
+	return held
+}
+
+// releaseFetch returns n bytes of the fetch budget.
+func (s *KafkaSource) releaseFetch(n int64) {
+	if n > 0 {
+		s.m.fetchBuffered.Sub(float64(n))
+		s.fetchBuf.Release(n)
+	}
 }

@@ -72,15 +72,16 @@ func newSinkMetrics(reg prometheus.Registerer) (*sinkMetrics, error) {
 }
 
 type sourceMetrics struct {
-	read        *prometheus.CounterVec
-	lag         *prometheus.GaugeVec
-	fetchErrors *prometheus.CounterVec
-	latency     prometheus.Histogram
-	batchLen    prometheus.Histogram
-	generation  prometheus.Gauge
-	rebalances  prometheus.Counter
-	claims      prometheus.Gauge
-	commitErrs  prometheus.Counter
+	read          *prometheus.CounterVec
+	lag           *prometheus.GaugeVec
+	fetchErrors   *prometheus.CounterVec
+	latency       prometheus.Histogram
+	batchLen      prometheus.Histogram
+	generation    prometheus.Gauge
+	rebalances    prometheus.Counter
+	claims        prometheus.Gauge
+	commitErrs    prometheus.Counter
+	fetchBuffered prometheus.Gauge
 }
 
 func newSourceMetrics(reg prometheus.Registerer) (*sourceMetrics, error) {
@@ -115,6 +116,12 @@ func newSourceMetrics(reg prometheus.Registerer) (*sourceMetrics, error) {
 		Name:    "changerate_kafka_fetch_batch_messages",
 		Help:    "Messages returned by one non-empty fetch request.",
 		Buckets: batchBuckets,
+	})); err != nil {
+		return nil, err
+	}
+	if m.fetchBuffered, err = register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "changerate_kafka_fetch_buffered_bytes",
+		Help: "Bytes of the fetch budget (KafkaConfig.FetchBufferBytes) held by fetch requests and by fetched messages not yet returned to the handlers.",
 	})); err != nil {
 		return nil, err
 	}

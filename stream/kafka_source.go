@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/semaphore"
 )
 
 // KafkaSource is a Source reading topics as a member of a Kafka consumer
@@ -63,6 +64,9 @@ type KafkaSource struct {
 	current atomic.Int64 // generation in progress; 0: none
 	owned   atomic.Int64 // claims in the current generation
 	wd      watchdogState
+	// fetchBuf is cfg.FetchBufferBytes, shared by the claims' fetchers
+	// (kafka_fetcher.go).
+	fetchBuf *semaphore.Weighted
 
 	mu      sync.Mutex
 	closed  bool
@@ -109,11 +113,12 @@ func NewKafkaSource(cfg KafkaConfig, topics []string, logger *slog.Logger, reg p
 		}
 	}
 	return &KafkaSource{
-		k:      k,
-		topics: slices.Clone(topics),
-		log:    logger.With("component", "kafka-source", "group", k.cfg.GroupID),
-		m:      m,
-		wd:     watchdogState{m: wm},
+		k:        k,
+		topics:   slices.Clone(topics),
+		log:      logger.With("component", "kafka-source", "group", k.cfg.GroupID),
+		m:        m,
+		wd:       watchdogState{m: wm},
+		fetchBuf: semaphore.NewWeighted(k.cfg.FetchBufferBytes),
 	}, nil
 }
 
@@ -282,6 +287,7 @@ func (s *KafkaSource) runClaim(runCtx context.Context, stopRun context.CancelCau
 	err := handle(hctx, c)
 	c.mu.Lock()
 	c.stopFetcher()
+	c.dropBuf()
 	c.mu.Unlock()
 	log := s.log.With("topic", c.topic, "partition", c.partition, "generation", c.gen)
 	switch {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -81,6 +82,7 @@ type config struct {
 	CacheObjects  int           `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
 	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
 	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
+	InflightBytes byteSize      `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 64MiB; a partition waits for it before preparing its next batch (0: unbounded); messages fetched ahead of the partitions take at most half as much again"`
 	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64       `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
@@ -117,6 +119,7 @@ type config struct {
 	DemoExit  bool `envconfig:"DEMO_EXIT" desc:"demo: exit after printing the estimates instead of serving HTTP until interrupted"`
 
 	OutFormat          string        `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
+	Pprof              bool          `envconfig:"PPROF" desc:"serve the Go profiler (net/http/pprof) under /debug/pprof/ on HTTP_ADDR, without authentication: for diagnosis, not for an exposed port"`
 	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
 	APITimeout         time.Duration `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
 	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it)"`
@@ -144,6 +147,7 @@ func newConfig() config {
 		BatchSize:         pc.BatchSize,
 		CacheObjects:      pc.CacheObjects,
 		CacheBytes:        byteSize(pc.CacheBytes),
+		InflightBytes:     byteSize(pc.InflightBytes),
 		LateTolerance:     m.LateTolerance,
 		ReportPeriod:      m.ReportPeriod,
 		EmitInterval:      m.EmitInterval,
@@ -274,6 +278,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Emit = c.Emit
 	pc.CacheObjects = explicitZero(c.CacheObjects, aggregate.Unbounded)
 	pc.CacheBytes = explicitZero(int64(c.CacheBytes), aggregate.Unbounded)
+	pc.InflightBytes = explicitZero(int64(c.InflightBytes), aggregate.Unbounded)
 	if c.Emit == aggregate.EmitFinal {
 		pc.CacheObjects, pc.CacheBytes = aggregate.Unbounded, aggregate.Unbounded
 	}
@@ -324,9 +329,15 @@ func explicitZero[T ~int | ~int64](v, sentinel T) T {
 }
 
 // kafkaConfig is the Kafka configuration of the consumer and of the sink.
+// The source's fetch-ahead buffer (KafkaConfig.FetchBufferBytes) is half
+// of INFLIGHT_BYTES: one option bounds what is fetched but not yet handled
+// too.
 func (c *config) kafkaConfig() stream.KafkaConfig {
 	kc := c.Kafka.Config()
 	c.KafkaTimeouts.ApplyTo(&kc)
+	if c.InflightBytes > 0 {
+		kc.FetchBufferBytes = int64(c.InflightBytes) / 2
+	}
 	return kc
 }
 
@@ -646,7 +657,11 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 	g, gctx := errgroup.WithContext(runCtx)
 	var srv *httpServer
 	if cfg.HTTP.Addr != "" {
-		srv = newHTTPServer(cfg.HTTP.Addr, reg, kp.proc, logger, kp.api.Register)
+		routes := []func(*http.ServeMux){kp.api.Register}
+		if cfg.Pprof {
+			routes = append(routes, pprofRoutes)
+		}
+		srv = newHTTPServer(cfg.HTTP.Addr, reg, kp.proc, logger, routes...)
 		if err := srv.listen(); err != nil {
 			return err
 		}

@@ -36,6 +36,11 @@ type latResult struct {
 	BacklogAtEnd   int64      // produced − committed when production stopped
 	EmitInterval   time.Duration
 	EstimatesTotal int
+	// Live runs only: CPU µs per committed observation of the aggregator,
+	// broker and Redis processes (producer and consumer excluded, their
+	// broker requests included) and the aggregator's peak RSS.
+	AggCPU, BrokerCPU, RedisCPU float64
+	PeakRSS                     int64
 }
 
 // runLatency produces the workload's observations at rate per second for

@@ -187,6 +187,8 @@ func (lp *liveProcs) startAggregator(ctx context.Context, e *env, aggBin string,
 		"CHANGERATE_PARTITIONS="+strconv.Itoa(parts),
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=6s",
 		"CHANGERATE_LOG_LEVEL=info",
+		// The bench Redis runs without persistence (it is flushed per run).
+		"CHANGERATE_REDIS_REQUIRE_DURABLE=false",
 	)
 	lp.agg.Env = append(lp.agg.Env, env...)
 	// The measurement starts at the first "partition claimed" log line
@@ -208,7 +210,7 @@ func (lp *liveProcs) startAggregator(ctx context.Context, e *env, aggBin string,
 				default:
 				}
 			}
-			if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || !strings.Contains(l, "level=") {
 				fmt.Fprintln(os.Stderr, "aggregator:", l)
 			}
 		}
@@ -260,7 +262,7 @@ const committedMetric = "changerate_aggregator_messages_committed_total"
 
 // runLive runs the live shape once: broker child, fresh Redis database,
 // the aggregator binary aggBin.
-func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts int, httpAddr string) (liveResult, error) {
+func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts int, httpAddr string, env ...string) (liveResult, error) {
 	res := liveResult{Objects: objects, Visits: visits}
 	msgs := liveWorkload(objects, visits)
 	res.Observations = len(msgs)
@@ -300,7 +302,7 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 		res.KcatRate = float64(n) / time.Since(t0).Seconds()
 	}
 
-	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr); err != nil {
+	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr, env...); err != nil {
 		return res, err
 	}
 	tFirst, err := lp.waitClaim()
@@ -341,16 +343,18 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 // from the aggregator), each with event time = its produce time, to the
 // aggregator binary with EMIT_INTERVAL=0 (every batch publishes the
 // estimates of the objects it changed), and measures when they reach a
-// consumer of the estimates topic (receive time − as_of). Estimates of the
-// first warm of the run are not counted.
-func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts int, httpAddr string, rate float64, dur, warm time.Duration) (latResult, error) {
+// consumer of the estimates topic (receive time − as_of). REORDER_WINDOW
+// is 0: the reorder buffer would hold every observation for its window of
+// event time (a minute by default), which is a chosen delay, not the
+// pipeline's. Estimates of the first warm of the run are not counted.
+func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts int, httpAddr string, rate float64, dur, warm time.Duration, env ...string) (latResult, error) {
 	res := latResult{Rate: rate, Duration: dur}
 	lp, err := startBroker(ctx, parts)
 	if err != nil {
 		return res, err
 	}
 	defer lp.close()
-	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr, "CHANGERATE_EMIT_INTERVAL=0"); err != nil {
+	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr, append([]string{"CHANGERATE_EMIT_INTERVAL=0", "CHANGERATE_REORDER_WINDOW=0"}, env...)...); err != nil {
 		return res, err
 	}
 	if _, err := lp.waitClaim(); err != nil {
@@ -394,6 +398,8 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 	var perr atomic.Value
 	var buf []byte
 	var produced int64
+	aggPid, brkPid := lp.agg.Process.Pid, lp.broker.Process.Pid
+	agg0, brk0, red0 := procCPU(aggPid), procCPU(brkPid), e.cpu(ctx).redis
 	start := time.Now()
 	measureFrom.Store(start.Add(warm).UnixNano())
 	tick := time.NewTicker(time.Millisecond)
@@ -429,6 +435,12 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 		time.Sleep(20 * time.Millisecond)
 	}
 	res.Committed = int64(lp.metric(committedMetric))
+	if n := float64(res.Committed); n > 0 {
+		res.AggCPU = (procCPU(aggPid) - agg0) / n * 1e6
+		res.BrokerCPU = (procCPU(brkPid) - brk0) / n * 1e6
+		res.RedisCPU = (e.cpu(ctx).redis - red0) / n * 1e6
+	}
+	res.PeakRSS = peakRSS(aggPid)
 	time.Sleep(500 * time.Millisecond)
 	ccancel()
 	<-cdone

@@ -41,6 +41,7 @@ import (
 	"runtime/trace"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -76,6 +77,9 @@ type options struct {
 	liveVisits   int
 	liveRuns     int
 	liveHTTP     string
+	liveOnly     bool
+	liveLatRate  float64
+	liveEnv      string
 }
 
 func main() {
@@ -113,6 +117,9 @@ func main() {
 	fs.IntVar(&o.liveVisits, "live-visits", 4, "daily visits per object in the live-crawl shape")
 	fs.IntVar(&o.liveRuns, "live-runs", 2, "live-crawl runs")
 	fs.StringVar(&o.liveHTTP, "live-http", "127.0.0.1:18131", "HTTP address of the aggregator in the live runs (its /metrics is polled)")
+	fs.BoolVar(&o.liveOnly, "live-only", false, "run only the live-crawl sections (needs -aggregator) and write only them")
+	fs.Float64Var(&o.liveLatRate, "live-latency-rate", 0, "produce rate of the live latency run, obs/s (0: half the median live rate)")
+	fs.StringVar(&o.liveEnv, "live-env", "", "extra environment of the live runs' aggregator, NAME=VALUE separated by spaces")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -173,6 +180,15 @@ func run(ctx context.Context, o options) error {
 	}
 	defer e.close()
 	e.linger = o.linger
+	if o.liveOnly {
+		if o.aggregator == "" {
+			return errors.New("-live-only needs -aggregator")
+		}
+		if err := runLiveSections(ctx, e, o, rep); err != nil {
+			return err
+		}
+		return rep.writeLiveOnly(o.out)
+	}
 
 	logf("generating %d observations over %d objects", o.observations, o.objects)
 	wcfg := workloadConfig{Seed: 1, Objects: o.objects, Observations: o.observations,
@@ -301,29 +317,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.aggregator != "" {
-		for i := 0; i < o.liveRuns; i++ {
-			logf("live crawl %d: %d objects x %d daily visits, aggregator binary %s", i+1, o.liveObjects, o.liveVisits, o.aggregator)
-			lr, err := runLive(ctx, e, o.aggregator, o.liveObjects, o.liveVisits, o.partitions, o.liveHTTP)
-			if err != nil {
-				return err
-			}
-			logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
-				lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
-			rep.live = append(rep.live, lr)
-		}
-		if !o.skipLatency && len(rep.live) > 0 {
-			rates := make([]float64, len(rep.live))
-			for i, l := range rep.live {
-				rates[i] = l.Rate
-			}
-			half := median(rates) / 2
-			logf("live latency: %.0f obs/s for %s from a separate producer process, EMIT_INTERVAL 0", half, o.latDur)
-			lr, err := runLiveLatency(ctx, e, o.aggregator, o.liveObjects, o.partitions, o.liveHTTP, half, o.latDur, o.latWarm)
-			if err != nil {
-				return err
-			}
-			logf("live latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d)", lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd)
-			rep.liveLat = &lr
+		if err := runLiveSections(ctx, e, o, rep); err != nil {
+			return err
 		}
 	}
 	rep.machine.LoadAfter = loadavg()
@@ -391,3 +386,39 @@ func latencyCases(half float64) []latencyCase {
 }
 
 func latName(k int) string { return "lat" + strconv.Itoa(k+1) }
+
+// runLiveSections runs the live-crawl runs and, unless -skip-latency, the
+// live latency run, into rep.
+func runLiveSections(ctx context.Context, e *env, o options, rep *report) error {
+	env := strings.Fields(o.liveEnv)
+	for i := 0; i < o.liveRuns; i++ {
+		logf("live crawl %d: %d objects x %d daily visits, aggregator binary %s", i+1, o.liveObjects, o.liveVisits, o.aggregator)
+		lr, err := runLive(ctx, e, o.aggregator, o.liveObjects, o.liveVisits, o.partitions, o.liveHTTP, env...)
+		if err != nil {
+			return err
+		}
+		logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
+			lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
+		rep.live = append(rep.live, lr)
+	}
+	if o.skipLatency || (len(rep.live) == 0 && o.liveLatRate <= 0) {
+		return nil
+	}
+	rate := o.liveLatRate
+	if rate <= 0 {
+		rates := make([]float64, len(rep.live))
+		for i, l := range rep.live {
+			rates[i] = l.Rate
+		}
+		rate = median(rates) / 2
+	}
+	logf("live latency: %.0f obs/s for %s from a separate producer process, EMIT_INTERVAL 0", rate, o.latDur)
+	lr, err := runLiveLatency(ctx, e, o.aggregator, o.liveObjects, o.partitions, o.liveHTTP, rate, o.latDur, o.latWarm, env...)
+	if err != nil {
+		return err
+	}
+	logf("live latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B",
+		lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS)
+	rep.liveLat = &lr
+	return nil
+}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/changerate/changerate/aggregate"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -258,13 +260,14 @@ func writeLive(p func(string, ...any), r *report) {
 	p("processes with mean intervals of 6 h – 30 days): %d observations, and every one of them publishes an estimate (the default\n", l0.Observations)
 	p("EMIT_INTERVAL is 10 minutes of event time; visits are a day apart). Three processes, each measured on its own with\n")
 	p("`/proc/<pid>/stat` (and `INFO cpu` for Redis): the **aggregator binary** in service mode with its default configuration\n")
-	p("(`CHANGERATE_KAFKA_BROKERS`, `CHANGERATE_REDIS_ADDRS`, `CHANGERATE_OBSERVATIONS_TOPIC=%s`), a **kfake broker** in a\n", liveTopic)
+	p("(`CHANGERATE_KAFKA_BROKERS`, `CHANGERATE_REDIS_ADDRS`, `CHANGERATE_OBSERVATIONS_TOPIC=%s`; `CHANGERATE_REDIS_REQUIRE_DURABLE=false`\n", liveTopic)
+	p("for the bench Redis without persistence), a **kfake broker** in a\n")
 	p("child process (`benchreport -broker-child`), and **redis-server** (flushed before each run). The observations are produced\n")
 	p("before the aggregator starts (the producer is not measured), and `kcat -C -e -o beginning -f '%%o\\n'` reads the same topic\n")
 	p("from the same broker first. The rate and the CPU times are measured from the aggregator's first `partition claimed` log line\n")
 	p("(its consumer-group join is left out) to the poll of `changerate_aggregator_messages_committed_total` (every 20 ms) that\n")
 	p("shows every observation committed; peak RSS is the aggregator's `VmHWM`.\n\n")
-	p("Reproduce: `go build -o /tmp/aggregator ./cmd/aggregator && go run ./cmd/benchreport -aggregator /tmp/aggregator -runs 1 -skip-naive -skip-latency -population 3000 -mature-objects 1000 -out -`.\n\n")
+	p("Reproduce (this section alone, replaced in docs/bench.md): `go build -o /tmp/aggregator ./cmd/aggregator && go run ./cmd/benchreport -live-only -aggregator /tmp/aggregator`.\n\n")
 	p("| run | obs/s | kcat obs/s | ÷ kcat | estimates | aggregator µs/obs | broker µs/obs | redis µs/obs | total µs/obs | aggregator peak RSS | RSS / object | heap in use at end / cached object | cache accounted / object |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, l := range r.live {
@@ -292,11 +295,75 @@ func writeLive(p func(string, ...any), r *report) {
 		p("\n### Latency at half the live throughput, producer in a separate process\n\n")
 		p("Daily-crawl visits of the same %d URLs (round robin) are produced by this program (not the aggregator's process) at half\n", l0.Objects)
 		p("the median live rate above for %s, each with event time = its produce time, to the aggregator binary with\n", lr.Duration)
-		p("`CHANGERATE_EMIT_INTERVAL=0` (every batch publishes the estimates of every object it changed); a franz-go consumer here reads\n")
+		p("`CHANGERATE_EMIT_INTERVAL=0` (every batch publishes the estimates of every object it changed) and `CHANGERATE_REORDER_WINDOW=0`\n")
+		p("(the reorder buffer would otherwise hold each observation for a minute of event time, by design); a franz-go consumer here reads\n")
 		p("the estimates topic; latency = receive time − `as_of` (ms resolution). Samples of the first %s are dropped.\n\n", r.opts.latWarm)
-		p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end |\n")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d |\n\n", lr.Rate, lr.Achieved, lr.Samples,
-			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd)
+		writeLiveLatency(p, lr)
 	}
+}
+
+// writeLiveLatency writes the table of a live latency run.
+func writeLiveLatency(p func(string, ...any), lr *latResult) {
+	p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end | aggregator / broker / redis µs/obs | aggregator peak RSS |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d | %.1f / %.1f / %.1f | %.0f MiB |\n\n", lr.Rate, lr.Achieved, lr.Samples,
+		lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU,
+		float64(lr.PeakRSS)/(1<<20))
+}
+
+// writeLiveOnly writes the live-crawl sections alone (-live-only) to path
+// ("-": stdout). When path is an earlier report with a live-crawl section,
+// that section (up to the next "## " heading) is replaced and the rest of
+// the report is kept.
+func (r *report) writeLiveOnly(path string) error {
+	var buf bytes.Buffer
+	var err error
+	p := func(format string, args ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(&buf, format, args...)
+		}
+	}
+	if len(r.live) > 0 {
+		writeLive(p, r)
+	} else if lr := r.liveLat; lr != nil {
+		writeLiveLatency(p, lr)
+	}
+	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := os.Stdout.Write(buf.Bytes())
+		return err
+	}
+	out := buf.Bytes()
+	if old, err := os.ReadFile(path); err == nil && len(r.live) > 0 {
+		if spliced, ok := spliceSection(old, liveHeading, out); ok {
+			out = spliced
+		}
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// liveHeading starts the live-crawl section (writeLive).
+const liveHeading = "## Live-crawl shape"
+
+// spliceSection replaces, in report, the section whose heading line starts
+// with heading (up to the next "## " heading) by section; ok is false when
+// report has no such section.
+func spliceSection(report []byte, heading string, section []byte) ([]byte, bool) {
+	start := bytes.Index(report, []byte("\n"+heading))
+	if start < 0 {
+		return nil, false
+	}
+	start++
+	end := len(report)
+	if i := bytes.Index(report[start+len(heading):], []byte("\n## ")); i >= 0 {
+		end = start + len(heading) + i + 1
+	}
+	var out bytes.Buffer
+	out.Write(report[:start])
+	out.Write(bytes.TrimRight(section, "\n"))
+	out.WriteString("\n\n")
+	out.Write(report[end:])
+	return out.Bytes(), true
 }
