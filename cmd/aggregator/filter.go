@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 
 	"time"
 
@@ -15,7 +18,11 @@ import (
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/stream"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 )
 
 // sampleLines is how many leading lines decide whether the filter input is
@@ -247,4 +254,135 @@ Every option is also an environment variable CHANGERATE_<NAME>; flags win.
 options:
 `)
 	fs.PrintDefaults()
+}
+
+// openOut opens a filter-mode output: "" → nil, "-" → std, else a file.
+func openOut(path string, std io.Writer) (io.Writer, func() error, error) {
+	switch path {
+	case "":
+		return nil, func() error { return nil }, nil
+	case "-":
+		return std, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open output: %w", err)
+	}
+	return f, f.Close, nil
+}
+
+// runFilter is the Unix-filter mode: JSON lines in, JSON lines out.
+func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
+	in, name := stdin, "stdin"
+	if cfg.In != "-" {
+		f, err := os.Open(cfg.In)
+		if err != nil {
+			return fmt.Errorf("config: %s: %w", opt("IN"), err)
+		}
+		defer f.Close()
+		in, name = f, cfg.In
+	}
+	routes := map[string]io.Writer{}
+	var closers []func() error
+	for _, o := range []struct {
+		path, topic string
+		std         io.Writer
+	}{
+		{cfg.Out, cfg.TopicEstimates, stdout},
+		{cfg.AlertsOut, cfg.TopicAlerts, stdout},
+		{cfg.AccessReportsOut, cfg.TopicAccessReports, stdout},
+		{cfg.DeadLetterOut, cfg.Topics.DeadLetter, stderr},
+		{cfg.LateOut, cfg.TopicLate, stderr},
+	} {
+		w, closeFn, err := openOut(o.path, o.std)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, closeFn)
+		if w != nil {
+			routes[o.topic] = w
+		}
+	}
+	if cfg.Out == "" {
+		routes[cfg.TopicEstimates] = stdout
+	}
+	defer func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}()
+	store, err := openStore(ctx, cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var table *tableWriter
+	if cfg.OutFormat == "table" {
+		table = newTableWriter(routes[cfg.TopicEstimates])
+		routes[cfg.TopicEstimates] = table
+	}
+	var sink stream.Sink = stream.NewWriterSink(routes, nil)
+	defer sink.Close()
+	httpOn := cfg.httpSet && cfg.HTTP.Addr != ""
+	var api *query.Server
+	if httpOn {
+		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger); err != nil {
+			return err
+		}
+	}
+	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
+	if err != nil {
+		return err
+	}
+	var ist inputStats
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(runCtx)
+	if httpOn {
+		srv := newHTTPServer(cfg.HTTP.Addr, reg, proc, logger, api.Register)
+		g.Go(func() error { return srv.run(gctx) })
+	}
+	g.Go(func() error {
+		defer cancel() // the input ended: stop the HTTP server too
+		in, err := gunzipInput(in, name)
+		if err != nil {
+			return err
+		}
+		in, err = checkObservations(in, name)
+		if err != nil {
+			return err
+		}
+		if cfg.Sort {
+			sorted, closeSort, err := sortInput(in, name, cfg.ExternalSort.Memory, cfg.ExternalSort.Dir, func(dl []byte) error {
+				return sink.Write(gctx, stream.Message{Topic: cfg.Topics.DeadLetter, Value: dl})
+			}, &ist)
+			if err != nil {
+				return err
+			}
+			defer closeSort()
+			in = sorted
+		}
+		return stream.NewReaderSource(cfg.Topics.Observations, in, 0).Run(gctx, proc.Handle)
+	})
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	logger.Debug("filter done", "committed", proc.Committed())
+	lateTo := "stderr"
+	if cfg.LateOut != "-" {
+		lateTo = cfg.LateOut
+	}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C, SIGTERM): say what was done, not "context canceled".
+		sum.write(stderr)
+		return errors.New("interrupted before the input ended: the summary counts what was read until then")
+	}
+	if table != nil {
+		if err := table.print(); err != nil {
+			return err
+		}
+	}
+	sum.write(stderr)
+	return sum.verdict()
 }
