@@ -49,6 +49,9 @@ type pooledObj struct {
 	// pages: commits), what the crawler's evidence is a view of.
 	ocount int
 	ospan  float64 // the observed windows' length, seconds
+	// group is the object's period (the php start's index): the sites of
+	// one group share their calendar (the three-level prior's population).
+	group int
 }
 
 // pooledGroups of objects by detected changes: the target group first.
@@ -126,6 +129,10 @@ type pooledScore struct {
 	zeroTruth, zeroPrior, zeroPost []float64
 	// zeroBB is bayes_beta's estimate of the same objects.
 	zeroBB []float64
+	// priorOf, when set, replaces the site's prior (a candidate of
+	// pooled_hier.go); the site is scored only when its observed window
+	// alone gives a prior too (the same objects for every candidate).
+	priorOf func(objs []pooledObj) (estimators.GammaPrior, bool)
 }
 
 func newPooledScore() *pooledScore {
@@ -164,6 +171,11 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	prior, ok := ps.Prior()
 	if !ok {
 		return
+	}
+	if s.priorOf != nil {
+		if prior, ok = s.priorOf(objs); !ok {
+			return
+		}
 	}
 	if s.histPrior {
 		for _, o := range objs {
@@ -471,6 +483,15 @@ func pooledTable(e *Env, title string, s *pooledScore) []check {
 	}
 	r.P("%s: %d sites. Cells: median |log(estimate/truth)| (∞: absent or 0); for pooled, the 95 %% credible interval's coverage of the truth in parentheses.", title, s.sites)
 	r.Table(hdr, rows)
+	return pooledChecks(s)
+}
+
+// pooledChecks are the target checks of one data set's pooled scores:
+// ≥ 15 % lower median error than the best single paper estimator with
+// fewer than 5 changes, no worse with more, coverage 93–97 % (of the truth
+// count by the predictive interval when the truth is a count).
+func pooledChecks(s *pooledScore) []check {
+	counts := s.predN[0]+s.predN[1] > 0
 	k0, b0 := s.bestSingle(0)
 	k1, b1 := s.bestSingle(1)
 	p0, p1 := quantile(s.errs[0]["pooled"], 0.5), quantile(s.errs[1]["pooled"], 0.5)
@@ -625,6 +646,22 @@ func pooledOurs(s *pooledScore) string {
 // simSites simulates nSites sites with a within-site log-normal spread σ
 // uniform in [sLo, sHi] and scores them.
 func simSites(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stream uint64) *pooledScore {
+	s := newPooledScore()
+	s.whole = newPooledScore()
+	s.whole.nbWholePrior = true
+	for _, objs := range simSiteObjs(e, cfg, nSites, sLo, sHi, stream, 0) {
+		s.addSite(objs, cfg)
+		s.whole.addSite(objs, cfg)
+	}
+	return s
+}
+
+// simSiteObjs simulates the sites of simSites; with hist > 0 each object
+// also gets the evidence of hist earlier windows of the window's length
+// (pooledObj.hist, a stationary history: independent windows of the same
+// Poisson process, drawn from a stream of their own so that the observed
+// windows are those of hist = 0).
+func simSiteObjs(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stream uint64, hist int) [][]pooledObj {
 	const day = 86400.0
 	res := make([][]pooledObj, nSites)
 	parallel(nSites, e.Procs, func(si int) {
@@ -656,15 +693,18 @@ func simSites(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stre
 			}
 			o := observeObject(ev, vt, lm, cfg)
 			o.truth, o.scored, o.f = lam, true, f
+			for h := 0; h < hist; h++ {
+				hr := sim.NewRand(e.Seed, stream+uint64(si)<<20+uint64(i)<<4+uint64(h)+1<<40)
+				hev := sim.Poisson{Rate: lam}.Events(hr, D+1, nil)
+				hvt := sched.Times(hr, 0, D, nil)
+				var hx estimators.Evidence
+				if len(hvt) >= 3 {
+					hx, _ = halfEvidence(hev, hvt, lm, cfg)
+				}
+				o.hist = append(o.hist, hx)
+			}
 			res[si] = append(res[si], o)
 		}
 	})
-	s := newPooledScore()
-	s.whole = newPooledScore()
-	s.whole.nbWholePrior = true
-	for _, objs := range res {
-		s.addSite(objs, cfg)
-		s.whole.addSite(objs, cfg)
-	}
-	return s
+	return res
 }
