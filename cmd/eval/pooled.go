@@ -133,6 +133,10 @@ type pooledScore struct {
 	// pooled_hier.go); the site is scored only when its observed window
 	// alone gives a prior too (the same objects for every candidate).
 	priorOf func(objs []pooledObj) (estimators.GammaPrior, bool)
+	// nbOf, when set, gives the site a prior of lasting rates with a
+	// dispersion per observed window: the objects are scored with
+	// estimators.PooledNB (one window: k_w = K) and predictiveCoversNB.
+	nbOf func(objs []pooledObj) (estimators.NBPrior, bool)
 }
 
 func newPooledScore() *pooledScore {
@@ -176,6 +180,13 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		if prior, ok = s.priorOf(objs); !ok {
 			return
 		}
+	}
+	var nbSite estimators.NBPrior
+	if s.nbOf != nil {
+		if nbSite, ok = s.nbOf(objs); !ok {
+			return
+		}
+		prior = nbSite.GammaPrior
 	}
 	if s.histPrior {
 		for _, o := range objs {
@@ -243,6 +254,9 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 			s.sumTC += o.truth * o.ospan
 		}
 		p, pok := o.ch.PooledEstimate(prior, cfg)
+		if s.nbOf != nil {
+			p, pok = estimators.PooledNB(nbSite, o.ev, 1, cfg)
+		}
 		if pok && o.changes == 0 && o.truth > 0 {
 			s.zeroTruth = append(s.zeroTruth, o.truth)
 			s.zeroPrior = append(s.zeroPrior, math.Log(prior.Shape/prior.Rate/o.truth))
@@ -274,7 +288,11 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		}
 		pred, predOK := false, false
 		if o.tspan > 0 && pok && o.ev.Floor == 0 {
-			pred, predOK = predictiveCovers(prior, o.ev, o.tcount, o.tspan, s.pit.Float64()), true
+			if s.nbOf != nil {
+				pred, predOK = predictiveCoversNB(p, nbSite.K, o.tcount, o.tspan, o.ospan, s.pit.Float64(), cfg)
+			} else {
+				pred, predOK = predictiveCovers(prior, o.ev, o.tcount, o.tspan, s.pit.Float64()), true
+			}
 		}
 		for g, grp := range pooledGroups {
 			if o.changes < grp.lo || o.changes >= grp.hi {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"gonum.org/v1/gonum/mathext"
+
 	"github.com/changerate/changerate/estimators"
 )
 
@@ -32,12 +34,14 @@ const (
 	hierHist hierKind = iota
 	hierDrift
 	hierThree
+	hierPersistent
 )
 
 var hierKinds = []struct {
 	kind hierKind
 	name string
-}{{hierHist, "hist (decayed history)"}, {hierDrift, "drift (history + level variance)"}, {hierThree, "three-level (history + shrink to all sites)"}}
+}{{hierHist, "hist (decayed history)"}, {hierDrift, "drift (history + level variance)"}, {hierThree, "three-level (history + shrink to all sites)"},
+	{hierPersistent, "persistent (lasting rates + bursts per period)"}}
 
 // hierDecays is the grid of the decay w chosen on the training split.
 var hierDecays = []float64{0, 0.25, 0.5, 0.75, 1}
@@ -164,11 +168,53 @@ func hierPriors(sets [][]pooledObj, kind hierKind, w float64) map[*pooledObj]sit
 	return out
 }
 
+// persistentPrior is the persistent candidate's site prior: the lasting
+// rates' gamma and the bursts' dispersion per period from the moments of
+// consecutive periods of the same objects (estimators.DispersionStats over
+// the pairs (period h+1, period h), the pair's cross-covariance being the
+// lasting rates' spread), its mean moved to the decayed history's (hist
+// with w).
+func persistentPrior(objs []pooledObj, w float64) (estimators.NBPrior, bool) {
+	var ds estimators.DispersionStats
+	for _, o := range objs {
+		if !o.scored || !o.evOK {
+			continue
+		}
+		prev := o.ev
+		for h, ev := range o.hist {
+			if h >= hierYears {
+				break
+			}
+			if ev.E > 0 && prev.E > 0 {
+				ds.Add(ev, prev)
+			}
+			prev = ev
+		}
+	}
+	nb, ok := ds.Prior()
+	if !ok {
+		return nb, false
+	}
+	if sp := hierSitePrior(objs, hierHist, w); sp.ok {
+		nb.GammaPrior = nb.GammaPrior.WithMean(sp.prior.Mean())
+	}
+	return nb, true
+}
+
 // hierScore scores the sets with the candidate's priors.
 func hierScore(sets [][]pooledObj, cfg *estimators.Config, kind hierKind, w float64) *pooledScore {
-	priors := hierPriors(sets, kind, w)
 	s := newPooledScore()
 	s.priorScored = true
+	if kind == hierPersistent {
+		s.nbOf = func(objs []pooledObj) (estimators.NBPrior, bool) { return persistentPrior(objs, w) }
+		for _, objs := range sets {
+			if len(objs) > 0 {
+				s.addSite(objs, cfg)
+			}
+		}
+		return s
+	}
+	priors := hierPriors(sets, kind, w)
 	s.priorOf = func(objs []pooledObj) (estimators.GammaPrior, bool) {
 		sp := priors[&objs[0]]
 		return sp.prior, sp.ok
@@ -183,8 +229,12 @@ func hierScore(sets [][]pooledObj, cfg *estimators.Config, kind hierKind, w floa
 
 // ratio0, ratio1: pooled's median |log| over the best single paper
 // estimator's, with fewer than 5 / 5 or more changes.
-func ratio0(s *pooledScore) float64 { return quantile(s.errs[0]["pooled"], 0.5) / secondOf(s.bestSingle(0)) }
-func ratio1(s *pooledScore) float64 { return quantile(s.errs[1]["pooled"], 0.5) / secondOf(s.bestSingle(1)) }
+func ratio0(s *pooledScore) float64 {
+	return quantile(s.errs[0]["pooled"], 0.5) / secondOf(s.bestSingle(0))
+}
+func ratio1(s *pooledScore) float64 {
+	return quantile(s.errs[1]["pooled"], 0.5) / secondOf(s.bestSingle(1))
+}
 
 // hierCoverage is the coverage the target judges: of the truth count by
 // the predictive interval when the truth is a count, of the truth rate
@@ -375,4 +425,68 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// predictiveCoversNB is predictiveCovers for the persistent candidate: the
+// posterior of the lasting rate θ is taken as the gamma with the estimate's
+// median and upper credible bound (gammaFromQuantiles), and the truth count
+// over T, made of T/span periods with a burst multiplier each (dispersion
+// k per period), has mean m = T·E[θ] and variance
+//
+//	m + T²·Var[θ] + E[θ²]·T·span/k,
+//
+// matched by a negative binomial; ok is false without an interval.
+func predictiveCoversNB(est estimators.Estimate, k float64, count int, T, span, v float64, cfg *estimators.Config) (covers, ok bool) {
+	if !est.HasCI || !(est.Rate > 0) || !(est.Hi > est.Rate) || !(T > 0) {
+		return false, false
+	}
+	pHi := 1 - (1-cfg.Level)/2
+	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi)
+	if !ok {
+		return false, false
+	}
+	mean, vth := a/b, a/(b*b)
+	m := T * mean
+	variance := m + T*T*vth
+	if !math.IsInf(k, 1) && k > 0 && span > 0 {
+		variance += (vth + mean*mean) * T * span / k
+	}
+	if !(variance > m) {
+		return predictiveCovers(estimators.GammaPrior{Shape: a, Rate: b}, estimators.Evidence{}, count, T, v), true
+	}
+	r := m * m / (variance - m) // NB(r, p): mean r(1−p)/p = m
+	p := r / (r + m)
+	cdf := func(k int) float64 {
+		if k < 0 {
+			return 0
+		}
+		return mathext.RegIncBeta(r, float64(k)+1, p)
+	}
+	lo, hi := cdf(count-1), cdf(count)
+	u := lo + v*(hi-lo)
+	return u >= 0.025 && u <= 0.975, true
+}
+
+// gammaFromQuantiles is the Gamma(a, b) whose median is med and whose p
+// quantile is hi (hi > med, p > ½): the ratio of the two quantiles falls
+// with the shape, found by bisection in log a.
+func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
+	want := hi / med
+	ratio := func(a float64) float64 {
+		return mathext.GammaIncRegInv(a, p) / mathext.GammaIncRegInv(a, 0.5)
+	}
+	lo, up := math.Log(1e-3), math.Log(1e5)
+	if !(ratio(math.Exp(up)) < want) || !(ratio(math.Exp(lo)) > want) {
+		return 0, 0, false
+	}
+	for i := 0; i < 60; i++ {
+		mid := (lo + up) / 2
+		if ratio(math.Exp(mid)) > want {
+			lo = mid
+		} else {
+			up = mid
+		}
+	}
+	a = math.Exp((lo + up) / 2)
+	return a, mathext.GammaIncRegInv(a, 0.5) / med, true
 }
