@@ -137,6 +137,10 @@ type pooledScore struct {
 	// dispersion per observed window: the objects are scored with
 	// estimators.PooledNB (one window: k_w = K) and predictiveCoversNB.
 	nbOf func(objs []pooledObj) (estimators.NBPrior, bool)
+	// tau2Of, when set, is the site's period-to-period variance of log
+	// level: the estimate is of the next period's rate, the posterior's
+	// θ times e^η, η ~ N(0, τ²) (driftWiden).
+	tau2Of func(objs []pooledObj) float64
 }
 
 func newPooledScore() *pooledScore {
@@ -180,6 +184,10 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		if prior, ok = s.priorOf(objs); !ok {
 			return
 		}
+	}
+	tau2 := 0.0
+	if s.tau2Of != nil {
+		tau2 = s.tau2Of(objs)
 	}
 	var nbSite estimators.NBPrior
 	if s.nbOf != nil {
@@ -257,6 +265,10 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		if s.nbOf != nil {
 			p, pok = estimators.PooledNB(nbSite, o.ev, 1, cfg)
 		}
+		post := p // the posterior of this period's rate (before the drift)
+		if tau2 > 0 && pok {
+			p, pok = driftWiden(p, tau2, cfg)
+		}
 		if pok && o.changes == 0 && o.truth > 0 {
 			s.zeroTruth = append(s.zeroTruth, o.truth)
 			s.zeroPrior = append(s.zeroPrior, math.Log(prior.Shape/prior.Rate/o.truth))
@@ -288,8 +300,12 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		}
 		pred, predOK := false, false
 		if o.tspan > 0 && pok && o.ev.Floor == 0 {
-			if s.nbOf != nil {
-				pred, predOK = predictiveCoversNB(p, nbSite.K, o.tcount, o.tspan, o.ospan, s.pit.Float64(), cfg)
+			if s.nbOf != nil || tau2 > 0 {
+				k := math.Inf(1)
+				if s.nbOf != nil {
+					k = nbSite.K
+				}
+				pred, predOK = predictiveCoversNB(post, k, tau2, o.tcount, o.tspan, o.ospan, s.pit.Float64(), cfg)
 			} else {
 				pred, predOK = predictiveCovers(prior, o.ev, o.tcount, o.tspan, s.pit.Float64()), true
 			}
