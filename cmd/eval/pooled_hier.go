@@ -400,28 +400,56 @@ func hierBest(rs []hierResult) int {
 	return bi
 }
 
-// hierCause explains, from the numbers, a miss of the preferred candidate
-// on php/doc-en: where its loss against the best single estimator lies
-// (the pages without a detected change) and how far the site prior and
-// the posterior median sit from their truth there.
-func hierCause(r hierResult) string {
-	s := r.testPHP
-	k0, _ := s.bestSingle(0)
-	z, nz := quantile(s.errs[2]["pooled"], 0.5), quantile(s.errs[3]["pooled"], 0.5)
-	zb, nzb := quantile(s.errs[2][k0], 0.5), quantile(s.errs[3][k0], 0.5)
-	if !(z > zb) || len(s.zeroPrior) == 0 {
-		return ""
+// hierCause explains, from the numbers, the preferred candidate's missed
+// checks: on php/doc-en, where its loss against the best single estimator
+// lies (the pages without a detected change) and how far the site prior
+// and the posterior median sit from their truth there; on the simulated
+// sites, a coverage miss of the persistent candidates is set against hist's
+// coverage of the same objects (whose prior's spread comes from the whole
+// windows, not from the cross-covariance of consecutive ones). "" when the
+// numbers do not show the cause.
+func hierCause(r hierResult, hist hierResult) string {
+	var parts []string
+	failed := func(cs []check) bool {
+		for _, c := range cs {
+			if !c.ok() {
+				return true
+			}
+		}
+		return false
 	}
-	var post []float64
-	for i := range s.zeroPost {
-		post = append(post, s.zeroPost[i]-s.zeroPrior[i])
+	if failed(r.phpChecks) {
+		s := r.testPHP
+		k0, _ := s.bestSingle(0)
+		z, nz := quantile(s.errs[2]["pooled"], 0.5), quantile(s.errs[3]["pooled"], 0.5)
+		zb, nzb := quantile(s.errs[2][k0], 0.5), quantile(s.errs[3][k0], 0.5)
+		if !(z > zb) || !(nz < nzb) || len(s.zeroPrior) == 0 {
+			return ""
+		}
+		var post []float64
+		for i := range s.zeroPost {
+			post = append(post, s.zeroPost[i]-s.zeroPrior[i])
+		}
+		parts = append(parts, fmt.Sprintf("on php/doc-en the loss is in the pages without a detected change (%d of %d with fewer than 5): there the "+
+			"candidate's median |log| is %s against %s's %s, while with 1–4 changes it wins (%s against %s); for the silent pages the site prior's mean is "+
+			"e^%s of their truth (median) and the posterior median e^%s from the prior mean: a silent page gets the lower part of the site's prior, and "+
+			"its truth, over other years, is higher (a page's activity correlates about 0.2 from year to year on php/doc-en, so a silent year says little "+
+			"about the page's lasting rate, while %s's one value for no change sits near the silent pages' typical truth)",
+			s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), f3(nzb), f2(quantile(s.zeroPrior, 0.5)), f2(quantile(post, 0.5)), k0))
 	}
-	return fmt.Sprintf("the php/doc-en pages without a detected change (%d of %d with fewer than 5): there the candidate's median |log| is %s against %s's %s "+
-		"(with 1–4 changes %s against %s); for them the site prior's mean is e^%s of their truth (median) and the posterior median a further e^%s below "+
-		"the prior mean. The history moves the prior's level, but a page without a change still gets the lower tail of a wide site prior: the sites' spread "+
-		"of rates within one year (small gamma shape) is what the posterior median of a silent page follows, and the truth of such a page, over other "+
-		"years, is not that low (php's year-to-year correlation of a page's activity is about 0.2: most of a year's spread is not lasting).",
-		s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), f3(nzb), f2(quantile(s.zeroPrior, 0.5)), f2(quantile(post, 0.5)))
+	if failed(r.simCheck) {
+		if (r.kind != hierPersistent && r.kind != hierPersistentThree) || hist.testSim == nil {
+			return ""
+		}
+		c, ch := hierCoverage(r.testSim, 1), hierCoverage(hist.testSim, 1)
+		if !(ch >= 0.93 && ch <= 0.97) {
+			return ""
+		}
+		parts = append(parts, fmt.Sprintf("on the simulated sites the intervals with 5 or more changes cover %s against hist's %s on the same objects: the lasting "+
+			"rates' spread from the cross-covariance of consecutive windows is a noisier moment than the whole windows' (as for `pooled_nb` above); the "+
+			"simulated sites have no bursts, so the layer itself is not the cause", pct(c), pct(ch)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // pooledTimeSection (section "pooledtime") writes the candidates'
@@ -498,8 +526,39 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 		c.name = "php/doc-en: " + c.name
 		checks = append(checks, c)
 	}
+	var met []string
+	for _, x := range rs {
+		if x.meets() {
+			met = append(met, x.name)
+		}
+	}
+	allOK := func(cs []check) bool {
+		for _, c := range cs {
+			if !c.ok() {
+				return false
+			}
+		}
+		return true
+	}
+	var simOK, simNot []string
+	for _, x := range rs {
+		if allOK(x.simCheck) {
+			simOK = append(simOK, x.name)
+		} else {
+			simNot = append(simNot, x.name)
+		}
+	}
+	bt := bestTest(rs)
+	if len(met) == 0 {
+		r.P("**Outcome.** No candidate meets the target on both test sets (every check of both is needed). On the simulated test sites every check "+
+			"passes for: %s; not for: %s. On php/doc-en the lowest ratio (< 5 changes) is %s (%s, predictive coverage %s), against %s for the observed "+
+			"year alone on the same test pages (hist, w = 0); the target is 0.85. The published `pooled` estimator is unchanged.",
+			orNone(simOK), orNone(simNot), f3(ratio0(bt.pooledScore)), bt.name0, pct(hierCoverage(bt.pooledScore, 0)), f3(ratio0(base)))
+	} else {
+		r.P("**Outcome.** Meeting the target on both test sets: %s.", strings.Join(met, ", "))
+	}
 	r.Verdict(fmt.Sprintf("Pooled, site prior over time (%s, w = %g chosen on the training split; test split)", b.name, b.w), "issue 16 target on both data sets",
-		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b))
+		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b, rs[0]))
 	return rs
 }
 
@@ -576,7 +635,7 @@ func driftNodes(tau2 float64) []float64 {
 	if !(tau2 > 0) {
 		return []float64{0}
 	}
-	const m = 11
+	const m = 7
 	out := make([]float64, m)
 	for i := range out {
 		out[i] = math.Sqrt(tau2) * math.Sqrt2 * math.Erfinv(2*(float64(i)+0.5)/m-1)
@@ -610,7 +669,7 @@ func driftWiden(est estimators.Estimate, tau2 float64, cfg *estimators.Config) (
 		if !(est.Lo > 0) {
 			lo = math.Log(est.Rate) - 40
 		}
-		for i := 0; i < 32; i++ {
+		for i := 0; i < 26; i++ {
 			mid := (lo + hi) / 2
 			if cdf(math.Exp(mid)) < p {
 				lo = mid
@@ -637,7 +696,7 @@ func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
 	if !(ratio(math.Exp(up)) < want) || !(ratio(math.Exp(lo)) > want) {
 		return 0, 0, false
 	}
-	for i := 0; i < 60; i++ {
+	for i := 0; i < 36; i++ { // relative precision of a: 18.4/2³⁶
 		mid := (lo + up) / 2
 		if ratio(math.Exp(mid)) > want {
 			lo = mid
@@ -658,4 +717,28 @@ func groupVs(s *pooledScore, g int) string {
 		}
 	}
 	return fmt.Sprintf("%s (%s %s)", f3(quantile(s.errs[g]["pooled"], 0.5)), k, f3(b))
+}
+
+// bestTestScore is the php test score with the lowest ratio0 and its
+// candidate's name.
+type bestTestScore struct {
+	*pooledScore
+	name0 string
+}
+
+func bestTest(rs []hierResult) bestTestScore {
+	b := bestTestScore{}
+	for _, x := range rs {
+		if b.pooledScore == nil || ratio0(x.testPHP) < ratio0(b.pooledScore) {
+			b = bestTestScore{x.testPHP, x.name}
+		}
+	}
+	return b
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }
