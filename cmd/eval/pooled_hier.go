@@ -421,8 +421,9 @@ func hierCause(r hierResult, hist hierResult) string {
 	if failed(r.phpChecks) {
 		s := r.testPHP
 		k0, _ := s.bestSingle(0)
+		k3 := bestOfGroup(s, 3)
 		z, nz := quantile(s.errs[2]["pooled"], 0.5), quantile(s.errs[3]["pooled"], 0.5)
-		zb, nzb := quantile(s.errs[2][k0], 0.5), quantile(s.errs[3][k0], 0.5)
+		zb, nzb := quantile(s.errs[2][k0], 0.5), quantile(s.errs[3][k3], 0.5)
 		if !(z > zb) || !(nz < nzb) || len(s.zeroPrior) == 0 {
 			return ""
 		}
@@ -430,12 +431,15 @@ func hierCause(r hierResult, hist hierResult) string {
 		for i := range s.zeroPost {
 			post = append(post, s.zeroPost[i]-s.zeroPrior[i])
 		}
+		lp, lq := quantile(s.zeroPrior, 0.5), quantile(post, 0.5)
+		where := "the posterior's lower part: the site prior is wide and a silent page's posterior median sits far below its mean"
+		if math.Abs(lq) < math.Abs(lp) {
+			where = "the prior's level itself: the site's activity over the prior's periods is below the silent pages' activity in the truth years"
+		}
 		parts = append(parts, fmt.Sprintf("on php/doc-en the loss is in the pages without a detected change (%d of %d with fewer than 5): there the "+
-			"candidate's median |log| is %s against %s's %s, while with 1–4 changes it wins (%s against %s); for the silent pages the site prior's mean is "+
-			"e^%s of their truth (median) and the posterior median e^%s from the prior mean: a silent page gets the lower part of the site's prior, and "+
-			"its truth, over other years, is higher (a page's activity correlates about 0.2 from year to year on php/doc-en, so a silent year says little "+
-			"about the page's lasting rate, while %s's one value for no change sits near the silent pages' typical truth)",
-			s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), f3(nzb), f2(quantile(s.zeroPrior, 0.5)), f2(quantile(post, 0.5)), k0))
+			"candidate's median |log| is %s against %s's %s, while with 1–4 changes it wins (%s against %s's %s); for the silent pages the site prior's "+
+			"mean is e^%s of their truth (median) and the posterior median e^%s from the prior mean, so most of the gap is %s",
+			s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), k3, f3(nzb), f2(lp), f2(lq), where))
 	}
 	if failed(r.simCheck) {
 		if (r.kind != hierPersistent && r.kind != hierPersistentThree) || hist.testSim == nil {
@@ -710,13 +714,20 @@ func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
 
 // groupVs is "pooled m (best single k m')" over group g.
 func groupVs(s *pooledScore, g int) string {
+	k := bestOfGroup(s, g)
+	return fmt.Sprintf("%s (%s %s)", f3(quantile(s.errs[g]["pooled"], 0.5)), k, f3(quantile(s.errs[g][k], 0.5)))
+}
+
+// bestOfGroup is the single paper estimator with the lowest median error
+// in group g.
+func bestOfGroup(s *pooledScore, g int) string {
 	k, b := "", math.Inf(1)
 	for _, key := range singleKeys {
 		if m := quantile(s.errs[g][key], 0.5); m < b {
 			k, b = key, m
 		}
 	}
-	return fmt.Sprintf("%s (%s %s)", f3(quantile(s.errs[g]["pooled"], 0.5)), k, f3(b))
+	return k
 }
 
 // bestTestScore is the php test score with the lowest ratio0 and its
