@@ -141,6 +141,9 @@ type pooledScore struct {
 	// level: the estimate is of the next period's rate, the posterior's
 	// θ times e^η, η ~ N(0, τ²) (driftWiden).
 	tau2Of func(objs []pooledObj) float64
+	// site0 is the site index (0, 1, … in addSite order) of each object of
+	// group 0, parallel to errs[0][k] (a bootstrap over sites).
+	site0 []int
 }
 
 func newPooledScore() *pooledScore {
@@ -327,6 +330,9 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 			}
 			s.errs[g]["best"] = append(s.errs[g]["best"], lerr(o.best, o.bestOK, o.truth))
 			s.errs[g]["pooled"] = append(s.errs[g]["pooled"], lerr(p, pok, o.truth))
+			if g == 0 {
+				s.site0 = append(s.site0, s.sites-1)
+			}
 			s.errs[g]["pooled_nb"] = append(s.errs[g]["pooled_nb"], lerr(pn, pnok, o.truth))
 			if pnok {
 				in := pn.Lo <= o.truth && o.truth <= pn.Hi

@@ -97,3 +97,27 @@ func TestPooledTimeVerdict(t *testing.T) {
 	}
 	requireCauses(t, e.R.verdicts)
 }
+
+// The bootstrap over sites keeps a site's objects together: sites alike
+// give no spread, sites unlike give the spread of their ratios.
+func TestRatio0Boot(t *testing.T) {
+	mk := func(ratios ...float64) *pooledScore {
+		s := newPooledScore()
+		for si, r := range ratios {
+			for i := 0; i < 5; i++ {
+				s.errs[0]["pooled"] = append(s.errs[0]["pooled"], r)
+				for _, k := range singleKeys {
+					s.errs[0][k] = append(s.errs[0][k], 1)
+				}
+				s.site0 = append(s.site0, si)
+			}
+		}
+		return s
+	}
+	if lo, hi := ratio0Boot(mk(0.5, 0.5, 0.5), 200, 1); lo != 0.5 || hi != 0.5 {
+		t.Errorf("alike sites: [%g, %g]", lo, hi)
+	}
+	if lo, hi := ratio0Boot(mk(0.5, 0.7, 0.9, 1.1), 400, 1); !(lo < 0.8 && hi > 0.8) || lo < 0.5 || hi > 1.1 {
+		t.Errorf("unlike sites: [%g, %g]", lo, hi)
+	}
+}
