@@ -34,6 +34,8 @@ type Env struct {
 	phpPages map[string][]float64
 	// pooledSim, pooledPHP hold the pooled estimator's evaluation.
 	pooledSim, pooledPHP *pooledScore
+	// hier holds the site-prior-over-time candidates (pooled_hier.go).
+	hier []hierResult
 	// exactOnly skips the simulations of sections that also have exact
 	// results (tests).
 	exactOnly bool
@@ -78,6 +80,7 @@ func main() {
 		{"realphp", phpSection},
 		{"nasa", nasaSection},
 		{"pooled", pooledSection},
+		{"pooledtime", pooledTimeSection},
 		{"best", bestSection},
 	}
 	want := map[string]bool{}

@@ -49,6 +49,9 @@ type pooledObj struct {
 	// pages: commits), what the crawler's evidence is a view of.
 	ocount int
 	ospan  float64 // the observed windows' length, seconds
+	// group is the object's period (the php start's index): the sites of
+	// one group share their calendar (the three-level prior's population).
+	group int
 }
 
 // pooledGroups of objects by detected changes: the target group first.
@@ -126,6 +129,21 @@ type pooledScore struct {
 	zeroTruth, zeroPrior, zeroPost []float64
 	// zeroBB is bayes_beta's estimate of the same objects.
 	zeroBB []float64
+	// priorOf, when set, replaces the site's prior (a candidate of
+	// pooled_hier.go); the site is scored only when its observed window
+	// alone gives a prior too (the same objects for every candidate).
+	priorOf func(objs []pooledObj) (estimators.GammaPrior, bool)
+	// nbOf, when set, gives the site a prior of lasting rates with a
+	// dispersion per observed window: the objects are scored with
+	// estimators.PooledNB (one window: k_w = K) and predictiveCoversNB.
+	nbOf func(objs []pooledObj) (estimators.NBPrior, bool)
+	// tau2Of, when set, is the site's period-to-period variance of log
+	// level: the estimate is of the next period's rate, the posterior's
+	// θ times e^η, η ~ N(0, τ²) (driftWiden).
+	tau2Of func(objs []pooledObj) float64
+	// site0 is the site index (0, 1, … in addSite order) of each object of
+	// group 0, parallel to errs[0][k] (a bootstrap over sites).
+	site0 []int
 }
 
 func newPooledScore() *pooledScore {
@@ -164,6 +182,22 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	prior, ok := ps.Prior()
 	if !ok {
 		return
+	}
+	if s.priorOf != nil {
+		if prior, ok = s.priorOf(objs); !ok {
+			return
+		}
+	}
+	tau2 := 0.0
+	if s.tau2Of != nil {
+		tau2 = s.tau2Of(objs)
+	}
+	var nbSite estimators.NBPrior
+	if s.nbOf != nil {
+		if nbSite, ok = s.nbOf(objs); !ok {
+			return
+		}
+		prior = nbSite.GammaPrior
 	}
 	if s.histPrior {
 		for _, o := range objs {
@@ -231,6 +265,13 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 			s.sumTC += o.truth * o.ospan
 		}
 		p, pok := o.ch.PooledEstimate(prior, cfg)
+		if s.nbOf != nil {
+			p, pok = estimators.PooledNB(nbSite, o.ev, 1, cfg)
+		}
+		post := p // the posterior of this period's rate (before the drift)
+		if tau2 > 0 && pok {
+			p, pok = driftWiden(p, tau2, cfg)
+		}
 		if pok && o.changes == 0 && o.truth > 0 {
 			s.zeroTruth = append(s.zeroTruth, o.truth)
 			s.zeroPrior = append(s.zeroPrior, math.Log(prior.Shape/prior.Rate/o.truth))
@@ -262,7 +303,15 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		}
 		pred, predOK := false, false
 		if o.tspan > 0 && pok && o.ev.Floor == 0 {
-			pred, predOK = predictiveCovers(prior, o.ev, o.tcount, o.tspan, s.pit.Float64()), true
+			if s.nbOf != nil || tau2 > 0 {
+				k := math.Inf(1)
+				if s.nbOf != nil {
+					k = nbSite.K
+				}
+				pred, predOK = predictiveCoversNB(post, k, tau2, o.tcount, o.tspan, o.ospan, s.pit.Float64(), cfg)
+			} else {
+				pred, predOK = predictiveCovers(prior, o.ev, o.tcount, o.tspan, s.pit.Float64()), true
+			}
 		}
 		for g, grp := range pooledGroups {
 			if o.changes < grp.lo || o.changes >= grp.hi {
@@ -281,6 +330,9 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 			}
 			s.errs[g]["best"] = append(s.errs[g]["best"], lerr(o.best, o.bestOK, o.truth))
 			s.errs[g]["pooled"] = append(s.errs[g]["pooled"], lerr(p, pok, o.truth))
+			if g == 0 {
+				s.site0 = append(s.site0, s.sites-1)
+			}
 			s.errs[g]["pooled_nb"] = append(s.errs[g]["pooled_nb"], lerr(pn, pnok, o.truth))
 			if pnok {
 				in := pn.Lo <= o.truth && o.truth <= pn.Hi
@@ -471,6 +523,15 @@ func pooledTable(e *Env, title string, s *pooledScore) []check {
 	}
 	r.P("%s: %d sites. Cells: median |log(estimate/truth)| (∞: absent or 0); for pooled, the 95 %% credible interval's coverage of the truth in parentheses.", title, s.sites)
 	r.Table(hdr, rows)
+	return pooledChecks(s)
+}
+
+// pooledChecks are the target checks of one data set's pooled scores:
+// ≥ 15 % lower median error than the best single paper estimator with
+// fewer than 5 changes, no worse with more, coverage 93–97 % (of the truth
+// count by the predictive interval when the truth is a count).
+func pooledChecks(s *pooledScore) []check {
+	counts := s.predN[0]+s.predN[1] > 0
 	k0, b0 := s.bestSingle(0)
 	k1, b1 := s.bestSingle(1)
 	p0, p1 := quantile(s.errs[0]["pooled"], 0.5), quantile(s.errs[1]["pooled"], 0.5)
@@ -625,6 +686,22 @@ func pooledOurs(s *pooledScore) string {
 // simSites simulates nSites sites with a within-site log-normal spread σ
 // uniform in [sLo, sHi] and scores them.
 func simSites(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stream uint64) *pooledScore {
+	s := newPooledScore()
+	s.whole = newPooledScore()
+	s.whole.nbWholePrior = true
+	for _, objs := range simSiteObjs(e, cfg, nSites, sLo, sHi, stream, 0) {
+		s.addSite(objs, cfg)
+		s.whole.addSite(objs, cfg)
+	}
+	return s
+}
+
+// simSiteObjs simulates the sites of simSites; with hist > 0 each object
+// also gets the evidence of hist earlier windows of the window's length
+// (pooledObj.hist, a stationary history: independent windows of the same
+// Poisson process, drawn from a stream of their own so that the observed
+// windows are those of hist = 0).
+func simSiteObjs(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stream uint64, hist int) [][]pooledObj {
 	const day = 86400.0
 	res := make([][]pooledObj, nSites)
 	parallel(nSites, e.Procs, func(si int) {
@@ -656,15 +733,18 @@ func simSites(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, stre
 			}
 			o := observeObject(ev, vt, lm, cfg)
 			o.truth, o.scored, o.f = lam, true, f
+			for h := 0; h < hist; h++ {
+				hr := sim.NewRand(e.Seed, stream+uint64(si)<<20+uint64(i)<<4+uint64(h)+1<<40)
+				hev := sim.Poisson{Rate: lam}.Events(hr, D+1, nil)
+				hvt := sched.Times(hr, 0, D, nil)
+				var hx estimators.Evidence
+				if len(hvt) >= 3 {
+					hx, _ = halfEvidence(hev, hvt, lm, cfg)
+				}
+				o.hist = append(o.hist, hx)
+			}
 			res[si] = append(res[si], o)
 		}
 	})
-	s := newPooledScore()
-	s.whole = newPooledScore()
-	s.whole.nbWholePrior = true
-	for _, objs := range res {
-		s.addSite(objs, cfg)
-		s.whole.addSite(objs, cfg)
-	}
-	return s
+	return res
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"sort"
 	"strings"
@@ -47,6 +48,9 @@ type phpProtocol struct {
 	// oneSite makes the whole manual one site per start (the aggregator's
 	// grouping: one host); otherwise a site is a directory (phpSites).
 	oneSite bool
+	// half keeps the directories of one half of a fixed split (1: train,
+	// 2: test, phpHalf); 0 keeps all.
+	half int
 }
 
 type yearWin struct{ a, b float64 }
@@ -169,11 +173,15 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 	type job struct {
 		site  string
 		start float64
+		group int // index of start
 	}
 	var jobs []job
 	for _, n := range names {
-		for _, s := range starts {
-			jobs = append(jobs, job{n, s})
+		if pr.half != 0 && phpHalf(n) != pr.half {
+			continue
+		}
+		for si, s := range starts {
+			jobs = append(jobs, job{n, s, si})
 		}
 	}
 	out := make([][]pooledObj, len(jobs))
@@ -218,11 +226,13 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 			}
 			for h := 1; h <= pr.histYears; h++ {
 				vh := sim.Regular{Interval: 7 * day}.Times(nil, j.start-float64(h)*y, j.start-float64(h-1)*y, nil)
-				if ev, ok := halfEvidence(ev, vh, false, cfg); ok {
-					o.hist = append(o.hist, ev)
+				hx, ok := halfEvidence(ev, vh, false, cfg)
+				if !ok {
+					hx = estimators.Evidence{} // no data: PoolStats.Add skips it, the index stays the year's
 				}
+				o.hist = append(o.hist, hx)
 			}
-			o.truth, o.f = truth, 1/(7*day)
+			o.truth, o.f, o.group = truth, 1/(7*day), j.group
 			if !pr.control || pr.countTruth {
 				o.tcount, o.tspan = kt, spanT
 			}
@@ -293,4 +303,13 @@ func phpSites(pages map[string][]float64) (sites map[string][]string, names []st
 	}
 	sort.Strings(names)
 	return sites, names
+}
+
+// phpHalf is the half (1 or 2) of a fixed split of the directories: the
+// parity of the FNV-1a hash of the directory's name. Choices are made on
+// half 1 (train) and reported on half 2 (test).
+func phpHalf(site string) int {
+	h := fnv.New32a()
+	h.Write([]byte(site))
+	return 1 + int(h.Sum32()%2)
 }

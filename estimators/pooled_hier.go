@@ -1,0 +1,115 @@
+package estimators
+
+import "math"
+
+// Site priors over time: a site's level shifts from period to period.
+//
+// PoolStats.Prior fits a site's Gamma(α, β) prior on one period (the
+// observed window). When the site's activity varies between periods (a
+// directory edited in campaigns), the period's level is not the level of
+// the periods an estimate is judged on. Three extensions, each O(1) per
+// site:
+//
+//  1. a longer history (PoolStats.Decay): the prior is fitted on the
+//     period sums weighted w^h for the period h periods back (w = 0: the
+//     observed period alone, w = 1: every period alike);
+//
+//  2. a level that drifts: the site's log level ℓ_h = log(X_h/E_h) follows
+//     a random walk with increments of variance τ² per period (LevelDrift
+//     estimates τ² from the site's own consecutive periods, eq. H1), so the
+//     rate of the next period is λ = θ·e^η, θ ~ Gamma(α, β) the fitted
+//     prior and η ~ N(0, τ²) (median-preserving). Its moments
+//
+//     E[λ] = μ·e^{τ²/2},   E[λ²] = (σ² + μ²)·e^{2τ²}              (H2)
+//
+//     give the inflated gamma prior (GammaPrior.WithLevelVar): a site whose
+//     level wanders gets a wider prior, so an object's own evidence counts
+//     more;
+//
+//  3. three levels: a site's long-run log level L_s ~ N(ℓ_g, ω²) around the
+//     level ℓ_g of all sites, observed through the period average ℓ_s with
+//     variance v_s (Poisson noise plus the periods' deviations). Its
+//     posterior mean
+//
+//     ℓ*_s = (ℓ_s/v_s + ℓ_g/ω²) / (1/v_s + 1/ω²)                      (H3)
+//
+//     moves the prior's mean (GammaPrior.WithMean) towards all sites' level
+//     when the site's own is uncertain.
+
+// LevelDrift holds the O(1) sums of a site's period-to-period changes of
+// log level. The zero value is empty; add periods newest first or oldest
+// first, consistently.
+type LevelDrift struct {
+	// N is the number of consecutive pairs, SS Σ(ℓ_h − ℓ_{h+1})² and Noise
+	// Σ(1/X_h + 1/X_{h+1}), their Poisson part.
+	N, SS, Noise float64
+	last, lastX  float64
+	has          bool
+}
+
+// AddPeriod adds one period's site totals (X changes over exposure E). A
+// period without a change breaks the chain (its log level is undefined).
+func (d *LevelDrift) AddPeriod(p PoolStats) {
+	if !(p.X > 0) || !(p.E > 0) {
+		d.has = false
+		return
+	}
+	l := math.Log(p.X / p.E)
+	if d.has {
+		diff := l - d.last
+		d.N++
+		d.SS += diff * diff
+		d.Noise += 1/p.X + 1/d.lastX
+	}
+	d.last, d.lastX, d.has = l, p.X, true
+}
+
+// Var is τ², the variance of one period's log-level increment net of the
+// Poisson noise of the two levels (eq. H1, clipped at 0):
+//
+//	τ̂² = (Σ(ℓ_h − ℓ_{h+1})² − Σ(1/X_h + 1/X_{h+1})) / N            (H1)
+//
+// ok is false without a pair.
+func (d LevelDrift) Var() (float64, bool) {
+	if d.N < 1 {
+		return 0, false
+	}
+	return math.Max(0, (d.SS-d.Noise)/d.N), true
+}
+
+// Mean is the prior's mean α/β.
+func (g GammaPrior) Mean() float64 { return g.Shape / g.Rate }
+
+// WithLevelVar is the gamma prior matched to the moments H2 of λ = θ·e^η,
+// θ ~ g, η ~ N(0, tau2).
+func (g GammaPrior) WithLevelVar(tau2 float64) GammaPrior {
+	if !(tau2 > 0) {
+		return g
+	}
+	mu := g.Mean()
+	m2 := (g.Shape + 1) * g.Shape / (g.Rate * g.Rate) // σ² + μ²
+	mean := mu * math.Exp(tau2/2)
+	v := m2*math.Exp(2*tau2) - mean*mean
+	return GammaPrior{Shape: mean * mean / v, Rate: mean / v}
+}
+
+// WithMean is the prior with the same shape and the mean m.
+func (g GammaPrior) WithMean(m float64) GammaPrior {
+	if !(m > 0) || math.IsInf(m, 0) {
+		return g
+	}
+	return GammaPrior{Shape: g.Shape, Rate: g.Shape / m}
+}
+
+// ShrinkLevel is eq. H3: the log level l with variance v shrunk towards the
+// level lg of all sites, whose sites' long-run levels spread with variance
+// omega2 (omega2 = 0: lg itself; v = 0: l itself).
+func ShrinkLevel(l, v, lg, omega2 float64) float64 {
+	switch {
+	case !(v > 0):
+		return l
+	case !(omega2 > 0):
+		return lg
+	}
+	return (l/v + lg/omega2) / (1/v + 1/omega2)
+}
