@@ -9,9 +9,11 @@
 //     decodes the object's committed state and builds its estimate record
 //     exactly as the aggregator publishes it (aggregate.Object.ChangeEstimate
 //     and AccessEstimate), so a lookup is one store read and never a scan;
-//   - an Index, fed with the encoded estimate and alert records the
-//     aggregator writes to its sink (TeeSink observes them after the sink
-//     acknowledged them). It keeps, per object, the few numbers that rank
+//   - an Index, fed with the estimates the aggregator published (the
+//     processor hands over their values once the sink acknowledged them:
+//     IndexEstimates) and the alert records it writes to its sink (TeeSink
+//     observes them after the sink acknowledged them; it also reads back
+//     encoded estimates, as when the index is rebuilt). It keeps, per object, the few numbers that rank
 //     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in
 //     ordered B-trees, so /v1/top is O(log n + limit) per request and
 //     /v1/plan reads one site's objects in order, without touching the
@@ -256,10 +258,6 @@ func (x *Index) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *Index) AddEstimate(rec *records.Estimate) {
-	b := byChange
-	if rec.Kind == records.EstimateAccess {
-		b = byAccess
-	}
 	var sc score
 	if rec.RatePerS != nil {
 		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
@@ -267,28 +265,63 @@ func (x *Index) AddEstimate(rec *records.Estimate) {
 			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
 		}
 	}
-	asOf := rec.AsOf.UnixMilli()
+	var next int64
+	if rec.NextVisit != nil {
+		next = rec.NextVisit.UnixMicro()
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e, ok := x.objects[rec.Object]; ok && e.s[b].has {
+	x.addEstimate(rec.Object, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
+}
+
+// IndexEstimates indexes the estimates a Processor published, as
+// AddEstimate does their records (aggregate.EstimateIndex): the processor
+// hands over the values it encoded, so the index reads no record.
+func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range ests {
+		pe := &ests[i]
+		var sc score
+		if pe.HasRate {
+			sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
+			if pe.HasCI {
+				sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+			}
+		}
+		var next int64
+		if pe.HasNextVisit {
+			next = pe.NextVisit.UnixMicro()
+		}
+		x.addEstimate(pe.Object, pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
+	}
+}
+
+// addEstimate is AddEstimate of an estimate of kind on object (site: its
+// site, "" to derive it) as of asOf (Unix ms), with its score and next
+// visit (Unix µs, 0: none). Called with mu held.
+func (x *Index) addEstimate(object, site, kind string, asOf int64, sc score, nextVisit int64) {
+	b := byChange
+	if kind == records.EstimateAccess {
+		b = byAccess
+	}
+	e, ok := x.objects[object]
+	if ok && e.s[b].has {
 		if (b == byChange && asOf < e.asOf) || (b == byAccess && asOf < e.accessAsOf) {
 			return
 		}
 	}
-	e := x.touch(rec.Object, rec.Site)
+	e = x.touchEntry(e, object, site)
 	x.setScore(e, b, sc)
 	if b == byAccess {
 		e.accessAsOf = asOf
 	}
-	if ms := rec.AsOf.UnixMilli(); ms > x.maxAsOf {
-		x.maxAsOf = ms
+	if asOf > x.maxAsOf {
+		x.maxAsOf = asOf
 	}
 	if b == byChange {
-		e.asOf = rec.AsOf.UnixMilli()
-		e.nextVisit = 0
-		if rec.NextVisit != nil {
-			e.nextVisit = rec.NextVisit.UnixMicro()
-		}
+		e.asOf = asOf
+		e.nextVisit = nextVisit
 	}
 	x.evict()
 }
@@ -316,8 +349,13 @@ func (x *Index) AddAlert(a *records.Alert, raw []byte) {
 // touch returns the entry of name, created if needed, and marks it the most
 // recently updated. Called with mu held.
 func (x *Index) touch(name, site string) *entry {
-	e, ok := x.objects[name]
-	if ok {
+	return x.touchEntry(x.objects[name], name, site)
+}
+
+// touchEntry is touch with e, the entry of name (nil: none yet), looked up
+// by the caller.
+func (x *Index) touchEntry(e *entry, name, site string) *entry {
+	if e != nil {
 		e.unlink()
 	} else {
 		e = &entry{name: name, site: site}
@@ -350,8 +388,14 @@ func (e *entry) unlink() {
 	e.prev, e.next = nil, nil
 }
 
-// setScore replaces e's ranking b. Called with mu held.
+// setScore replaces e's ranking b. Called with mu held. The trees order
+// by lower bound and entry only, so an unchanged lower bound keeps e's
+// place in them.
 func (x *Index) setScore(e *entry, b int, sc score) {
+	if e.s[b].has && sc.has && e.s[b].lo == sc.lo {
+		e.s[b] = sc
+		return
+	}
 	if e.s[b].has {
 		x.unrank(e, b)
 	}
