@@ -261,7 +261,7 @@ func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 			continue
 		}
-		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
+		p.metrics.observation(o.Kind)
 		p.stats.observations.Add(1)
 		t := o.Time.UnixMilli()
 		if w.rb.hasMax && t < w.rb.maxSeen {

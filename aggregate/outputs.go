@@ -159,7 +159,7 @@ func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, 
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
-			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
+			w.p.metrics.estChange.Inc()
 			w.p.stats.changeEst.Add(1)
 			w.countRated(rec.RatePerS != nil)
 		}
@@ -168,7 +168,7 @@ func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, 
 		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
-			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
+			w.p.metrics.estAccess.Inc()
 			w.p.stats.accessEst.Add(1)
 			w.countRated(rec.RatePerS != nil)
 		}

@@ -39,25 +39,27 @@ func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
 	}
 	if len(e.Estimates) > 0 {
 		a.raw(`,"estimates":{`)
-		for i, k := range sortedKeys(e.Estimates) {
+		var buf [16]keyed[float64]
+		for i, kv := range sortedEntries(e.Estimates, buf[:0]) {
 			if i > 0 {
 				a.raw(",")
 			}
-			a.str(k)
+			a.str(kv.k)
 			a.raw(":")
-			a.float(e.Estimates[k])
+			a.float(kv.v)
 		}
 		a.raw("}")
 	}
 	if len(e.Intervals) > 0 {
 		a.raw(`,"intervals":{`)
-		for i, k := range sortedKeys(e.Intervals) {
+		var buf [16]keyed[[2]float64]
+		for i, kv := range sortedEntries(e.Intervals, buf[:0]) {
 			if i > 0 {
 				a.raw(",")
 			}
-			a.str(k)
+			a.str(kv.k)
 			a.raw(":")
-			a.pair(e.Intervals[k])
+			a.pair(kv.v)
 		}
 		a.raw("}")
 	}
@@ -98,18 +100,25 @@ func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
 	return a.b, true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// keyed is one entry of a map.
+type keyed[V any] struct {
+	k string
+	v V
+}
+
+// sortedEntries appends m's entries to dst in the order of their keys (as
+// encoding/json writes a map) and returns dst.
+func sortedEntries[V any](m map[string]V, dst []keyed[V]) []keyed[V] {
+	for k, v := range m {
+		dst = append(dst, keyed[V]{k, v})
 	}
 	// Insertion sort: a dozen keys at most.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
+	for i := 1; i < len(dst); i++ {
+		for j := i; j > 0 && dst[j].k < dst[j-1].k; j-- {
+			dst[j], dst[j-1] = dst[j-1], dst[j]
 		}
 	}
-	return keys
+	return dst
 }
 
 // jsonAppender writes JSON the way encoding/json does; ok turns false on a
