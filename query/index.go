@@ -83,6 +83,10 @@ type IndexConfig struct {
 	MaxAlerts int
 }
 
+// siteDegree is the degree of the sites' B-trees (most sites hold few
+// objects).
+const siteDegree = 8
+
 // Defaults of IndexConfig.
 const (
 	DefaultIndexObjects = 200_000
@@ -119,10 +123,12 @@ type score struct {
 	has       bool
 }
 
-// siteCount is a site's shared name and its number of indexed objects.
+// siteCount is a site's shared name, its number of indexed objects and
+// their order in each ranking (created on first use).
 type siteCount struct {
 	name string
 	n    int
+	tree [numBy]*btree.BTreeG[ranked]
 }
 
 // entry is one indexed object. site is a substring of name (no copy).
@@ -154,22 +160,6 @@ func lessRanked(x, y ranked) bool {
 	return x.e.name < y.e.name
 }
 
-// siteRanked is an entry's place in one ranking's per-site B-tree. The
-// entries of a site share its siteCount, so two of them compare their site
-// by pointer.
-type siteRanked struct {
-	ranked
-	site *siteCount
-}
-
-// lessSiteRanked orders by site, then as lessRanked.
-func lessSiteRanked(x, y siteRanked) bool {
-	if x.site != y.site {
-		return x.site.name < y.site.name
-	}
-	return lessRanked(x.ranked, y.ranked)
-}
-
 // Index is the bounded in-memory ranking of the objects whose estimates and
 // alerts the aggregator published. It is safe for concurrent use: Observe
 // (from the sink's writers) and the queries take one mutex; queries hold it
@@ -177,8 +167,8 @@ func lessSiteRanked(x, y siteRanked) bool {
 //
 // Memory: per object one entry (its name, scores and times, linked in the
 // recency order) and one item in each of up to six B-trees (global and
-// per-site order of the three rankings; 16 and 24 bytes, the lower bound
-// held in the tree): about 390 bytes of heap per object with a 47-byte
+// per-site order of the three rankings; 16 bytes, the lower bound held in
+// the tree): about 390 bytes of heap per object with a 47-byte
 // name and both kinds of estimate (docs/query-bench.md, from
 // cmd/benchreport, has the measured figure).
 type Index struct {
@@ -189,7 +179,8 @@ type Index struct {
 	objects map[string]*entry
 	sites   map[string]*siteCount // objects per site; name is the site string its entries share
 	global  [numBy]*btree.BTreeG[ranked]
-	site    [numBy]*btree.BTreeG[siteRanked]
+	// free is the node free list the sites' trees share.
+	free *btree.FreeListG[ranked]
 	// recency lists the entries least recently updated first (a ring
 	// through its sentinel: recency.next is the oldest).
 	recency entry
@@ -220,10 +211,9 @@ func NewIndex(cfg IndexConfig) *Index {
 		cfg.MaxAlerts = 0
 	}
 	cfg = cfg.WithDefaults()
-	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}}
+	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}, free: btree.NewFreeListG[ranked](btree.DefaultFreeListSize)}
 	for b := 0; b < numBy; b++ {
 		x.global[b] = btree.NewG(32, lessRanked)
-		x.site[b] = btree.NewG(32, lessSiteRanked)
 	}
 	x.recency.prev, x.recency.next = &x.recency, &x.recency
 	return x
@@ -364,8 +354,8 @@ func (x *Index) touchEntry(e *entry, name, site string) *entry {
 		} else if i := strings.Index(name, site); i >= 0 {
 			e.site = name[i : i+len(site)] // share the name's bytes
 		}
-		// The entries of a site share its siteCount (and its name), so
-		// that the site order compares two of them by pointer.
+		// The entries of a site share its siteCount: its name and its
+		// rankings' trees.
 		sc := x.sites[e.site]
 		if sc == nil {
 			sc = &siteCount{name: e.site}
@@ -403,7 +393,12 @@ func (x *Index) setScore(e *entry, b int, sc score) {
 	if sc.has {
 		r := ranked{lo: sc.lo, e: e}
 		x.global[b].ReplaceOrInsert(r)
-		x.site[b].ReplaceOrInsert(siteRanked{r, e.sc})
+		t := e.sc.tree[b]
+		if t == nil {
+			t = btree.NewWithFreeListG(siteDegree, lessRanked, x.free)
+			e.sc.tree[b] = t
+		}
+		t.ReplaceOrInsert(r)
 	}
 }
 
@@ -411,7 +406,7 @@ func (x *Index) setScore(e *entry, b int, sc score) {
 func (x *Index) unrank(e *entry, b int) {
 	r := ranked{lo: e.s[b].lo, e: e}
 	x.global[b].Delete(r)
-	x.site[b].Delete(siteRanked{r, e.sc})
+	e.sc.tree[b].Delete(r)
 }
 
 // evict removes the least recently updated objects beyond MaxObjects.
@@ -475,10 +470,9 @@ func (x *Index) Top(by string, site string, limit int) []Ranked {
 	if sc == nil {
 		return out
 	}
-	pivot := siteRanked{ranked{lo: math.Inf(1), e: &entry{}}, sc}
-	x.site[b].AscendGreaterOrEqual(pivot, func(r siteRanked) bool {
-		return r.site == sc && add(r.e)
-	})
+	if t := sc.tree[b]; t != nil {
+		t.Ascend(func(r ranked) bool { return add(r.e) })
+	}
 	return out
 }
 
@@ -516,10 +510,9 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 	if sc == nil {
 		return out
 	}
-	pivot := siteRanked{ranked{lo: math.Inf(1), e: &entry{}}, sc}
-	x.site[byChange].AscendGreaterOrEqual(pivot, func(r siteRanked) bool {
-		return r.site == sc && add(r.e)
-	})
+	if t := sc.tree[byChange]; t != nil {
+		t.Ascend(func(r ranked) bool { return add(r.e) })
+	}
 	return out
 }
 
