@@ -29,6 +29,7 @@ import (
 //	              drain, the idle check
 //	outputs.go    outputs: write, replace rejected ones by dead letters,
 //	              retry, final emission, encoding
+//	published.go  the published estimates handed to an EstimateIndex
 
 // Processor aggregates the partitions a stream.Source assigns to it. Its
 // Handle method is the Source's handler; handlers of different partitions
