@@ -154,8 +154,12 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 // access estimate (if access) of object name, those it has, counting them,
 // and, with an EstimateIndex, what it reads of them to pub.
 func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, name string, obj *Object, change, access bool) ([]stream.Message, []PublishedEstimate) {
+	if !change && !access {
+		return out, pub
+	}
+	site := w.det.siteOf(name)
 	if change {
-		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
+		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
@@ -165,7 +169,7 @@ func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, 
 		}
 	}
 	if access {
-		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
+		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
 			w.p.metrics.estAccess.Inc()
