@@ -275,6 +275,7 @@ func writeThroughput(p func(string, ...any), r *report) {
 	p("  offset and `SET`s the state and the next offset (2 round trips);\n")
 	p("* *naive cached*: the same with an in-process cache of the partition's objects, so the Lua write is the only round trip\n")
 	p("  per observation (`GET` on a first sight only) — the one-Redis-round-trip-per-event design.\n\n")
+	p("Reproduce (this section alone, replaced in docs/bench.md): `go run ./cmd/benchreport -pipeline-only -runs %d`.\n\n", o.runs)
 	p("| design | obs/s per run | median obs/s | pipeline ÷ design (median of per-run ratios) |\n|---|---|---:|---:|\n")
 	p("| **pipeline** | %s | **%.0f** | 1 |\n", fmtRates(rates(r.pipeline)), pr)
 	if len(r.naive) > 0 {
