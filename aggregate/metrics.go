@@ -40,21 +40,21 @@ type metrics struct {
 	// The children of observations and estimates counted per record,
 	// looked up once (initLabels).
 	obsVisit, obsAccess, estChange, estAccess prometheus.Counter
-	cache        *prometheus.CounterVec // hit, miss
-	retries      *prometheus.CounterVec
-	fenced       *prometheus.CounterVec
-	corrupt      prometheus.Counter
-	outputs      prometheus.Counter
-	committed    prometheus.Counter
-	batchSize    prometheus.Histogram
-	batchLatency prometheus.Histogram
-	sinkLatency  prometheus.Histogram
-	storeLatency *prometheus.HistogramVec
-	stateBytes   prometheus.Histogram
-	nextOffset   *prometheus.GaugeVec
-	cachedObjs   *prometheus.GaugeVec
-	eventLag     *eventLagCollector
-	held         *prometheus.GaugeVec
+	cache                                     *prometheus.CounterVec // hit, miss
+	retries                                   *prometheus.CounterVec
+	fenced                                    *prometheus.CounterVec
+	corrupt                                   prometheus.Counter
+	outputs                                   prometheus.Counter
+	committed                                 prometheus.Counter
+	batchSize                                 prometheus.Histogram
+	batchLatency                              prometheus.Histogram
+	sinkLatency                               prometheus.Histogram
+	storeLatency                              *prometheus.HistogramVec
+	stateBytes                                prometheus.Histogram
+	nextOffset                                *prometheus.GaugeVec
+	cachedObjs                                *prometheus.GaugeVec
+	eventLag                                  *eventLagCollector
+	held                                      *prometheus.GaugeVec
 }
 
 // partitionGauges are a partition's series; metrics.forget deletes them
