@@ -126,6 +126,18 @@ func sortedEntries[V any](m map[string]V, dst []keyed[V]) []keyed[V] {
 type jsonAppender struct {
 	b  []byte
 	ok bool
+	// floats remembers where the record's latest distinct floats were
+	// written: an estimate repeats several (the best rate among the
+	// estimators' rates, its interval among theirs), and copying their
+	// bytes is cheaper than formatting them again.
+	floats [8]writtenFloat
+	nf     int
+}
+
+// writtenFloat is a float64 (by its bits) written at b[off:off+n].
+type writtenFloat struct {
+	bits   uint64
+	off, n int32
 }
 
 func (a *jsonAppender) raw(s string) { a.b = append(a.b, s...) }
@@ -151,6 +163,15 @@ func (a *jsonAppender) float(f float64) {
 		a.ok = false
 		return
 	}
+	bits := math.Float64bits(f)
+	for i := range a.nf {
+		if w := a.floats[i]; w.bits == bits {
+			a.b = append(a.b, a.b[w.off:w.off+w.n]...)
+			return
+		}
+	}
+	start := len(a.b)
+	defer a.remember(bits, start)
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -164,6 +185,14 @@ func (a *jsonAppender) float(f float64) {
 			a.b[n-2] = a.b[n-1]
 			a.b = a.b[:n-1]
 		}
+	}
+}
+
+// remember records that the float with bits was written at a.b[start:].
+func (a *jsonAppender) remember(bits uint64, start int) {
+	if a.nf < len(a.floats) {
+		a.floats[a.nf] = writtenFloat{bits, int32(start), int32(len(a.b) - start)}
+		a.nf++
 	}
 }
 
