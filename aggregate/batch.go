@@ -61,6 +61,7 @@ type batchWork struct {
 	seen     int64 // latest event time read so far on the partition (Unix ms; held ones included), 0: none
 	newest   int64 // latest event time of the applied observations (Unix ns), 0: none
 	out      []stream.Message
+	pub      []PublishedEstimate // the estimates among out, for Processor.index
 	writes   []state.Write
 	enc      []byte // slab of the encoded states
 	ends     []int  // end of each write's value in enc
@@ -94,14 +95,15 @@ func (pb *prepBufs) reset() {
 
 // Sizes of the elements of a batch's buffers, for footprint.
 const (
-	messageSize = int64(unsafe.Sizeof(stream.Message{}))
-	writeSize   = int64(unsafe.Sizeof(state.Write{}))
+	messageSize   = int64(unsafe.Sizeof(stream.Message{}))
+	writeSize     = int64(unsafe.Sizeof(state.Write{}))
+	publishedSize = int64(unsafe.Sizeof(PublishedEstimate{}))
 )
 
 // footprint is the heap a prepared batch holds until it is recycled: its
 // outputs (message headers, keys, values), its state writes and their slab.
 func (b *batchWork) footprint() int64 {
-	n := int64(cap(b.out))*messageSize + int64(cap(b.writes))*writeSize + int64(cap(b.enc)) + int64(cap(b.ends))*8
+	n := int64(cap(b.out))*messageSize + int64(cap(b.pub))*publishedSize + int64(cap(b.writes))*writeSize + int64(cap(b.enc)) + int64(cap(b.ends))*8
 	for i := range b.out {
 		n += int64(len(b.out[i].Key) + len(b.out[i].Value))
 	}
@@ -148,8 +150,9 @@ func (w *worker) recycle(b *batchWork) {
 		return
 	}
 	clear(b.out)
+	clear(b.pub)
 	clear(b.writes)
-	b.out, b.writes, b.enc, b.ends = b.out[:0], b.writes[:0], b.enc[:0], b.ends[:0]
+	b.out, b.pub, b.writes, b.enc, b.ends = b.out[:0], b.pub[:0], b.writes[:0], b.enc[:0], b.ends[:0]
 	w.free = append(w.free, b)
 }
 
@@ -258,7 +261,7 @@ func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 			continue
 		}
-		p.metrics.observations.WithLabelValues(string(o.Kind)).Inc()
+		p.metrics.observation(o.Kind)
 		p.stats.observations.Add(1)
 		t := o.Time.UnixMilli()
 		if w.rb.hasMax && t < w.rb.maxSeen {
@@ -415,7 +418,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		}
 		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out = w.appendEstimates(b.out, pd.name, pd.e.obj, pd.visits, pd.access)
+			b.out, b.pub = w.appendEstimates(b.out, b.pub, pd.e.name, pd.e.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
 		b.enc = pd.e.obj.AppendBinary(b.enc)

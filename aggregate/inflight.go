@@ -98,14 +98,15 @@ func (w *worker) writeBatch(ctx context.Context, f, prev *flight) {
 		}
 	}
 	if len(f.b.out) > 0 {
-		f.wErr = w.writeOutputs(ctx, f.b.out, w.batchPosition(f.b), true)
+		f.wErr = w.writeOutputs(ctx, f.b.out, f.b.pub, w.batchPosition(f.b), true)
 	}
 	if f.wErr == nil {
 		// Written: the outputs are garbage from now on, though the batch
 		// is recycled only when the handler reaps it, and their bytes go
 		// back to the in-flight budget.
 		clear(f.b.out)
-		f.b.out = f.b.out[:0]
+		clear(f.b.pub)
+		f.b.out, f.b.pub = f.b.out[:0], f.b.pub[:0]
 		f.b.held = w.p.inflight.resize(f.b.held, f.b.footprint())
 	}
 }

@@ -14,6 +14,18 @@ import (
 	"github.com/changerate/changerate/stream"
 )
 
+// observation counts one decoded observation of kind k.
+func (m *metrics) observation(k records.Kind) {
+	switch k {
+	case records.KindVisit:
+		m.obsVisit.Inc()
+	case records.KindAccess:
+		m.obsAccess.Inc()
+	default:
+		m.observations.WithLabelValues(string(k)).Inc()
+	}
+}
+
 // metrics are the Processor's Prometheus metrics, registered on the
 // registerer given to NewProcessor.
 type metrics struct {
@@ -25,21 +37,24 @@ type metrics struct {
 	alerts       *prometheus.CounterVec // by kind
 	candidates   *prometheus.CounterVec // confirmed shifts by kind and what became of them (alerts.go)
 	estimates    *prometheus.CounterVec // by kind
-	cache        *prometheus.CounterVec // hit, miss
-	retries      *prometheus.CounterVec
-	fenced       *prometheus.CounterVec
-	corrupt      prometheus.Counter
-	outputs      prometheus.Counter
-	committed    prometheus.Counter
-	batchSize    prometheus.Histogram
-	batchLatency prometheus.Histogram
-	sinkLatency  prometheus.Histogram
-	storeLatency *prometheus.HistogramVec
-	stateBytes   prometheus.Histogram
-	nextOffset   *prometheus.GaugeVec
-	cachedObjs   *prometheus.GaugeVec
-	eventLag     *eventLagCollector
-	held         *prometheus.GaugeVec
+	// The children of observations and estimates counted per record,
+	// looked up once (initLabels).
+	obsVisit, obsAccess, estChange, estAccess prometheus.Counter
+	cache                                     *prometheus.CounterVec // hit, miss
+	retries                                   *prometheus.CounterVec
+	fenced                                    *prometheus.CounterVec
+	corrupt                                   prometheus.Counter
+	outputs                                   prometheus.Counter
+	committed                                 prometheus.Counter
+	batchSize                                 prometheus.Histogram
+	batchLatency                              prometheus.Histogram
+	sinkLatency                               prometheus.Histogram
+	storeLatency                              *prometheus.HistogramVec
+	stateBytes                                prometheus.Histogram
+	nextOffset                                *prometheus.GaugeVec
+	cachedObjs                                *prometheus.GaugeVec
+	eventLag                                  *eventLagCollector
+	held                                      *prometheus.GaugeVec
 }
 
 // partitionGauges are a partition's series; metrics.forget deletes them
@@ -94,6 +109,10 @@ var (
 // initLabels creates the known series of the labelled counters at 0; the
 // output topics come from cfg.
 func (m *metrics) initLabels(cfg Config) {
+	m.obsVisit = m.observations.WithLabelValues(string(records.KindVisit))
+	m.obsAccess = m.observations.WithLabelValues(string(records.KindAccess))
+	m.estChange = m.estimates.WithLabelValues(records.EstimateChange)
+	m.estAccess = m.estimates.WithLabelValues(records.EstimateAccess)
 	for _, k := range knownAlertKinds {
 		m.alerts.WithLabelValues(k)
 		m.estimates.WithLabelValues(k)

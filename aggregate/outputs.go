@@ -43,8 +43,10 @@ func (w *worker) batchPosition(b *batchWork) string {
 // rejected dead letter, whether an input's or a rejected output's, cannot
 // be replaced: writeOutputs then returns an error wrapping both
 // stream.ErrRejected and stream.ErrFatal, which stops the partition (and
-// the Source) rather than skip the record or retry it forever.
-func (w *worker) writeOutputs(ctx context.Context, out []stream.Message, position string, retry bool) error {
+// the Source) rather than skip the record or retry it forever. pub lists
+// the estimates among out: those the sink acknowledged are shown to the
+// Processor's EstimateIndex once the first Write returned.
+func (w *worker) writeOutputs(ctx context.Context, out []stream.Message, pub []PublishedEstimate, position string, retry bool) error {
 	p := w.p
 	attempt := func(what string, f func() error) error {
 		if retry {
@@ -62,9 +64,11 @@ func (w *worker) writeOutputs(ctx context.Context, out []stream.Message, positio
 	if !errors.As(err, &rej) {
 		if err == nil {
 			p.metrics.outputs.Add(float64(len(out)))
+			w.published(pub, nil)
 		}
 		return err
 	}
+	w.published(pub, rej)
 	dls, err := w.replaceRejected(out, rej, position)
 	if err != nil {
 		return err
@@ -147,26 +151,52 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 }
 
 // appendEstimates appends to out the change estimate (if change) and the
-// access estimate (if access) of object name, those it has, counting them.
-func (w *worker) appendEstimates(out []stream.Message, name string, obj *Object, change, access bool) []stream.Message {
+// access estimate (if access) of object name, those it has, counting them,
+// and, with an EstimateIndex, what it reads of them to pub.
+func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, name string, obj *Object, change, access bool) ([]stream.Message, []PublishedEstimate) {
+	if !change && !access {
+		return out, pub
+	}
+	site := w.det.siteOf(name)
 	if change {
-		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
+		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
+			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
-			w.p.metrics.estimates.WithLabelValues(records.EstimateChange).Inc()
+			w.p.metrics.estChange.Inc()
 			w.p.stats.changeEst.Add(1)
 			w.countRated(rec.RatePerS != nil)
 		}
 	}
 	if access {
-		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, w.det.siteOf(name), &w.es, &w.rs); ok {
+		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
+			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
-			w.p.metrics.estimates.WithLabelValues(records.EstimateAccess).Inc()
+			w.p.metrics.estAccess.Inc()
 			w.p.stats.accessEst.Add(1)
 			w.countRated(rec.RatePerS != nil)
 		}
 	}
-	return out
+	return out, pub
+}
+
+// appendPublished appends to pub, with an EstimateIndex, what it reads of
+// rec, the record of out[i].
+func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Estimate) []PublishedEstimate {
+	if w.p.index == nil {
+		return pub
+	}
+	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, out: int32(i)}
+	if rec.RatePerS != nil {
+		pe.Rate, pe.HasRate = *rec.RatePerS, true
+	}
+	if rec.CI95 != nil {
+		pe.CI95, pe.HasCI = *rec.CI95, true
+	}
+	if rec.NextVisit != nil {
+		pe.NextVisit, pe.HasNextVisit = *rec.NextVisit, true
+	}
+	return append(pub, pe)
 }
 
 // emitFinal publishes every cached object's estimates, ordered by name.
@@ -187,6 +217,7 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	}
 	w.final = true
 	var out []stream.Message
+	var pub []PublishedEstimate
 	for _, n := range names {
 		e, _ := w.cache.entry(n)
 		obj, err := w.cache.load(e)
@@ -194,21 +225,21 @@ func (w *worker) emitFinal(ctx context.Context) error {
 			w.corrupt(n, err)
 		}
 		w.rated = false
-		out = w.appendEstimates(out, n, obj, true, true)
+		out, pub = w.appendEstimates(out, pub, e.name, obj, true, true)
 		w.cache.release(e)
 		w.p.stats.finalObjects.Add(1)
 		if w.rated {
 			w.p.stats.finalWithRate.Add(1)
 		}
 		if len(out) >= 1000 {
-			if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+			if err := w.writeOutputs(ctx, out, pub, w.pos+"final", false); err != nil {
 				return fmt.Errorf("aggregate: final estimates: %w", err)
 			}
-			out = out[:0]
+			out, pub = out[:0], pub[:0]
 		}
 	}
 	if len(out) > 0 {
-		if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+		if err := w.writeOutputs(ctx, out, pub, w.pos+"final", false); err != nil {
 			return fmt.Errorf("aggregate: final estimates: %w", err)
 		}
 	}

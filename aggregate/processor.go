@@ -29,6 +29,7 @@ import (
 //	              drain, the idle check
 //	outputs.go    outputs: write, replace rejected ones by dead letters,
 //	              retry, final emission, encoding
+//	published.go  the published estimates handed to an EstimateIndex
 
 // Processor aggregates the partitions a stream.Source assigns to it. Its
 // Handle method is the Source's handler; handlers of different partitions
@@ -67,6 +68,7 @@ type Processor struct {
 	budget    *cacheBudget    // CacheBytes, shared by the partitions' caches
 	inflight  *inflightBudget // InflightBytes, shared by the partitions' batches
 	prep      sync.Pool       // *prepBufs: prepare's scratch buffers
+	index     EstimateIndex   // nil: none (WithEstimateIndex)
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -77,8 +79,8 @@ type Processor struct {
 
 // NewProcessor returns a Processor configured by cfg.WithDefaults(). now
 // stamps dead-letter records (use time.Now); everything else depends only
-// on the input.
-func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.Logger, reg prometheus.Registerer, now func() time.Time) (*Processor, error) {
+// on the input. opts add optional dependencies (WithEstimateIndex).
+func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.Logger, reg prometheus.Registerer, now func() time.Time, opts ...Option) (*Processor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,9 +106,13 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err := registerInflight(reg, inflight); err != nil {
 		return nil, err
 	}
-	return &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
+	p := &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
 		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm, budget: budget,
-		inflight: inflight}, nil
+		inflight: inflight}
+	for _, o := range opts {
+		o(p)
+	}
+	return p, nil
 }
 
 // Committed returns the number of input messages whose batches this

@@ -250,7 +250,7 @@ func TestRejectedOutputLargeValueTruncated(t *testing.T) {
 	small := stream.Message{Topic: stream.TopicAlerts, Key: []byte("s"), Value: []byte(`{"ok":true}`)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := w.writeOutputs(ctx, []stream.Message{small, huge, small}, "observations/3@7-9", true); err != nil {
+	if err := w.writeOutputs(ctx, []stream.Message{small, huge, small}, nil, "observations/3@7-9", true); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(mem.Messages(stream.TopicAlerts)); n != 2 {

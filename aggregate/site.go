@@ -277,7 +277,7 @@ func (w *worker) flushAlerts(ctx context.Context) error {
 	if len(out) == 0 {
 		return nil
 	}
-	if err := w.writeOutputs(ctx, out, w.pos+"final", false); err != nil {
+	if err := w.writeOutputs(ctx, out, nil, w.pos+"final", false); err != nil {
 		return fmt.Errorf("aggregate: final alerts: %w", err)
 	}
 	return nil

@@ -9,9 +9,11 @@
 //     decodes the object's committed state and builds its estimate record
 //     exactly as the aggregator publishes it (aggregate.Object.ChangeEstimate
 //     and AccessEstimate), so a lookup is one store read and never a scan;
-//   - an Index, fed with the encoded estimate and alert records the
-//     aggregator writes to its sink (TeeSink observes them after the sink
-//     acknowledged them). It keeps, per object, the few numbers that rank
+//   - an Index, fed with the estimates the aggregator published (the
+//     processor hands over their values once the sink acknowledged them:
+//     IndexEstimates) and the alert records it writes to its sink (TeeSink
+//     observes them after the sink acknowledged them; it also reads back
+//     encoded estimates, as when the index is rebuilt). It keeps, per object, the few numbers that rank
 //     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in
 //     ordered B-trees, so /v1/top is O(log n + limit) per request and
 //     /v1/plan reads one site's objects in order, without touching the
@@ -81,6 +83,10 @@ type IndexConfig struct {
 	MaxAlerts int
 }
 
+// siteDegree is the degree of the sites' B-trees (most sites hold few
+// objects).
+const siteDegree = 8
+
 // Defaults of IndexConfig.
 const (
 	DefaultIndexObjects = 200_000
@@ -117,10 +123,12 @@ type score struct {
 	has       bool
 }
 
-// siteCount is a site's shared name and its number of indexed objects.
+// siteCount is a site's shared name, its number of indexed objects and
+// their order in each ranking (created on first use).
 type siteCount struct {
 	name string
 	n    int
+	tree [numBy]*btree.BTreeG[ranked]
 }
 
 // entry is one indexed object. site is a substring of name (no copy).
@@ -152,22 +160,6 @@ func lessRanked(x, y ranked) bool {
 	return x.e.name < y.e.name
 }
 
-// siteRanked is an entry's place in one ranking's per-site B-tree. The
-// entries of a site share its siteCount, so two of them compare their site
-// by pointer.
-type siteRanked struct {
-	ranked
-	site *siteCount
-}
-
-// lessSiteRanked orders by site, then as lessRanked.
-func lessSiteRanked(x, y siteRanked) bool {
-	if x.site != y.site {
-		return x.site.name < y.site.name
-	}
-	return lessRanked(x.ranked, y.ranked)
-}
-
 // Index is the bounded in-memory ranking of the objects whose estimates and
 // alerts the aggregator published. It is safe for concurrent use: Observe
 // (from the sink's writers) and the queries take one mutex; queries hold it
@@ -175,8 +167,8 @@ func lessSiteRanked(x, y siteRanked) bool {
 //
 // Memory: per object one entry (its name, scores and times, linked in the
 // recency order) and one item in each of up to six B-trees (global and
-// per-site order of the three rankings; 16 and 24 bytes, the lower bound
-// held in the tree): about 390 bytes of heap per object with a 47-byte
+// per-site order of the three rankings; 16 bytes, the lower bound held in
+// the tree): about 390 bytes of heap per object with a 47-byte
 // name and both kinds of estimate (docs/query-bench.md, from
 // cmd/benchreport, has the measured figure).
 type Index struct {
@@ -187,7 +179,8 @@ type Index struct {
 	objects map[string]*entry
 	sites   map[string]*siteCount // objects per site; name is the site string its entries share
 	global  [numBy]*btree.BTreeG[ranked]
-	site    [numBy]*btree.BTreeG[siteRanked]
+	// free is the node free list the sites' trees share.
+	free *btree.FreeListG[ranked]
 	// recency lists the entries least recently updated first (a ring
 	// through its sentinel: recency.next is the oldest).
 	recency entry
@@ -218,10 +211,9 @@ func NewIndex(cfg IndexConfig) *Index {
 		cfg.MaxAlerts = 0
 	}
 	cfg = cfg.WithDefaults()
-	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}}
+	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}, free: btree.NewFreeListG[ranked](btree.DefaultFreeListSize)}
 	for b := 0; b < numBy; b++ {
 		x.global[b] = btree.NewG(32, lessRanked)
-		x.site[b] = btree.NewG(32, lessSiteRanked)
 	}
 	x.recency.prev, x.recency.next = &x.recency, &x.recency
 	return x
@@ -256,10 +248,6 @@ func (x *Index) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *Index) AddEstimate(rec *records.Estimate) {
-	b := byChange
-	if rec.Kind == records.EstimateAccess {
-		b = byAccess
-	}
 	var sc score
 	if rec.RatePerS != nil {
 		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
@@ -267,28 +255,63 @@ func (x *Index) AddEstimate(rec *records.Estimate) {
 			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
 		}
 	}
-	asOf := rec.AsOf.UnixMilli()
+	var next int64
+	if rec.NextVisit != nil {
+		next = rec.NextVisit.UnixMicro()
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e, ok := x.objects[rec.Object]; ok && e.s[b].has {
+	x.addEstimate(rec.Object, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
+}
+
+// IndexEstimates indexes the estimates a Processor published, as
+// AddEstimate does their records (aggregate.EstimateIndex): the processor
+// hands over the values it encoded, so the index reads no record.
+func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range ests {
+		pe := &ests[i]
+		var sc score
+		if pe.HasRate {
+			sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
+			if pe.HasCI {
+				sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+			}
+		}
+		var next int64
+		if pe.HasNextVisit {
+			next = pe.NextVisit.UnixMicro()
+		}
+		x.addEstimate(pe.Object, pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
+	}
+}
+
+// addEstimate is AddEstimate of an estimate of kind on object (site: its
+// site, "" to derive it) as of asOf (Unix ms), with its score and next
+// visit (Unix µs, 0: none). Called with mu held.
+func (x *Index) addEstimate(object, site, kind string, asOf int64, sc score, nextVisit int64) {
+	b := byChange
+	if kind == records.EstimateAccess {
+		b = byAccess
+	}
+	e, ok := x.objects[object]
+	if ok && e.s[b].has {
 		if (b == byChange && asOf < e.asOf) || (b == byAccess && asOf < e.accessAsOf) {
 			return
 		}
 	}
-	e := x.touch(rec.Object, rec.Site)
+	e = x.touchEntry(e, object, site)
 	x.setScore(e, b, sc)
 	if b == byAccess {
 		e.accessAsOf = asOf
 	}
-	if ms := rec.AsOf.UnixMilli(); ms > x.maxAsOf {
-		x.maxAsOf = ms
+	if asOf > x.maxAsOf {
+		x.maxAsOf = asOf
 	}
 	if b == byChange {
-		e.asOf = rec.AsOf.UnixMilli()
-		e.nextVisit = 0
-		if rec.NextVisit != nil {
-			e.nextVisit = rec.NextVisit.UnixMicro()
-		}
+		e.asOf = asOf
+		e.nextVisit = nextVisit
 	}
 	x.evict()
 }
@@ -316,8 +339,13 @@ func (x *Index) AddAlert(a *records.Alert, raw []byte) {
 // touch returns the entry of name, created if needed, and marks it the most
 // recently updated. Called with mu held.
 func (x *Index) touch(name, site string) *entry {
-	e, ok := x.objects[name]
-	if ok {
+	return x.touchEntry(x.objects[name], name, site)
+}
+
+// touchEntry is touch with e, the entry of name (nil: none yet), looked up
+// by the caller.
+func (x *Index) touchEntry(e *entry, name, site string) *entry {
+	if e != nil {
 		e.unlink()
 	} else {
 		e = &entry{name: name, site: site}
@@ -326,8 +354,8 @@ func (x *Index) touch(name, site string) *entry {
 		} else if i := strings.Index(name, site); i >= 0 {
 			e.site = name[i : i+len(site)] // share the name's bytes
 		}
-		// The entries of a site share its siteCount (and its name), so
-		// that the site order compares two of them by pointer.
+		// The entries of a site share its siteCount: its name and its
+		// rankings' trees.
 		sc := x.sites[e.site]
 		if sc == nil {
 			sc = &siteCount{name: e.site}
@@ -350,8 +378,14 @@ func (e *entry) unlink() {
 	e.prev, e.next = nil, nil
 }
 
-// setScore replaces e's ranking b. Called with mu held.
+// setScore replaces e's ranking b. Called with mu held. The trees order
+// by lower bound and entry only, so an unchanged lower bound keeps e's
+// place in them.
 func (x *Index) setScore(e *entry, b int, sc score) {
+	if e.s[b].has && sc.has && e.s[b].lo == sc.lo {
+		e.s[b] = sc
+		return
+	}
 	if e.s[b].has {
 		x.unrank(e, b)
 	}
@@ -359,7 +393,12 @@ func (x *Index) setScore(e *entry, b int, sc score) {
 	if sc.has {
 		r := ranked{lo: sc.lo, e: e}
 		x.global[b].ReplaceOrInsert(r)
-		x.site[b].ReplaceOrInsert(siteRanked{r, e.sc})
+		t := e.sc.tree[b]
+		if t == nil {
+			t = btree.NewWithFreeListG(siteDegree, lessRanked, x.free)
+			e.sc.tree[b] = t
+		}
+		t.ReplaceOrInsert(r)
 	}
 }
 
@@ -367,7 +406,7 @@ func (x *Index) setScore(e *entry, b int, sc score) {
 func (x *Index) unrank(e *entry, b int) {
 	r := ranked{lo: e.s[b].lo, e: e}
 	x.global[b].Delete(r)
-	x.site[b].Delete(siteRanked{r, e.sc})
+	e.sc.tree[b].Delete(r)
 }
 
 // evict removes the least recently updated objects beyond MaxObjects.
@@ -431,10 +470,9 @@ func (x *Index) Top(by string, site string, limit int) []Ranked {
 	if sc == nil {
 		return out
 	}
-	pivot := siteRanked{ranked{lo: math.Inf(1), e: &entry{}}, sc}
-	x.site[b].AscendGreaterOrEqual(pivot, func(r siteRanked) bool {
-		return r.site == sc && add(r.e)
-	})
+	if t := sc.tree[b]; t != nil {
+		t.Ascend(func(r ranked) bool { return add(r.e) })
+	}
 	return out
 }
 
@@ -472,10 +510,9 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 	if sc == nil {
 		return out
 	}
-	pivot := siteRanked{ranked{lo: math.Inf(1), e: &entry{}}, sc}
-	x.site[byChange].AscendGreaterOrEqual(pivot, func(r siteRanked) bool {
-		return r.site == sc && add(r.e)
-	})
+	if t := sc.tree[byChange]; t != nil {
+		t.Ascend(func(r ranked) bool { return add(r.e) })
+	}
 	return out
 }
 

@@ -28,7 +28,10 @@ type TeeSink struct {
 }
 
 // NewTeeSink returns a TeeSink writing to inner and indexing the records of
-// the estimates and alerts topics into idx.
+// the estimates and alerts topics into idx. An empty topic indexes none of
+// those records, as for a Processor that hands its estimates to idx
+// itself (aggregate.WithEstimateIndex) and writes through the TeeSink for
+// its alerts.
 func NewTeeSink(inner stream.Sink, idx *Index, estimatesTopic, alertsTopic string, logger *slog.Logger) *TeeSink {
 	return &TeeSink{inner: inner, idx: idx, estimates: estimatesTopic, alerts: alertsTopic, log: logger}
 }
@@ -56,7 +59,7 @@ func (t *TeeSink) Write(ctx context.Context, msgs ...stream.Message) error {
 func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 	for i := range msgs {
 		m := &msgs[i]
-		if skip[i] || (m.Topic != t.estimates && m.Topic != t.alerts) {
+		if skip[i] || m.Topic == "" || (m.Topic != t.estimates && m.Topic != t.alerts) {
 			continue
 		}
 		if m.Topic == t.estimates {

@@ -39,25 +39,27 @@ func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
 	}
 	if len(e.Estimates) > 0 {
 		a.raw(`,"estimates":{`)
-		for i, k := range sortedKeys(e.Estimates) {
+		var buf [16]keyed[float64]
+		for i, kv := range sortedEntries(e.Estimates, buf[:0]) {
 			if i > 0 {
 				a.raw(",")
 			}
-			a.str(k)
+			a.str(kv.k)
 			a.raw(":")
-			a.float(e.Estimates[k])
+			a.float(kv.v)
 		}
 		a.raw("}")
 	}
 	if len(e.Intervals) > 0 {
 		a.raw(`,"intervals":{`)
-		for i, k := range sortedKeys(e.Intervals) {
+		var buf [16]keyed[[2]float64]
+		for i, kv := range sortedEntries(e.Intervals, buf[:0]) {
 			if i > 0 {
 				a.raw(",")
 			}
-			a.str(k)
+			a.str(kv.k)
 			a.raw(":")
-			a.pair(e.Intervals[k])
+			a.pair(kv.v)
 		}
 		a.raw("}")
 	}
@@ -98,18 +100,25 @@ func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
 	return a.b, true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// keyed is one entry of a map.
+type keyed[V any] struct {
+	k string
+	v V
+}
+
+// sortedEntries appends m's entries to dst in the order of their keys (as
+// encoding/json writes a map) and returns dst.
+func sortedEntries[V any](m map[string]V, dst []keyed[V]) []keyed[V] {
+	for k, v := range m {
+		dst = append(dst, keyed[V]{k, v})
 	}
 	// Insertion sort: a dozen keys at most.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
+	for i := 1; i < len(dst); i++ {
+		for j := i; j > 0 && dst[j].k < dst[j-1].k; j-- {
+			dst[j], dst[j-1] = dst[j-1], dst[j]
 		}
 	}
-	return keys
+	return dst
 }
 
 // jsonAppender writes JSON the way encoding/json does; ok turns false on a
@@ -117,6 +126,18 @@ func sortedKeys[V any](m map[string]V) []string {
 type jsonAppender struct {
 	b  []byte
 	ok bool
+	// floats remembers where the record's latest distinct floats were
+	// written: an estimate repeats several (the best rate among the
+	// estimators' rates, its interval among theirs), and copying their
+	// bytes is cheaper than formatting them again.
+	floats [8]writtenFloat
+	nf     int
+}
+
+// writtenFloat is a float64 (by its bits) written at b[off:off+n].
+type writtenFloat struct {
+	bits   uint64
+	off, n int32
 }
 
 func (a *jsonAppender) raw(s string) { a.b = append(a.b, s...) }
@@ -142,6 +163,15 @@ func (a *jsonAppender) float(f float64) {
 		a.ok = false
 		return
 	}
+	bits := math.Float64bits(f)
+	for i := range a.nf {
+		if w := a.floats[i]; w.bits == bits {
+			a.b = append(a.b, a.b[w.off:w.off+w.n]...)
+			return
+		}
+	}
+	start := len(a.b)
+	defer a.remember(bits, start)
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -155,6 +185,14 @@ func (a *jsonAppender) float(f float64) {
 			a.b[n-2] = a.b[n-1]
 			a.b = a.b[:n-1]
 		}
+	}
+}
+
+// remember records that the float with bits was written at a.b[start:].
+func (a *jsonAppender) remember(bits uint64, start int) {
+	if a.nf < len(a.floats) {
+		a.floats[a.nf] = writtenFloat{bits, int32(start), int32(len(a.b) - start)}
+		a.nf++
 	}
 }
 

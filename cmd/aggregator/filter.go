@@ -325,12 +325,16 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	defer sink.Close()
 	httpOn := cfg.httpSet && cfg.HTTP.Addr != ""
 	var api *query.Server
+	var opts []aggregate.Option
 	if httpOn {
-		if api, sink, err = newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger); err != nil {
+		q, err := newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger)
+		if err != nil {
 			return err
 		}
+		api, sink = q.srv, q.sink
+		opts = append(opts, aggregate.WithEstimateIndex(q.idx))
 	}
-	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now)
+	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, sink, logger, reg, time.Now, opts...)
 	if err != nil {
 		return err
 	}

@@ -64,15 +64,31 @@ func (c *config) validateQuery() error {
 	return nil
 }
 
-// newQuery returns the query API over store and the sink that feeds its
-// index with what the processor writes to sink.
-func newQuery(cfg *config, store state.Store, sink stream.Sink, loc query.Locator, logger *slog.Logger) (*query.Server, *query.TeeSink, error) {
+// queryAPI is the query API and what feeds its index.
+type queryAPI struct {
+	srv *query.Server
+	// idx is the index, fed the processor's estimates directly
+	// (aggregate.WithEstimateIndex).
+	idx *query.Index
+	// sink is the processor's sink: it writes to the sink newQuery was
+	// given and indexes the alerts written.
+	sink *query.TeeSink
+	// records indexes estimate and alert records read back from the
+	// output topics (rebuildIndex).
+	records *query.TeeSink
+}
+
+// newQuery returns the query API over store and what feeds its index with
+// what the processor writes to sink.
+func newQuery(cfg *config, store state.Store, sink stream.Sink, loc query.Locator, logger *slog.Logger) (*queryAPI, error) {
 	idx := query.NewIndex(query.IndexConfig{MaxObjects: cfg.APIIndexObjects, MaxAlerts: cfg.APIAlerts})
 	srv, err := query.NewServer(cfg.queryConfig(), store, loc, cfg.processorConfig().Model, idx, logger.With("component", "query"))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return srv, query.NewTeeSink(sink, idx, cfg.TopicEstimates, cfg.TopicAlerts, logger), nil
+	return &queryAPI{srv: srv, idx: idx,
+		sink:    query.NewTeeSink(sink, idx, "", cfg.TopicAlerts, logger),
+		records: query.NewTeeSink(sink, idx, cfg.TopicEstimates, cfg.TopicAlerts, logger)}, nil
 }
 
 // kafkaLocator finds objects' partitions as the observations' producers do.

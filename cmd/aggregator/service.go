@@ -83,7 +83,7 @@ type kafkaPipeline struct {
 	src  *stream.KafkaSource
 	proc *aggregate.Processor
 	api  *query.Server
-	tee  *query.TeeSink
+	tee  *query.TeeSink // indexes the records read back from the output topics (rebuildIndex)
 }
 
 func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, logger *slog.Logger, reg prometheus.Registerer) (*kafkaPipeline, error) {
@@ -97,19 +97,19 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 		sink.Close()
 		return nil, err
 	}
-	api, tee, err := newQuery(cfg, store, sink, kafkaLocator(cfg, kc), logger)
+	q, err := newQuery(cfg, store, sink, kafkaLocator(cfg, kc), logger)
 	if err != nil {
 		src.Close()
 		sink.Close()
 		return nil, err
 	}
-	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, tee, logger, reg, time.Now)
+	proc, err := aggregate.NewProcessor(cfg.processorConfig(), store, q.sink, logger, reg, time.Now, aggregate.WithEstimateIndex(q.idx))
 	if err != nil {
 		src.Close()
 		sink.Close()
 		return nil, err
 	}
-	return &kafkaPipeline{sink: sink, src: src, proc: proc, api: api, tee: tee}, nil
+	return &kafkaPipeline{sink: sink, src: src, proc: proc, api: q.srv, tee: q.records}, nil
 }
 
 func (k *kafkaPipeline) close() {

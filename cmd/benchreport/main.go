@@ -78,6 +78,7 @@ type options struct {
 	liveRuns     int
 	liveHTTP     string
 	liveOnly     bool
+	pipelineOnly bool
 	liveLatRate  float64
 	liveEnv      string
 }
@@ -117,6 +118,7 @@ func main() {
 	fs.IntVar(&o.liveVisits, "live-visits", 4, "daily visits per object in the live-crawl shape")
 	fs.IntVar(&o.liveRuns, "live-runs", 2, "live-crawl runs")
 	fs.StringVar(&o.liveHTTP, "live-http", "127.0.0.1:18131", "HTTP address of the aggregator in the live runs (its /metrics is polled)")
+	fs.BoolVar(&o.pipelineOnly, "pipeline-only", false, "run only the pipeline and naive runs (the history-replay shape) and write only the throughput section")
 	fs.BoolVar(&o.liveOnly, "live-only", false, "run only the live-crawl sections (needs -aggregator) and write only them")
 	fs.Float64Var(&o.liveLatRate, "live-latency-rate", 0, "produce rate of the live latency run, obs/s (0: half the median live rate)")
 	fs.StringVar(&o.liveEnv, "live-env", "", "extra environment of the live runs' aggregator, NAME=VALUE separated by spaces")
@@ -264,7 +266,7 @@ func run(ctx context.Context, o options) error {
 		logf("  CPU per observation: %.1f µs process + %.1f µs redis = %.1f µs", cp, cr, ct)
 		logf("  %d batches, mean %.1f ms: output write %.1f ms, store get %.1f ms, commit %.1f ms", pr.Batches, pr.BatchS*1e3, pr.SinkS*1e3, pr.GetS*1e3, pr.CommitS*1e3)
 		rep.pipeline = append(rep.pipeline, pr)
-		if i == o.runs-1 {
+		if i == o.runs-1 && !o.pipelineOnly {
 			// Keep the last run's state for the memory sample.
 			logf("sampling MEMORY USAGE after the run")
 			if rep.afterRun, err = memoryAfterRun(ctx, e, w, counts, o.sample); err != nil {
@@ -288,6 +290,9 @@ func run(ctx context.Context, o options) error {
 		cp, cr, ct = nc.cpuPerObs()
 		logf("naive cached Lua %s: %d in %s: %.0f obs/s; CPU %.1f + %.1f = %.1f µs/obs", name, nc.Committed, nc.Elapsed.Round(time.Millisecond), nc.rate(), cp, cr, ct)
 		rep.naiveCache = append(rep.naiveCache, nc)
+	}
+	if o.pipelineOnly {
+		return rep.writePipelineOnly(o.out)
 	}
 	if !o.skipLatency {
 		rates := make([]float64, len(rep.pipeline))

@@ -84,9 +84,10 @@ func runQueryBench(ctx context.Context, cfg queryBenchConfig) (queryReport, erro
 	defer store.Close()
 	pc := aggregate.DefaultConfig()
 	idx := query.NewIndex(query.IndexConfig{})
-	// The outputs are indexed, then dropped.
-	sink := query.NewTeeSink(discardSink{}, idx, pc.EstimatesTopic, pc.AlertsTopic, logger)
-	proc, err := aggregate.NewProcessor(pc, store, sink, logger, prometheus.NewRegistry(), time.Now)
+	// The outputs are indexed (the estimates handed over by the processor,
+	// the alerts through the TeeSink), then dropped.
+	sink := query.NewTeeSink(discardSink{}, idx, "", pc.AlertsTopic, logger)
+	proc, err := aggregate.NewProcessor(pc, store, sink, logger, prometheus.NewRegistry(), time.Now, aggregate.WithEstimateIndex(idx))
 	if err != nil {
 		return rep, err
 	}
@@ -231,7 +232,7 @@ func writeQueryReport(ctx context.Context, w io.Writer, cfg queryBenchConfig) er
 	logf("query index: %.0f bytes per object (%d objects)", r.idxBytesPerObj, r.idxObjects)
 	fmt.Fprintf(w, "\n## Query API (`/v1/objects`) and the top/plan index\n\n")
 	fmt.Fprintf(w, "`cmd/benchreport/query.go`: a real redis-server holding %d crawled objects (%d hourly visits each), an aggregator\n"+
-		"(Processor → Redis, outputs through the index's TeeSink) consuming more visits as fast as it can, and %d concurrent\n"+
+		"(Processor → Redis, estimates handed to the index, alerts through its TeeSink) consuming more visits as fast as it can, and %d concurrent\n"+
 		"HTTP clients calling `GET /v1/objects?url=` for random objects for %s (each request: URL canonicalisation, one\n"+
 		"Redis MGET, decoding and the estimate built as the aggregator builds it). Wall-clock latencies on the shared 2-core\n"+
 		"machine, client and server in one process (load average %s before, %s after: compare the two phases of one run,\n"+

@@ -59,54 +59,7 @@ func (r *report) write(w io.Writer) error {
 	p("Kinds: %d access, %d revalidation, %d visit. Produced into kfake at %.0f obs/s before the runs.\n\n",
 		r.kinds["access"], r.kinds["revalidation"], r.kinds["visit"], r.produceR)
 
-	pr := median(rates(r.pipeline))
-	nr := median(rates(r.naive))
-	nc := median(rates(r.naiveCache))
-	p("## Throughput (end to end)\n\n")
-	p("Pipeline: the real `stream.KafkaSource` (consumer group, one handler per partition) → `aggregate.Processor` (default\n")
-	p("configuration: batches of up to %d, EmitInterval 10m, cache of 200000 objects per partition) → `state.Redis` (compact keys,\n", batchOr(o.batch))
-	p("IdleTTL 720h; one MGET per batch for cache misses, one Lua compare-and-set commit per batch) and `stream.KafkaSink`\n")
-	p("(a batch's estimates, access reports and alerts are acknowledged before its commit; batch N+1 is applied while batch N\n")
-	p("is written and committed). Each run starts from an empty Redis and a new\n")
-	p("consumer group and ends when every observation is committed; the rate is measured from the first partition claim.\n\n")
-	p("Naive designs, same topic, same source, same `aggregate.Object` code, one observation at a time, **no outputs published**\n")
-	p("(which favours them), each measured for %s per run:\n\n", o.naiveLimit)
-	p("* *naive GET + Lua*: per observation `GET` the state, apply, then one Lua script that checks the partition's epoch and\n")
-	p("  offset and `SET`s the state and the next offset (2 round trips);\n")
-	p("* *naive cached*: the same with an in-process cache of the partition's objects, so the Lua write is the only round trip\n")
-	p("  per observation (`GET` on a first sight only) — the one-Redis-round-trip-per-event design.\n\n")
-	p("| design | obs/s per run | median obs/s | pipeline ÷ design (median of per-run ratios) |\n|---|---|---:|---:|\n")
-	p("| **pipeline** | %s | **%.0f** | 1 |\n", fmtRates(rates(r.pipeline)), pr)
-	if len(r.naive) > 0 {
-		p("| naive GET + Lua | %s | %.0f | **%.1f×** |\n", fmtRates(rates(r.naive)), nr, medianRatio(r.pipeline, r.naive))
-		p("| naive cached (1 round trip) | %s | %.0f | **%.1f×** |\n", fmtRates(rates(r.naiveCache)), nc, medianRatio(r.pipeline, r.naiveCache))
-	}
-	p("\n")
-	p("### CPU time per observation\n\n")
-	p("On a machine shared with other jobs the wall-clock rates above depend on how much CPU the scheduler grants each\n")
-	p("process; CPU time per observation does not (much). It is measured with getrusage for this process (the aggregator\n")
-	p("path **and the in-process kfake broker**) and `INFO cpu` for redis-server, over each run. *Run-queue wait* is the time\n")
-	p("the threads were runnable but waiting for a CPU (`/proc/<pid>/task/*/schedstat`): the contention the run suffered.\n\n")
-	p("| design | process µs/obs | redis µs/obs | **total µs/obs** | naive ÷ pipeline (total CPU) | obs/s per CPU-second | run-queue wait per run, process / redis |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|\n")
-	pt := cpuMedian(r.pipeline)
-	for _, d := range []struct {
-		name string
-		rs   []runResult
-	}{{"pipeline", r.pipeline}, {"naive GET + Lua", r.naive}, {"naive cached (1 round trip)", r.naiveCache}} {
-		if len(d.rs) == 0 {
-			continue
-		}
-		c := cpuMedian(d.rs)
-		p("| %s | %.1f | %.1f | **%.1f** | %.1f× | %.0f | %s |\n", d.name, c[0], c[1], c[2], c[2]/pt[2], 1e6/c[2], waits(d.rs))
-	}
-	p("\nWith %d dedicated cores and CPU as the only limit, the pipeline's CPU cost corresponds to about **%.0f obs/s**\n", r.machine.CPUs, float64(r.machine.CPUs)*1e6/pt[2])
-	p("(%d cores ÷ %.1f µs); this is a projection from the measured CPU cost, not a measurement.\n\n", r.machine.CPUs, pt[2])
-	p("| pipeline run | committed | from first claim | incl. group join | estimates published | output records | cache misses (store reads) |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, x := range r.pipeline {
-		p("| %s | %d | %s | %s | %.0f | %.0f | %.0f |\n", x.Name, x.Committed, x.Elapsed.Round(time.Millisecond), x.Total.Round(time.Millisecond), x.Estimates, x.Outputs, x.CacheMisses)
-	}
-	p("\n")
+	writeThroughput(p, r)
 
 	if len(r.latency) > 0 {
 		p("## Latency from produce to estimate\n\n")
@@ -302,6 +255,61 @@ func writeLive(p func(string, ...any), r *report) {
 	}
 }
 
+// writeThroughput writes the throughput section (pipeline and naive
+// designs).
+func writeThroughput(p func(string, ...any), r *report) {
+	o := r.opts
+	pr := median(rates(r.pipeline))
+	nr := median(rates(r.naive))
+	nc := median(rates(r.naiveCache))
+	p("## Throughput (end to end)\n\n")
+	p("Pipeline: the real `stream.KafkaSource` (consumer group, one handler per partition) → `aggregate.Processor` (default\n")
+	p("configuration: batches of up to %d, EmitInterval 10m, cache of 200000 objects per partition) → `state.Redis` (compact keys,\n", batchOr(o.batch))
+	p("IdleTTL 720h; one MGET per batch for cache misses, one Lua compare-and-set commit per batch) and `stream.KafkaSink`\n")
+	p("(a batch's estimates, access reports and alerts are acknowledged before its commit; batch N+1 is applied while batch N\n")
+	p("is written and committed). Each run starts from an empty Redis and a new\n")
+	p("consumer group and ends when every observation is committed; the rate is measured from the first partition claim.\n\n")
+	p("Naive designs, same topic, same source, same `aggregate.Object` code, one observation at a time, **no outputs published**\n")
+	p("(which favours them), each measured for %s per run:\n\n", o.naiveLimit)
+	p("* *naive GET + Lua*: per observation `GET` the state, apply, then one Lua script that checks the partition's epoch and\n")
+	p("  offset and `SET`s the state and the next offset (2 round trips);\n")
+	p("* *naive cached*: the same with an in-process cache of the partition's objects, so the Lua write is the only round trip\n")
+	p("  per observation (`GET` on a first sight only) — the one-Redis-round-trip-per-event design.\n\n")
+	p("Reproduce (this section alone, replaced in docs/bench.md): `go run ./cmd/benchreport -pipeline-only -runs %d`.\n\n", o.runs)
+	p("| design | obs/s per run | median obs/s | pipeline ÷ design (median of per-run ratios) |\n|---|---|---:|---:|\n")
+	p("| **pipeline** | %s | **%.0f** | 1 |\n", fmtRates(rates(r.pipeline)), pr)
+	if len(r.naive) > 0 {
+		p("| naive GET + Lua | %s | %.0f | **%.1f×** |\n", fmtRates(rates(r.naive)), nr, medianRatio(r.pipeline, r.naive))
+		p("| naive cached (1 round trip) | %s | %.0f | **%.1f×** |\n", fmtRates(rates(r.naiveCache)), nc, medianRatio(r.pipeline, r.naiveCache))
+	}
+	p("\n")
+	p("### CPU time per observation\n\n")
+	p("On a machine shared with other jobs the wall-clock rates above depend on how much CPU the scheduler grants each\n")
+	p("process; CPU time per observation does not (much). It is measured with getrusage for this process (the aggregator\n")
+	p("path **and the in-process kfake broker**) and `INFO cpu` for redis-server, over each run. *Run-queue wait* is the time\n")
+	p("the threads were runnable but waiting for a CPU (`/proc/<pid>/task/*/schedstat`): the contention the run suffered.\n\n")
+	p("| design | process µs/obs | redis µs/obs | **total µs/obs** | naive ÷ pipeline (total CPU) | obs/s per CPU-second | run-queue wait per run, process / redis |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|\n")
+	pt := cpuMedian(r.pipeline)
+	for _, d := range []struct {
+		name string
+		rs   []runResult
+	}{{"pipeline", r.pipeline}, {"naive GET + Lua", r.naive}, {"naive cached (1 round trip)", r.naiveCache}} {
+		if len(d.rs) == 0 {
+			continue
+		}
+		c := cpuMedian(d.rs)
+		p("| %s | %.1f | %.1f | **%.1f** | %.1f× | %.0f | %s |\n", d.name, c[0], c[1], c[2], c[2]/pt[2], 1e6/c[2], waits(d.rs))
+	}
+	p("\nWith %d dedicated cores and CPU as the only limit, the pipeline's CPU cost corresponds to about **%.0f obs/s**\n", r.machine.CPUs, float64(r.machine.CPUs)*1e6/pt[2])
+	p("(%d cores ÷ %.1f µs); this is a projection from the measured CPU cost, not a measurement.\n\n", r.machine.CPUs, pt[2])
+	p("| pipeline run | committed | from first claim | incl. group join | estimates published | output records | cache misses (store reads) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range r.pipeline {
+		p("| %s | %d | %s | %s | %.0f | %.0f | %.0f |\n", x.Name, x.Committed, x.Elapsed.Round(time.Millisecond), x.Total.Round(time.Millisecond), x.Estimates, x.Outputs, x.CacheMisses)
+	}
+	p("\n")
+}
+
 // writeLiveLatency writes the table of a live latency run.
 func writeLiveLatency(p func(string, ...any), lr *latResult) {
 	p("| target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end | aggregator / broker / redis µs/obs | aggregator peak RSS |\n")
@@ -343,6 +351,30 @@ func (r *report) writeLiveOnly(path string) error {
 	}
 	return os.WriteFile(path, out, 0o644)
 }
+
+// writePipelineOnly writes the throughput section alone (-pipeline-only)
+// to path ("-": stdout). When path is an earlier report with that section
+// (up to the next "## " heading), it is replaced and the rest of the
+// report is kept.
+func (r *report) writePipelineOnly(path string) error {
+	var buf bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&buf, format, args...) }
+	writeThroughput(p, r)
+	if path == "-" {
+		_, err := os.Stdout.Write(buf.Bytes())
+		return err
+	}
+	out := buf.Bytes()
+	if old, err := os.ReadFile(path); err == nil {
+		if spliced, ok := spliceSection(old, throughputHeading, out); ok {
+			out = spliced
+		}
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// throughputHeading starts the throughput section (writeThroughput).
+const throughputHeading = "## Throughput (end to end)"
 
 // liveHeading starts the live-crawl section (writeLive).
 const liveHeading = "## Live-crawl shape"
