@@ -30,6 +30,11 @@ import (
 //	outputs.go    outputs: write, replace rejected ones by dead letters,
 //	              retry, final emission, encoding
 //	published.go  the published estimates handed to an EstimateIndex
+//
+// and of the Object a batch applies observations to: object.go (the state
+// and its effects), apply.go (an observation becomes state),
+// object_encoding.go (the state's bytes in the store), estimate.go (state
+// becomes an estimate).
 
 // Processor aggregates the partitions a stream.Source assigns to it. Its
 // Handle method is the Source's handler; handlers of different partitions
