@@ -54,17 +54,33 @@ func gammaQuantile(a, p, q float64) float64 {
 	if !(x > 1e-3) {
 		x = 1e-3
 	}
-	lo, hi := 0.0, math.Inf(1)
-	for i := 0; i < 60; i++ {
+	root, ok := halleyRoot(x, math.Inf(1), func(x float64) (f, dens, curv, scale float64) {
 		P, Q, dens := poissonTails(a, x, lg)
-		var f float64 // P(a,x) − p, from the smaller tail
-		if p < 0.5 {
-			f = P - p
-		} else {
+		f = P - p // P(a,x) − p, from the smaller tail
+		if p >= 0.5 {
 			f = q - Q
 		}
+		// f''/f' = (a−1)/x − 1.
+		return f, dens, (a-1)/x - 1, x
+	})
+	if !ok {
+		return mathext.GammaIncRegCompInv(a, q)
+	}
+	return root
+}
+
+// halleyRoot solves f(x) = 0 for f increasing on (0, hi), starting at x, by
+// Halley's method safeguarded by bisection: a step that leaves the bracket
+// known so far is replaced by the bracket's midpoint (or by 2x while the
+// bracket is unbounded above). eval returns f(x), f'(x), f”(x)/f'(x) and
+// the scale of x for the convergence test (a step below halleyTol·scale
+// ends the iteration). ok is false when 60 steps did not converge.
+func halleyRoot(x, hi float64, eval func(x float64) (f, dens, curv, scale float64)) (root float64, ok bool) {
+	lo := 0.0
+	for i := 0; i < 60; i++ {
+		f, dens, curv, scale := eval(x)
 		if f == 0 {
-			return x
+			return x, true
 		}
 		if f > 0 {
 			hi = x
@@ -74,10 +90,9 @@ func gammaQuantile(a, p, q float64) float64 {
 		nx := math.NaN()
 		if dens > 0 && !math.IsInf(dens, 0) {
 			u := f / dens
-			// f''/f' = (a−1)/x − 1.
-			nx = x - u/(1-0.5*math.Min(1, u*((a-1)/x-1)))
-			if math.Abs(nx-x) <= halleyTol*x {
-				return nx
+			nx = x - u/(1-0.5*math.Min(1, u*curv))
+			if math.Abs(nx-x) <= halleyTol*scale {
+				return nx, true
 			}
 		}
 		if !(nx > lo && nx < hi) {
@@ -89,7 +104,7 @@ func gammaQuantile(a, p, q float64) float64 {
 		}
 		x = nx
 	}
-	return mathext.GammaIncRegCompInv(a, q)
+	return 0, false
 }
 
 // poissonTails returns P(a, x) = Pr{Poisson(x) ≥ a}, Q(a, x) = 1 − P and the
@@ -154,36 +169,19 @@ func betaQuantile(a, b, p float64) float64 {
 		x = a / (a + b)
 	}
 	q := 1 - p
-	lo, hi := 0.0, 1.0
-	for i := 0; i < 60; i++ {
+	root, ok := halleyRoot(x, 1, func(x float64) (f, dens, curv, scale float64) {
 		I, J, dens := binomialTails(a, b, x, lnB)
-		f := I - p // I_x(a, b) − p, from the smaller tail
+		f = I - p // I_x(a, b) − p, from the smaller tail
 		if p >= 0.5 {
 			f = q - J
 		}
-		if f == 0 {
-			return x
-		}
-		if f > 0 {
-			hi = x
-		} else {
-			lo = x
-		}
-		nx := math.NaN()
-		if dens > 0 && !math.IsInf(dens, 0) {
-			u := f / dens
-			// f''/f' = (a−1)/x − (b−1)/(1−x).
-			nx = x - u/(1-0.5*math.Min(1, u*((a-1)/x-(b-1)/(1-x))))
-			if math.Abs(nx-x) <= halleyTol*math.Min(x, 1-x) {
-				return nx
-			}
-		}
-		if !(nx > lo && nx < hi) {
-			nx = (lo + hi) / 2
-		}
-		x = nx
+		// f''/f' = (a−1)/x − (b−1)/(1−x).
+		return f, dens, (a-1)/x - (b-1)/(1-x), math.Min(x, 1-x)
+	})
+	if !ok {
+		return mathext.InvRegIncBeta(a, b, p)
 	}
-	return mathext.InvRegIncBeta(a, b, p)
+	return root
 }
 
 // binomialTails returns I = I_x(a, b) = Pr{Bin(N, x) ≥ a} with N = a+b−1,
