@@ -77,6 +77,10 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 	if emit == 0 {
 		cfg.Model.EmitInterval = aggregate.ZeroDuration
 	}
+	// The reorder buffer would hold every observation for REORDER_WINDOW
+	// (a minute) of event time, by design: longer than the run, so no
+	// estimate would be measured. Latency is measured without it.
+	cfg.ReorderWindow = aggregate.ZeroDuration
 	proc, err := aggregate.NewProcessor(cfg, store, sink, slog.New(slog.DiscardHandler), reg, time.Now)
 	if err != nil {
 		return res, err
@@ -100,40 +104,16 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 		return res, err
 	}
 	defer cons.Close()
-	var mu sync.Mutex
-	var recv, stamp []float64
-	var measureFrom, measureTo atomic.Int64
-	measureTo.Store(1 << 62)
-	total := 0
-	cctx, ccancel := context.WithCancel(ctx)
-	cdone := make(chan struct{})
-	go func() {
-		defer close(cdone)
-		for cctx.Err() == nil {
-			fs := cons.PollFetches(cctx)
-			now := time.Now()
-			fs.EachRecord(func(r *kgo.Record) {
-				asOf, ok := asOfOf(r.Value)
-				mu.Lock()
-				defer mu.Unlock()
-				total++
-				if !ok || asOf.UnixNano() < measureFrom.Load() || asOf.UnixNano() > measureTo.Load() {
-					return
-				}
-				recv = append(recv, float64(now.Sub(asOf))/1e6)
-				stamp = append(stamp, float64(r.Timestamp.Sub(asOf))/1e6)
-			})
-		}
-	}()
+	col := collectLatencies(ctx, cons)
+	defer col.stop()
 
 	prod, err := e.client(kgo.ProducerLinger(0))
 	if err != nil {
-		ccancel()
 		return res, err
 	}
 	defer prod.Close()
 	start := time.Now()
-	measureFrom.Store(start.Add(warm).UnixNano())
+	col.from.Store(start.Add(warm).UnixNano())
 	var produced int64
 	var perr atomic.Value
 	var buf []byte
@@ -155,13 +135,11 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 	}
 	tick.Stop()
 	end := time.Now()
-	measureTo.Store(end.UnixNano())
+	col.to.Store(end.UnixNano())
 	if err := prod.Flush(ctx); err != nil {
-		ccancel()
 		return res, err
 	}
 	if v := perr.Load(); v != nil {
-		ccancel()
 		return res, fmt.Errorf("latency produce: %w", v.(error))
 	}
 	res.Produced = produced
@@ -173,15 +151,64 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 	}
 	res.Committed = proc.Committed()
 	time.Sleep(500 * time.Millisecond)
-	ccancel()
-	<-cdone
+	recv, stamp, total := col.stop()
 	cancel()
 	<-done
-	mu.Lock()
-	defer mu.Unlock()
 	res.Samples, res.EstimatesTotal = len(recv), total
 	res.Recv, res.Stamp = percentiles(recv), percentiles(stamp)
 	return res, nil
+}
+
+// latencyCollector reads estimate records and keeps, for those whose
+// as_of lies in [from, to] (Unix ns), receive time − as_of and the record's
+// Kafka timestamp − as_of, in milliseconds.
+type latencyCollector struct {
+	from, to atomic.Int64
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu          sync.Mutex
+	recv, stamp []float64
+	total       int // every estimate record read
+}
+
+// collectLatencies starts reading cons until stop; the window is empty
+// until from and to are set.
+func collectLatencies(ctx context.Context, cons *kgo.Client) *latencyCollector {
+	c := &latencyCollector{done: make(chan struct{})}
+	c.from.Store(1 << 62)
+	c.to.Store(1 << 62)
+	cctx, cancel := context.WithCancel(ctx)
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				asOf, ok := asOfOf(r.Value)
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.total++
+				if !ok || asOf.UnixNano() < c.from.Load() || asOf.UnixNano() > c.to.Load() {
+					return
+				}
+				c.recv = append(c.recv, float64(now.Sub(asOf))/1e6)
+				c.stamp = append(c.stamp, float64(r.Timestamp.Sub(asOf))/1e6)
+			})
+		}
+	}()
+	return c
+}
+
+// stop ends the reading (it may be called again) and returns what was
+// collected.
+func (c *latencyCollector) stop() (recv, stamp []float64, total int) {
+	c.cancel()
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recv, c.stamp, c.total
 }
 
 // asOfOf extracts the as_of time of an estimate record without a full

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -365,30 +364,8 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 		return res, err
 	}
 	defer cons.Close()
-	var mu sync.Mutex
-	var recv []float64
-	var measureFrom, measureTo atomic.Int64
-	measureTo.Store(1 << 62)
-	cctx, ccancel := context.WithCancel(ctx)
-	defer ccancel()
-	cdone := make(chan struct{})
-	go func() {
-		defer close(cdone)
-		for cctx.Err() == nil {
-			fs := cons.PollFetches(cctx)
-			now := time.Now()
-			fs.EachRecord(func(r *kgo.Record) {
-				asOf, ok := asOfOf(r.Value)
-				mu.Lock()
-				defer mu.Unlock()
-				res.EstimatesTotal++
-				if !ok || asOf.UnixNano() < measureFrom.Load() || asOf.UnixNano() > measureTo.Load() {
-					return
-				}
-				recv = append(recv, float64(now.Sub(asOf))/1e6)
-			})
-		}
-	}()
+	col := collectLatencies(ctx, cons)
+	defer col.stop()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(lp.addr), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
@@ -401,7 +378,7 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 	aggPid, brkPid := lp.agg.Process.Pid, lp.broker.Process.Pid
 	agg0, brk0, red0 := procCPU(aggPid), procCPU(brkPid), e.cpu(ctx).redis
 	start := time.Now()
-	measureFrom.Store(start.Add(warm).UnixNano())
+	col.from.Store(start.Add(warm).UnixNano())
 	tick := time.NewTicker(time.Millisecond)
 	for now := start; now.Sub(start) < dur; now = <-tick.C {
 		target := int64(rate * now.Sub(start).Seconds())
@@ -421,7 +398,7 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 	}
 	tick.Stop()
 	end := time.Now()
-	measureTo.Store(end.UnixNano())
+	col.to.Store(end.UnixNano())
 	if err := prod.Flush(ctx); err != nil {
 		return res, err
 	}
@@ -442,10 +419,8 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 	}
 	res.PeakRSS = peakRSS(aggPid)
 	time.Sleep(500 * time.Millisecond)
-	ccancel()
-	<-cdone
-	mu.Lock()
-	defer mu.Unlock()
+	recv, _, total := col.stop()
+	res.EstimatesTotal = total
 	res.Samples = len(recv)
 	res.Recv = percentiles(recv)
 	return res, nil

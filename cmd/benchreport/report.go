@@ -64,7 +64,8 @@ func (r *report) write(w io.Writer) error {
 	if len(r.latency) > 0 {
 		p("## Latency from produce to estimate\n\n")
 		p("Observations of the same kind of workload over %d objects are produced at a fixed rate for %s, each with event\n", o.objects, o.latDur)
-		p("time = its produce wall time, through the same pipeline (fresh Redis, new consumer group). A franz-go consumer reads\n")
+		p("time = its produce wall time, through the same pipeline (fresh Redis, new consumer group; ReorderWindow 0: the reorder\n")
+		p("buffer would otherwise hold each observation for a minute of event time, by design). A franz-go consumer reads\n")
 		p("the estimates topic; latency = receive time − `as_of` (the time of the object's latest observation = its produce\n")
 		p("time, ms resolution), and Kafka record timestamp (set when the sink produced the estimate) − `as_of`. Samples of the\n")
 		p("first %s are dropped. *Backlog* is what was produced but not yet committed when production stopped: a run whose\n", o.latWarm)
