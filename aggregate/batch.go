@@ -63,9 +63,14 @@ type batchWork struct {
 	out      []stream.Message
 	pub      []PublishedEstimate // the estimates among out, for Processor.index
 	writes   []state.Write
-	enc      []byte // slab of the encoded states
-	ends     []int  // end of each write's value in enc
-	held     int64  // bytes of the in-flight budget the batch holds
+	enc      []byte  // slab of the encoded states
+	ends     []int   // end of each write's value in enc
+	outBytes outSlab // the estimates' keys and values (encodeEstimate)
+	// acked is set once the sink acknowledged every output: only then
+	// may outBytes be reused (after a failed Write the sink may still
+	// hold the bytes).
+	acked bool
+	held  int64 // bytes of the in-flight budget the batch holds
 }
 
 // prepBufs are the scratch buffers of prepare: the decoded observations and
@@ -146,6 +151,8 @@ func (w *worker) recycle(b *batchWork) {
 	if b.obs != nil || b.idx != nil {
 		w.putPrep(b)
 	}
+	b.outBytes.release(w, b.acked)
+	b.acked = false
 	if len(w.free) >= maxFreeBatches {
 		return
 	}
@@ -418,7 +425,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		}
 		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out, b.pub = w.appendEstimates(b.out, b.pub, pd.e.name, pd.e.obj, pd.visits, pd.access)
+			b.out, b.pub = w.appendEstimates(&b.outBytes, b.out, b.pub, pd.e.name, pd.e.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
 		b.enc = pd.e.obj.AppendBinary(b.enc)

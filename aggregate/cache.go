@@ -1,6 +1,9 @@
 package aggregate
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // cache keeps the latest states of the Objects a partition handler owns, so
 // that a store read happens only on a miss. It is used by one goroutine.
@@ -27,14 +30,21 @@ type cache struct {
 	m          map[string]*entry
 	head, tail *entry // head: most recently used
 	free       []*entry
-	objs       []*Object // pool of decoded objects
 }
 
-// cacheBudget is the byte budget that the caches of one Processor share.
+// cacheBudget is what the caches of one Processor share: the byte budget
+// and the pool of decoded Objects.
 type cacheBudget struct {
 	limit  int64 // 0: unbounded
 	used   atomic.Int64
 	caches atomic.Int64
+	// objects pools the decoded Objects (about 1.2 KB each) that batches
+	// work on. A batch decodes up to BatchSize objects at once and hands
+	// them back when it is encoded; a sync.Pool lets every partition reuse
+	// them without an idle partition holding any (the pool is emptied over
+	// two garbage collections), where a bounded pool per cache allocated
+	// most of a large batch's Objects anew.
+	objects sync.Pool
 }
 
 // share is the bytes one of the caches may keep.
@@ -129,11 +139,8 @@ func (c *cache) load(e *entry) (*Object, error) {
 	if e.obj != nil {
 		return e.obj, nil
 	}
-	var o *Object
-	if n := len(c.objs); n > 0 {
-		o = c.objs[n-1]
-		c.objs = c.objs[:n-1]
-	} else {
+	o, _ := c.budget.objects.Get().(*Object)
+	if o == nil {
 		o = new(Object)
 	}
 	e.obj = o
@@ -159,18 +166,10 @@ func (c *cache) store(e *entry, enc []byte) {
 	c.release(e)
 }
 
-// maxPooledObjects bounds the decoded Objects a cache keeps for reuse
-// between batches: a batch decodes up to BatchSize objects at once, but
-// keeping that many (1.2 KB each) in every partition's pool would hold
-// megabytes per idle partition.
-const maxPooledObjects = 256
-
 // release returns e.obj, unchanged, to the pool.
 func (c *cache) release(e *entry) {
 	if e.obj != nil {
-		if len(c.objs) < maxPooledObjects {
-			c.objs = append(c.objs, e.obj)
-		}
+		c.budget.objects.Put(e.obj)
 		e.obj = nil
 	}
 }
@@ -202,7 +201,7 @@ func (c *cache) trim(evicted func(e *entry)) {
 func (c *cache) clear() {
 	c.account(-c.bytes)
 	c.m = map[string]*entry{}
-	c.head, c.tail, c.free, c.objs = nil, nil, nil, nil
+	c.head, c.tail, c.free = nil, nil, nil
 }
 
 func (c *cache) names() []string {

@@ -153,7 +153,7 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 // appendEstimates appends to out the change estimate (if change) and the
 // access estimate (if access) of object name, those it has, counting them,
 // and, with an EstimateIndex, what it reads of them to pub.
-func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, name string, obj *Object, change, access bool) ([]stream.Message, []PublishedEstimate) {
+func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []PublishedEstimate, name string, obj *Object, change, access bool) ([]stream.Message, []PublishedEstimate) {
 	if !change && !access {
 		return out, pub
 	}
@@ -162,7 +162,7 @@ func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, 
 		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
-			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name, &rec))
+			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))
 			w.p.metrics.estChange.Inc()
 			w.p.stats.changeEst.Add(1)
 			w.countRated(rec.RatePerS != nil)
@@ -171,7 +171,7 @@ func (w *worker) appendEstimates(out []stream.Message, pub []PublishedEstimate, 
 	if access {
 		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			pub = w.appendPublished(pub, len(out), &rec)
-			out = append(out, w.encodeEstimate(w.p.cfg.EstimatesTopic, name+AccessKeySuffix, &rec))
+			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, AccessKeySuffix, &rec))
 			w.p.metrics.estAccess.Inc()
 			w.p.stats.accessEst.Add(1)
 			w.countRated(rec.RatePerS != nil)
@@ -218,6 +218,7 @@ func (w *worker) emitFinal(ctx context.Context) error {
 	w.final = true
 	var out []stream.Message
 	var pub []PublishedEstimate
+	var slab outSlab
 	for _, n := range names {
 		e, _ := w.cache.entry(n)
 		obj, err := w.cache.load(e)
@@ -225,7 +226,7 @@ func (w *worker) emitFinal(ctx context.Context) error {
 			w.corrupt(n, err)
 		}
 		w.rated = false
-		out, pub = w.appendEstimates(out, pub, e.name, obj, true, true)
+		out, pub = w.appendEstimates(&slab, out, pub, e.name, obj, true, true)
 		w.cache.release(e)
 		w.p.stats.finalObjects.Add(1)
 		if w.rated {
@@ -235,7 +236,9 @@ func (w *worker) emitFinal(ctx context.Context) error {
 			if err := w.writeOutputs(ctx, out, pub, w.pos+"final", false); err != nil {
 				return fmt.Errorf("aggregate: final estimates: %w", err)
 			}
+			clear(out)
 			out, pub = out[:0], pub[:0]
+			slab.release(w, true)
 		}
 	}
 	if len(out) > 0 {
@@ -257,16 +260,70 @@ func (w *worker) encode(topic, key string, v any) stream.Message {
 }
 
 // encodeEstimate is encode for estimates, with records.AppendEstimateJSON
-// (the same bytes as json.Marshal, without reflection).
-func (w *worker) encodeEstimate(topic, key string, rec *records.Estimate) stream.Message {
+// (the same bytes as json.Marshal, without reflection); the key is name
+// followed by suffix. Key and value are appended to slab, the batch's
+// output bytes, each capped so that appending to one cannot clobber the
+// next.
+func (w *worker) encodeEstimate(slab *outSlab, topic, name, suffix string, rec *records.Estimate) stream.Message {
 	b, ok := records.AppendEstimateJSON(w.scratch[:0], rec)
 	if !ok {
-		return w.encode(topic, key, *rec)
+		return w.encode(topic, name+suffix, *rec)
 	}
 	w.scratch = b
-	// Key and value in one allocation.
-	kv := make([]byte, len(key)+len(b))
-	copy(kv, key)
-	copy(kv[len(key):], b)
-	return stream.Message{Topic: topic, Key: kv[:len(key):len(key)], Value: kv[len(key):]}
+	buf := slab.reserve(w, len(name)+len(suffix)+len(b))
+	start := len(buf)
+	buf = append(buf, name...)
+	buf = append(buf, suffix...)
+	kend := len(buf)
+	buf = append(buf, b...)
+	slab.cur = buf
+	return stream.Message{Topic: topic, Key: buf[start:kend:kend], Value: buf[kend:len(buf):len(buf)]}
+}
+
+// outSlab holds a batch's output bytes (estimates' keys and values) in
+// chunks of outChunk bytes, so that encoding an estimate allocates nothing
+// once the worker has chunks to reuse. A batch's chunks go back to its
+// worker (at most maxFreeChunks are kept) when the batch is recycled after
+// the sink acknowledged its outputs: the Sink contract lets a caller reuse
+// what a successful Write was given; after a failed Write the chunks are
+// left to the garbage collector.
+type outSlab struct {
+	cur  []byte   // the chunk being filled
+	full [][]byte // the batch's other chunks
+}
+
+const (
+	outChunk      = 32 << 10
+	maxFreeChunks = 32 // per worker: 1 MiB
+)
+
+// reserve returns the current chunk with room for n more bytes.
+func (s *outSlab) reserve(w *worker, n int) []byte {
+	if cap(s.cur)-len(s.cur) >= n {
+		return s.cur
+	}
+	if s.cur != nil {
+		s.full = append(s.full, s.cur)
+	}
+	if k := len(w.outFree); k > 0 && n <= outChunk {
+		s.cur = w.outFree[k-1][:0]
+		w.outFree[k-1] = nil
+		w.outFree = w.outFree[:k-1]
+	} else {
+		s.cur = make([]byte, 0, max(n, outChunk))
+	}
+	return s.cur
+}
+
+// release hands s's chunks back to w if reuse is true, and empties s.
+func (s *outSlab) release(w *worker, reuse bool) {
+	if reuse {
+		for _, c := range append(s.full, s.cur) {
+			if cap(c) == outChunk && len(w.outFree) < maxFreeChunks {
+				w.outFree = append(w.outFree, c[:0])
+			}
+		}
+	}
+	clear(s.full)
+	s.cur, s.full = nil, s.full[:0]
 }

@@ -378,6 +378,7 @@ type worker struct {
 	committed uint64       // the last committed batch
 	inflight  []*flight    // oldest first
 	free      []*batchWork // recycled batches
+	outFree   [][]byte     // chunks of output bytes to reuse (outSlab)
 	evicted   map[string]evictedState
 	scratch   []byte                // encoding buffer
 	pools     *sitePools            // per-site pooled priors (pooled.go)

@@ -95,6 +95,10 @@ type Sink interface {
 	// example send a dead letter instead) rather than retry. Any other
 	// error means that any subset may have been written, and a retry of
 	// the whole call is the remedy.
+	//
+	// Once Write returned nil (or a RejectedError), the sink holds no
+	// reference to msgs, their keys or their values: the caller may reuse
+	// their memory. After any other error it may still hold them.
 	Write(ctx context.Context, msgs ...Message) error
 	// Close flushes and releases resources. Write after Close returns
 	// ErrClosed.
