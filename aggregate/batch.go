@@ -63,14 +63,12 @@ type batchWork struct {
 	out      []stream.Message
 	pub      []PublishedEstimate // the estimates among out, for Processor.index
 	writes   []state.Write
-	enc      []byte  // slab of the encoded states
-	ends     []int   // end of each write's value in enc
-	outBytes outSlab // the estimates' keys and values (encodeEstimate)
-	// acked is set once the sink acknowledged every output: only then
-	// may outBytes be reused (after a failed Write the sink may still
-	// hold the bytes).
-	acked bool
-	held  int64 // bytes of the in-flight budget the batch holds
+	enc      []byte // slab of the encoded states
+	ends     []int  // end of each write's value in enc
+	// outBytes holds the estimates' keys and values (encodeEstimate)
+	// until the sink acknowledged them (writeBatch).
+	outBytes outSlab
+	held     int64 // bytes of the in-flight budget the batch holds
 }
 
 // prepBufs are the scratch buffers of prepare: the decoded observations and
@@ -151,8 +149,7 @@ func (w *worker) recycle(b *batchWork) {
 	if b.obs != nil || b.idx != nil {
 		w.putPrep(b)
 	}
-	b.outBytes.release(w, b.acked)
-	b.acked = false
+	b.outBytes.release(w, false) // not acknowledged (acknowledged ones are released by writeBatch)
 	if len(w.free) >= maxFreeBatches {
 		return
 	}

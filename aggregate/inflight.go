@@ -107,7 +107,7 @@ func (w *worker) writeBatch(ctx context.Context, f, prev *flight) {
 		clear(f.b.out)
 		clear(f.b.pub)
 		f.b.out, f.b.pub = f.b.out[:0], f.b.pub[:0]
-		f.b.acked = true
+		f.b.outBytes.release(w, true)
 		f.b.held = w.p.inflight.resize(f.b.held, f.b.footprint())
 	}
 }

@@ -281,21 +281,18 @@ func (w *worker) encodeEstimate(slab *outSlab, topic, name, suffix string, rec *
 }
 
 // outSlab holds a batch's output bytes (estimates' keys and values) in
-// chunks of outChunk bytes, so that encoding an estimate allocates nothing
-// once the worker has chunks to reuse. A batch's chunks go back to its
-// worker (at most maxFreeChunks are kept) when the batch is recycled after
-// the sink acknowledged its outputs: the Sink contract lets a caller reuse
-// what a successful Write was given; after a failed Write the chunks are
-// left to the garbage collector.
+// chunks of outChunk bytes from the Processor's pool, so that encoding an
+// estimate allocates nothing in the steady state. The chunks go back to
+// the pool as soon as the sink acknowledged the batch's outputs (the Sink
+// contract lets a caller reuse what a successful Write was given); after a
+// failed Write they are left to the garbage collector.
 type outSlab struct {
 	cur  []byte   // the chunk being filled
 	full [][]byte // the batch's other chunks
 }
 
-const (
-	outChunk      = 32 << 10
-	maxFreeChunks = 32 // per worker: 1 MiB
-)
+// outChunk is the size of a chunk of output bytes.
+const outChunk = 32 << 10
 
 // reserve returns the current chunk with room for n more bytes.
 func (s *outSlab) reserve(w *worker, n int) []byte {
@@ -305,22 +302,23 @@ func (s *outSlab) reserve(w *worker, n int) []byte {
 	if s.cur != nil {
 		s.full = append(s.full, s.cur)
 	}
-	if k := len(w.outFree); k > 0 && n <= outChunk {
-		s.cur = w.outFree[k-1][:0]
-		w.outFree[k-1] = nil
-		w.outFree = w.outFree[:k-1]
+	if n > outChunk {
+		s.cur = make([]byte, 0, n)
+	} else if c, _ := w.p.outChunks.Get().(*[]byte); c != nil {
+		s.cur = (*c)[:0]
 	} else {
-		s.cur = make([]byte, 0, max(n, outChunk))
+		s.cur = make([]byte, 0, outChunk)
 	}
 	return s.cur
 }
 
-// release hands s's chunks back to w if reuse is true, and empties s.
+// release hands s's chunks back to the pool if reuse is true, and empties s.
 func (s *outSlab) release(w *worker, reuse bool) {
 	if reuse {
 		for _, c := range append(s.full, s.cur) {
-			if cap(c) == outChunk && len(w.outFree) < maxFreeChunks {
-				w.outFree = append(w.outFree, c[:0])
+			if cap(c) == outChunk {
+				c = c[:0]
+				w.p.outChunks.Put(&c)
 			}
 		}
 	}

@@ -73,6 +73,7 @@ type Processor struct {
 	budget    *cacheBudget    // CacheBytes, shared by the partitions' caches
 	inflight  *inflightBudget // InflightBytes, shared by the partitions' batches
 	prep      sync.Pool       // *prepBufs: prepare's scratch buffers
+	outChunks sync.Pool       // *[]byte: chunks of output bytes (outSlab)
 	index     EstimateIndex   // nil: none (WithEstimateIndex)
 
 	mu    sync.Mutex
@@ -378,7 +379,6 @@ type worker struct {
 	committed uint64       // the last committed batch
 	inflight  []*flight    // oldest first
 	free      []*batchWork // recycled batches
-	outFree   [][]byte     // chunks of output bytes to reuse (outSlab)
 	evicted   map[string]evictedState
 	scratch   []byte                // encoding buffer
 	pools     *sitePools            // per-site pooled priors (pooled.go)
