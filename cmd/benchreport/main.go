@@ -76,6 +76,7 @@ type options struct {
 	liveObjects  int
 	liveVisits   int
 	liveRuns     int
+	liveLarge    int
 	liveHTTP     string
 	liveOnly     bool
 	pipelineOnly bool
@@ -117,6 +118,7 @@ func main() {
 	fs.IntVar(&o.liveObjects, "live-objects", 100000, "objects of the live-crawl shape")
 	fs.IntVar(&o.liveVisits, "live-visits", 4, "daily visits per object in the live-crawl shape")
 	fs.IntVar(&o.liveRuns, "live-runs", 2, "live-crawl runs")
+	fs.IntVar(&o.liveLarge, "live-large-objects", 1_000_000, "objects of one more live-crawl run, for memory per object as the objects grow (0: none)")
 	fs.StringVar(&o.liveHTTP, "live-http", "127.0.0.1:18131", "HTTP address of the aggregator in the live runs (its /metrics is polled)")
 	fs.BoolVar(&o.pipelineOnly, "pipeline-only", false, "run only the pipeline and naive runs (the history-replay shape) and write only the throughput section")
 	fs.BoolVar(&o.liveOnly, "live-only", false, "run only the live-crawl sections (needs -aggregator) and write only them")
@@ -157,6 +159,7 @@ type report struct {
 	notes      []string
 	kept       string // keptSections of the previous report
 	live       []liveResult
+	liveLarge  *liveResult // the run with -live-large-objects
 	liveLat    *latResult
 }
 
@@ -405,6 +408,15 @@ func runLiveSections(ctx context.Context, e *env, o options, rep *report) error 
 		logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
 			lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
 		rep.live = append(rep.live, lr)
+	}
+	if o.liveLarge > 0 && o.liveLarge != o.liveObjects {
+		logf("live crawl, memory at scale: %d objects x %d daily visits", o.liveLarge, o.liveVisits)
+		lr, err := runLive(ctx, e, o.aggregator, o.liveLarge, o.liveVisits, o.partitions, o.liveHTTP, env...)
+		if err != nil {
+			return err
+		}
+		logf("live (%d objects): %.0f obs/s; peak RSS %d B (%.0f B/object)", o.liveLarge, lr.Rate, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
+		rep.liveLarge = &lr
 	}
 	if o.skipLatency || (len(rep.live) == 0 && o.liveLatRate <= 0) {
 		return nil

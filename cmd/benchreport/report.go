@@ -245,6 +245,9 @@ func writeLive(p func(string, ...any), r *report) {
 			p("* %s\n", l.Err)
 		}
 	}
+	if lg := r.liveLarge; lg != nil {
+		writeLiveScale(p, r.live, lg)
+	}
 	if lr := r.liveLat; lr != nil {
 		p("\n### Latency at half the live throughput, producer in a separate process\n\n")
 		p("Daily-crawl visits of the same %d URLs (round robin) are produced by this program (not the aggregator's process) at half\n", l0.Objects)
@@ -253,6 +256,38 @@ func writeLive(p func(string, ...any), r *report) {
 		p("(the reorder buffer would otherwise hold each observation for a minute of event time, by design); a franz-go consumer here reads\n")
 		p("the estimates topic; latency = receive time − `as_of` (ms resolution). Samples of the first %s are dropped.\n\n", r.opts.latWarm)
 		writeLiveLatency(p, lr)
+	}
+}
+
+// writeLiveScale writes the memory of the live shape at two sizes: the
+// runs above (their median peak RSS) and the large run, with the marginal
+// bytes per object between them.
+func writeLiveScale(p func(string, ...any), small []liveResult, lg *liveResult) {
+	rss := make([]float64, len(small))
+	for i, l := range small {
+		rss[i] = float64(l.PeakRSS)
+	}
+	s0, n0 := median(rss), small[0].Objects
+	p("\n### Memory as the objects grow\n\n")
+	p("One more run of the same shape with %d objects (%d observations; same configuration, so the cache's and the query index's\n", lg.Objects, lg.Observations)
+	p("default bounds apply: the index keeps the 200,000 objects updated last). Peak RSS holds a part that does not grow with\n")
+	p("the objects (the batches in flight, fetch buffers, the runtime: about the RSS of the small runs less their objects' share)\n")
+	p("and a part per object; *marginal* is the difference of the peak RSS between the two sizes per object added.\n\n")
+	p("| objects | obs/s | aggregator µs/obs | aggregator peak RSS | RSS / object | marginal RSS / object added | heap in use at end / cached object | cache accounted / object |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	perCached := func(l *liveResult, x float64) float64 {
+		if l.Cached <= 0 {
+			return 0
+		}
+		return x / l.Cached
+	}
+	l0 := &small[0]
+	p("| %d (median of the runs above) | | | %.0f MiB | %.0f B | | %.0f B | %.0f B |\n", n0, s0/(1<<20), s0/float64(n0), perCached(l0, l0.HeapInuse), perCached(l0, l0.CacheBytes))
+	marg := (float64(lg.PeakRSS) - s0) / float64(lg.Objects-n0)
+	p("| %d | %.0f | %.2f | %.0f MiB | **%.0f B** | **%.0f B** | %.0f B | %.0f B |\n\n", lg.Objects, lg.Rate, lg.AggCPU, float64(lg.PeakRSS)/(1<<20),
+		float64(lg.PeakRSS)/float64(lg.Objects), marg, perCached(lg, lg.HeapInuse), perCached(lg, lg.CacheBytes))
+	if lg.Err != "" {
+		p("* %s\n", lg.Err)
 	}
 }
 
