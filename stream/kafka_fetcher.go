@@ -186,9 +186,10 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 
 // decode converts the records at or after pos and returns them with the
 // bytes they hold (slabs and message headers). Keys and values are copied
-// into shared slabs of at least 64 KiB (one allocation per slab, not per
-// message); each is capped (s[i:j:j]) so appending to one cannot clobber
-// another.
+// into shared slabs (one allocation per slab, not per message) whose sizes
+// double from minSlab to maxSlab, so that a small fetch (a live partition
+// read every few milliseconds) does not hold a large slab; each is capped
+// (s[i:j:j]) so appending to one cannot clobber another.
 func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64, error) {
 	var msgs []Message
 	var slab []byte
@@ -199,7 +200,8 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64,
 		}
 		n := b.Len()
 		if n > cap(slab)-len(slab) {
-			slab = make([]byte, 0, max(n, 64<<10))
+			next := min(max(2*cap(slab), minSlab), maxSlab)
+			slab = make([]byte, 0, max(n, next))
 			size += int64(cap(slab))
 		}
 		start := len(slab)
@@ -241,6 +243,12 @@ func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64,
 		})
 	}
 }
+
+// Sizes of decode's slabs.
+const (
+	minSlab = 4 << 10
+	maxSlab = 64 << 10
+)
 
 // closeBytes closes a record's key and value once they are copied out:
 // they reference kafka-go's 64 KiB response pages, which go back to its
