@@ -44,6 +44,10 @@ const (
 	hierThree
 	hierPersistent
 	hierPersistentThree
+	// hierPersistentCC is persistent with the former spread (the site's
+	// own cross-covariance of consecutive periods): not a candidate, the
+	// comparison of the fix.
+	hierPersistentCC
 )
 
 var hierKinds = []struct {
@@ -85,7 +89,7 @@ func hierSitePrior(objs []pooledObj, kind hierKind, w float64) sitePrior {
 	var decayed estimators.PoolStats
 	group := 0
 	for _, o := range objs {
-		if !o.scored || !o.evOK {
+		if !o.inPrior() {
 			continue
 		}
 		group = o.group
@@ -178,16 +182,13 @@ func hierPriors(sets [][]pooledObj, kind hierKind, w float64) map[*pooledObj]sit
 	return out
 }
 
-// persistentPrior is the persistent candidate's site prior: the lasting
-// rates' gamma and the bursts' dispersion per period from the moments of
-// consecutive periods of the same objects (estimators.DispersionStats over
-// the pairs (period h+1, period h), the pair's cross-covariance being the
-// lasting rates' spread), its mean moved to the decayed history's (hist
-// with w), or to mean when mean > 0.
-func persistentPrior(objs []pooledObj, w, mean float64) (estimators.NBPrior, bool) {
+// periodPairs are the moments of consecutive periods of the same objects
+// of the site's prior population (estimators.DispersionStats over the
+// pairs (period h+1, period h)).
+func periodPairs(objs []pooledObj) estimators.DispersionStats {
 	var ds estimators.DispersionStats
 	for _, o := range objs {
-		if !o.scored || !o.evOK {
+		if !o.inPrior() {
 			continue
 		}
 		prev := o.ev
@@ -201,7 +202,68 @@ func persistentPrior(objs []pooledObj, w, mean float64) (estimators.NBPrior, boo
 			prev = ev
 		}
 	}
-	nb, ok := ds.Prior()
+	return ds
+}
+
+// inPrior says whether the object feeds its site's candidate prior: the
+// scored objects with evidence, or every object with evidence when
+// priorAll is set (allPages).
+func (o *pooledObj) inPrior() bool { return o.evOK && (o.scored || o.priorAll) }
+
+// allPages is a copy of sets whose every object with evidence feeds the
+// candidate priors (as an aggregator sees a site: all its pages), the
+// scored objects unchanged.
+func allPages(sets [][]pooledObj) [][]pooledObj {
+	out := make([][]pooledObj, len(sets))
+	for i, objs := range sets {
+		if objs == nil {
+			continue
+		}
+		out[i] = append([]pooledObj(nil), objs...)
+		for j := range out[i] {
+			out[i][j].priorAll = true
+		}
+	}
+	return out
+}
+
+// siteGroup is the group (calendar) of the site's prior population.
+func siteGroup(objs []pooledObj) int {
+	for _, o := range objs {
+		if o.inPrior() {
+			return o.group
+		}
+	}
+	return 0
+}
+
+// persistentPrior is the persistent candidate's site prior: the lasting
+// rates' gamma from the whole periods' moments of the decayed history
+// (hist with w) net of the bursts (eq. H4, GammaPrior.Lasting) with the
+// dispersion k per period pooled over the group's sites (eq. H5), its mean
+// moved to mean when mean > 0 (three-level). ok is false when the site
+// has no consecutive periods' moments (the same sites as before the fix).
+func persistentPrior(objs []pooledObj, w, mean, k float64) (estimators.NBPrior, bool) {
+	if _, ok := periodPairs(objs).Prior(); !ok {
+		return estimators.NBPrior{}, false
+	}
+	sp := hierSitePrior(objs, hierHist, w)
+	if !sp.ok {
+		return estimators.NBPrior{}, false
+	}
+	g := sp.prior.Lasting(k)
+	if mean > 0 {
+		g = g.WithMean(mean)
+	}
+	return estimators.NBPrior{GammaPrior: g, K: k}, true
+}
+
+// persistentPriorCC is the former persistent prior (the comparison of
+// the fix): the lasting rates' spread and the dispersion from the site's
+// own cross-covariance of consecutive periods (periodPairs), the mean
+// hist's (or mean when mean > 0).
+func persistentPriorCC(objs []pooledObj, w, mean float64) (estimators.NBPrior, bool) {
+	nb, ok := periodPairs(objs).Prior()
 	if !ok {
 		return nb, false
 	}
@@ -213,11 +275,32 @@ func persistentPrior(objs []pooledObj, w, mean float64) (estimators.NBPrior, boo
 	return nb, true
 }
 
-// siteTau2 is the site's τ² (eq. H1) over its prior population's periods.
-func siteTau2(objs []pooledObj) float64 {
+// burstPools is eq. H5's pooled dispersion of every group of the sets.
+func burstPools(sets [][]pooledObj) map[int]float64 {
+	pools := map[int]*estimators.BurstPool{}
+	for _, objs := range sets {
+		if len(objs) == 0 {
+			continue
+		}
+		g := siteGroup(objs)
+		if pools[g] == nil {
+			pools[g] = &estimators.BurstPool{}
+		}
+		pools[g].Add(periodPairs(objs))
+	}
+	out := map[int]float64{}
+	for g, p := range pools {
+		out[g] = p.K()
+	}
+	return out
+}
+
+// siteDrift is the site's LevelDrift (eq. H1) over its prior
+// population's periods.
+func siteDrift(objs []pooledObj) estimators.LevelDrift {
 	var periods [hierYears + 1]estimators.PoolStats
 	for _, o := range objs {
-		if !o.scored || !o.evOK {
+		if !o.inPrior() {
 			continue
 		}
 		periods[0].Add(o.ev, 1)
@@ -231,8 +314,42 @@ func siteTau2(objs []pooledObj) float64 {
 	for h := hierYears; h >= 0; h-- {
 		d.AddPeriod(periods[h])
 	}
-	t, _ := d.Var()
+	return d
+}
+
+// siteTau2 is the site's τ² (eq. H1) over its prior population's periods.
+func siteTau2(objs []pooledObj) float64 {
+	t, _ := siteDrift(objs).Var()
 	return t
+}
+
+// groupTau2 is τ² (eq. H1) pooled over the sites of a group: their
+// LevelDrift sums added (the sites of one calendar share the variance of
+// their levels' steps; one site's three steps make a noisy τ̂²). The
+// returned function gives a site its group's τ².
+func groupTau2(sets [][]pooledObj) func([]pooledObj) float64 {
+	sums := map[int]*estimators.LevelDrift{}
+	for _, objs := range sets {
+		if len(objs) == 0 {
+			continue
+		}
+		d := siteDrift(objs)
+		g := siteGroup(objs)
+		if sums[g] == nil {
+			sums[g] = &estimators.LevelDrift{}
+		}
+		sums[g].N += d.N
+		sums[g].SS += d.SS
+		sums[g].Noise += d.Noise
+	}
+	return func(objs []pooledObj) float64 {
+		d := sums[siteGroup(objs)]
+		if d == nil {
+			return 0
+		}
+		t, _ := d.Var()
+		return t
+	}
 }
 
 // hierScoreDrift is hierScore with the estimate made the next period's
@@ -251,17 +368,21 @@ func hierScoreWith(sets [][]pooledObj, cfg *estimators.Config, kind hierKind, w 
 	s := newPooledScore()
 	s.priorScored = true
 	s.tau2Of = tau2Of
-	if kind == hierPersistent || kind == hierPersistentThree {
+	if kind == hierPersistent || kind == hierPersistentThree || kind == hierPersistentCC {
 		var three map[*pooledObj]sitePrior
 		if kind == hierPersistentThree {
 			three = hierPriors(sets, hierThree, w)
 		}
+		ks := burstPools(sets)
 		s.nbOf = func(objs []pooledObj) (estimators.NBPrior, bool) {
 			mean := 0.0
 			if sp, ok := three[&objs[0]]; ok && sp.ok {
 				mean = sp.prior.Mean()
 			}
-			return persistentPrior(objs, w, mean)
+			if kind == hierPersistentCC {
+				return persistentPriorCC(objs, w, mean)
+			}
+			return persistentPrior(objs, w, mean, ks[siteGroup(objs)])
 		}
 		for _, objs := range sets {
 			if len(objs) > 0 {
@@ -336,13 +457,15 @@ type hierResult struct {
 // hierCandidates evaluates every candidate: w chosen on the training
 // split, scores on the test split.
 // base is the published pooled (hist, w = 0) on the php test split.
-func hierCandidates(e *Env, cfg *estimators.Config, pages map[string][]float64) (rs []hierResult, base *pooledScore) {
+// d holds the splits' objects.
+func hierCandidates(e *Env, cfg *estimators.Config, pages map[string][]float64) (rs []hierResult, base *pooledScore, d hierData) {
 	trainPR, testPR := hierPHP, hierPHP
 	trainPR.half, testPR.half = 1, 2
 	phpTrain := phpObjSets(e, pages, cfg, trainPR)
 	phpTest := phpObjSets(e, pages, cfg, testPR)
 	simTrain := simSiteObjs(e, cfg, e.reps(150, 40), 0.3, 1.2, 3600000, hierYears)
 	simTest := simSiteObjs(e, cfg, e.reps(300, 60), 0.3, 1.2, 1600000, hierYears)
+	d = hierData{phpTrain, phpTest, simTrain, simTest}
 	base = hierScore(phpTest, cfg, hierHist, 0)
 	for _, k := range hierKinds {
 		r := hierResult{name: k.name, kind: k.kind, trainPHP: map[float64]*pooledScore{}, trainSim: map[float64]*pooledScore{}}
@@ -377,7 +500,12 @@ func hierCandidates(e *Env, cfg *estimators.Config, pages map[string][]float64) 
 		d.phpChecks, d.simCheck = pooledChecks(d.testPHP), pooledChecks(d.testSim)
 		rs = append(rs, d)
 	}
-	return rs, base
+	return rs, base, d
+}
+
+// hierData are the objects of the training and test splits.
+type hierData struct {
+	phpTrain, phpTest, simTrain, simTest [][]pooledObj
 }
 
 // hierMeets says whether every check of both data sets passes.
@@ -390,27 +518,41 @@ func (r hierResult) meets() bool {
 	return true
 }
 
-// hierBest is the candidate the training split prefers (the lowest worse
-// ratio0 of its chosen w on the training sets).
+// hierBest is the candidate the training split prefers: the fewest failed
+// checks of its chosen w on the training sets (php/doc-en and simulated),
+// then the lowest worse ratio0 there.
 func hierBest(rs []hierResult) int {
-	bi, bv := 0, math.Inf(1)
+	bi, bf, bv := 0, math.MaxInt, math.Inf(1)
 	for i, r := range rs {
-		if v := math.Max(ratio0(r.trainPHP[r.w]), ratio0(r.trainSim[r.w])); v < bv {
-			bi, bv = i, v
+		f := r.trainFailed()
+		v := math.Max(ratio0(r.trainPHP[r.w]), ratio0(r.trainSim[r.w]))
+		if f < bf || (f == bf && v < bv) {
+			bi, bf, bv = i, f, v
 		}
 	}
 	return bi
 }
 
+// trainFailed is the number of the target's checks that the candidate's
+// chosen w fails on the training sets.
+func (r hierResult) trainFailed() int {
+	n := 0
+	for _, c := range append(pooledChecks(r.trainPHP[r.w]), pooledChecks(r.trainSim[r.w])...) {
+		if !c.ok() {
+			n++
+		}
+	}
+	return n
+}
+
 // hierCause explains, from the numbers, the preferred candidate's missed
 // checks: on php/doc-en, where its loss against the best single estimator
 // lies (the pages without a detected change) and how far the site prior
-// and the posterior median sit from their truth there; on the simulated
-// sites, a coverage miss of the persistent candidates is set against hist's
-// coverage of the same objects (whose prior's spread comes from the whole
-// windows, not from the cross-covariance of consecutive ones). "" when the
-// numbers do not show the cause.
-func hierCause(r hierResult, hist hierResult) string {
+// and the posterior median sit from their truth there. "" when the numbers
+// do not show the cause (a miss on the simulated sites has no explanation
+// here: the persistent family's former one, the noisy cross-covariance
+// spread, is fixed by eq. H4–H5 and compared in hierFixText).
+func hierCause(r hierResult) string {
 	var parts []string
 	failed := func(cs []check) bool {
 		for _, c := range cs {
@@ -443,17 +585,9 @@ func hierCause(r hierResult, hist hierResult) string {
 			"mean is e^%s of their truth (median) and the posterior median e^%s from the prior mean, so most of the gap is %s",
 			s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), k3, f3(nzb), f2(lp), f2(lq), where))
 	}
-	if failed(r.simCheck) {
-		if (r.kind != hierPersistent && r.kind != hierPersistentThree) || hist.testSim == nil {
-			return ""
-		}
-		c, ch := hierCoverage(r.testSim, 1), hierCoverage(hist.testSim, 1)
-		if !(ch >= 0.93 && ch <= 0.97) {
-			return ""
-		}
-		parts = append(parts, fmt.Sprintf("on the simulated sites the intervals with 5 or more changes cover %s against hist's %s on the same objects: the lasting "+
-			"rates' spread from the cross-covariance of consecutive windows is a noisier moment than the whole windows' (as for `pooled_nb` above); the "+
-			"simulated sites have no bursts, so the layer itself is not the cause", pct(c), pct(ch)))
+	if n := r.testPHP.predN[1]; len(parts) > 0 && !coverageReachable(n) {
+		parts = append(parts, fmt.Sprintf("the php/doc-en coverage check with 5 or more changes rests on %d predictive interval(s) and cannot pass "+
+			"for any estimator (k/%d is never in 93–97 %%)", n, n))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -481,14 +615,15 @@ func pooledTimeSection(e *Env) {
 // verdict.
 func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []hierResult {
 	r := e.R
-	rs, base := hierCandidates(e, cfg, pages)
+	rs, base, data := hierCandidates(e, cfg, pages)
 	r.P("Extensions of the site prior (`estimators/pooled_hier.go`), each O(1) per site: **hist** fits the gamma prior on the site's "+
 		"observed period and the %d periods before it with exponentially decayed sums (weight w^h for the period h back, `PoolStats.Decay`); **drift** "+
 		"inflates hist's prior by the site's period-to-period variance of log level τ² (a log random walk: eq. H1–H2, τ² from the site's own consecutive "+
 		"periods, net of their Poisson noise), so a shifting site's prior is wider; **three-level** shrinks hist's prior mean towards the level of all sites of "+
 		"the same periods (eq. H3), by the site level's uncertainty (Poisson noise and the periods' deviations, τ²/2 each) against the sites' spread of "+
 		"long-run levels; **persistent** separates a page's lasting rate from its period's bursts (the gamma-Poisson layer of `pooled_nb`): the prior is "+
-		"one of lasting rates, its spread the cross-covariance of consecutive periods of the same pages, its mean hist's (or three-level's), and the "+
+		"one of lasting rates, with hist's mean (or three-level's) and the spread of hist's whole periods net of the bursts (eq. H4), the bursts' "+
+		"dispersion per period pooled over the sites of one calendar from the cross-covariance of consecutive periods of the same pages (eq. H5), and the "+
 		"page's count is negative binomial around it (`estimators.PooledNB`); **+ drift in the prediction** keeps a candidate's posterior of this "+
 		"period's rate θ and estimates the next period's, θ·e^η with η ~ N(0, τ²) (the site's τ² of eq. H1): the drift widens the prediction, not the "+
 		"prior (its median and interval are the mixture's; the predictive check mixes over η too). The one hyper-parameter, w ∈ {%s}, is chosen on a "+
@@ -497,8 +632,11 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 		"lowest such training value (+ drift variants use their base's w). Every candidate is then reported on the **test split**: the other half of the "+
 		"directories, and the simulated sites of the section above (stationary; each object gets %d earlier windows of the same process). The last column "+
 		"swaps the halves (w chosen on the test half, scored on the training half): how much a ratio moves with the half it is measured on. Caveat: the "+
-		"candidates were designed in two rounds; persistent and the drift in the prediction were added after the first round's test numbers "+
-		"(hist, drift, three-level) were seen, so the test split is not untouched for them (their hyper-parameter is still chosen on the training split). "+
+		"candidates were designed in three rounds; persistent and the drift in the prediction were added after the first round's test numbers "+
+		"(hist, drift, three-level) were seen, and persistent's spread (eq. H4–H5, replacing the site's own cross-covariance of consecutive periods) "+
+		"after the second round's (its simulated coverage with 5 or more changes failed), so the test split is not untouched for them (their "+
+		"hyper-parameter is still chosen on the training split). The verdict's candidate is the one whose chosen w fails the fewest checks on the training "+
+		"sets, then has the lowest training ratio. "+
 		"php/doc-en protocol: selection in %s, truth in %s, observed year (start, start+1 y], history the %d years before it. This is `phpHonest`'s design "+
 		"with its selection and truth before the observed year moved 3 years earlier; under `phpHonest` itself the years before the observed one are truth "+
 		"and selection years, so a history prior would read the truth.",
@@ -530,6 +668,8 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 		f3(ratio0(h0)), pooledOurs(base))
 	bi := hierBest(rs)
 	b := rs[bi]
+	hierFixText(e, cfg, rs, data)
+	hierRound3Text(e, cfg, b, data)
 	b.testPHP.regimeTable(r, fmt.Sprintf("Test php split, %s with w = %g, by regime of r = truth/f (weekly crawler), objects with fewer than 5 changes:", b.name, b.w))
 	b.testSim.regimeTable(r, fmt.Sprintf("Test simulated sites, %s with w = %g, by regime of r = λ/f, objects with fewer than 5 changes:", b.name, b.w))
 	var checks []check
@@ -573,7 +713,7 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 		r.P("**Outcome.** Meeting the target on both test sets: %s.", strings.Join(met, ", "))
 	}
 	r.Verdict(fmt.Sprintf("Pooled, site prior over time (%s, w = %g chosen on the training split; test split)", b.name, b.w), "issue 16 target on both data sets",
-		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b, rs[0]))
+		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b))
 	return rs
 }
 
@@ -801,4 +941,114 @@ func ratio0Boot(s *pooledScore, reps int, seed uint64) (lo, hi float64) {
 func bootString(s *pooledScore, seed uint64) string {
 	lo, hi := ratio0Boot(s, 400, seed)
 	return "[" + f3(lo) + ", " + f3(hi) + "]"
+}
+
+// hierFixText compares the persistent candidate (at its chosen w) with the
+// former spread of its lasting rates (the site's own cross-covariance of
+// consecutive periods, hierPersistentCC) on the test split, with the
+// pooled burst dispersions of eq. H5.
+func hierFixText(e *Env, cfg *estimators.Config, rs []hierResult, d hierData) {
+	var p *hierResult
+	for i := range rs {
+		if rs[i].kind == hierPersistent && !rs[i].drift {
+			p = &rs[i]
+		}
+	}
+	if p == nil {
+		return
+	}
+	ccSim := hierScore(d.simTest, cfg, hierPersistentCC, p.w)
+	ccPHP := hierScore(d.phpTest, cfg, hierPersistentCC, p.w)
+	var phpInvK []float64
+	for _, k := range burstPools(d.phpTrain) {
+		phpInvK = append(phpInvK, 1/k)
+	}
+	simInvK := 0.0
+	for _, k := range burstPools(d.simTrain) {
+		simInvK = math.Max(simInvK, 1/k)
+	}
+	e.R.P("The persistent family's spread (eq. H4–H5) against its former one, the site's own cross-covariance of consecutive periods, for persistent "+
+		"with w = %g on the test split: simulated coverage < 5 / ≥ 5 changes %s / %s (former: %s / %s), ratio < 5 %s (former: %s); php/doc-en ratio < 5 %s "+
+		"(former: %s), predictive coverage %s (former: %s). The pooled burst dispersion 1/k̄ (eq. H5) of the training split: php/doc-en calendars median "+
+		"%.3f, largest %.3f (%d calendars); simulated sites %.3f (they have no bursts), so there the lasting prior is hist's own.",
+		p.w, pct(hierCoverage(p.testSim, 0)), pct(hierCoverage(p.testSim, 1)), pct(hierCoverage(ccSim, 0)), pct(hierCoverage(ccSim, 1)),
+		f3(ratio0(p.testSim)), f3(ratio0(ccSim)), f3(ratio0(p.testPHP)), f3(ratio0(ccPHP)), pct(hierCoverage(p.testPHP, 0)), pct(hierCoverage(ccPHP, 0)),
+		quantile(phpInvK, 0.5), quantile(phpInvK, 1), len(phpInvK), simInvK)
+}
+
+// hierRound3Text reports the two further changes tried on the preferred
+// candidate b (its kind, w and drift setting), judged on the training
+// split and shown on the test split too: every page of a site in its prior
+// (allPages, as an aggregator sees a site) and τ² pooled over the sites of
+// one calendar in the prediction (groupTau2); and whether the php test
+// split's pages with 5 or more changes can meet the coverage check at all.
+func hierRound3Text(e *Env, cfg *estimators.Config, b hierResult, d hierData) {
+	var tau func([]pooledObj) float64
+	if b.drift {
+		tau = siteTau2
+	}
+	allTr := hierScoreWith(allPages(d.phpTrain), cfg, b.kind, b.w, tau)
+	allTe := hierScoreWith(allPages(d.phpTest), cfg, b.kind, b.w, tau)
+	gTrP := hierScoreWith(d.phpTrain, cfg, b.kind, b.w, groupTau2(d.phpTrain))
+	gTrS := hierScoreWith(d.simTrain, cfg, b.kind, b.w, groupTau2(d.simTrain))
+	gTeP := hierScoreWith(d.phpTest, cfg, b.kind, b.w, groupTau2(d.phpTest))
+	gTeS := hierScoreWith(d.simTest, cfg, b.kind, b.w, groupTau2(d.simTest))
+	rc := func(s *pooledScore) string { return f3(ratio0(s)) + " (" + pct(hierCoverage(s, 0)) + ")" }
+	e.R.P("Two more changes on %s with w = %g, decided on the training split (ratio < 5 changes with its predictive coverage, then on the test split): "+
+		"every page of a directory in its prior (as a deployed aggregator sees the site, not only the selected pages): php/doc-en train %s against %s, test %s "+
+		"against %s; τ² of the drift in the prediction pooled over the directories of one calendar (eq. H1's sums added; one site's three steps make a noisy "+
+		"τ̂²): php/doc-en train %s against %s, test %s against %s; simulated coverage < 5 / ≥ 5 train %s / %s, test %s / %s.",
+		b.name, b.w, rc(allTr), rc(b.trainPHP[b.w]), rc(allTe), rc(b.testPHP), rc(gTrP), rc(b.trainPHP[b.w]), rc(gTeP), rc(b.testPHP),
+		pct(hierCoverage(gTrS, 0)), pct(hierCoverage(gTrS, 1)), pct(hierCoverage(gTeS, 0)), pct(hierCoverage(gTeS, 1)))
+	both := mergeScores(b.testPHP, b.swapPHP)
+	e.R.P("Both halves of php/doc-en, each scored with the w chosen without it (the test half with w = %g, the training half with w = %g; %d pages with "+
+		"fewer than 5 changes): %s of the best single estimator's median error %s, predictive coverage %s.",
+		b.w, b.swapW, both.n[0], f3(ratio0(both)), bootString(both, e.Seed), pct(hierCoverage(both, 0)))
+	tr, te := b.trainPHP[b.w], b.testPHP
+	k := bestOfGroup(te, 2)
+	e.R.P("Where the halves differ (%s, w = %g): on the pages without a detected change its median |log| is %s on the training half and %s on the test "+
+		"half, %s's %s and %s; with 1–4 changes %s and %s, the best single estimator's %s and %s. The ratio's move between the halves is mostly the "+
+		"comparator's: %s gives every silent page one value, and how near the silent pages' truths fall to it differs between the halves.",
+		b.name, b.w, f3(quantile(tr.errs[2]["pooled"], 0.5)), f3(quantile(te.errs[2]["pooled"], 0.5)), k, f3(quantile(tr.errs[2][k], 0.5)),
+		f3(quantile(te.errs[2][k], 0.5)), f3(quantile(tr.errs[3]["pooled"], 0.5)), f3(quantile(te.errs[3]["pooled"], 0.5)),
+		f3(quantile(tr.errs[3][bestOfGroup(tr, 3)], 0.5)), f3(quantile(te.errs[3][bestOfGroup(te, 3)], 0.5)), k)
+	if n := b.testPHP.predN[1]; !coverageReachable(n) {
+		e.R.P("On this test split the php/doc-en check of coverage with 5 or more changes cannot pass for any candidate: with %d predictive interval(s) "+
+			"the coverage takes only the values k/%d, none in 93–97 %%; \"meets the target on both\" is then out of reach on php/doc-en whatever the "+
+			"estimator, and the ratio with fewer than 5 changes (its bootstrap interval above) is the informative number.", n, n)
+	}
+}
+
+// coverageReachable says whether some k/n lies in [0.93, 0.97].
+func coverageReachable(n int) bool {
+	for k := 0; k <= n; k++ {
+		if c := float64(k) / float64(n); c >= 0.93 && c <= 0.97 {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeScores pools the per-object errors and predictive coverage counts
+// of a and b (two disjoint sets of sites), b's sites numbered after a's.
+func mergeScores(a, b *pooledScore) *pooledScore {
+	m := newPooledScore()
+	for _, s := range []*pooledScore{a, b} {
+		off := m.sites
+		for g := range m.errs {
+			m.n[g] += s.n[g]
+			m.predN[g] += s.predN[g]
+			m.predCov[g] += s.predCov[g]
+			m.cov[g] += s.cov[g]
+			m.ciN[g] += s.ciN[g]
+			for k, v := range s.errs[g] {
+				m.errs[g][k] = append(m.errs[g][k], v...)
+			}
+		}
+		for _, si := range s.site0 {
+			m.site0 = append(m.site0, off+si)
+		}
+		m.sites += s.sites
+	}
+	return m
 }
