@@ -95,15 +95,15 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 		"period's rate θ and estimates the next period's, θ·e^η with η ~ N(0, τ²) (the site's τ² of eq. H1): the drift widens the prediction, not the "+
 		"prior (its median and interval are the mixture's; the predictive check mixes over η too). The one hyper-parameter, w ∈ {%s}, is chosen on a "+
 		"**training split** only: php/doc-en directories of one half of a fixed hash split (`phpHalf`), and simulated sites of another random stream; the "+
-		"rule is the w whose worse data set (the larger ratio, < 5 changes) is lowest, and the verdict is given for the candidate whose chosen w has the "+
-		"lowest such training value (+ drift variants use their base's w). Every candidate is then reported on the **test split**: the other half of the "+
+		"rule is the w whose worse data set (the larger ratio, < 5 changes) is lowest (+ drift variants use their base's w), and the verdict is given for "+
+		"the candidate whose chosen w fails the fewest of the target's checks on the training sets, then has the lowest such training value (a rule set "+
+		"in the third round; before it, the lowest training value alone). Every candidate is then reported on the **test split**: the other half of the "+
 		"directories, and the simulated sites of the section above (stationary; each object gets %d earlier windows of the same process). The last column "+
 		"swaps the halves (w chosen on the test half, scored on the training half): how much a ratio moves with the half it is measured on. Caveat: the "+
 		"candidates were designed in three rounds; persistent and the drift in the prediction were added after the first round's test numbers "+
 		"(hist, drift, three-level) were seen, and persistent's spread (eq. H4–H5, replacing the site's own cross-covariance of consecutive periods) "+
 		"after the second round's (its simulated coverage with 5 or more changes failed), so the test split is not untouched for them (their "+
-		"hyper-parameter is still chosen on the training split). The verdict's candidate is the one whose chosen w fails the fewest checks on the training "+
-		"sets, then has the lowest training ratio. "+
+		"hyper-parameter is still chosen on the training split). "+
 		"php/doc-en protocol: selection in %s, truth in %s, observed year (start, start+1 y], history the %d years before it. This is `phpHonest`'s design "+
 		"with its selection and truth before the observed year moved 3 years earlier; under `phpHonest` itself the years before the observed one are truth "+
 		"and selection years, so a history prior would read the truth.",
