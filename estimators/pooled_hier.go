@@ -34,7 +34,29 @@ import "math"
 //     ℓ*_s = (ℓ_s/v_s + ℓ_g/ω²) / (1/v_s + 1/ω²)                      (H3)
 //
 //     moves the prior's mean (GammaPrior.WithMean) towards all sites' level
-//     when the site's own is uncertain.
+//     when the site's own is uncertain;
+//
+//  4. lasting rates and bursts: a page's rate in period h is λ_h = θ·u_h,
+//     its lasting rate θ (mean μ, variance σ_θ²) times the period's burst
+//     multiplier u_h ~ Gamma(k, k) (mean 1, variance 1/k; the layer of
+//     pooled_nb.go with periods for halves). The whole periods' moments
+//     (PoolStats over page-periods, the low-noise estimate of `pooled`)
+//     measure the variance of λ_h,
+//
+//     σ_w² = σ_θ²·(1 + 1/k) + μ²/k,                                  (H4)
+//
+//     so the lasting rates' prior keeps the whole periods' mean and has
+//     σ_θ² = (σ_w² − μ²/k)/(1 + 1/k) (GammaPrior.Lasting). Only the
+//     cross-covariance of consecutive periods of the same pages separates
+//     θ's spread from the bursts' (DispersionStats), a noisy moment for
+//     one site: H4 with one site's own 1/k̂ returns that cross-covariance.
+//     The sites of one calendar share their burst process, so 1/k is
+//     pooled over them (BurstPool), the sites' unclipped moment estimates
+//     weighted by their pages,
+//
+//     1/k̄ = max(0, Σ_s N_s·(1/k̂_s) / Σ_s N_s);                      (H5)
+//
+//     without bursts (1/k̄ = 0) the lasting prior is the whole periods'.
 
 // LevelDrift holds the O(1) sums of a site's period-to-period changes of
 // log level. The zero value is empty; add periods newest first or oldest
@@ -112,4 +134,44 @@ func ShrinkLevel(l, v, lg, omega2 float64) float64 {
 		return lg
 	}
 	return (l/v + lg/omega2) / (1/v + 1/omega2)
+}
+
+// Lasting is the prior of lasting rates θ from the gamma prior g of the
+// periods' rates λ = θ·u, u ~ Gamma(k, k) (eq. H4): the same mean, the
+// variance (σ_w² − μ²/k)/(1 + 1/k) floored at μ²/maxShape as in
+// PoolStats.Prior. k = +Inf (no bursts) returns g.
+func (g GammaPrior) Lasting(k float64) GammaPrior {
+	if math.IsInf(k, 1) || !(k > 0) {
+		return g
+	}
+	mu := g.Mean()
+	s2 := (g.Shape/(g.Rate*g.Rate) - mu*mu/k) / (1 + 1/k)
+	if floor := mu * mu / maxShape; !(s2 > floor) {
+		s2 = floor
+	}
+	return GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}
+}
+
+// BurstPool holds the O(1) sums of eq. H5 over the sites of one calendar.
+// The zero value is empty.
+type BurstPool struct {
+	// N is Σ_s N_s, S Σ_s N_s·(1/k̂_s).
+	N, S float64
+}
+
+// Add adds one site's consecutive-period moments (skipped when they give
+// no estimate).
+func (b *BurstPool) Add(d DispersionStats) {
+	if v, ok := d.InvK(); ok {
+		b.N += d.N
+		b.S += d.N * v
+	}
+}
+
+// K is the pooled dispersion k̄ of eq. H5 (+Inf: no bursts, or no site).
+func (b BurstPool) K() float64 {
+	if !(b.N > 0) || !(b.S > 0) {
+		return math.Inf(1)
+	}
+	return b.N / b.S
 }

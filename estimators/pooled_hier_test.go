@@ -89,3 +89,85 @@ func TestShrinkLevelAndWithMean(t *testing.T) {
 		t.Errorf("WithMean: %+v", g)
 	}
 }
+
+// Lasting inverts eq. H4: the variance of λ = θ·u (u ~ Gamma(k, k)) is
+// σ_θ²(1 + 1/k) + μ²/k (checked by Monte Carlo), and from the gamma with
+// those moments Lasting(k) returns θ's prior; k = ∞ leaves the prior as it
+// is, and a burst share above the whole variance falls to the floor.
+func TestLastingInvertsH4(t *testing.T) {
+	const a, b, k = 2.5, 4.0, 1.5
+	mu, s2 := a/b, a/(b*b)
+	vw := s2*(1+1/k) + mu*mu/k
+	rng := rand.New(rand.NewPCG(11, 12))
+	const n = 400000
+	var s, ss float64
+	for i := 0; i < n; i++ {
+		l := gammaDraw(rng, a, b) * gammaDraw(rng, k, k)
+		s += l
+		ss += l * l
+	}
+	if mv := ss/n - (s/n)*(s/n); math.Abs(mv/vw-1) > 0.03 {
+		t.Errorf("H4: Monte Carlo variance %g, formula %g", mv, vw)
+	}
+	whole := GammaPrior{Shape: mu * mu / vw, Rate: mu / vw}
+	got := whole.Lasting(k)
+	if math.Abs(got.Shape/a-1) > 1e-9 || math.Abs(got.Rate/b-1) > 1e-9 {
+		t.Errorf("Lasting(%g) = %+v, want shape %g rate %g", k, got, a, b)
+	}
+	if whole.Lasting(math.Inf(1)) != whole {
+		t.Error("k = ∞ changed the prior")
+	}
+	// bursts alone explain more than the whole variance: the floor (CV 32 %)
+	if f := (GammaPrior{Shape: 4, Rate: 4}).Lasting(0.5); math.Abs(f.Shape-maxShape) > 1e-9 || math.Abs(f.Mean()-1) > 1e-12 {
+		t.Errorf("floor: %+v", f)
+	}
+}
+
+// BurstPool (eq. H5) recovers a dispersion shared by many small sites,
+// each of whose own 1/k̂ is noisy, and gives no bursts (k̄ = ∞ or nearly)
+// when there are none.
+func TestBurstPoolRecoversK(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, k := range []float64{math.Inf(1), 2} {
+		var pool BurstPool
+		var spread moments1
+		for site := 0; site < 400; site++ {
+			shape := 1 + 3*rng.Float64()
+			rate := shape / (0.5 + 4*rng.Float64()) // site mean 0.5–4.5 per period
+			var ds DispersionStats
+			for i := 0; i < 30; i++ {
+				th := gammaDraw(rng, shape, rate)
+				u := func() float64 {
+					if math.IsInf(k, 1) {
+						return 1
+					}
+					return gammaDraw(rng, k, k)
+				}
+				ds.Add(Evidence{X: poissonDraw(rng, th*u()), E: 1}, Evidence{X: poissonDraw(rng, th*u()), E: 1})
+			}
+			if v, ok := ds.InvK(); ok {
+				spread.add(v)
+			}
+			pool.Add(ds)
+		}
+		got := 1 / pool.K()
+		// 400 sites: the pooled 1/k̂ has a standard error about the sites'
+		// spread / 20 (one site's 1/k̂ spreads by more than 0.1 here)
+		se := spread.sd() / 20
+		if want := 1 / k; math.Abs(got-want) > 4*se || spread.sd() < 0.1 {
+			t.Errorf("k = %g: pooled 1/k %g (standard error %g), one site's 1/k̂ spreads %g", k, got, se, spread.sd())
+		}
+	}
+	var empty BurstPool
+	if !math.IsInf(empty.K(), 1) {
+		t.Error("an empty pool has bursts")
+	}
+}
+
+type moments1 struct{ n, s, ss float64 }
+
+func (m *moments1) add(x float64) { m.n++; m.s += x; m.ss += x * x }
+func (m moments1) sd() float64 {
+	mu := m.s / m.n
+	return math.Sqrt((m.ss/m.n - mu*mu) * m.n / (m.n - 1))
+}

@@ -84,27 +84,43 @@ type NBPrior struct {
 // Prior fits the prior and the dispersion by the moments above; ok is
 // false with fewer than MinPoolObjects objects or no change.
 func (d DispersionStats) Prior() (NBPrior, bool) {
-	X, E := d.Xa+d.Xb, d.Ea+d.Eb
-	if d.N < MinPoolObjects || !(X > 0) || !(E > 0) || !(d.EaEb > 0) {
+	mu, s2, invK, ok := d.moments()
+	if !ok {
 		return NBPrior{}, false
 	}
-	mu := X / E
-	// Σ(x_a − μe_a)(x_b − μe_b)
-	cov := d.XaXb - mu*(d.XaEb+d.XbEa) + mu*mu*d.EaEb
-	s2 := cov / d.EaEb
-	if floor := mu * mu / maxShape; !(s2 > floor) {
-		s2 = floor
-	}
-	// Σ_h Σ((x_h − μe_h)² − μe_h)
-	e2 := d.Ea2 + d.Eb2
-	ss := d.Xa2 + d.Xb2 - 2*mu*(d.XaEa2+d.XbEb2) + mu*mu*e2 - mu*E
-	invK := (ss - s2*e2) / ((s2 + mu*mu) * e2)
 	k := math.Inf(1)
 	if invK > 0 {
 		k = 1 / invK
 	}
 	p := NBPrior{GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}, k}
 	return p, p.Shape > 0 && p.Rate > 0 && !math.IsInf(p.Shape, 0) && !math.IsInf(p.Rate, 0) && k > 0
+}
+
+// InvK is the moment estimate 1/k̂ above before its clip at 0 (an unbiased
+// summand of a pooled dispersion, BurstPool); ok as for Prior.
+func (d DispersionStats) InvK() (float64, bool) {
+	_, _, invK, ok := d.moments()
+	return invK, ok && !math.IsNaN(invK) && !math.IsInf(invK, 0)
+}
+
+// moments are μ̂, σ̂² (clipped at its floor) and the unclipped 1/k̂.
+func (d DispersionStats) moments() (mu, s2, invK float64, ok bool) {
+	X, E := d.Xa+d.Xb, d.Ea+d.Eb
+	if d.N < MinPoolObjects || !(X > 0) || !(E > 0) || !(d.EaEb > 0) {
+		return 0, 0, 0, false
+	}
+	mu = X / E
+	// Σ(x_a − μe_a)(x_b − μe_b)
+	cov := d.XaXb - mu*(d.XaEb+d.XbEa) + mu*mu*d.EaEb
+	s2 = cov / d.EaEb
+	if floor := mu * mu / maxShape; !(s2 > floor) {
+		s2 = floor
+	}
+	// Σ_h Σ((x_h − μe_h)² − μe_h)
+	e2 := d.Ea2 + d.Eb2
+	ss := d.Xa2 + d.Xb2 - 2*mu*(d.XaEa2+d.XbEb2) + mu*mu*e2 - mu*E
+	invK = (ss - s2*e2) / ((s2 + mu*mu) * e2)
+	return mu, s2, invK, true
 }
 
 // PooledNB returns the posterior median of λ and its equal-tailed

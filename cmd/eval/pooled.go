@@ -30,6 +30,9 @@ type pooledObj struct {
 	evOK    bool
 	ch      *estimators.Change
 	scored  bool // scored (the truth is known); every object feeds the prior
+	// priorAll: the object feeds a candidate prior of pooled_hier.go even
+	// when not scored (allPages).
+	priorAll bool
 	// evA, evB are the evidence of the window's two halves (the
 	// over-dispersed prior's moments, pooled_nb.go).
 	evA, evB estimators.Evidence

@@ -1,13 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"math"
-	"math/rand/v2"
-	"sort"
-	"strings"
-
-	"gonum.org/v1/gonum/mathext"
 
 	"github.com/changerate/changerate/estimators"
 )
@@ -44,6 +38,10 @@ const (
 	hierThree
 	hierPersistent
 	hierPersistentThree
+	// hierPersistentCC is persistent with the former spread (the site's
+	// own cross-covariance of consecutive periods): not a candidate, the
+	// comparison of the fix.
+	hierPersistentCC
 )
 
 var hierKinds = []struct {
@@ -85,7 +83,7 @@ func hierSitePrior(objs []pooledObj, kind hierKind, w float64) sitePrior {
 	var decayed estimators.PoolStats
 	group := 0
 	for _, o := range objs {
-		if !o.scored || !o.evOK {
+		if !o.inPrior() {
 			continue
 		}
 		group = o.group
@@ -178,16 +176,13 @@ func hierPriors(sets [][]pooledObj, kind hierKind, w float64) map[*pooledObj]sit
 	return out
 }
 
-// persistentPrior is the persistent candidate's site prior: the lasting
-// rates' gamma and the bursts' dispersion per period from the moments of
-// consecutive periods of the same objects (estimators.DispersionStats over
-// the pairs (period h+1, period h), the pair's cross-covariance being the
-// lasting rates' spread), its mean moved to the decayed history's (hist
-// with w), or to mean when mean > 0.
-func persistentPrior(objs []pooledObj, w, mean float64) (estimators.NBPrior, bool) {
+// periodPairs are the moments of consecutive periods of the same objects
+// of the site's prior population (estimators.DispersionStats over the
+// pairs (period h+1, period h)).
+func periodPairs(objs []pooledObj) estimators.DispersionStats {
 	var ds estimators.DispersionStats
 	for _, o := range objs {
-		if !o.scored || !o.evOK {
+		if !o.inPrior() {
 			continue
 		}
 		prev := o.ev
@@ -201,7 +196,68 @@ func persistentPrior(objs []pooledObj, w, mean float64) (estimators.NBPrior, boo
 			prev = ev
 		}
 	}
-	nb, ok := ds.Prior()
+	return ds
+}
+
+// inPrior says whether the object feeds its site's candidate prior: the
+// scored objects with evidence, or every object with evidence when
+// priorAll is set (allPages).
+func (o *pooledObj) inPrior() bool { return o.evOK && (o.scored || o.priorAll) }
+
+// allPages is a copy of sets whose every object with evidence feeds the
+// candidate priors (as an aggregator sees a site: all its pages), the
+// scored objects unchanged.
+func allPages(sets [][]pooledObj) [][]pooledObj {
+	out := make([][]pooledObj, len(sets))
+	for i, objs := range sets {
+		if objs == nil {
+			continue
+		}
+		out[i] = append([]pooledObj(nil), objs...)
+		for j := range out[i] {
+			out[i][j].priorAll = true
+		}
+	}
+	return out
+}
+
+// siteGroup is the group (calendar) of the site's prior population.
+func siteGroup(objs []pooledObj) int {
+	for _, o := range objs {
+		if o.inPrior() {
+			return o.group
+		}
+	}
+	return 0
+}
+
+// persistentPrior is the persistent candidate's site prior: the lasting
+// rates' gamma from the whole periods' moments of the decayed history
+// (hist with w) net of the bursts (eq. H4, GammaPrior.Lasting) with the
+// dispersion k per period pooled over the group's sites (eq. H5), its mean
+// moved to mean when mean > 0 (three-level). ok is false when the site
+// has no consecutive periods' moments (the same sites as before the fix).
+func persistentPrior(objs []pooledObj, w, mean, k float64) (estimators.NBPrior, bool) {
+	if _, ok := periodPairs(objs).Prior(); !ok {
+		return estimators.NBPrior{}, false
+	}
+	sp := hierSitePrior(objs, hierHist, w)
+	if !sp.ok {
+		return estimators.NBPrior{}, false
+	}
+	g := sp.prior.Lasting(k)
+	if mean > 0 {
+		g = g.WithMean(mean)
+	}
+	return estimators.NBPrior{GammaPrior: g, K: k}, true
+}
+
+// persistentPriorCC is the former persistent prior (the comparison of
+// the fix): the lasting rates' spread and the dispersion from the site's
+// own cross-covariance of consecutive periods (periodPairs), the mean
+// hist's (or mean when mean > 0).
+func persistentPriorCC(objs []pooledObj, w, mean float64) (estimators.NBPrior, bool) {
+	nb, ok := periodPairs(objs).Prior()
 	if !ok {
 		return nb, false
 	}
@@ -213,11 +269,32 @@ func persistentPrior(objs []pooledObj, w, mean float64) (estimators.NBPrior, boo
 	return nb, true
 }
 
-// siteTau2 is the site's τ² (eq. H1) over its prior population's periods.
-func siteTau2(objs []pooledObj) float64 {
+// burstPools is eq. H5's pooled dispersion of every group of the sets.
+func burstPools(sets [][]pooledObj) map[int]float64 {
+	pools := map[int]*estimators.BurstPool{}
+	for _, objs := range sets {
+		if len(objs) == 0 {
+			continue
+		}
+		g := siteGroup(objs)
+		if pools[g] == nil {
+			pools[g] = &estimators.BurstPool{}
+		}
+		pools[g].Add(periodPairs(objs))
+	}
+	out := map[int]float64{}
+	for g, p := range pools {
+		out[g] = p.K()
+	}
+	return out
+}
+
+// siteDrift is the site's LevelDrift (eq. H1) over its prior
+// population's periods.
+func siteDrift(objs []pooledObj) estimators.LevelDrift {
 	var periods [hierYears + 1]estimators.PoolStats
 	for _, o := range objs {
-		if !o.scored || !o.evOK {
+		if !o.inPrior() {
 			continue
 		}
 		periods[0].Add(o.ev, 1)
@@ -231,8 +308,42 @@ func siteTau2(objs []pooledObj) float64 {
 	for h := hierYears; h >= 0; h-- {
 		d.AddPeriod(periods[h])
 	}
-	t, _ := d.Var()
+	return d
+}
+
+// siteTau2 is the site's τ² (eq. H1) over its prior population's periods.
+func siteTau2(objs []pooledObj) float64 {
+	t, _ := siteDrift(objs).Var()
 	return t
+}
+
+// groupTau2 is τ² (eq. H1) pooled over the sites of a group: their
+// LevelDrift sums added (the sites of one calendar share the variance of
+// their levels' steps; one site's three steps make a noisy τ̂²). The
+// returned function gives a site its group's τ².
+func groupTau2(sets [][]pooledObj) func([]pooledObj) float64 {
+	sums := map[int]*estimators.LevelDrift{}
+	for _, objs := range sets {
+		if len(objs) == 0 {
+			continue
+		}
+		d := siteDrift(objs)
+		g := siteGroup(objs)
+		if sums[g] == nil {
+			sums[g] = &estimators.LevelDrift{}
+		}
+		sums[g].N += d.N
+		sums[g].SS += d.SS
+		sums[g].Noise += d.Noise
+	}
+	return func(objs []pooledObj) float64 {
+		d := sums[siteGroup(objs)]
+		if d == nil {
+			return 0
+		}
+		t, _ := d.Var()
+		return t
+	}
 }
 
 // hierScoreDrift is hierScore with the estimate made the next period's
@@ -251,17 +362,21 @@ func hierScoreWith(sets [][]pooledObj, cfg *estimators.Config, kind hierKind, w 
 	s := newPooledScore()
 	s.priorScored = true
 	s.tau2Of = tau2Of
-	if kind == hierPersistent || kind == hierPersistentThree {
+	if kind == hierPersistent || kind == hierPersistentThree || kind == hierPersistentCC {
 		var three map[*pooledObj]sitePrior
 		if kind == hierPersistentThree {
 			three = hierPriors(sets, hierThree, w)
 		}
+		ks := burstPools(sets)
 		s.nbOf = func(objs []pooledObj) (estimators.NBPrior, bool) {
 			mean := 0.0
 			if sp, ok := three[&objs[0]]; ok && sp.ok {
 				mean = sp.prior.Mean()
 			}
-			return persistentPrior(objs, w, mean)
+			if kind == hierPersistentCC {
+				return persistentPriorCC(objs, w, mean)
+			}
+			return persistentPrior(objs, w, mean, ks[siteGroup(objs)])
 		}
 		for _, objs := range sets {
 			if len(objs) > 0 {
@@ -281,524 +396,4 @@ func hierScoreWith(sets [][]pooledObj, cfg *estimators.Config, kind hierKind, w 
 		}
 	}
 	return s
-}
-
-// ratio0, ratio1: pooled's median |log| over the best single paper
-// estimator's, with fewer than 5 / 5 or more changes.
-func ratio0(s *pooledScore) float64 {
-	return quantile(s.errs[0]["pooled"], 0.5) / secondOf(s.bestSingle(0))
-}
-func ratio1(s *pooledScore) float64 {
-	return quantile(s.errs[1]["pooled"], 0.5) / secondOf(s.bestSingle(1))
-}
-
-// hierCoverage is the coverage the target judges: of the truth count by
-// the predictive interval when the truth is a count, of the truth rate
-// otherwise.
-func hierCoverage(s *pooledScore, g int) float64 {
-	if s.predN[0]+s.predN[1] > 0 {
-		return s.predCoverage(g)
-	}
-	return s.coverage(g)
-}
-
-// hierChoose is the decay of the training split: the w whose worse data
-// set (the larger ratio0 of php and simulated) is best; ties to the
-// smaller w.
-func hierChoose(php, sim map[float64]*pooledScore) float64 {
-	best, bv := hierDecays[0], math.Inf(1)
-	for _, w := range hierDecays {
-		if v := math.Max(ratio0(php[w]), ratio0(sim[w])); v < bv {
-			best, bv = w, v
-		}
-	}
-	return best
-}
-
-// hierResult is one candidate's evaluation.
-type hierResult struct {
-	name                string
-	kind                hierKind
-	w                   float64
-	trainPHP, trainSim  map[float64]*pooledScore
-	testPHP, testSim    *pooledScore
-	phpChecks, simCheck []check
-	// swapW, swapPHP: the halves swapped (w chosen on the test half and
-	// the simulated training sites, scored on the training half): how much
-	// the php ratio moves with the half it is measured on.
-	swapW   float64
-	swapPHP *pooledScore
-	// drift: the estimate is of the next period's rate under the site's
-	// drift (hierScoreDrift), w that of the candidate without it.
-	drift bool
-}
-
-// hierCandidates evaluates every candidate: w chosen on the training
-// split, scores on the test split.
-// base is the published pooled (hist, w = 0) on the php test split.
-func hierCandidates(e *Env, cfg *estimators.Config, pages map[string][]float64) (rs []hierResult, base *pooledScore) {
-	trainPR, testPR := hierPHP, hierPHP
-	trainPR.half, testPR.half = 1, 2
-	phpTrain := phpObjSets(e, pages, cfg, trainPR)
-	phpTest := phpObjSets(e, pages, cfg, testPR)
-	simTrain := simSiteObjs(e, cfg, e.reps(150, 40), 0.3, 1.2, 3600000, hierYears)
-	simTest := simSiteObjs(e, cfg, e.reps(300, 60), 0.3, 1.2, 1600000, hierYears)
-	base = hierScore(phpTest, cfg, hierHist, 0)
-	for _, k := range hierKinds {
-		r := hierResult{name: k.name, kind: k.kind, trainPHP: map[float64]*pooledScore{}, trainSim: map[float64]*pooledScore{}}
-		for _, w := range hierDecays {
-			r.trainPHP[w] = hierScore(phpTrain, cfg, k.kind, w)
-			r.trainSim[w] = hierScore(simTrain, cfg, k.kind, w)
-		}
-		r.w = hierChoose(r.trainPHP, r.trainSim)
-		other := map[float64]*pooledScore{}
-		for _, w := range hierDecays {
-			other[w] = hierScore(phpTest, cfg, k.kind, w)
-		}
-		r.swapW = hierChoose(other, r.trainSim)
-		r.swapPHP = r.trainPHP[r.swapW]
-		r.testPHP = hierScore(phpTest, cfg, k.kind, r.w)
-		r.testSim = hierScore(simTest, cfg, k.kind, r.w)
-		r.phpChecks, r.simCheck = pooledChecks(r.testPHP), pooledChecks(r.testSim)
-		rs = append(rs, r)
-	}
-	// The drift in the prediction, on top of each candidate with the
-	// candidate's w (no new hyper-parameter).
-	for _, b := range append([]hierResult(nil), rs...) {
-		if b.kind == hierDrift {
-			continue
-		}
-		d := hierResult{name: b.name + " + drift in the prediction", kind: b.kind, w: b.w, drift: true,
-			trainPHP: map[float64]*pooledScore{b.w: hierScoreDrift(phpTrain, cfg, b.kind, b.w)},
-			trainSim: map[float64]*pooledScore{b.w: hierScoreDrift(simTrain, cfg, b.kind, b.w)},
-			swapW:    b.swapW, swapPHP: hierScoreDrift(phpTrain, cfg, b.kind, b.swapW)}
-		d.testPHP = hierScoreDrift(phpTest, cfg, b.kind, b.w)
-		d.testSim = hierScoreDrift(simTest, cfg, b.kind, b.w)
-		d.phpChecks, d.simCheck = pooledChecks(d.testPHP), pooledChecks(d.testSim)
-		rs = append(rs, d)
-	}
-	return rs, base
-}
-
-// hierMeets says whether every check of both data sets passes.
-func (r hierResult) meets() bool {
-	for _, c := range append(append([]check(nil), r.phpChecks...), r.simCheck...) {
-		if !c.ok() {
-			return false
-		}
-	}
-	return true
-}
-
-// hierBest is the candidate the training split prefers (the lowest worse
-// ratio0 of its chosen w on the training sets).
-func hierBest(rs []hierResult) int {
-	bi, bv := 0, math.Inf(1)
-	for i, r := range rs {
-		if v := math.Max(ratio0(r.trainPHP[r.w]), ratio0(r.trainSim[r.w])); v < bv {
-			bi, bv = i, v
-		}
-	}
-	return bi
-}
-
-// hierCause explains, from the numbers, the preferred candidate's missed
-// checks: on php/doc-en, where its loss against the best single estimator
-// lies (the pages without a detected change) and how far the site prior
-// and the posterior median sit from their truth there; on the simulated
-// sites, a coverage miss of the persistent candidates is set against hist's
-// coverage of the same objects (whose prior's spread comes from the whole
-// windows, not from the cross-covariance of consecutive ones). "" when the
-// numbers do not show the cause.
-func hierCause(r hierResult, hist hierResult) string {
-	var parts []string
-	failed := func(cs []check) bool {
-		for _, c := range cs {
-			if !c.ok() {
-				return true
-			}
-		}
-		return false
-	}
-	if failed(r.phpChecks) {
-		s := r.testPHP
-		k0, _ := s.bestSingle(0)
-		k3 := bestOfGroup(s, 3)
-		z, nz := quantile(s.errs[2]["pooled"], 0.5), quantile(s.errs[3]["pooled"], 0.5)
-		zb, nzb := quantile(s.errs[2][k0], 0.5), quantile(s.errs[3][k3], 0.5)
-		if !(z > zb) || !(nz < nzb) || len(s.zeroPrior) == 0 {
-			return ""
-		}
-		var post []float64
-		for i := range s.zeroPost {
-			post = append(post, s.zeroPost[i]-s.zeroPrior[i])
-		}
-		lp, lq := quantile(s.zeroPrior, 0.5), quantile(post, 0.5)
-		where := "the posterior's lower part: the site prior is wide and a silent page's posterior median sits far below its mean"
-		if math.Abs(lq) < math.Abs(lp) {
-			where = "the prior's level itself: the site's activity over the prior's periods is below the silent pages' activity in the truth years"
-		}
-		parts = append(parts, fmt.Sprintf("on php/doc-en the loss is in the pages without a detected change (%d of %d with fewer than 5): there the "+
-			"candidate's median |log| is %s against %s's %s, while with 1–4 changes it wins (%s against %s's %s); for the silent pages the site prior's "+
-			"mean is e^%s of their truth (median) and the posterior median e^%s from the prior mean, so most of the gap is %s",
-			s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), k3, f3(nzb), f2(lp), f2(lq), where))
-	}
-	if failed(r.simCheck) {
-		if (r.kind != hierPersistent && r.kind != hierPersistentThree) || hist.testSim == nil {
-			return ""
-		}
-		c, ch := hierCoverage(r.testSim, 1), hierCoverage(hist.testSim, 1)
-		if !(ch >= 0.93 && ch <= 0.97) {
-			return ""
-		}
-		parts = append(parts, fmt.Sprintf("on the simulated sites the intervals with 5 or more changes cover %s against hist's %s on the same objects: the lasting "+
-			"rates' spread from the cross-covariance of consecutive windows is a noisier moment than the whole windows' (as for `pooled_nb` above); the "+
-			"simulated sites have no bursts, so the layer itself is not the cause", pct(c), pct(ch)))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// pooledTimeSection (section "pooledtime") writes the candidates'
-// evaluation and the verdict of the candidate the training split prefers.
-// It reads php/doc-en itself when the realphp section has not run.
-func pooledTimeSection(e *Env) {
-	r := e.R
-	r.H(3, "Site priors over time: candidates judged on a test split")
-	pages := e.phpPages
-	if pages == nil {
-		p, _, err := readPHP(e.Data)
-		if err != nil {
-			r.P("Skipped: %v (pass --data).", err)
-			e.dataMissing = append(e.dataMissing, err.Error())
-			return
-		}
-		pages = p
-	}
-	e.hier = hierSection(e, newEstConfig(), pages)
-}
-
-// hierSection evaluates the candidates and writes their table, regimes and
-// verdict.
-func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []hierResult {
-	r := e.R
-	rs, base := hierCandidates(e, cfg, pages)
-	r.P("Extensions of the site prior (`estimators/pooled_hier.go`), each O(1) per site: **hist** fits the gamma prior on the site's "+
-		"observed period and the %d periods before it with exponentially decayed sums (weight w^h for the period h back, `PoolStats.Decay`); **drift** "+
-		"inflates hist's prior by the site's period-to-period variance of log level τ² (a log random walk: eq. H1–H2, τ² from the site's own consecutive "+
-		"periods, net of their Poisson noise), so a shifting site's prior is wider; **three-level** shrinks hist's prior mean towards the level of all sites of "+
-		"the same periods (eq. H3), by the site level's uncertainty (Poisson noise and the periods' deviations, τ²/2 each) against the sites' spread of "+
-		"long-run levels; **persistent** separates a page's lasting rate from its period's bursts (the gamma-Poisson layer of `pooled_nb`): the prior is "+
-		"one of lasting rates, its spread the cross-covariance of consecutive periods of the same pages, its mean hist's (or three-level's), and the "+
-		"page's count is negative binomial around it (`estimators.PooledNB`); **+ drift in the prediction** keeps a candidate's posterior of this "+
-		"period's rate θ and estimates the next period's, θ·e^η with η ~ N(0, τ²) (the site's τ² of eq. H1): the drift widens the prediction, not the "+
-		"prior (its median and interval are the mixture's; the predictive check mixes over η too). The one hyper-parameter, w ∈ {%s}, is chosen on a "+
-		"**training split** only: php/doc-en directories of one half of a fixed hash split (`phpHalf`), and simulated sites of another random stream; the "+
-		"rule is the w whose worse data set (the larger ratio, < 5 changes) is lowest, and the verdict is given for the candidate whose chosen w has the "+
-		"lowest such training value (+ drift variants use their base's w). Every candidate is then reported on the **test split**: the other half of the "+
-		"directories, and the simulated sites of the section above (stationary; each object gets %d earlier windows of the same process). The last column "+
-		"swaps the halves (w chosen on the test half, scored on the training half): how much a ratio moves with the half it is measured on. Caveat: the "+
-		"candidates were designed in two rounds; persistent and the drift in the prediction were added after the first round's test numbers "+
-		"(hist, drift, three-level) were seen, so the test split is not untouched for them (their hyper-parameter is still chosen on the training split). "+
-		"php/doc-en protocol: selection in %s, truth in %s, observed year (start, start+1 y], history the %d years before it. This is `phpHonest`'s design "+
-		"with its selection and truth before the observed year moved 3 years earlier; under `phpHonest` itself the years before the observed one are truth "+
-		"and selection years, so a history prior would read the truth.",
-		hierYears, hierDecaysString(), hierYears, winsString(hierPHP.sel), winsString(hierPHP.tru), hierYears)
-	var rows [][]string
-	for _, x := range rs {
-		var tr []string
-		for _, w := range hierDecays {
-			if x.trainPHP[w] != nil {
-				tr = append(tr, fmt.Sprintf("%g: %s / %s", w, f3(ratio0(x.trainPHP[w])), f3(ratio0(x.trainSim[w]))))
-			}
-		}
-		rows = append(rows, []string{x.name, strings.Join(tr, "; "), fmt.Sprint(x.w),
-			f3(ratio0(x.testSim)), f3(ratio1(x.testSim)), pct(hierCoverage(x.testSim, 0)) + " / " + pct(hierCoverage(x.testSim, 1)),
-			f3(ratio0(x.testPHP)) + " " + bootString(x.testPHP, e.Seed), f3(ratio1(x.testPHP)), pct(hierCoverage(x.testPHP, 0)) + " / " + pct(hierCoverage(x.testPHP, 1)),
-			groupVs(x.testPHP, 2), groupVs(x.testPHP, 3), yesNo(x.meets()),
-			fmt.Sprintf("w = %g: %s (%s)", x.swapW, f3(ratio0(x.swapPHP)), pct(hierCoverage(x.swapPHP, 0)))})
-	}
-	r.Table([]string{"candidate", "train: ratio (< 5 changes) php / simulated, by w", "w chosen",
-		"test simulated: ratio < 5 (≤ 0.85)", "ratio ≥ 5 (≤ 1.02)", "coverage < 5 / ≥ 5 (93–97 %)",
-		"test php: ratio < 5 (≤ 0.85) [90 % bootstrap over the sites, directory × start]", "ratio ≥ 5 (≤ 1.02)", "predictive coverage < 5 / ≥ 5 (93–97 %)",
-		"test php, 0 changes: pooled vs best single", "test php, 1–4 changes", "meets the target on both",
-		"halves swapped: w, php ratio < 5 (predictive coverage)"}, rows)
-	t := rs[0].testPHP
-	r.P("Test split sizes: php/doc-en %d pages with fewer than 5 changes (%d without a change), %d with 5 or more (its ratio and coverage rest on so few "+
-		"pages that they are noise); simulated %d and %d objects.", t.n[0], t.n[2], t.n[1], rs[0].testSim.n[0], rs[0].testSim.n[1])
-	h0 := rs[0].trainPHP[0]
-	r.P("w = 0 of hist is the published `pooled` (the observed period alone) on the same pages: train php ratio %s. Test php split, hist with w = 0: %s.",
-		f3(ratio0(h0)), pooledOurs(base))
-	bi := hierBest(rs)
-	b := rs[bi]
-	b.testPHP.regimeTable(r, fmt.Sprintf("Test php split, %s with w = %g, by regime of r = truth/f (weekly crawler), objects with fewer than 5 changes:", b.name, b.w))
-	b.testSim.regimeTable(r, fmt.Sprintf("Test simulated sites, %s with w = %g, by regime of r = λ/f, objects with fewer than 5 changes:", b.name, b.w))
-	var checks []check
-	for _, c := range b.simCheck {
-		c.name = "simulated: " + c.name
-		checks = append(checks, c)
-	}
-	for _, c := range b.phpChecks {
-		c.name = "php/doc-en: " + c.name
-		checks = append(checks, c)
-	}
-	var met []string
-	for _, x := range rs {
-		if x.meets() {
-			met = append(met, x.name)
-		}
-	}
-	allOK := func(cs []check) bool {
-		for _, c := range cs {
-			if !c.ok() {
-				return false
-			}
-		}
-		return true
-	}
-	var simOK, simNot []string
-	for _, x := range rs {
-		if allOK(x.simCheck) {
-			simOK = append(simOK, x.name)
-		} else {
-			simNot = append(simNot, x.name)
-		}
-	}
-	bt := bestTest(rs)
-	if len(met) == 0 {
-		r.P("**Outcome.** No candidate meets the target on both test sets (every check of both is needed). On the simulated test sites every check "+
-			"passes for: %s; not for: %s. On php/doc-en the lowest ratio (< 5 changes) is %s (%s, predictive coverage %s), against %s for the observed "+
-			"year alone on the same test pages (hist, w = 0); the target is 0.85. The published `pooled` estimator is unchanged.",
-			orNone(simOK), orNone(simNot), f3(ratio0(bt.pooledScore)), bt.name0, pct(hierCoverage(bt.pooledScore, 0)), f3(ratio0(base)))
-	} else {
-		r.P("**Outcome.** Meeting the target on both test sets: %s.", strings.Join(met, ", "))
-	}
-	r.Verdict(fmt.Sprintf("Pooled, site prior over time (%s, w = %g chosen on the training split; test split)", b.name, b.w), "issue 16 target on both data sets",
-		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b, rs[0]))
-	return rs
-}
-
-func hierDecaysString() string {
-	var p []string
-	for _, w := range hierDecays {
-		p = append(p, fmt.Sprint(w))
-	}
-	return strings.Join(p, ", ")
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// predictiveCoversNB is predictiveCovers for the candidates whose
-// posterior is not conjugate: the posterior of the period's rate θ is taken
-// as the gamma with the estimate's median and upper credible bound
-// (gammaFromQuantiles); the truth windows' rate is θ·e^η, η ~ N(0, tau2)
-// (the site's drift; 0: none), taken over driftNodes equiprobable η; given
-// it, the truth count over T, made of T/span periods with a burst
-// multiplier each (dispersion k per period; +Inf: none), has mean
-// m = T·E[θ] and variance
-//
-//	m + T²·Var[θ] + E[θ²]·T·span/k,
-//
-// matched by a negative binomial. ok is false without an interval.
-func predictiveCoversNB(est estimators.Estimate, k, tau2 float64, count int, T, span, v float64, cfg *estimators.Config) (covers, ok bool) {
-	if !est.HasCI || !(est.Rate > 0) || !(est.Hi > est.Rate) || !(T > 0) {
-		return false, false
-	}
-	pHi := 1 - (1-cfg.Level)/2
-	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi)
-	if !ok {
-		return false, false
-	}
-	etas := driftNodes(tau2)
-	var lo, hi float64
-	for _, eta := range etas {
-		l, h := nbCDFs(a, b*math.Exp(-eta), k, count, T, span)
-		lo += l / float64(len(etas))
-		hi += h / float64(len(etas))
-	}
-	u := lo + v*(hi-lo)
-	return u >= 0.025 && u <= 0.975, true
-}
-
-// nbCDFs are P(K ≤ count−1) and P(K ≤ count) of the truth count K of
-// predictiveCoversNB given θ ~ Gamma(a, b).
-func nbCDFs(a, b, k float64, count int, T, span float64) (lo, hi float64) {
-	mean, vth := a/b, a/(b*b)
-	m := T * mean
-	variance := m + T*T*vth
-	if !math.IsInf(k, 1) && k > 0 && span > 0 {
-		variance += (vth + mean*mean) * T * span / k
-	}
-	r := m * m / (variance - m) // NB(r, p): mean r(1−p)/p = m
-	p := r / (r + m)
-	cdf := func(k int) float64 {
-		if k < 0 {
-			return 0
-		}
-		return mathext.RegIncBeta(r, float64(k)+1, p)
-	}
-	return cdf(count - 1), cdf(count)
-}
-
-// driftNodes are equiprobable nodes of N(0, tau2) (one node, 0, when
-// tau2 is 0).
-func driftNodes(tau2 float64) []float64 {
-	if !(tau2 > 0) {
-		return []float64{0}
-	}
-	const m = 7
-	out := make([]float64, m)
-	for i := range out {
-		out[i] = math.Sqrt(tau2) * math.Sqrt2 * math.Erfinv(2*(float64(i)+0.5)/m-1)
-	}
-	return out
-}
-
-// driftWiden is the estimate of the next period's rate θ·e^η, η ~ N(0,
-// tau2), from the estimate of θ (its posterior taken as the gamma of
-// gammaFromQuantiles): the median and equal-tailed quantiles of the
-// mixture over driftNodes, by bisection in log λ.
-func driftWiden(est estimators.Estimate, tau2 float64, cfg *estimators.Config) (estimators.Estimate, bool) {
-	pLo, pHi := (1-cfg.Level)/2, 1-(1-cfg.Level)/2
-	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi)
-	if !ok {
-		return est, false
-	}
-	etas := driftNodes(tau2)
-	cdf := func(x float64) float64 {
-		c := 0.0
-		for _, eta := range etas {
-			c += mathext.GammaIncReg(a, b*x*math.Exp(-eta))
-		}
-		return c / float64(len(etas))
-	}
-	q := func(p float64) float64 {
-		// the mixture's quantiles lie within 4τ (beyond every node) of
-		// the gamma's, which lie within the estimate's interval ± 1
-		tau := math.Sqrt(tau2)
-		lo, hi := math.Log(est.Lo)-4*tau-1, math.Log(est.Hi)+4*tau+1
-		if !(est.Lo > 0) {
-			lo = math.Log(est.Rate) - 40
-		}
-		for i := 0; i < 26; i++ {
-			mid := (lo + hi) / 2
-			if cdf(math.Exp(mid)) < p {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		return math.Exp((lo + hi) / 2)
-	}
-	out := est
-	out.Rate, out.Lo, out.Hi = q(0.5), q(pLo), q(pHi)
-	return out, true
-}
-
-// gammaFromQuantiles is the Gamma(a, b) whose median is med and whose p
-// quantile is hi (hi > med, p > ½): the ratio of the two quantiles falls
-// with the shape, found by bisection in log a.
-func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
-	want := hi / med
-	ratio := func(a float64) float64 {
-		return mathext.GammaIncRegInv(a, p) / mathext.GammaIncRegInv(a, 0.5)
-	}
-	lo, up := math.Log(1e-3), math.Log(1e5)
-	if !(ratio(math.Exp(up)) < want) || !(ratio(math.Exp(lo)) > want) {
-		return 0, 0, false
-	}
-	for i := 0; i < 36; i++ { // relative precision of a: 18.4/2³⁶
-		mid := (lo + up) / 2
-		if ratio(math.Exp(mid)) > want {
-			lo = mid
-		} else {
-			up = mid
-		}
-	}
-	a = math.Exp((lo + up) / 2)
-	return a, mathext.GammaIncRegInv(a, 0.5) / med, true
-}
-
-// groupVs is "pooled m (best single k m')" over group g.
-func groupVs(s *pooledScore, g int) string {
-	k := bestOfGroup(s, g)
-	return fmt.Sprintf("%s (%s %s)", f3(quantile(s.errs[g]["pooled"], 0.5)), k, f3(quantile(s.errs[g][k], 0.5)))
-}
-
-// bestOfGroup is the single paper estimator with the lowest median error
-// in group g.
-func bestOfGroup(s *pooledScore, g int) string {
-	k, b := "", math.Inf(1)
-	for _, key := range singleKeys {
-		if m := quantile(s.errs[g][key], 0.5); m < b {
-			k, b = key, m
-		}
-	}
-	return k
-}
-
-// bestTestScore is the php test score with the lowest ratio0 and its
-// candidate's name.
-type bestTestScore struct {
-	*pooledScore
-	name0 string
-}
-
-func bestTest(rs []hierResult) bestTestScore {
-	b := bestTestScore{}
-	for _, x := range rs {
-		if b.pooledScore == nil || ratio0(x.testPHP) < ratio0(b.pooledScore) {
-			b = bestTestScore{x.testPHP, x.name}
-		}
-	}
-	return b
-}
-
-func orNone(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
-}
-
-// ratio0Boot is the 5th and 95th percentiles of ratio0 over reps
-// bootstrap resamples of the sites (sites drawn with replacement, all
-// their objects of group 0 kept): the ratio's sampling spread when the
-// sites, not the pages, are the independent units.
-func ratio0Boot(s *pooledScore, reps int, seed uint64) (lo, hi float64) {
-	bySite := map[int][]int{}
-	for i, si := range s.site0 {
-		bySite[si] = append(bySite[si], i)
-	}
-	var ids []int
-	for si := range bySite {
-		ids = append(ids, si)
-	}
-	sort.Ints(ids)
-	if len(ids) == 0 {
-		return math.NaN(), math.NaN()
-	}
-	rng := rand.New(rand.NewPCG(seed, 16))
-	var rs []float64
-	for r := 0; r < reps; r++ {
-		b := newPooledScore()
-		for range ids {
-			for _, i := range bySite[ids[rng.IntN(len(ids))]] {
-				for k, v := range s.errs[0] {
-					b.errs[0][k] = append(b.errs[0][k], v[i])
-				}
-			}
-		}
-		rs = append(rs, ratio0(b))
-	}
-	return quantile(rs, 0.05), quantile(rs, 0.95)
-}
-
-func bootString(s *pooledScore, seed uint64) string {
-	lo, hi := ratio0Boot(s, 400, seed)
-	return "[" + f3(lo) + ", " + f3(hi) + "]"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -119,5 +120,156 @@ func TestRatio0Boot(t *testing.T) {
 	}
 	if lo, hi := ratio0Boot(mk(0.5, 0.7, 0.9, 1.1), 400, 1); !(lo < 0.8 && hi > 0.8) || lo < 0.5 || hi > 1.1 {
 		t.Errorf("unlike sites: [%g, %g]", lo, hi)
+	}
+}
+
+// The persistent prior keeps the whole periods' gamma (hist's) when the
+// bursts' pooled dispersion is infinite (eq. H4 with 1/k = 0), and narrows
+// it towards the lasting rates' spread when it is finite; a site without
+// consecutive periods' moments has none.
+func TestPersistentPriorSpread(t *testing.T) {
+	e := &Env{Seed: 1, Procs: 2}
+	cfg := newEstConfig()
+	sets := simSiteObjs(e, cfg, 6, 0.3, 1.2, 99000, hierYears)
+	n := 0
+	for _, objs := range sets {
+		h := hierSitePrior(objs, hierHist, 0.75)
+		p, ok := persistentPrior(objs, 0.75, 0, math.Inf(1))
+		if !ok || !h.ok {
+			continue
+		}
+		n++
+		if p.GammaPrior != h.prior || !math.IsInf(p.K, 1) {
+			t.Errorf("k = ∞: %+v, want hist's %+v", p, h.prior)
+		}
+		q, _ := persistentPrior(objs, 0.75, 0, 2)
+		if !(q.Shape > p.Shape) || math.Abs(q.Mean()/p.Mean()-1) > 1e-12 || q.K != 2 {
+			t.Errorf("k = 2: %+v against %+v: must be narrower with the same mean", q, p)
+		}
+		if m, _ := persistentPrior(objs, 0.75, 3*p.Mean(), 2); math.Abs(m.Mean()/(3*p.Mean())-1) > 1e-12 || m.Shape != q.Shape {
+			t.Errorf("mean moved: %+v", m)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no site with a prior")
+	}
+	noHist := append([]pooledObj(nil), sets[0]...)
+	for i := range noHist {
+		noHist[i].hist = nil
+	}
+	if _, ok := persistentPrior(noHist, 0.75, 0, 2); ok {
+		t.Error("a prior without consecutive periods")
+	}
+}
+
+// groupTau2 adds the LevelDrift sums of a group's sites (eq. H1 pooled),
+// and keeps groups apart.
+func TestGroupTau2(t *testing.T) {
+	site := func(group int, rates ...float64) []pooledObj {
+		// 12 objects, each with the period rates (newest first) as its
+		// counts over unit exposure
+		var objs []pooledObj
+		for i := 0; i < 12; i++ {
+			o := pooledObj{ev: estimators.Evidence{X: rates[0], E: 1}, evOK: true, scored: true, group: group}
+			for _, r := range rates[1:] {
+				o.hist = append(o.hist, estimators.Evidence{X: r, E: 1})
+			}
+			objs = append(objs, o)
+		}
+		return objs
+	}
+	a, b, c := site(0, 10, 20, 10, 20), site(0, 10, 10, 10, 10), site(1, 5, 40, 5, 40)
+	sets := [][]pooledObj{a, b, c}
+	da, db := siteDrift(a), siteDrift(b)
+	want, _ := estimators.LevelDrift{N: da.N + db.N, SS: da.SS + db.SS, Noise: da.Noise + db.Noise}.Var()
+	g := groupTau2(sets)
+	if got := g(a); math.Abs(got-want) > 1e-12 || g(b) != got {
+		t.Errorf("group 0: %g, %g, want %g", got, g(b), want)
+	}
+	if got := g(c); math.Abs(got-siteTau2(c)) > 1e-12 || got == g(a) {
+		t.Errorf("group 1: %g, want its own %g", got, siteTau2(c))
+	}
+	if !(siteTau2(a) > g(a)) {
+		t.Errorf("pooling with a steady site must lower the drifting site's τ²: %g, %g", siteTau2(a), g(a))
+	}
+}
+
+// allPages lets every object with evidence feed the prior, leaving the
+// scored objects and the original sets as they are.
+func TestAllPages(t *testing.T) {
+	sets := [][]pooledObj{{{evOK: true, scored: true}, {evOK: true}, {evOK: false}}, nil}
+	all := allPages(sets)
+	if all[1] != nil || len(all[0]) != 3 {
+		t.Fatalf("shape: %+v", all)
+	}
+	for i, o := range all[0] {
+		if o.scored != sets[0][i].scored || sets[0][i].priorAll {
+			t.Errorf("object %d: scored or original changed", i)
+		}
+	}
+	if got := []bool{all[0][0].inPrior(), all[0][1].inPrior(), all[0][2].inPrior()}; !got[0] || !got[1] || got[2] {
+		t.Errorf("inPrior with all pages: %v", got)
+	}
+	if sets[0][1].inPrior() {
+		t.Error("an unscored object feeds the prior without allPages")
+	}
+}
+
+// The coverage check of n intervals can pass only when some k/n lies in
+// 93–97 %.
+func TestCoverageReachable(t *testing.T) {
+	for n, want := range map[int]bool{0: false, 1: false, 10: false, 15: true, 20: true, 29: true, 300: true} {
+		if got := coverageReachable(n); got != want {
+			t.Errorf("n = %d: %v, want %v", n, got, want)
+		}
+	}
+}
+
+// mergeScores concatenates the errors and counts and keeps the sites of
+// the two scores apart (a bootstrap over the merged sites).
+func TestMergeScores(t *testing.T) {
+	mk := func(sites int, err float64) *pooledScore {
+		s := newPooledScore()
+		for si := 0; si < sites; si++ {
+			s.errs[0]["pooled"] = append(s.errs[0]["pooled"], err)
+			s.site0 = append(s.site0, si)
+			s.n[0]++
+			s.predN[0]++
+		}
+		s.sites = sites
+		return s
+	}
+	m := mergeScores(mk(2, 1), mk(3, 2))
+	if m.sites != 5 || m.n[0] != 5 || m.predN[0] != 5 || len(m.errs[0]["pooled"]) != 5 {
+		t.Fatalf("merged: sites %d n %d", m.sites, m.n[0])
+	}
+	if want := []int{0, 1, 2, 3, 4}; fmt.Sprint(m.site0) != fmt.Sprint(want) {
+		t.Errorf("sites %v, want %v", m.site0, want)
+	}
+}
+
+// hierBest prefers the candidate whose chosen w fails the fewest checks
+// on the training sets, and only then the lowest training ratio.
+func TestHierBestFewestFailed(t *testing.T) {
+	mk := func(ratio float64, covered int) *pooledScore {
+		s := newPooledScore()
+		for g := 0; g < 2; g++ {
+			s.errs[g]["pooled"] = []float64{ratio}
+			for _, k := range singleKeys {
+				s.errs[g][k] = []float64{1}
+			}
+			s.ciN[g], s.cov[g] = 100, covered
+		}
+		return s
+	}
+	r := func(ratio float64, covered int) hierResult {
+		return hierResult{w: 0.5, trainPHP: map[float64]*pooledScore{0.5: mk(ratio, covered)}, trainSim: map[float64]*pooledScore{0.5: mk(ratio, covered)}}
+	}
+	rs := []hierResult{r(0.6, 85), r(0.8, 95), r(0.7, 95)}
+	if got := rs[0].trainFailed(); got != 4 {
+		t.Errorf("undercovering candidate fails %d checks, want 4", got)
+	}
+	if got := hierBest(rs); got != 2 {
+		t.Errorf("chose %d, want 2 (all checks pass, lower ratio than 1)", got)
 	}
 }

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/changerate/changerate/estimators"
+)
+
+// Site priors over time: the section "pooledtime" — the candidates'
+// table, the comparisons and the verdict (pooled_hier_select.go scores
+// them).
+
+// hierCause explains, from the numbers, the preferred candidate's missed
+// checks: on php/doc-en, where its loss against the best single estimator
+// lies (the pages without a detected change) and how far the site prior
+// and the posterior median sit from their truth there. "" when the numbers
+// do not show the cause (a miss on the simulated sites has no explanation
+// here: the persistent family's former one, the noisy cross-covariance
+// spread, is fixed by eq. H4–H5 and compared in hierFixText).
+func hierCause(r hierResult) string {
+	var parts []string
+	failed := func(cs []check) bool {
+		for _, c := range cs {
+			if !c.ok() {
+				return true
+			}
+		}
+		return false
+	}
+	if failed(r.phpChecks) {
+		s := r.testPHP
+		k0, _ := s.bestSingle(0)
+		k3 := bestOfGroup(s, 3)
+		z, nz := quantile(s.errs[2]["pooled"], 0.5), quantile(s.errs[3]["pooled"], 0.5)
+		zb, nzb := quantile(s.errs[2][k0], 0.5), quantile(s.errs[3][k3], 0.5)
+		if !(z > zb) || !(nz < nzb) || len(s.zeroPrior) == 0 {
+			return ""
+		}
+		var post []float64
+		for i := range s.zeroPost {
+			post = append(post, s.zeroPost[i]-s.zeroPrior[i])
+		}
+		lp, lq := quantile(s.zeroPrior, 0.5), quantile(post, 0.5)
+		where := "the posterior's lower part: the site prior is wide and a silent page's posterior median sits far below its mean"
+		if math.Abs(lq) < math.Abs(lp) {
+			where = "the prior's level itself: the site's activity over the prior's periods is below the silent pages' activity in the truth years"
+		}
+		parts = append(parts, fmt.Sprintf("on php/doc-en the loss is in the pages without a detected change (%d of %d with fewer than 5): there the "+
+			"candidate's median |log| is %s against %s's %s, while with 1–4 changes it wins (%s against %s's %s); for the silent pages the site prior's "+
+			"mean is e^%s of their truth (median) and the posterior median e^%s from the prior mean, so most of the gap is %s",
+			s.n[2], s.n[0], f3(z), k0, f3(zb), f3(nz), k3, f3(nzb), f2(lp), f2(lq), where))
+	}
+	if n := r.testPHP.predN[1]; len(parts) > 0 && !coverageReachable(n) {
+		parts = append(parts, fmt.Sprintf("the php/doc-en coverage check with 5 or more changes rests on %d predictive interval(s) and cannot pass "+
+			"for any estimator (k/%d is never in 93–97 %%)", n, n))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// pooledTimeSection (section "pooledtime") writes the candidates'
+// evaluation and the verdict of the candidate the training split prefers.
+// It reads php/doc-en itself when the realphp section has not run.
+func pooledTimeSection(e *Env) {
+	r := e.R
+	r.H(3, "Site priors over time: candidates judged on a test split")
+	pages := e.phpPages
+	if pages == nil {
+		p, _, err := readPHP(e.Data)
+		if err != nil {
+			r.P("Skipped: %v (pass --data).", err)
+			e.dataMissing = append(e.dataMissing, err.Error())
+			return
+		}
+		pages = p
+	}
+	e.hier = hierSection(e, newEstConfig(), pages)
+}
+
+// hierSection evaluates the candidates and writes their table, regimes and
+// verdict.
+func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []hierResult {
+	r := e.R
+	rs, base, data := hierCandidates(e, cfg, pages)
+	r.P("Extensions of the site prior (`estimators/pooled_hier.go`), each O(1) per site: **hist** fits the gamma prior on the site's "+
+		"observed period and the %d periods before it with exponentially decayed sums (weight w^h for the period h back, `PoolStats.Decay`); **drift** "+
+		"inflates hist's prior by the site's period-to-period variance of log level τ² (a log random walk: eq. H1–H2, τ² from the site's own consecutive "+
+		"periods, net of their Poisson noise), so a shifting site's prior is wider; **three-level** shrinks hist's prior mean towards the level of all sites of "+
+		"the same periods (eq. H3), by the site level's uncertainty (Poisson noise and the periods' deviations, τ²/2 each) against the sites' spread of "+
+		"long-run levels; **persistent** separates a page's lasting rate from its period's bursts (the gamma-Poisson layer of `pooled_nb`): the prior is "+
+		"one of lasting rates, with hist's mean (or three-level's) and the spread of hist's whole periods net of the bursts (eq. H4), the bursts' "+
+		"dispersion per period pooled over the sites of one calendar from the cross-covariance of consecutive periods of the same pages (eq. H5), and the "+
+		"page's count is negative binomial around it (`estimators.PooledNB`); **+ drift in the prediction** keeps a candidate's posterior of this "+
+		"period's rate θ and estimates the next period's, θ·e^η with η ~ N(0, τ²) (the site's τ² of eq. H1): the drift widens the prediction, not the "+
+		"prior (its median and interval are the mixture's; the predictive check mixes over η too). The one hyper-parameter, w ∈ {%s}, is chosen on a "+
+		"**training split** only: php/doc-en directories of one half of a fixed hash split (`phpHalf`), and simulated sites of another random stream; the "+
+		"rule is the w whose worse data set (the larger ratio, < 5 changes) is lowest (+ drift variants use their base's w), and the verdict is given for "+
+		"the candidate whose chosen w fails the fewest of the target's checks on the training sets, then has the lowest such training value (a rule set "+
+		"in the third round; before it, the lowest training value alone). Every candidate is then reported on the **test split**: the other half of the "+
+		"directories, and the simulated sites of the section above (stationary; each object gets %d earlier windows of the same process). The last column "+
+		"swaps the halves (w chosen on the test half, scored on the training half): how much a ratio moves with the half it is measured on. Caveat: the "+
+		"candidates were designed in three rounds; persistent and the drift in the prediction were added after the first round's test numbers "+
+		"(hist, drift, three-level) were seen, and persistent's spread (eq. H4–H5, replacing the site's own cross-covariance of consecutive periods) "+
+		"after the second round's (its simulated coverage with 5 or more changes failed), so the test split is not untouched for them (their "+
+		"hyper-parameter is still chosen on the training split). "+
+		"php/doc-en protocol: selection in %s, truth in %s, observed year (start, start+1 y], history the %d years before it. This is `phpHonest`'s design "+
+		"with its selection and truth before the observed year moved 3 years earlier; under `phpHonest` itself the years before the observed one are truth "+
+		"and selection years, so a history prior would read the truth.",
+		hierYears, hierDecaysString(), hierYears, winsString(hierPHP.sel), winsString(hierPHP.tru), hierYears)
+	var rows [][]string
+	for _, x := range rs {
+		var tr []string
+		for _, w := range hierDecays {
+			if x.trainPHP[w] != nil {
+				tr = append(tr, fmt.Sprintf("%g: %s / %s", w, f3(ratio0(x.trainPHP[w])), f3(ratio0(x.trainSim[w]))))
+			}
+		}
+		rows = append(rows, []string{x.name, strings.Join(tr, "; "), fmt.Sprint(x.w),
+			f3(ratio0(x.testSim)), f3(ratio1(x.testSim)), pct(hierCoverage(x.testSim, 0)) + " / " + pct(hierCoverage(x.testSim, 1)),
+			f3(ratio0(x.testPHP)) + " " + bootString(x.testPHP, e.Seed), f3(ratio1(x.testPHP)), pct(hierCoverage(x.testPHP, 0)) + " / " + pct(hierCoverage(x.testPHP, 1)),
+			groupVs(x.testPHP, 2), groupVs(x.testPHP, 3), yesNo(x.meets()),
+			fmt.Sprintf("w = %g: %s (%s)", x.swapW, f3(ratio0(x.swapPHP)), pct(hierCoverage(x.swapPHP, 0)))})
+	}
+	r.Table([]string{"candidate", "train: ratio (< 5 changes) php / simulated, by w", "w chosen",
+		"test simulated: ratio < 5 (≤ 0.85)", "ratio ≥ 5 (≤ 1.02)", "coverage < 5 / ≥ 5 (93–97 %)",
+		"test php: ratio < 5 (≤ 0.85) [90 % bootstrap over the sites, directory × start]", "ratio ≥ 5 (≤ 1.02)", "predictive coverage < 5 / ≥ 5 (93–97 %)",
+		"test php, 0 changes: pooled vs best single", "test php, 1–4 changes", "meets the target on both",
+		"halves swapped: w, php ratio < 5 (predictive coverage)"}, rows)
+	t := rs[0].testPHP
+	r.P("Test split sizes: php/doc-en %d pages with fewer than 5 changes (%d without a change), %d with 5 or more (its ratio and coverage rest on so few "+
+		"pages that they are noise); simulated %d and %d objects.", t.n[0], t.n[2], t.n[1], rs[0].testSim.n[0], rs[0].testSim.n[1])
+	h0 := rs[0].trainPHP[0]
+	r.P("w = 0 of hist is the published `pooled` (the observed period alone) on the same pages: train php ratio %s. Test php split, hist with w = 0: %s.",
+		f3(ratio0(h0)), pooledOurs(base))
+	bi := hierBest(rs)
+	b := rs[bi]
+	hierFixText(e, cfg, rs, data)
+	hierRound3Text(e, cfg, b, data)
+	b.testPHP.regimeTable(r, fmt.Sprintf("Test php split, %s with w = %g, by regime of r = truth/f (weekly crawler), objects with fewer than 5 changes:", b.name, b.w))
+	b.testSim.regimeTable(r, fmt.Sprintf("Test simulated sites, %s with w = %g, by regime of r = λ/f, objects with fewer than 5 changes:", b.name, b.w))
+	var checks []check
+	for _, c := range b.simCheck {
+		c.name = "simulated: " + c.name
+		checks = append(checks, c)
+	}
+	for _, c := range b.phpChecks {
+		c.name = "php/doc-en: " + c.name
+		checks = append(checks, c)
+	}
+	var met []string
+	for _, x := range rs {
+		if x.meets() {
+			met = append(met, x.name)
+		}
+	}
+	allOK := func(cs []check) bool {
+		for _, c := range cs {
+			if !c.ok() {
+				return false
+			}
+		}
+		return true
+	}
+	var simOK, simNot []string
+	for _, x := range rs {
+		if allOK(x.simCheck) {
+			simOK = append(simOK, x.name)
+		} else {
+			simNot = append(simNot, x.name)
+		}
+	}
+	bt := bestTest(rs)
+	if len(met) == 0 {
+		r.P("**Outcome.** No candidate meets the target on both test sets (every check of both is needed). On the simulated test sites every check "+
+			"passes for: %s; not for: %s. On php/doc-en the lowest ratio (< 5 changes) is %s %s (%s, predictive coverage %s), against %s for the observed "+
+			"year alone on the same test pages (hist, w = 0); the target is 0.85. The published `pooled` estimator is unchanged.",
+			orNone(simOK), orNone(simNot), f3(ratio0(bt.pooledScore)), bootString(bt.pooledScore, e.Seed), bt.name0, pct(hierCoverage(bt.pooledScore, 0)), f3(ratio0(base)))
+	} else {
+		r.P("**Outcome.** Meeting the target on both test sets: %s.", strings.Join(met, ", "))
+	}
+	r.Verdict(fmt.Sprintf("Pooled, site prior over time (%s, w = %g chosen on the training split; test split)", b.name, b.w), "issue 16 target on both data sets",
+		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b))
+	return rs
+}
+
+func hierDecaysString() string {
+	var p []string
+	for _, w := range hierDecays {
+		p = append(p, fmt.Sprint(w))
+	}
+	return strings.Join(p, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// groupVs is "pooled m (best single k m')" over group g.
+func groupVs(s *pooledScore, g int) string {
+	k := bestOfGroup(s, g)
+	return fmt.Sprintf("%s (%s %s)", f3(quantile(s.errs[g]["pooled"], 0.5)), k, f3(quantile(s.errs[g][k], 0.5)))
+}
+
+// bestOfGroup is the single paper estimator with the lowest median error
+// in group g.
+func bestOfGroup(s *pooledScore, g int) string {
+	k, b := "", math.Inf(1)
+	for _, key := range singleKeys {
+		if m := quantile(s.errs[g][key], 0.5); m < b {
+			k, b = key, m
+		}
+	}
+	return k
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// hierFixText compares the persistent candidate (at its chosen w) with the
+// former spread of its lasting rates (the site's own cross-covariance of
+// consecutive periods, hierPersistentCC) on the test split, with the
+// pooled burst dispersions of eq. H5.
+func hierFixText(e *Env, cfg *estimators.Config, rs []hierResult, d hierData) {
+	var p *hierResult
+	for i := range rs {
+		if rs[i].kind == hierPersistent && !rs[i].drift {
+			p = &rs[i]
+		}
+	}
+	if p == nil {
+		return
+	}
+	ccSim := hierScore(d.simTest, cfg, hierPersistentCC, p.w)
+	ccPHP := hierScore(d.phpTest, cfg, hierPersistentCC, p.w)
+	var phpInvK []float64
+	for _, k := range burstPools(d.phpTrain) {
+		phpInvK = append(phpInvK, 1/k)
+	}
+	simInvK := 0.0
+	for _, k := range burstPools(d.simTrain) {
+		simInvK = math.Max(simInvK, 1/k)
+	}
+	e.R.P("The persistent family's spread (eq. H4–H5) against its former one, the site's own cross-covariance of consecutive periods, for persistent "+
+		"with w = %g on the test split: simulated coverage < 5 / ≥ 5 changes %s / %s (former: %s / %s), ratio < 5 %s (former: %s); php/doc-en ratio < 5 %s "+
+		"(former: %s), predictive coverage %s (former: %s). The pooled burst dispersion 1/k̄ (eq. H5) of the training split: php/doc-en calendars median "+
+		"%.3f, largest %.3f (%d calendars); simulated sites %.3f (their changes are Poisson, without bursts)%s.",
+		p.w, pct(hierCoverage(p.testSim, 0)), pct(hierCoverage(p.testSim, 1)), pct(hierCoverage(ccSim, 0)), pct(hierCoverage(ccSim, 1)),
+		f3(ratio0(p.testSim)), f3(ratio0(ccSim)), f3(ratio0(p.testPHP)), f3(ratio0(ccPHP)), pct(hierCoverage(p.testPHP, 0)), pct(hierCoverage(ccPHP, 0)),
+		quantile(phpInvK, 0.5), quantile(phpInvK, 1), len(phpInvK), simInvK, map[bool]string{true: ", so there the lasting prior is hist's own", false: ""}[simInvK == 0])
+}
+
+// hierRound3Text reports the two further changes tried on the preferred
+// candidate b (its kind, w and drift setting), judged on the training
+// split and shown on the test split too: every page of a site in its prior
+// (allPages, as an aggregator sees a site) and τ² pooled over the sites of
+// one calendar in the prediction (groupTau2); and whether the php test
+// split's pages with 5 or more changes can meet the coverage check at all.
+func hierRound3Text(e *Env, cfg *estimators.Config, b hierResult, d hierData) {
+	var tau func([]pooledObj) float64
+	if b.drift {
+		tau = siteTau2
+	}
+	allTr := hierScoreWith(allPages(d.phpTrain), cfg, b.kind, b.w, tau)
+	allTe := hierScoreWith(allPages(d.phpTest), cfg, b.kind, b.w, tau)
+	gTrP := hierScoreWith(d.phpTrain, cfg, b.kind, b.w, groupTau2(d.phpTrain))
+	gTrS := hierScoreWith(d.simTrain, cfg, b.kind, b.w, groupTau2(d.simTrain))
+	gTeP := hierScoreWith(d.phpTest, cfg, b.kind, b.w, groupTau2(d.phpTest))
+	gTeS := hierScoreWith(d.simTest, cfg, b.kind, b.w, groupTau2(d.simTest))
+	rc := func(s *pooledScore) string { return f3(ratio0(s)) + " (" + pct(hierCoverage(s, 0)) + ")" }
+	// A change is adopted when, on the training split, it lowers the php
+	// ratio and keeps every coverage in 93–97 %.
+	base := b.trainPHP[b.w]
+	inTarget := func(c float64) bool { return c >= 0.93 && c <= 0.97 }
+	better := func(php, simS *pooledScore) bool {
+		ok := ratio0(php) < ratio0(base) && inTarget(hierCoverage(php, 0))
+		if simS != nil {
+			ok = ok && inTarget(hierCoverage(simS, 0)) && inTarget(hierCoverage(simS, 1))
+		}
+		return ok
+	}
+	var adopted []string
+	if better(allTr, nil) {
+		adopted = append(adopted, "every page in the prior")
+	}
+	if better(gTrP, gTrS) {
+		adopted = append(adopted, "τ² pooled over the directories")
+	}
+	verdict := "neither lowers the training ratio with every coverage in 93–97 %, so neither is adopted"
+	if len(adopted) > 0 {
+		verdict = "adopted on the training split: " + strings.Join(adopted, ", ") + " (not wired into the candidates above)"
+	}
+	e.R.P("Two more changes tried on %s with w = %g, each judged on the training split first (cells: ratio < 5 changes (predictive coverage), the "+
+		"candidate with the change against without it): every page of a directory in its prior (as a deployed aggregator sees the site, not only the "+
+		"selected pages): php/doc-en train %s against %s, test %s against %s; τ² of the drift in the prediction pooled over the directories of one calendar "+
+		"(eq. H1's sums added; one site's three steps make a noisy τ̂²): php/doc-en train %s against %s, test %s against %s; simulated coverage < 5 / ≥ 5 "+
+		"train %s / %s, test %s / %s. On the training split %s.",
+		b.name, b.w, rc(allTr), rc(base), rc(allTe), rc(b.testPHP), rc(gTrP), rc(base), rc(gTeP), rc(b.testPHP),
+		pct(hierCoverage(gTrS, 0)), pct(hierCoverage(gTrS, 1)), pct(hierCoverage(gTeS, 0)), pct(hierCoverage(gTeS, 1)), verdict)
+	both := mergeScores(b.testPHP, b.swapPHP)
+	e.R.P("Both halves of php/doc-en, each scored with the w chosen without it (the test half with w = %g, the training half with w = %g; %d pages with "+
+		"fewer than 5 changes): %s of the best single estimator's median error %s, predictive coverage %s.",
+		b.w, b.swapW, both.n[0], f3(ratio0(both)), bootString(both, e.Seed), pct(hierCoverage(both, 0)))
+	tr, te := b.trainPHP[b.w], b.testPHP
+	k := bestOfGroup(te, 2)
+	ptr, pte := quantile(tr.errs[2]["pooled"], 0.5), quantile(te.errs[2]["pooled"], 0.5)
+	ktr, kte := quantile(tr.errs[2][k], 0.5), quantile(te.errs[2][k], 0.5)
+	// whose median error on the silent pages moves more between the
+	// halves (in log): the candidate's or the comparator's
+	who := fmt.Sprintf("the candidate's own: its error on the silent pages moves by a factor e^%.2f, %s's by e^%.2f", math.Log(pte/ptr), k, math.Log(kte/ktr))
+	if math.Abs(math.Log(kte/ktr)) > 2*math.Abs(math.Log(pte/ptr)) {
+		who = fmt.Sprintf("mostly the comparator's (silent pages: %s's error moves by a factor e^%.2f, the candidate's by e^%.2f): %s gives every silent page "+
+			"of the weekly year one value (its posterior for no change in the same visits), and how near the silent pages' truths fall to it differs between the halves", k, math.Log(kte/ktr), math.Log(pte/ptr), k)
+	}
+	e.R.P("Where the halves differ (%s, w = %g): on the pages without a detected change its median |log| is %s on the training half and %s on the test "+
+		"half, %s's %s and %s; with 1–4 changes %s and %s, the best single estimator's %s and %s. The ratio's move between the halves is %s.",
+		b.name, b.w, f3(ptr), f3(pte), k, f3(ktr), f3(kte), f3(quantile(tr.errs[3]["pooled"], 0.5)), f3(quantile(te.errs[3]["pooled"], 0.5)),
+		f3(quantile(tr.errs[3][bestOfGroup(tr, 3)], 0.5)), f3(quantile(te.errs[3][bestOfGroup(te, 3)], 0.5)), who)
+	if n := b.testPHP.predN[1]; !coverageReachable(n) {
+		e.R.P("On this test split the php/doc-en check of coverage with 5 or more changes cannot pass for any candidate: with %d predictive interval(s) "+
+			"the coverage takes only the values k/%d, none in 93–97 %%; \"meets the target on both\" is then out of reach on php/doc-en whatever the "+
+			"estimator, and the ratio with fewer than 5 changes (its bootstrap interval above) is the informative number.", n, n)
+	}
+}
+
+// coverageReachable says whether some k/n lies in [0.93, 0.97].
+func coverageReachable(n int) bool {
+	for k := 0; k <= n; k++ {
+		if c := float64(k) / float64(n); c >= 0.93 && c <= 0.97 {
+			return true
+		}
+	}
+	return false
+}
