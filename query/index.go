@@ -14,11 +14,14 @@
 //     IndexEstimates) and the alert records it writes to its sink (TeeSink
 //     observes them after the sink acknowledged them; it also reads back
 //     encoded estimates, as when the index is rebuilt). It keeps, per object, the few numbers that rank
-//     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in
-//     ordered B-trees, so /v1/top is O(log n + limit) per request and
-//     /v1/plan reads one site's objects in order, without touching the
-//     store. Its size is bounded by IndexConfig.MaxObjects: the objects
-//     updated least recently are evicted first (and counted).
+//     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in a
+//     compact, pointer-free table that an estimate updates in O(1)
+//     (amortised); /v1/top and /v1/plan scan it for their answer (a
+//     bounded heap for /v1/top, a sort of the site's objects for
+//     /v1/plan), without touching the store: the writes, one per
+//     published estimate, are many, the queries few. Its size is bounded
+//     by IndexConfig.MaxObjects: the objects updated least recently are
+//     evicted first (and counted).
 //
 // In service mode each replica indexes the partitions it owns; /v1/objects
 // answers for every object (the store is shared).
@@ -240,26 +243,39 @@ func (x *Index) AddEstimate(rec *records.Estimate) {
 
 // IndexEstimates indexes the estimates a Processor published, as
 // AddEstimate does their records (aggregate.EstimateIndex): the processor
-// hands over the values it encoded, so the index reads no record.
+// hands over the values it encoded, so the index reads no record. The
+// names are hashed before the mutex is taken, estimatesPerLock at a time.
 func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for i := range ests {
-		pe := &ests[i]
-		var sc score
-		if pe.HasRate {
-			sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
-			if pe.HasCI {
-				sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+	var hs [estimatesPerLock]uint64
+	for len(ests) > 0 {
+		chunk := ests[:min(len(ests), estimatesPerLock)]
+		ests = ests[len(chunk):]
+		for i := range chunk {
+			hs[i] = x.hashName(chunk[i].Object)
+		}
+		x.mu.Lock()
+		for i := range chunk {
+			pe := &chunk[i]
+			var sc score
+			if pe.HasRate {
+				sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
+				if pe.HasCI {
+					sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+				}
 			}
+			var next int64
+			if pe.HasNextVisit {
+				next = pe.NextVisit.UnixMicro()
+			}
+			x.addEstimate(pe.Object, hs[i], pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
 		}
-		var next int64
-		if pe.HasNextVisit {
-			next = pe.NextVisit.UnixMicro()
-		}
-		x.addEstimate(pe.Object, x.hashName(pe.Object), pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
+		x.mu.Unlock()
 	}
 }
+
+// estimatesPerLock is the number of estimates IndexEstimates indexes per
+// hold of the mutex: a query waits for at most so many.
+const estimatesPerLock = 256
 
 // addEstimate is AddEstimate of an estimate of kind on object (hash h;
 // site: its site, "" to derive it) as of asOf (Unix ms), with its score
