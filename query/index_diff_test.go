@@ -156,3 +156,62 @@ func compareIndexes(t *testing.T, got *Index, want *refIndex, op int) {
 		}
 	}
 }
+
+// TestIndexConcurrent writes estimates and alerts from several goroutines
+// while others query (run with -race): the bound holds and every ranking
+// answered is in order.
+func TestIndexConcurrent(t *testing.T) {
+	x := NewIndex(IndexConfig{MaxObjects: 500})
+	at := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for w := range 3 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			ests := make([]aggregate.PublishedEstimate, 300)
+			for range 30 {
+				for k := range ests {
+					name := fmt.Sprintf("https://s%d.example.org/%d", r.IntN(5), r.IntN(2000))
+					ests[k] = aggregate.PublishedEstimate{Object: name, Kind: records.EstimateChange, AsOf: at, Rate: r.Float64(), HasRate: true}
+				}
+				x.IndexEstimates(ests)
+				x.AddAlert(&records.Alert{Object: ests[0].Object, Kind: records.EstimateAccess, AsOf: at, RateBefore: 1, RateAfter: 2}, []byte(`{}`))
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		defer close(done)
+		for range 200 {
+			for _, site := range []string{"", "s1.example.org"} {
+				top := x.Top(ByChangeRate, site, 50)
+				for i := 1; i < len(top); i++ {
+					if top[i].Lower > top[i-1].Lower {
+						errs <- fmt.Errorf("Top(%q) out of order at %d: %v", site, i, top)
+						return
+					}
+				}
+				x.Candidates(site, 0)
+				x.Top(ByShift, site, 5)
+			}
+			if n := x.Len(); n > 500 {
+				errs <- fmt.Errorf("%d objects indexed, bound 500", n)
+				return
+			}
+		}
+	}()
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if x.Len() != 500 || x.Evicted() == 0 {
+		t.Fatalf("%d objects, %d evicted; want 500 and some evicted", x.Len(), x.Evicted())
+	}
+}
