@@ -14,11 +14,14 @@
 //     IndexEstimates) and the alert records it writes to its sink (TeeSink
 //     observes them after the sink acknowledged them; it also reads back
 //     encoded estimates, as when the index is rebuilt). It keeps, per object, the few numbers that rank
-//     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in
-//     ordered B-trees, so /v1/top is O(log n + limit) per request and
-//     /v1/plan reads one site's objects in order, without touching the
-//     store. Its size is bounded by IndexConfig.MaxObjects: the objects
-//     updated least recently are evicted first (and counted).
+//     and plan (lower and upper 95 % bounds, rate, next visit, as_of) in a
+//     compact, pointer-free table that an estimate updates in O(1)
+//     (amortised); /v1/top and /v1/plan scan it for their answer (a
+//     bounded heap for /v1/top, a sort of the site's objects for
+//     /v1/plan), without touching the store: the writes, one per
+//     published estimate, are many, the queries few. Its size is bounded
+//     by IndexConfig.MaxObjects: the objects updated least recently are
+//     evicted first (and counted).
 //
 // In service mode each replica indexes the partitions it owns; /v1/objects
 // answers for every object (the store is shared).
@@ -32,11 +35,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/btree"
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/records"
@@ -80,10 +82,6 @@ type IndexConfig struct {
 	MaxAlerts int
 }
 
-// siteDegree is the degree of the sites' B-trees (most sites hold few
-// objects).
-const siteDegree = 8
-
 // Defaults of IndexConfig.
 const (
 	DefaultIndexObjects = 200_000
@@ -113,74 +111,62 @@ func (c IndexConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// score is one ranking of one object: the 95 % interval [lo, hi] and the
-// point value.
-type score struct {
-	lo, hi, v float64
-	has       bool
-}
-
-// siteCount is a site's shared name, its number of indexed objects and
-// their order in each ranking (created on first use).
-type siteCount struct {
-	name string
-	n    int
-	tree [numBy]*btree.BTreeG[ranked]
-}
-
-// entry is one indexed object. site is a substring of name (no copy).
-type entry struct {
-	name, site string
-	seq        uint64 // update sequence
-	prev, next *entry // recency list (Index.recency)
-	sc         *siteCount
-	s          [numBy]score
-	shiftKind  string // kind of the latest alert ("change" or "access")
-	asOf       int64  // Unix ms of the latest change estimate
-	accessAsOf int64  // Unix ms of the latest access estimate
-	nextVisit  int64  // Unix µs; 0: none
-}
-
-// ranked is an entry's place in one ranking's global B-tree: the lower
-// bound is held in the tree, so that a search compares without reading the
-// entries (names only on equal bounds).
-type ranked struct {
-	lo float64
-	e  *entry
-}
-
-// lessRanked orders by descending lower bound, then by name.
-func lessRanked(x, y ranked) bool {
-	if x.lo != y.lo {
-		return x.lo > y.lo
-	}
-	return x.e.name < y.e.name
-}
-
 // Index is the bounded in-memory ranking of the objects whose estimates and
-// alerts the aggregator published. It is safe for concurrent use: Observe
-// (from the sink's writers) and the queries take one mutex; queries hold it
-// for O(log n + limit) (Top) or O(objects of the site) (Candidates).
+// alerts the aggregator published. It is safe for concurrent use: the
+// writes (IndexEstimates, AddEstimate, AddAlert) and the queries take one
+// mutex.
 //
-// Memory: per object one entry (its name, scores and times, linked in the
-// recency order) and one item in each of up to six B-trees (global and
-// per-site order of the three rankings; 16 bytes, the lower bound held in
-// the tree): about 390 bytes of heap per object with a 47-byte
-// name and both kinds of estimate (docs/query-bench.md, from
-// cmd/benchreport, has the measured figure).
+// The writes are the hot path (every published estimate): an estimate
+// costs one hash-table lookup and O(1) amortised updates, keeping no
+// order. The queries, a few per second, scan for their answer instead,
+// with the mutex held: Top is O(n log limit) for n objects (a bounded
+// heap; by shift only the objects with a shift alert are scanned) and
+// Candidates O(n + m log m) for the m objects answered (a sort); a site's
+// objects are found by a scan of 8 bytes per object. At 200,000 objects
+// on a 2-core machine: about 1 ms for Top over every object, 65 µs over
+// one site, 45 ms for every object's Candidates (BenchmarkIndexQuery).
+//
+// Memory: per object one 88-byte entry (scores, times, where its name
+// is), 8 bytes of site and recency (slotMeta), its name copied into one
+// arena (which holds up to a third more: the names of evicted objects,
+// until it is compacted), 1 to 1.5 8-byte records of the recency queue
+// and an 8-byte slot of the table (which is 40 to 80 % full); an object
+// with a shift alert takes a 40-byte shift record more. None of it holds
+// a pointer, so the garbage collector has nothing to mark: about 170 to
+// 185 bytes of heap per object with a 47 to 53-byte name
+// (BenchmarkIndexEstimatesLive measures it, and docs/query-bench.md from
+// cmd/benchreport).
 type Index struct {
 	cfg IndexConfig
 
-	mu      sync.Mutex
-	seq     uint64
-	objects map[string]*entry
-	sites   map[string]*siteCount // objects per site; name is the site string its entries share
-	global  [numBy]*btree.BTreeG[ranked]
-	// free is the node free list the sites' trees share.
-	free *btree.FreeListG[ranked]
-	// recency lists the entries least recently updated first (a ring
-	// through its sentinel: recency.next is the oldest).
-	recency entry
+	mu   sync.Mutex
+	seed maphash.Seed
+	// table finds an object's entry by name (index_store.go: lookup).
+	table   []uint64
+	n       int     // objects indexed
+	entries []entry // by slot; free slots are listed in free
+	meta    []slotMeta
+	free    []int32
+	// names holds the objects' names; garbage counts the bytes of removed
+	// objects' names still in it.
+	names   []byte
+	garbage int
+	// sites lists the sites by index (n 0: free, listed in freeSites);
+	// siteIDs finds them by name.
+	sites     []siteInfo
+	siteIDs   map[string]int32
+	freeSites []int32
+	// shifts holds the shift scores (by=shift), free ones listed in
+	// freeShifts; their alerts' kinds are interned in kinds.
+	shifts       []shiftRec
+	freeShifts   []int32
+	kinds        []string
+	kindOverflow map[int32]string
+	// recency[head:] are the touches of the entries, oldest first: the
+	// first live one is the least recently updated object.
+	recency []touchRec
+	head    int
+	seq     uint32
 	evicted uint64
 	maxAsOf int64 // Unix ms: the latest as_of seen (event time)
 
@@ -208,11 +194,8 @@ func NewIndex(cfg IndexConfig) *Index {
 		cfg.MaxAlerts = 0
 	}
 	cfg = cfg.WithDefaults()
-	x := &Index{cfg: cfg, objects: map[string]*entry{}, sites: map[string]*siteCount{}, free: btree.NewFreeListG[ranked](btree.DefaultFreeListSize)}
-	for b := 0; b < numBy; b++ {
-		x.global[b] = btree.NewG(32, lessRanked)
-	}
-	x.recency.prev, x.recency.next = &x.recency, &x.recency
+	x := &Index{cfg: cfg, seed: maphash.MakeSeed(), siteIDs: map[string]int32{}}
+	x.growTable()
 	return x
 }
 
@@ -220,7 +203,7 @@ func NewIndex(cfg IndexConfig) *Index {
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.objects)
+	return x.n
 }
 
 // Evicted returns the number of objects evicted to respect MaxObjects.
@@ -256,59 +239,82 @@ func (x *Index) AddEstimate(rec *records.Estimate) {
 	if rec.NextVisit != nil {
 		next = rec.NextVisit.UnixMicro()
 	}
+	h := x.hashName(rec.Object)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.addEstimate(rec.Object, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
+	x.addEstimate(rec.Object, h, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
 }
 
 // IndexEstimates indexes the estimates a Processor published, as
 // AddEstimate does their records (aggregate.EstimateIndex): the processor
-// hands over the values it encoded, so the index reads no record.
+// hands over the values it encoded, so the index reads no record. The
+// names are hashed before the mutex is taken, estimatesPerLock at a time.
 func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for i := range ests {
-		pe := &ests[i]
-		var sc score
-		if pe.HasRate {
-			sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
-			if pe.HasCI {
-				sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+	var hs [estimatesPerLock]uint64
+	for len(ests) > 0 {
+		chunk := ests[:min(len(ests), estimatesPerLock)]
+		ests = ests[len(chunk):]
+		for i := range chunk {
+			hs[i] = x.hashName(chunk[i].Object)
+		}
+		x.mu.Lock()
+		for i := range chunk {
+			pe := &chunk[i]
+			var sc score
+			if pe.HasRate {
+				sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
+				if pe.HasCI {
+					sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+				}
 			}
+			var next int64
+			if pe.HasNextVisit {
+				next = pe.NextVisit.UnixMicro()
+			}
+			x.addEstimate(pe.Object, hs[i], pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
 		}
-		var next int64
-		if pe.HasNextVisit {
-			next = pe.NextVisit.UnixMicro()
-		}
-		x.addEstimate(pe.Object, pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
+		x.mu.Unlock()
 	}
 }
 
-// addEstimate is AddEstimate of an estimate of kind on object (site: its
-// site, "" to derive it) as of asOf (Unix ms), with its score and next
-// visit (Unix µs, 0: none). Called with mu held.
-func (x *Index) addEstimate(object, site, kind string, asOf int64, sc score, nextVisit int64) {
-	b := byChange
+// estimatesPerLock is the number of estimates IndexEstimates indexes per
+// hold of the mutex: a query waits for at most so many.
+const estimatesPerLock = 256
+
+// addEstimate is AddEstimate of an estimate of kind on object (hash h;
+// site: its site, "" to derive it) as of asOf (Unix ms), with its score
+// and next visit (Unix µs, 0: none). Called with mu held.
+func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int64, sc score, nextVisit int64) {
+	b, bit := byChange, uint8(hasChange)
 	if kind == records.EstimateAccess {
-		b = byAccess
+		b, bit = byAccess, hasAccess
 	}
-	e, ok := x.objects[object]
-	if ok && e.s[b].has {
-		if (b == byChange && asOf < e.asOf) || (b == byAccess && asOf < e.accessAsOf) {
+	slot, pos := x.lookup(object, h)
+	if slot >= 0 {
+		e := &x.entries[slot]
+		if e.has&bit != 0 && ((b == byChange && asOf < e.asOf) || (b == byAccess && asOf < e.accessAsOf)) {
 			return
 		}
+		x.touchSlot(slot)
+	} else {
+		slot = x.create(object, h, pos, site)
 	}
-	e = x.touchEntry(e, object, site)
-	x.setScore(e, b, sc)
+	e := &x.entries[slot]
+	if sc.has {
+		e.s[b] = point{lo: sc.lo, hi: sc.hi, v: sc.v}
+		e.has |= bit
+	} else {
+		e.s[b] = point{}
+		e.has &^= bit
+	}
 	if b == byAccess {
 		e.accessAsOf = asOf
+	} else {
+		e.asOf = asOf
+		e.nextVisit = nextVisit
 	}
 	if asOf > x.maxAsOf {
 		x.maxAsOf = asOf
-	}
-	if b == byChange {
-		e.asOf = asOf
-		e.nextVisit = nextVisit
 	}
 	x.evict()
 }
@@ -317,6 +323,7 @@ func (x *Index) addEstimate(object, site, kind string, asOf int64, sc score, nex
 // fields added to alerts appear in /v1/alerts unchanged).
 func (x *Index) AddAlert(a *records.Alert, raw []byte) {
 	sc := shiftScore(a)
+	h := x.hashName(a.Object)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	r := alertRec{asOf: a.AsOf, object: a.Object, site: a.Site, raw: append(json.RawMessage(nil), raw...)}
@@ -327,102 +334,123 @@ func (x *Index) AddAlert(a *records.Alert, raw []byte) {
 	}
 	x.alertNext = (x.alertNext + 1) % x.cfg.MaxAlerts
 	x.alertN++
-	e := x.touch(a.Object, a.Site)
-	e.shiftKind = a.Kind
-	x.setScore(e, byShift, sc)
+	slot, pos := x.lookup(a.Object, h)
+	if slot >= 0 {
+		x.touchSlot(slot)
+	} else {
+		slot = x.create(a.Object, h, pos, a.Site)
+	}
+	x.setShift(slot, a.Kind, sc)
 	x.evict()
 }
 
-// touch returns the entry of name, created if needed, and marks it the most
-// recently updated. Called with mu held.
-func (x *Index) touch(name, site string) *entry {
-	return x.touchEntry(x.objects[name], name, site)
+// setShift sets the shift score of the entry of slot and the kind of its
+// alert. Called with mu held.
+func (x *Index) setShift(slot int32, kind string, sc score) {
+	e := &x.entries[slot]
+	i := e.shift - 1
+	if i < 0 {
+		if n := len(x.freeShifts); n > 0 {
+			i, x.freeShifts = x.freeShifts[n-1], x.freeShifts[:n-1]
+		} else {
+			i = int32(len(x.shifts))
+			x.shifts = append(x.shifts, shiftRec{})
+		}
+		e.shift = i + 1
+	}
+	delete(x.kindOverflow, i)
+	k := x.internKind(kind)
+	if k < 0 {
+		if x.kindOverflow == nil {
+			x.kindOverflow = map[int32]string{}
+		}
+		x.kindOverflow[i] = kind
+	}
+	sc.has = true
+	x.shifts[i] = shiftRec{s: sc, owner: slot, kind: k}
 }
 
-// touchEntry is touch with e, the entry of name (nil: none yet), looked up
-// by the caller.
-func (x *Index) touchEntry(e *entry, name, site string) *entry {
-	if e != nil {
-		e.unlink()
+// create indexes name (hash h, pos its place in the table from lookup) as
+// a new object of site ("" or longer than name: derived from name), the
+// most recently updated, and returns its slot. Called with mu held.
+func (x *Index) create(name string, h uint64, pos uint64, site string) int32 {
+	if x.growTable() {
+		_, pos = x.lookup(name, h)
+	}
+	if site == "" || len(site) > len(name) {
+		site = aggregate.Site(name)
+	}
+	id, ok := x.siteIDs[site]
+	if !ok {
+		// The site's name is copied: the index keeps no string of its callers.
+		sc := siteInfo{name: strings.Clone(site)}
+		if n := len(x.freeSites); n > 0 {
+			id, x.freeSites = x.freeSites[n-1], x.freeSites[:n-1]
+			x.sites[id] = sc
+		} else {
+			id = int32(len(x.sites))
+			x.sites = append(x.sites, sc)
+		}
+		x.siteIDs[sc.name] = id
+	}
+	x.sites[id].n++
+	var slot int32
+	if n := len(x.free); n > 0 {
+		slot, x.free = x.free[n-1], x.free[:n-1]
 	} else {
-		e = &entry{name: name, site: site}
-		if e.site == "" || len(site) > len(name) {
-			e.site = aggregate.Site(name)
-		} else if i := strings.Index(name, site); i >= 0 {
-			e.site = name[i : i+len(site)] // share the name's bytes
+		slot = int32(len(x.entries))
+		if len(x.entries) == cap(x.entries) {
+			// Grown by hand: at most MaxObjects+1 slots are used (an
+			// object is created before the oldest is evicted), so the
+			// slices need no capacity beyond.
+			c := len(x.entries) + min(max(len(x.entries), 1024), x.cfg.MaxObjects+1-len(x.entries))
+			x.entries, x.meta = growTo(x.entries, c), growTo(x.meta, c)
 		}
-		// The entries of a site share its siteCount: its name and its
-		// rankings' trees.
-		sc := x.sites[e.site]
-		if sc == nil {
-			sc = &siteCount{name: e.site}
-			x.sites[sc.name] = sc
-		}
-		e.site, e.sc = sc.name, sc
-		sc.n++
-		x.objects[name] = e
+		x.entries = append(x.entries, entry{})
+		x.meta = append(x.meta, slotMeta{site: -1})
 	}
-	x.seq++
-	e.seq = x.seq
-	e.prev, e.next = x.recency.prev, &x.recency // the newest: before the sentinel
-	e.prev.next, x.recency.prev = e, e
-	return e
-}
-
-// unlink takes e out of the recency list.
-func (e *entry) unlink() {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
-}
-
-// setScore replaces e's ranking b. Called with mu held. The trees order
-// by lower bound and entry only, so an unchanged lower bound keeps e's
-// place in them.
-func (x *Index) setScore(e *entry, b int, sc score) {
-	if e.s[b].has && sc.has && e.s[b].lo == sc.lo {
-		e.s[b] = sc
-		return
-	}
-	if e.s[b].has {
-		x.unrank(e, b)
-	}
-	e.s[b] = sc
-	if sc.has {
-		r := ranked{lo: sc.lo, e: e}
-		x.global[b].ReplaceOrInsert(r)
-		t := e.sc.tree[b]
-		if t == nil {
-			t = btree.NewWithFreeListG(siteDegree, lessRanked, x.free)
-			e.sc.tree[b] = t
-		}
-		t.ReplaceOrInsert(r)
-	}
-}
-
-// unrank takes e out of ranking b's trees. Called with mu held.
-func (x *Index) unrank(e *entry, b int) {
-	r := ranked{lo: e.s[b].lo, e: e}
-	x.global[b].Delete(r)
-	e.sc.tree[b].Delete(r)
+	off, n := x.storeName(name)
+	x.entries[slot] = entry{nameLen: n}
+	x.entries[slot].setNameOff(off)
+	x.meta[slot].site = id
+	x.table[pos] = uint64(uint32(h))<<32 | uint64(uint32(slot)+1)
+	x.n++
+	x.touchSlot(slot)
+	return slot
 }
 
 // evict removes the least recently updated objects beyond MaxObjects.
+// Called with mu held.
 func (x *Index) evict() {
-	for len(x.objects) > x.cfg.MaxObjects {
-		e := x.recency.next
-		if e == &x.recency {
-			return
+	for x.n > x.cfg.MaxObjects && x.head < len(x.recency) {
+		r := x.recency[x.head]
+		x.head++
+		if x.live(r) {
+			x.remove(r.slot)
+			x.evicted++
 		}
-		e.unlink()
-		for b := 0; b < numBy; b++ {
-			if e.s[b].has {
-				x.unrank(e, b)
-			}
-		}
-		delete(x.objects, e.name)
-		if e.sc.n--; e.sc.n <= 0 {
-			delete(x.sites, e.site)
-		}
-		x.evicted++
 	}
+}
+
+// remove takes the entry of slot out of the index. Called with mu held.
+func (x *Index) remove(slot int32) {
+	e := &x.entries[slot]
+	x.deleteAt(x.position(slot))
+	x.garbage += int(e.nameLen)
+	if e.shift > 0 {
+		i := e.shift - 1
+		x.shifts[i] = shiftRec{}
+		delete(x.kindOverflow, i)
+		x.freeShifts = append(x.freeShifts, i)
+	}
+	id := x.meta[slot].site
+	if x.sites[id].n--; x.sites[id].n == 0 {
+		delete(x.siteIDs, x.sites[id].name)
+		x.sites[id] = siteInfo{}
+		x.freeSites = append(x.freeSites, id)
+	}
+	x.entries[slot] = entry{}
+	x.meta[slot] = slotMeta{site: -1}
+	x.free = append(x.free, slot)
+	x.n--
 }

@@ -1,9 +1,12 @@
 package query
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -25,37 +28,35 @@ type Ranked struct {
 }
 
 // Top returns at most limit objects of ranking by (ByChangeRate, ...) on
-// site ("" for every site), in descending order of the lower 95 % bound.
+// site ("" for every site), in descending order of the lower 95 % bound
+// (then by name). It scans the objects (those with a shift alert for
+// ByShift): O(n log limit) for n objects.
 func (x *Index) Top(by string, site string, limit int) []Ranked {
 	b, ok := byIndex(by)
 	if !ok || limit <= 0 {
 		return nil
 	}
-	out := make([]Ranked, 0, min(limit, 64))
-	add := func(e *entry) bool {
-		kind := records.EstimateChange
-		switch b {
-		case byAccess:
-			kind = records.EstimateAccess
-		case byShift:
-			kind = e.shiftKind
-		}
-		s := e.s[b]
-		out = append(out, Ranked{Object: e.name, Site: e.site, Kind: kind, Lower: s.lo, Upper: s.hi, Value: s.v})
-		return len(out) < limit
-	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if site == "" {
-		x.global[b].Ascend(func(r ranked) bool { return add(r.e) })
-		return out
-	}
-	sc := x.sites[site]
-	if sc == nil {
-		return out
-	}
-	if t := sc.tree[b]; t != nil {
-		t.Ascend(func(r ranked) bool { return add(r.e) })
+	items := x.rank(b, site, limit)
+	out := make([]Ranked, 0, len(items))
+	names := x.namesOf(items)
+	for _, it := range items {
+		name := names[:x.entries[it.slot].nameLen]
+		names = names[len(name):]
+		e := &x.entries[it.slot]
+		var s point
+		kind := records.EstimateChange
+		switch b {
+		case byChange:
+			s = e.s[byChange]
+		case byAccess:
+			s, kind = e.s[byAccess], records.EstimateAccess
+		case byShift:
+			sc := x.shifts[e.shift-1].s
+			s, kind = point{lo: sc.lo, hi: sc.hi, v: sc.v}, x.shiftKind(e.shift-1)
+		}
+		out = append(out, Ranked{Object: name, Site: x.sites[x.meta[it.slot].site].name, Kind: kind, Lower: s.lo, Upper: s.hi, Value: s.v})
 	}
 	return out
 }
@@ -72,32 +73,178 @@ type Candidate struct {
 }
 
 // Candidates returns the objects with a change estimate on site ("": all),
-// in descending order of the lower bound, at most limit of them (0: all).
+// in descending order of the lower bound (then by name), at most limit of
+// them (0: all). It scans the objects and sorts the answer: O(n + m log m)
+// for n objects and m answered.
 func (x *Index) Candidates(site string, limit int) []Candidate {
-	var out []Candidate
-	add := func(e *entry) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	items := x.rank(byChange, site, max(limit, 0))
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]Candidate, 0, len(items))
+	names := x.namesOf(items)
+	for _, it := range items {
+		e := &x.entries[it.slot]
+		name := names[:e.nameLen]
+		names = names[len(name):]
 		s := e.s[byChange]
-		c := Candidate{Object: e.name, Site: e.site, Rate: s.v, Lo: s.lo, Hi: s.hi, AsOf: time.UnixMilli(e.asOf).UTC()}
+		c := Candidate{Object: name, Site: x.sites[x.meta[it.slot].site].name, Rate: s.v, Lo: s.lo, Hi: s.hi, AsOf: time.UnixMilli(e.asOf).UTC()}
 		if e.nextVisit != 0 {
 			c.NextVisit = time.UnixMicro(e.nextVisit).UTC()
 		}
 		out = append(out, c)
-		return limit <= 0 || len(out) < limit
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if site == "" {
-		x.global[byChange].Ascend(func(r ranked) bool { return add(r.e) })
-		return out
-	}
-	sc := x.sites[site]
-	if sc == nil {
-		return out
-	}
-	if t := sc.tree[byChange]; t != nil {
-		t.Ascend(func(r ranked) bool { return add(r.e) })
 	}
 	return out
+}
+
+// rankItem is one object of a ranking being answered: the key of its
+// lower bound (rankKey) and its slot.
+type rankItem struct {
+	key  uint64
+	slot int32
+}
+
+// rankKey maps a lower bound to a key that orders as the ranking does:
+// ascending keys are descending bounds (−0 as 0, NaN last).
+func rankKey(lo float64) uint64 {
+	var b uint64 // NaN: the lowest bound
+	switch {
+	case lo == 0:
+		b = 1 << 63
+	case lo == lo:
+		b = math.Float64bits(lo)
+		if b>>63 != 0 {
+			b = ^b // negative: larger magnitudes first
+		} else {
+			b |= 1 << 63
+		}
+	}
+	return ^b
+}
+
+// before reports whether a ranks before b: by descending lower bound,
+// then by name.
+func (x *Index) before(a, b rankItem) bool {
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return bytes.Compare(x.nameBytes(a.slot), x.nameBytes(b.slot)) < 0
+}
+
+// rank returns the objects of ranking b on site ("": every site) in
+// ranking order, at most limit of them (0: all): a scan of the entries
+// (of the site's slots, or of the shift scores for byShift) that keeps
+// the limit best in a heap. Called with mu held.
+func (x *Index) rank(b int, site string, limit int) []rankItem {
+	id := int32(-1)
+	if site != "" {
+		var ok bool
+		if id, ok = x.siteIDs[site]; !ok {
+			return nil
+		}
+	}
+	k := topK{x: x, limit: limit}
+	switch {
+	case b == byShift:
+		for i := range x.shifts {
+			r := &x.shifts[i]
+			if r.s.has && (id < 0 || x.meta[r.owner].site == id) {
+				k.push(rankKey(r.s.lo), r.owner)
+			}
+		}
+	case id < 0:
+		bit := uint8(1) << b
+		for slot := range x.entries {
+			if e := &x.entries[slot]; e.has&bit != 0 {
+				k.push(rankKey(e.s[b].lo), int32(slot))
+			}
+		}
+	default:
+		bit := uint8(1) << b
+		for slot, m := range x.meta {
+			if m.site == id {
+				if e := &x.entries[slot]; e.has&bit != 0 {
+					k.push(rankKey(e.s[b].lo), int32(slot))
+				}
+			}
+		}
+	}
+	slices.SortFunc(k.items, func(a, b rankItem) int {
+		if x.before(a, b) {
+			return -1
+		}
+		return 1 // distinct objects never tie: their names differ
+	})
+	return k.items
+}
+
+// topK keeps the limit best items pushed (all when limit is 0); once
+// full, items is a heap whose root is the worst kept, of key worst.
+type topK struct {
+	x     *Index
+	limit int
+	items []rankItem
+	full  bool
+	worst uint64
+}
+
+func (k *topK) push(key uint64, slot int32) {
+	if k.full {
+		if key > k.worst {
+			return // ranks after every item kept
+		}
+		it := rankItem{key: key, slot: slot}
+		if !k.x.before(it, k.items[0]) {
+			return
+		}
+		k.items[0] = it
+		k.down(0)
+		k.worst = k.items[0].key
+		return
+	}
+	k.items = append(k.items, rankItem{key: key, slot: slot})
+	if len(k.items) == k.limit {
+		for i := len(k.items)/2 - 1; i >= 0; i-- {
+			k.down(i)
+		}
+		k.full, k.worst = true, k.items[0].key
+	}
+}
+
+// down restores the heap below i: every item ranks after its children.
+func (k *topK) down(i int) {
+	h := k.items
+	for {
+		w := i
+		if l := 2*i + 1; l < len(h) && k.x.before(h[w], h[l]) {
+			w = l
+		}
+		if r := 2*i + 2; r < len(h) && k.x.before(h[w], h[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}
+
+// namesOf returns the names of items' objects, one after the other, in
+// one string: the answer's names share one allocation.
+func (x *Index) namesOf(items []rankItem) string {
+	n := 0
+	for _, it := range items {
+		n += int(x.entries[it.slot].nameLen)
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, it := range items {
+		sb.Write(x.nameBytes(it.slot))
+	}
+	return sb.String()
 }
 
 // Alerts returns the most recent alerts, newest first, with as_of at or
@@ -184,10 +331,11 @@ type SiteCount struct {
 // name), at most limit.
 func (x *Index) Sites(limit int) []SiteCount {
 	x.mu.Lock()
-	out := make([]SiteCount, 0, len(x.sites))
-	for s, sc := range x.sites {
-		n := sc.n
-		out = append(out, SiteCount{s, n})
+	out := make([]SiteCount, 0, len(x.siteIDs))
+	for _, sc := range x.sites {
+		if sc.n > 0 {
+			out = append(out, SiteCount{sc.name, sc.n})
+		}
 	}
 	x.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {

@@ -1,0 +1,297 @@
+package query
+
+import (
+	"hash/maphash"
+	"math"
+)
+
+// The Index's storage: its objects as entries in one slice, found by name
+// through an open-addressing table, their names in one byte arena, their
+// recency as a queue of touches. None of it holds a pointer, so the
+// garbage collector neither scans nor marks the objects: their number
+// only costs memory. The Index's writes are in index.go, its reads in
+// index_read.go.
+
+// score is one ranking of one object: the 95 % interval [lo, hi] and the
+// point value.
+type score struct {
+	lo, hi, v float64
+	has       bool
+}
+
+// point is one ranking of one indexed object: score without has (which
+// entry.has holds).
+type point struct{ lo, hi, v float64 }
+
+// Bits of entry.has: which rankings the entry holds.
+const (
+	hasChange = 1 << byChange
+	hasAccess = 1 << byAccess
+)
+
+// entry is one indexed object (88 bytes). Its site and recency are in
+// Index.meta, its shift score (if any) in Index.shifts: a minority of the
+// objects have one.
+type entry struct {
+	s          [2]point // change and access rankings (has says which)
+	asOf       int64    // Unix ms of the latest change estimate
+	accessAsOf int64    // Unix ms of the latest access estimate
+	nextVisit  int64    // Unix µs; 0: none
+	// The name is names[off : off+nameLen], off = nameHi<<32 | nameLo (40
+	// bits: an arena of up to a TiB).
+	nameLo  uint32
+	nameLen uint32
+	shift   int32 // 1 + index in Index.shifts; 0: no shift score
+	nameHi  uint8
+	has     uint8 // hasChange | hasAccess
+}
+
+// nameOff is the offset of e's name in the arena.
+func (e *entry) nameOff() int { return int(e.nameHi)<<32 | int(e.nameLo) }
+
+// setNameOff sets the offset of e's name in the arena.
+func (e *entry) setNameOff(off int) { e.nameLo, e.nameHi = uint32(off), uint8(off>>32) }
+
+// slotMeta is what a scan by site and the recency queue read of an entry
+// slot: kept apart from the entries so that both read 8 bytes per object.
+type slotMeta struct {
+	site int32  // index in Index.sites; -1: the slot is free
+	seq  uint32 // the sequence number of the entry's latest touch
+}
+
+// touchRec is one touch of an entry in the recency queue: stale once the
+// entry is touched again (its seq changed) or removed.
+type touchRec struct {
+	slot int32
+	seq  uint32
+}
+
+// shiftRec is the shift score of one entry (owner).
+type shiftRec struct {
+	s     score // has: false when the record is free
+	owner int32
+	kind  int32 // index in Index.kinds; -1: the kind is in kindOverflow
+}
+
+// siteInfo is one site: its name and its number of indexed objects.
+type siteInfo struct {
+	name string
+	n    int
+}
+
+// maxKinds bounds the interned alert kinds (two in practice: change and
+// access); an alert of yet another kind keeps its kind in kindOverflow.
+const maxKinds = 64
+
+// Table sizing: the open-addressing table doubles when it would be more
+// than maxLoadNum/maxLoadDen full.
+const (
+	minTableSize = 1 << 10
+	maxLoadNum   = 4
+	maxLoadDen   = 5
+)
+
+// hashName is the hash of an object's name in x's table (equal to
+// maphash.Bytes of the name's bytes).
+func (x *Index) hashName(name string) uint64 { return maphash.String(x.seed, name) }
+
+// nameBytes is the arena's copy of the name of the entry in slot.
+func (x *Index) nameBytes(slot int32) []byte {
+	e := &x.entries[slot]
+	off := e.nameOff()
+	return x.names[off : off+int(e.nameLen)]
+}
+
+// lookup returns the slot of name (hash h), -1 if it is not indexed, and
+// the position in the table where it is or would be inserted.
+//
+// A table slot holds the low 32 bits of the name's hash (which give its
+// home position, tables being smaller than 2³²) and 1 + the entry's slot; 0
+// is empty. Collisions probe linearly.
+func (x *Index) lookup(name string, h uint64) (int32, uint64) {
+	mask := uint64(len(x.table) - 1)
+	tag := uint64(uint32(h))
+	for p := tag & mask; ; p = (p + 1) & mask {
+		v := x.table[p]
+		if v == 0 {
+			return -1, p
+		}
+		if v>>32 == tag {
+			slot := int32(uint32(v) - 1)
+			if string(x.nameBytes(slot)) == name {
+				return slot, p
+			}
+		}
+	}
+}
+
+// position returns the position in the table of the entry of slot.
+func (x *Index) position(slot int32) uint64 {
+	mask := uint64(len(x.table) - 1)
+	tag := uint64(uint32(maphash.Bytes(x.seed, x.nameBytes(slot))))
+	want := uint64(uint32(slot) + 1)
+	p := tag & mask
+	for x.table[p] != tag<<32|want {
+		p = (p + 1) & mask
+	}
+	return p
+}
+
+// growTable doubles the table when one more name would load it beyond
+// maxLoadNum/maxLoadDen (or creates it). It reports whether it did:
+// positions from lookup are then stale.
+func (x *Index) growTable() bool {
+	if len(x.table) > 0 && (x.n+1)*maxLoadDen <= len(x.table)*maxLoadNum {
+		return false
+	}
+	size := max(minTableSize, 2*len(x.table))
+	old := x.table
+	x.table = make([]uint64, size)
+	mask := uint64(size - 1)
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		p := (v >> 32) & mask
+		for x.table[p] != 0 {
+			p = (p + 1) & mask
+		}
+		x.table[p] = v
+	}
+	return true
+}
+
+// deleteAt empties table position p, shifting back the names probed after
+// it (linear probing without tombstones).
+func (x *Index) deleteAt(p uint64) {
+	mask := uint64(len(x.table) - 1)
+	for {
+		x.table[p] = 0
+		q := p
+		for {
+			q = (q + 1) & mask
+			v := x.table[q]
+			if v == 0 {
+				return
+			}
+			// v may fill the hole at p if p lies between its home and q.
+			home := (v >> 32) & mask
+			if (q-home)&mask >= (q-p)&mask {
+				x.table[p] = v
+				p = q
+				break
+			}
+		}
+	}
+}
+
+// storeName copies name into the arena, compacting the arena first when
+// a quarter of it is the names of removed objects.
+func (x *Index) storeName(name string) (off int, n uint32) {
+	if x.garbage > 64<<10 && 4*x.garbage > len(x.names) {
+		x.compactNames()
+	}
+	off = len(x.names)
+	x.names = append(x.names, name...)
+	return off, uint32(len(name))
+}
+
+// compactNames rewrites the arena with the names of the indexed objects
+// only: amortised, each byte of a removed name costs four bytes copied.
+func (x *Index) compactNames() {
+	live := len(x.names) - x.garbage
+	names := make([]byte, 0, live+live/4)
+	for slot := range x.entries {
+		if x.meta[slot].site < 0 {
+			continue
+		}
+		off := len(names)
+		names = append(names, x.nameBytes(int32(slot))...)
+		x.entries[slot].setNameOff(off)
+	}
+	x.names, x.garbage = names, 0
+}
+
+// touchSlot marks the entry of slot the most recently updated: a new
+// sequence number and its record at the back of the recency queue.
+// Records made stale by later touches (or removals) are dropped when they
+// are half as many as the objects (compactRecency), so the queue holds at
+// most about 1.5 records per object and each touch costs O(1) amortised
+// (three records checked).
+func (x *Index) touchSlot(slot int32) {
+	if x.seq == math.MaxUint32 {
+		x.compactRecency()
+	}
+	x.seq++
+	x.meta[slot].seq = x.seq
+	if len(x.recency) == cap(x.recency) {
+		// Grown by hand: the queue never holds more than maxRecency
+		// records, so its capacity need not exceed it.
+		x.recency = growTo(x.recency, len(x.recency)+min(max(len(x.recency), 1024), x.maxRecency()-len(x.recency)))
+	}
+	x.recency = append(x.recency, touchRec{slot: slot, seq: x.seq})
+	if len(x.recency) >= x.maxRecency() {
+		x.compactRecency()
+	}
+}
+
+// maxRecency is the length of the queue that makes touchSlot compact it:
+// half the objects more than the objects, plus a constant.
+func (x *Index) maxRecency() int { return x.n + x.n/2 + 1024 }
+
+// live reports whether r is the latest touch of an indexed entry.
+func (x *Index) live(r touchRec) bool {
+	m := x.meta[r.slot]
+	return m.site >= 0 && m.seq == r.seq
+}
+
+// compactRecency keeps the live records of the queue, in order, and
+// numbers them again from 1 (so that sequence numbers never wrap).
+func (x *Index) compactRecency() {
+	kept := x.recency[:0]
+	var seq uint32
+	for _, r := range x.recency[x.head:] {
+		if !x.live(r) {
+			continue
+		}
+		seq++
+		r.seq = seq
+		x.meta[r.slot].seq = seq
+		kept = append(kept, r)
+	}
+	x.recency, x.head, x.seq = kept, 0, seq
+	if c := cap(x.recency); c > 2*x.maxRecency() {
+		x.recency = append(make([]touchRec, 0, x.maxRecency()), kept...) // the index shrank
+	}
+}
+
+// growTo returns s with capacity c (at least len(s)+1), exactly: append
+// would give it up to a quarter more.
+func growTo[T any](s []T, c int) []T {
+	out := make([]T, len(s), max(c, len(s)+1))
+	copy(out, s)
+	return out
+}
+
+// internKind returns the index of kind in x.kinds, added if there is room;
+// -1 when there is none.
+func (x *Index) internKind(kind string) int32 {
+	for i, k := range x.kinds {
+		if k == kind {
+			return int32(i)
+		}
+	}
+	if len(x.kinds) == maxKinds {
+		return -1
+	}
+	x.kinds = append(x.kinds, kind)
+	return int32(len(x.kinds) - 1)
+}
+
+// shiftKind is the kind of the alert that set shift record i.
+func (x *Index) shiftKind(i int32) string {
+	if k := x.shifts[i].kind; k >= 0 {
+		return x.kinds[k]
+	}
+	return x.kindOverflow[i]
+}
