@@ -1,6 +1,9 @@
 package main
 
 import (
+	"log/slog"
+	"os"
+	"runtime/debug"
 	"testing"
 
 	"github.com/changerate/changerate/aggregate"
@@ -37,5 +40,26 @@ func TestCacheBytesConfig(t *testing.T) {
 	c.Emit = aggregate.EmitFinal
 	if pc := c.processorConfig(); pc.CacheBytes != aggregate.Unbounded || pc.CacheObjects != aggregate.Unbounded {
 		t.Errorf("final mode: CacheBytes %d, CacheObjects %d, want both Unbounded", pc.CacheBytes, pc.CacheObjects)
+	}
+}
+
+// TestSetGCPercent: without GOGC the service sets defaultGCPercent; a GOGC
+// in the environment wins (the runtime read it at start, and it is left
+// alone).
+func TestSetGCPercent(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+
+	t.Setenv("GOGC", "120")
+	setGCPercent(logger)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set: GC percent %d, want it left at 100", got)
+	}
+
+	os.Unsetenv("GOGC") // restored by t.Setenv's cleanup
+	setGCPercent(logger)
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("without GOGC: GC percent %d, want %d", got, defaultGCPercent)
 	}
 }

@@ -30,6 +30,7 @@ func openStore(ctx context.Context, cfg *config, logger *slog.Logger, reg promet
 // runService is the production mode: Kafka in, Kafka out, Redis state.
 func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prometheus.Registry) error {
 	setMemoryLimit(logger)
+	setGCPercent(logger)
 	kc := cfg.kafkaConfig()
 	if err := kc.Validate(); err != nil {
 		return usageError{fmt.Errorf("config: %s", options.KafkaError(err))}
