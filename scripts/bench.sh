@@ -5,7 +5,7 @@
 # naive one-round-trip-per-observation design, latency at half load, bytes
 # per object, and the query API's latency and index memory (cmd/benchreport/query.go;
 # alone: go run ./cmd/benchreport -query=only) — which writes docs/bench.md, then appends the `go test -bench`
-# results of the hot-path packages. Takes about 6–9 minutes on 2 cores.
+# results of the hot-path packages. Takes about 15–20 minutes on 2 cores.
 #
 # Knobs: BENCH_OUT (report file, default docs/bench.md), BENCH_RUNS (runs per
 # design, default 5), BENCH_FLAGS (more benchreport flags, see
@@ -36,7 +36,7 @@ trap 'rm -rf "$tmp" "$bindir"' EXIT
 $GO build -o "$bindir/aggregator" ./cmd/aggregator
 $GO build -o "$bindir/benchreport" ./cmd/benchreport
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-"$bindir/benchreport" -out "$OUT" -runs "$RUNS" -aggregator "$bindir/aggregator" -cpuprofile "$bindir/pipeline.pprof" ${BENCH_FLAGS:-}
+"$bindir/benchreport" -out "$OUT" -runs "$RUNS" -timeout 40m -aggregator "$bindir/aggregator" -cpuprofile "$bindir/pipeline.pprof" ${BENCH_FLAGS:-}
 
 # One go test per package group; a package that does not build (other work in
 # progress) is reported in the output instead of stopping the report.
