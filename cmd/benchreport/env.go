@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -67,8 +68,21 @@ func startEnv(parts int, runs []string) (*env, error) {
 
 func (e *env) close() {
 	_ = e.rc.Close()
-	e.kafka.Close()
+	e.closeKafka()
 	_ = e.redis.Stop()
+}
+
+// closeKafka stops the in-process broker and gives its memory back: it
+// keeps every record of every run (the latency runs alone produce
+// millions), which the live-crawl runs, with a broker of their own, do not
+// need next to their own processes.
+func (e *env) closeKafka() {
+	if e.kafka == nil {
+		return
+	}
+	e.kafka.Close()
+	e.kafka = nil
+	debug.FreeOSMemory()
 }
 
 func (e *env) kafkaConfig(group string) stream.KafkaConfig {

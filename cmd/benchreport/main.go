@@ -325,6 +325,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.aggregator != "" {
+		e.closeKafka() // the live runs start a broker of their own
 		if err := runLiveSections(ctx, e, o, rep); err != nil {
 			return err
 		}
