@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
@@ -44,22 +45,22 @@ type config struct {
 
 	options.Redis
 
-	BatchSize     int           `envconfig:"BATCH_SIZE" desc:"most observations per partition batch (one atomic state commit)"`
-	CacheObjects  int           `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
-	LateTolerance time.Duration `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
-	CacheBytes    byteSize      `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
-	InflightBytes byteSize      `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 64MiB; a partition waits for it before preparing its next batch (0: unbounded); messages fetched ahead of the partitions take at most half as much again"`
-	ReportPeriod  time.Duration `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
-	EmitInterval  time.Duration `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
-	PStale        float64       `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
-	PoolSites     int           `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
-	PoolPublish   bool          `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
-	IdleCheck     time.Duration `envconfig:"IDLE_CHECK" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
-	ReorderWindow time.Duration `envconfig:"REORDER_WINDOW" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
-	IdleRelease   time.Duration `envconfig:"IDLE_RELEASE" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
-	OnStateLoss   string        `envconfig:"ON_STATE_LOSS" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
-	TakeoverDelay time.Duration `envconfig:"TAKEOVER_DELAY" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
-	DrainTimeout  time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
+	BatchSize     int                `envconfig:"BATCH_SIZE" desc:"most observations per partition batch (one atomic state commit)"`
+	CacheObjects  int                `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
+	LateTolerance time.Duration      `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
+	CacheBytes    cliconfig.ByteSize `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
+	InflightBytes cliconfig.ByteSize `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 64MiB; a partition waits for it before preparing its next batch (0: unbounded); messages fetched ahead of the partitions take at most half as much again"`
+	ReportPeriod  time.Duration      `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
+	EmitInterval  time.Duration      `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
+	PStale        float64            `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
+	PoolSites     int                `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
+	PoolPublish   bool               `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
+	IdleCheck     time.Duration      `envconfig:"IDLE_CHECK" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	ReorderWindow time.Duration      `envconfig:"REORDER_WINDOW" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
+	IdleRelease   time.Duration      `envconfig:"IDLE_RELEASE" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
+	OnStateLoss   string             `envconfig:"ON_STATE_LOSS" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
+	TakeoverDelay time.Duration      `envconfig:"TAKEOVER_DELAY" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
+	DrainTimeout  time.Duration      `envconfig:"DRAIN_TIMEOUT" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
 	// Alerts and seasonal baselines (README "Alerts").
 	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
 	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
@@ -84,18 +85,18 @@ type config struct {
 	DemoDays  int  `envconfig:"DEMO_DAYS" default:"30" desc:"demo: days of generated traffic"`
 	DemoExit  bool `envconfig:"DEMO_EXIT" desc:"demo: exit after printing the estimates instead of serving HTTP until interrupted"`
 
-	OutFormat          string        `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
-	Pprof              bool          `envconfig:"PPROF" desc:"serve the Go profiler (net/http/pprof) under /debug/pprof/ on HTTP_ADDR, without authentication: for diagnosis, not for an exposed port"`
-	APIToken           string        `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
-	APITimeout         time.Duration `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
-	APIMaxRequestBytes int           `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it)"`
-	APIIndexObjects    int           `envconfig:"API_INDEX_OBJECTS" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
-	APIAlerts          int           `envconfig:"API_ALERTS" desc:"recent alerts kept for /v1/alerts"`
-	URLProfile         string        `envconfig:"URL_PROFILE" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
-	MinRevisit         time.Duration `envconfig:"MIN_REVISIT" desc:"shortest revisit interval of next_visit and of /v1/plan"`
-	MaxRevisit         time.Duration `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
-	PlanBudget         int           `envconfig:"PLAN_BUDGET" desc:"default budget (fetches per period) of /v1/plan"`
-	PlanPeriod         time.Duration `envconfig:"PLAN_PERIOD" desc:"default period of /v1/plan"`
+	OutFormat          string             `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
+	Pprof              bool               `envconfig:"PPROF" desc:"serve the Go profiler (net/http/pprof) under /debug/pprof/ on HTTP_ADDR, without authentication: for diagnosis, not for an exposed port"`
+	APIToken           string             `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
+	APITimeout         time.Duration      `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
+	APIMaxRequestBytes cliconfig.ByteSize `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it), e.g. 64KiB"`
+	APIIndexObjects    int                `envconfig:"API_INDEX_OBJECTS" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`
+	APIAlerts          int                `envconfig:"API_ALERTS" desc:"recent alerts kept for /v1/alerts"`
+	URLProfile         string             `envconfig:"URL_PROFILE" desc:"URL canonicalisation of the query API's url parameter: changerate, whatwg or semantic (use ingest's --profile)"`
+	MinRevisit         time.Duration      `envconfig:"MIN_REVISIT" desc:"shortest revisit interval of next_visit and of /v1/plan"`
+	MaxRevisit         time.Duration      `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
+	PlanBudget         int                `envconfig:"PLAN_BUDGET" desc:"default budget (fetches per period) of /v1/plan"`
+	PlanPeriod         time.Duration      `envconfig:"PLAN_PERIOD" desc:"default period of /v1/plan"`
 	// httpSet: HTTP_ADDR was given (variable or flag), so the filter mode
 	// serves HTTP too.
 	httpSet bool
@@ -112,8 +113,8 @@ func newConfig() config {
 		Emit:              pc.Emit,
 		BatchSize:         pc.BatchSize,
 		CacheObjects:      pc.CacheObjects,
-		CacheBytes:        byteSize(pc.CacheBytes),
-		InflightBytes:     byteSize(pc.InflightBytes),
+		CacheBytes:        cliconfig.ByteSize(pc.CacheBytes),
+		InflightBytes:     cliconfig.ByteSize(pc.InflightBytes),
 		LateTolerance:     m.LateTolerance,
 		ReportPeriod:      m.ReportPeriod,
 		EmitInterval:      m.EmitInterval,

@@ -59,7 +59,7 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 
 func TestByteSizeString(t *testing.T) {
 	for _, s := range []string{"256MiB", "1GiB", "3KiB", "1000"} {
-		var b byteSize
+		var b cliconfig.ByteSize
 		if err := b.Decode(s); err != nil {
 			t.Fatal(err)
 		}

@@ -1,46 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"runtime/debug"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
-	"github.com/dustin/go-humanize"
 )
-
-// byteSize is a configuration value in bytes written with an optional unit
-// (256MiB, 1GiB, 500MB, 1048576), parsed by go-humanize.
-type byteSize int64
-
-// Decode implements cliconfig.Decoder.
-func (b *byteSize) Decode(s string) error {
-	n, err := humanize.ParseBytes(s)
-	if err != nil {
-		return fmt.Errorf("want a size such as 256MiB, 1GiB, 500MB or 1048576 (%v)", err)
-	}
-	if n > math.MaxInt64 {
-		return fmt.Errorf("%s is too large", s)
-	}
-	*b = byteSize(n)
-	return nil
-}
-
-// String writes b with the largest binary unit that divides it
-// (256MiB), as Decode reads it.
-func (b byteSize) String() string {
-	for _, u := range []struct {
-		name string
-		size byteSize
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if b != 0 && b%u.size == 0 {
-			return fmt.Sprintf("%d%s", b/u.size, u.name)
-		}
-	}
-	return fmt.Sprintf("%d", int64(b))
-}
 
 // memLimitRatio is the share of the container's memory limit given to the
 // Go heap (GOMEMLIMIT): the rest is left to the runtime's own memory,

@@ -17,7 +17,7 @@ import (
 // queryConfig maps the flat configuration onto query.Config.
 func (c *config) queryConfig() query.Config {
 	return query.Config{
-		Token: c.APIToken, Timeout: c.APITimeout, MaxRequestBytes: c.APIMaxRequestBytes, Profile: c.URLProfile,
+		Token: c.APIToken, Timeout: c.APITimeout, MaxRequestBytes: int(c.APIMaxRequestBytes), Profile: c.URLProfile,
 		Plan: query.PlanConfig{MinRevisit: c.MinRevisit, MaxRevisit: c.MaxRevisit, Budget: c.PlanBudget, Period: c.PlanPeriod},
 	}
 }

@@ -61,25 +61,25 @@ const clientID = "changerate-ingest"
 // CHANGERATE_<envconfig name> and its flag the same name in lower case
 // with dashes (internal/cliconfig); flags win.
 type config struct {
-	Format               string        `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (detected from the first lines of the first file)"`
-	Out                  string        `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
-	DeadLetter           string        `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
-	Paths                []string      `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
-	Follow               bool          `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled)"`
-	Zone                 string        `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
-	Profile              string        `envconfig:"PROFILE" desc:"URL canonicalisation profile: changerate, whatwg or semantic"`
-	BaseURL              string        `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
-	SquidLogformat       string        `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
-	MaxLineBytes         int           `envconfig:"MAX_LINE_BYTES" desc:"longest accepted line"`
-	MaxDecompressedBytes int64         `envconfig:"MAX_DECOMPRESSED_BYTES" desc:"largest decompressed size of one gzip input"`
-	MaxRecordBytes       int64         `envconfig:"MAX_RECORD_BYTES" desc:"largest WARC record"`
-	BatchSize            int           `envconfig:"BATCH_SIZE" desc:"messages per sink write"`
-	Checkpoint           string        `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
-	CheckpointInterval   time.Duration `envconfig:"CHECKPOINT_INTERVAL" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
-	PollInterval         time.Duration `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
-	ProgressInterval     time.Duration `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
-	DrainTimeout         time.Duration `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
-	ShutdownTimeout      time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
+	Format               string             `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (detected from the first lines of the first file)"`
+	Out                  string             `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
+	DeadLetter           string             `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
+	Paths                []string           `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
+	Follow               bool               `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled)"`
+	Zone                 string             `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
+	Profile              string             `envconfig:"PROFILE" desc:"URL canonicalisation profile: changerate, whatwg or semantic"`
+	BaseURL              string             `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
+	SquidLogformat       string             `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
+	MaxLineBytes         cliconfig.ByteSize `envconfig:"MAX_LINE_BYTES" desc:"longest accepted line, e.g. 1MiB"`
+	MaxDecompressedBytes cliconfig.ByteSize `envconfig:"MAX_DECOMPRESSED_BYTES" desc:"largest decompressed size of one gzip input, e.g. 64GiB"`
+	MaxRecordBytes       cliconfig.ByteSize `envconfig:"MAX_RECORD_BYTES" desc:"largest WARC record, e.g. 256MiB"`
+	BatchSize            int                `envconfig:"BATCH_SIZE" desc:"messages per sink write"`
+	Checkpoint           string             `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
+	CheckpointInterval   time.Duration      `envconfig:"CHECKPOINT_INTERVAL" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
+	PollInterval         time.Duration      `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
+	ProgressInterval     time.Duration      `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
+	DrainTimeout         time.Duration      `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
+	ShutdownTimeout      time.Duration      `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
 	options.Topics
 	options.HTTP
 	options.Log
@@ -98,9 +98,9 @@ type config struct {
 func newConfig() config {
 	return config{
 		Profile:              parse.ProfileChangerate,
-		MaxLineBytes:         ingest.DefaultMaxLineBytes,
-		MaxDecompressedBytes: ingest.DefaultMaxDecompressedBytes,
-		MaxRecordBytes:       ingest.DefaultMaxRecordBytes,
+		MaxLineBytes:         cliconfig.ByteSize(ingest.DefaultMaxLineBytes),
+		MaxDecompressedBytes: cliconfig.ByteSize(ingest.DefaultMaxDecompressedBytes),
+		MaxRecordBytes:       cliconfig.ByteSize(ingest.DefaultMaxRecordBytes),
 		BatchSize:            ingest.DefaultBatchSize,
 		CheckpointInterval:   ingest.DefaultCheckpointInterval,
 		PollInterval:         ingest.DefaultPollInterval,
@@ -450,8 +450,8 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 	cfg := ingest.Config{
 		Format: o.Format, Paths: paths, Follow: o.Follow,
 		Parse:        parse.Config{Zone: zone, Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat},
-		PollInterval: o.PollInterval, MaxLineBytes: o.MaxLineBytes, MaxDecompressedBytes: o.MaxDecompressedBytes,
-		MaxRecordBytes: o.MaxRecordBytes, BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
+		PollInterval: o.PollInterval, MaxLineBytes: int(o.MaxLineBytes), MaxDecompressedBytes: int64(o.MaxDecompressedBytes),
+		MaxRecordBytes: int64(o.MaxRecordBytes), BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
 		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
 		ObservationsTopic:  o.Topics.Observations, DeadLetterTopic: o.Topics.DeadLetter,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/stream"
 )
 
@@ -56,11 +57,11 @@ type KafkaTimeouts struct {
 	FetchSlack time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
 	// FetchLinger and FetchMinBytes batch a busy partition's input
 	// (stream.KafkaConfig.FetchLinger).
-	FetchLinger   time.Duration `envconfig:"KAFKA_FETCH_LINGER" desc:"a fetch of a partition that has input waits up to this long for KAFKA_FETCH_MIN_BYTES, so that batches at moderate rates are not a handful of messages each (each batch costs a state commit and a produce request); at most this is added to an observation's latency"`
-	FetchMinBytes int           `envconfig:"KAFKA_FETCH_MIN_BYTES" desc:"bytes a fetch of a partition that has input waits for (up to KAFKA_FETCH_LINGER); 1 turns the linger off"`
-	Join          time.Duration `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
-	Orphan        time.Duration `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
-	Stall         time.Duration `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
+	FetchLinger   time.Duration      `envconfig:"KAFKA_FETCH_LINGER" desc:"a fetch of a partition that has input waits up to this long for KAFKA_FETCH_MIN_BYTES, so that batches at moderate rates are not a handful of messages each (each batch costs a state commit and a produce request); at most this is added to an observation's latency"`
+	FetchMinBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MIN_BYTES" desc:"bytes a fetch of a partition that has input waits for (up to KAFKA_FETCH_LINGER), e.g. 64KiB; 1 turns the linger off"`
+	Join          time.Duration      `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
+	Orphan        time.Duration      `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
+	Stall         time.Duration      `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
 }
 
 // DefaultKafkaTimeouts holds the library's defaults (stream.DefaultKafka*),
@@ -74,7 +75,7 @@ func DefaultKafkaTimeouts() KafkaTimeouts {
 		Request:       stream.DefaultKafkaRequestTimeout,
 		FetchSlack:    stream.DefaultKafkaFetchTimeoutSlack,
 		FetchLinger:   stream.DefaultKafkaFetchLinger,
-		FetchMinBytes: stream.DefaultKafkaFetchMinBytes,
+		FetchMinBytes: cliconfig.ByteSize(stream.DefaultKafkaFetchMinBytes),
 	}
 }
 
@@ -86,7 +87,7 @@ func (t KafkaTimeouts) ApplyTo(c *stream.KafkaConfig) {
 	c.RequestTimeout = t.Request
 	c.FetchTimeoutSlack = t.FetchSlack
 	c.FetchLinger = t.FetchLinger
-	c.FetchMinBytes = t.FetchMinBytes
+	c.FetchMinBytes = int(t.FetchMinBytes)
 	c.JoinTimeout = t.Join
 	c.OrphanTimeout = t.Orphan
 	c.FetchStallTimeout = t.Stall
