@@ -40,7 +40,10 @@ type latResult struct {
 	// broker and Redis processes (producer and consumer excluded, their
 	// broker requests included) and the aggregator's peak RSS.
 	AggCPU, BrokerCPU, RedisCPU float64
-	PeakRSS                     int64
+	// SelfCPU is this process's CPU per committed observation: the
+	// producer and the latency consumer, which share the machine.
+	SelfCPU float64
+	PeakRSS int64
 }
 
 // runLatency produces the workload's observations at rate per second for

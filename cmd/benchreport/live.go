@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,7 +37,9 @@ import (
 const liveTopic = "observations-live"
 
 // brokerChild runs a kfake broker for the live runs: it prints its address
-// on stdout and serves until stdin is closed.
+// on stdout and serves until stdin is closed. With BENCH_BROKER_CPUPROFILE
+// set to a file name it writes a CPU profile of its whole life there (how
+// kfake's memFS copies were found, third_party/kfake/PATCH.md).
 func brokerChild(args []string) {
 	parts := 12
 	if len(args) > 0 {
@@ -50,6 +53,12 @@ func brokerChild(args []string) {
 		os.Exit(1)
 	}
 	fmt.Println(c.ListenAddrs()[0])
+	if f := os.Getenv("BENCH_BROKER_CPUPROFILE"); f != "" {
+		if pf, err := os.Create(f); err == nil {
+			_ = pprof.StartCPUProfile(pf)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until EOF
 	c.Close()
 }
@@ -367,7 +376,7 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 	col := collectLatencies(ctx, cons)
 	defer col.stop()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(lp.addr), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<20))
+		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		return res, err
 	}
@@ -376,7 +385,7 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 	var buf []byte
 	var produced int64
 	aggPid, brkPid := lp.agg.Process.Pid, lp.broker.Process.Pid
-	agg0, brk0, red0 := procCPU(aggPid), procCPU(brkPid), e.cpu(ctx).redis
+	agg0, brk0, red0, self0 := procCPU(aggPid), procCPU(brkPid), e.cpu(ctx).redis, procCPU(os.Getpid())
 	start := time.Now()
 	col.from.Store(start.Add(warm).UnixNano())
 	tick := time.NewTicker(time.Millisecond)
@@ -416,6 +425,7 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 		res.AggCPU = (procCPU(aggPid) - agg0) / n * 1e6
 		res.BrokerCPU = (procCPU(brkPid) - brk0) / n * 1e6
 		res.RedisCPU = (e.cpu(ctx).redis - red0) / n * 1e6
+		res.SelfCPU = (procCPU(os.Getpid()) - self0) / n * 1e6
 	}
 	res.PeakRSS = peakRSS(aggPid)
 	time.Sleep(500 * time.Millisecond)

@@ -81,6 +81,7 @@ type options struct {
 	liveOnly     bool
 	pipelineOnly bool
 	liveLatRate  float64
+	liveLatRuns  int
 	liveEnv      string
 }
 
@@ -123,6 +124,7 @@ func main() {
 	fs.BoolVar(&o.pipelineOnly, "pipeline-only", false, "run only the pipeline and naive runs (the history-replay shape) and write only the throughput section")
 	fs.BoolVar(&o.liveOnly, "live-only", false, "run only the live-crawl sections (needs -aggregator) and write only them")
 	fs.Float64Var(&o.liveLatRate, "live-latency-rate", 0, "produce rate of the live latency run, obs/s (0: half the median live rate)")
+	fs.IntVar(&o.liveLatRuns, "live-latency-runs", 3, "live latency runs (the verdict is on the median p99)")
 	fs.StringVar(&o.liveEnv, "live-env", "", "extra environment of the live runs' aggregator, NAME=VALUE separated by spaces")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -160,7 +162,7 @@ type report struct {
 	kept       string // keptSections of the previous report
 	live       []liveResult
 	liveLarge  *liveResult // the run with -live-large-objects
-	liveLat    *latResult
+	liveLat    []latResult
 }
 
 func logf(format string, args ...any) {
@@ -430,13 +432,15 @@ func runLiveSections(ctx context.Context, e *env, o options, rep *report) error 
 		}
 		rate = median(rates) / 2
 	}
-	logf("live latency: %.0f obs/s for %s from a separate producer process, EMIT_INTERVAL 0", rate, o.latDur)
-	lr, err := runLiveLatency(ctx, e, o.aggregator, o.liveObjects, o.partitions, o.liveHTTP, rate, o.latDur, o.latWarm, env...)
-	if err != nil {
-		return err
+	for i := range max(o.liveLatRuns, 1) {
+		logf("live latency %d: %.0f obs/s for %s from a separate producer process, EMIT_INTERVAL 0", i+1, rate, o.latDur)
+		lr, err := runLiveLatency(ctx, e, o.aggregator, o.liveObjects, o.partitions, o.liveHTTP, rate, o.latDur, o.latWarm, env...)
+		if err != nil {
+			return err
+		}
+		logf("live latency %d: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d); CPU µs/obs aggregator %.2f broker %.2f redis %.2f producer+consumer %.2f; peak RSS %d B",
+			i+1, lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.SelfCPU, lr.PeakRSS)
+		rep.liveLat = append(rep.liveLat, lr)
 	}
-	logf("live latency: p50 %.1f ms p99 %.1f ms (%d samples, backlog at end %d); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B",
-		lr.Recv[0], lr.Recv[2], lr.Samples, lr.BacklogAtEnd, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS)
-	rep.liveLat = &lr
 	return nil
 }
