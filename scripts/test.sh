@@ -35,3 +35,6 @@ if command -v promtool >/dev/null 2>&1; then export CHANGERATE_REQUIRE_PROMTOOL=
 
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...
+# The patched copy of kfake (third_party/kfake, PATCH.md) is another module:
+# its own test of the patch runs from here, with this module's dependencies.
+go test -race -count=1 -run MemFS github.com/twmb/franz-go/pkg/kfake
