@@ -217,6 +217,7 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	w.apply(b)
 	w.encodeStates(b, flush)
 	w.writeSites(b, w.touched)
+	b.sliceWrites()
 	clear(w.touched)
 	for j := range b.objs {
 		b.objs[j].e = nil
@@ -410,8 +411,9 @@ func (w *worker) apply(b *batchWork) {
 // encodeStates encodes the dirty objects' states into b.writes (and the
 // cache) and appends their due estimates (EmitUpdate) to b.out; a clean
 // object's entry is released. The reorder buffer's position is committed
-// with the states (reorder.go). The states share one slab; each value is
-// capped so that appending to one cannot clobber the next.
+// with the states (reorder.go). The states share one slab (with the sites'
+// states, writeSites); sliceWrites caps each value so that appending to one
+// cannot clobber the next.
 func (w *worker) encodeStates(b *batchWork, flush bool) {
 	p := w.p
 	for j := range b.objs {
@@ -436,6 +438,11 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		b.writes = append(b.writes, state.Write{Object: reorderObject})
 		b.ends = append(b.ends, len(b.enc))
 	}
+}
+
+// sliceWrites points each of b.writes at its value in the slab b.enc, once
+// every state of the batch (objects, reorder position, sites) is encoded.
+func (b *batchWork) sliceWrites() {
 	start := 0
 	for k, end := range b.ends {
 		b.writes[k].Value = b.enc[start:end:end]

@@ -218,10 +218,15 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 // profiles only.
 func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
 	// the alert book changes with every batch (its count of tested objects)
-	b.writes = append(b.writes, state.Write{Object: AlertsKey, Value: w.det.book.appendBinary(nil)})
+	// (encoded into the batch's slab, sliced by sliceWrites)
+	b.enc = w.det.book.appendBinary(b.enc)
+	b.writes = append(b.writes, state.Write{Object: AlertsKey})
+	b.ends = append(b.ends, len(b.enc))
 	for e, host := range touched {
 		e.seq = b.seq
-		b.writes = append(b.writes, state.Write{Object: siteKey(host), Value: e.st.AppendBinary(nil)})
+		b.enc = e.st.AppendBinary(b.enc)
+		b.writes = append(b.writes, state.Write{Object: siteKey(host)})
+		b.ends = append(b.ends, len(b.enc))
 	}
 	if len(w.det.sites) <= DefaultMaxSites {
 		return

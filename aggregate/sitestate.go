@@ -29,10 +29,17 @@ const siteVersion = 1
 // uvarint length and its windows.Profile encoding.
 func (s *SiteState) AppendBinary(dst []byte) []byte {
 	dst = append(dst, siteVersion)
-	for _, p := range []*windows.Profile{&s.Access, &s.Change} {
-		b := p.AppendBinary(nil)
-		dst = binary.AppendUvarint(dst, uint64(len(b)))
-		dst = append(dst, b...)
+	for _, p := range [...]*windows.Profile{&s.Access, &s.Change} {
+		// The profile is appended first and its length put in front of it
+		// (a move of a few hundred bytes, no scratch buffer).
+		mark := len(dst)
+		dst = p.AppendBinary(dst)
+		n := len(dst) - mark
+		var lb [binary.MaxVarintLen64]byte
+		k := binary.PutUvarint(lb[:], uint64(n))
+		dst = append(dst, lb[:k]...)
+		copy(dst[mark+k:], dst[mark:mark+n])
+		copy(dst[mark:], lb[:k])
 	}
 	return dst
 }
