@@ -381,6 +381,17 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 		return res, err
 	}
 	defer prod.Close()
+	// The URLs and their three contents are made before the clock starts:
+	// this process shares the machine with the measured ones, and hashing
+	// here would take their CPU.
+	names := make([]string, objects)
+	digests := make([][3]string, objects)
+	for i := range names {
+		names[i] = fmt.Sprintf("https://news%d.example.org/section-%d/2026/11/article-%07d.html", i%97, i%13, i)
+		for v := range digests[i] {
+			digests[i][v] = digest(names[i], v)
+		}
+	}
 	var perr atomic.Value
 	var buf []byte
 	var produced int64
@@ -394,8 +405,8 @@ func runLiveLatency(ctx context.Context, e *env, aggBin string, objects, parts i
 		for ; produced < target; produced++ {
 			i := int(produced % int64(objects))
 			at := time.Now().UTC()
-			name := fmt.Sprintf("https://news%d.example.org/section-%d/2026/11/article-%07d.html", i%97, i%13, i)
-			obs := records.Observation{Object: name, Time: at, Kind: records.KindVisit, Digest: digest(name, int(produced/int64(objects))%3),
+			name := names[i]
+			obs := records.Observation{Object: name, Time: at, Kind: records.KindVisit, Digest: digests[i][int(produced/int64(objects))%3],
 				Status: 200, Format: "heritrix", Source: "/data/crawl/crawl.log@2231", Offset: produced * 200}
 			buf = appendJSON(buf[:0], &obs)
 			prod.Produce(ctx, &kgo.Record{Topic: liveTopic, Key: []byte(name), Value: bytes.Clone(buf)}, func(_ *kgo.Record, err error) {
