@@ -5,7 +5,7 @@
 # naive one-round-trip-per-observation design, latency at half load, bytes
 # per object, and the query API's latency and index memory (cmd/benchreport/query.go;
 # alone: go run ./cmd/benchreport -query=only) — which writes docs/bench.md, then appends the `go test -bench`
-# results of the hot-path packages. Takes about 7 minutes on 2 cores (388 s on 2026-11-24).
+# results of the hot-path packages. Takes about 8 minutes on 2 cores (462 s on 2026-11-24).
 #
 # Knobs: BENCH_OUT (report file, default docs/bench.md), BENCH_RUNS (runs per
 # design, default 5), BENCH_FLAGS (more benchreport flags, see
