@@ -197,10 +197,14 @@ func (x *Index) storeName(name string) (off int, n uint32) {
 }
 
 // compactNames rewrites the arena with the names of the indexed objects
-// only: amortised, each byte of a removed name costs four bytes copied.
+// only: amortised, each byte of a removed name costs four bytes copied. The
+// new arena has room for half as many bytes again: the next compaction
+// comes when the garbage is a quarter of the arena, a third of the live
+// bytes, so that in a steady churn (more objects than the index keeps) the
+// arena is never grown, and copied, by append in between.
 func (x *Index) compactNames() {
 	live := len(x.names) - x.garbage
-	names := make([]byte, 0, live+live/4)
+	names := make([]byte, 0, live+live/2)
 	for slot := range x.entries {
 		if x.meta[slot].site < 0 {
 			continue
