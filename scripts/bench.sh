@@ -67,6 +67,20 @@ bench 100x 'BenchmarkCommit1000$|BenchmarkGet1000$' ./state
   echo '```'
   grep -E '^(goos|goarch|cpu|pkg|Benchmark|ok|FAIL)' "$tmp"
   echo '```'
+  # Issue 13's two go-bench targets, judged from the numbers above (no tolerance).
+  field() { # benchmark-name-regexp unit: the value before unit on the first matching line
+    awk -v re="$1" -v unit="$2" '$1 ~ re { for (i = 2; i < NF; i++) if ($(i+1) == unit) { print $i; exit } }' "$tmp"
+  }
+  verdict() { # value bound
+    if [ -z "$1" ]; then echo "not measured ✗"; elif awk -v v="$1" -v b="$2" 'BEGIN { exit !(v <= b) }'; then echo "✓ met"; else echo "✗ not met"; fi
+  }
+  est=$(field '^BenchmarkChangeEstimate/live-[0-9]+$' ns/op)
+  cache=$(field '^BenchmarkProcessorCacheMemory-[0-9]+$' heapinuse-B/object)
+  echo
+  echo "| issue 13 target | bound | measured | verdict |"
+  echo "|---|---:|---:|---|"
+  echo "| full change estimate record per object (\`BenchmarkChangeEstimate/live\`, aggregate) | ≤ 2000 ns | ${est:-–} ns | $(verdict "$est" 2000) |"
+  echo "| cache: heap in use per cached object after 1,000,000 objects (\`BenchmarkProcessorCacheMemory\`) | ≤ 400 B | ${cache:-–} B | $(verdict "$cache" 400) |"
   if [ -s "$bindir/pipeline.pprof" ]; then
     echo
     echo "## CPU profile of the pipeline runs (top entries)"

@@ -47,6 +47,8 @@ func (r *report) write(w io.Writer) error {
 	p("| OS | %s |\n", r.machine.Kernel)
 	p("| load average (1/5/15 min) before / after | %s / %s |\n\n", r.machine.LoadBefore, r.machine.LoadAfter)
 
+	writeTargets(p, r.targets())
+
 	p("## Workload\n\n")
 	p("%d observations over %d objects (seeded, `cmd/benchreport/workload.go`), %d partitions, keyed by object, in event-time order over %s\n",
 		o.observations, o.objects, o.partitions, o.span)
@@ -357,14 +359,12 @@ const liveLatencyTarget = 250.0 // ms
 func writeLiveLatency(p func(string, ...any), runs []latResult) {
 	p("| run | target / achieved obs/s | estimates measured | p50 ms | p90 ms | p99 ms | max ms | committed / produced | backlog at end | aggregator / broker / redis / producer+consumer µs/obs | aggregator peak RSS |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	p99s := make([]float64, len(runs))
 	for i, lr := range runs {
-		p99s[i] = lr.Recv[2]
 		p("| t%d | %.0f / %.0f | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d / %d | %d | %.1f / %.1f / %.1f / %.1f | %.0f MiB |\n", i+1, lr.Rate, lr.Achieved, lr.Samples,
 			lr.Recv[0], lr.Recv[1], lr.Recv[2], lr.Recv[3], lr.Committed, lr.Produced, lr.BacklogAtEnd, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.SelfCPU,
 			float64(lr.PeakRSS)/(1<<20))
 	}
-	m := median(p99s)
+	m := medianP99(runs)
 	verdict := "meets"
 	if m > liveLatencyTarget {
 		verdict = "does not meet"
