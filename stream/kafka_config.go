@@ -40,8 +40,8 @@ const (
 	DefaultKafkaRebalanceTimeout  = 30 * time.Second
 	DefaultKafkaJoinGroupBackoff  = 2 * time.Second
 	DefaultKafkaFetchMaxWait      = 500 * time.Millisecond
-	DefaultKafkaFetchMaxBytes     = 1 << 20  // 1 MiB
-	DefaultKafkaFetchBufferBytes  = 16 << 20 // 16 MiB
+	DefaultKafkaFetchMaxBytes     = 1 << 20   // 1 MiB
+	DefaultKafkaFetchBufferBytes  = 16 << 20  // 16 MiB
 	DefaultKafkaFetchMinBytes     = 128 << 10 // 128 KiB
 	DefaultKafkaFetchLinger       = 50 * time.Millisecond
 	DefaultKafkaRetryBackoff      = 250 * time.Millisecond
