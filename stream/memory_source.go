@@ -302,13 +302,18 @@ func (c *MemoryClaim) Fetch(ctx context.Context, max int) ([]Message, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("stream: fetch %s/%d: max %d < 1", c.topic, c.partition, max)
 	}
-	if err := ctx.Err(); err != nil {
-		// As KafkaSource: a done context ends the fetch even when
-		// messages are available.
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		// As KafkaSource: a done context ends the fetch even when
+		// messages are available, with ErrRevoked when the claim was
+		// revoked (revoke marks the claim before it cancels the handler's
+		// context, so a Fetch that starts after a rebalance says why).
+		if c.revoked {
+			return nil, fmt.Errorf("stream: fetch %s/%d generation %d: %w", c.topic, c.partition, c.gen, ErrRevoked)
+		}
+		return nil, err
+	}
 	defer func() { c.waiting = false }()
 	for {
 		p := s.parts[memPartKey{c.topic, c.partition}]

@@ -360,3 +360,28 @@ func ExampleMemorySource() {
 	// generation 4: offset 1 b
 	// generation 4: context canceled
 }
+
+// TestMemorySourceFetchAfterRevoke: a Fetch that starts only after the
+// rebalance (its handler's context already done) returns ErrRevoked, as
+// the Kafka claim's does, not the context's error. The differential
+// scenario testdata/source_diff/revocation met this order under load.
+func TestMemorySourceFetchAfterRevoke(t *testing.T) {
+	src := NewMemorySource()
+	src.Append("in", 0, memMsgs("a")...)
+	gate := make(chan struct{})
+	results := make(chan error, 1)
+	runMemory(t, src, func(ctx context.Context, c Claim) error {
+		_ = c.SeekTo(0)
+		<-gate // the rebalance happens here, before the Fetch starts
+		_, err := c.Fetch(ctx, 10)
+		results <- err
+		return err
+	})
+	c1 := src.Assign("in", 0, 1)
+	src.Revoke("in", 0)
+	<-c1.ctx.Done()
+	close(gate)
+	if err := <-results; !errors.Is(err, ErrRevoked) {
+		t.Fatalf("Fetch after the revocation: %v, want ErrRevoked", err)
+	}
+}
