@@ -30,17 +30,7 @@ func FuzzRequest(f *testing.F) {
 	nv := t0.Add(time.Hour)
 	idx.AddEstimate(&records.Estimate{Object: "http://a.example/", Site: "a.example", Kind: "change", AsOf: t0, RatePerS: &r,
 		CI95: &[2]float64{r / 2, 2 * r}, NextVisit: &nv})
-	store, err := newFuzzStore()
-	if err != nil {
-		f.Fatal(err)
-	}
-	qs, err := query.NewServer(query.Config{}, store, query.SinglePartition{Topic: stream.TopicObservations}, aggregate.DefaultModel(), idx,
-		slog.New(slog.DiscardHandler))
-	if err != nil {
-		f.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	qs.Register(mux)
+	mux := memoryMux(f, idx)
 	f.Fuzz(func(t *testing.T, target string) {
 		req, err := http.NewRequest(http.MethodGet, "http://x"+target, nil)
 		if err != nil || len(target) == 0 || target[0] != '/' || len(target) < 4 || target[:4] != "/v1/" {
@@ -58,6 +48,20 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-func newFuzzStore() (*state.Memory, error) {
-	return state.NewMemory(state.MemoryConfig{}, nil)
+// memoryMux is the query API over idx and an empty in-memory store, with
+// the default configuration and a discarded log: what FuzzRequest and
+// BenchmarkIndexQuery serve from.
+func memoryMux(tb testing.TB, idx *query.Index) *http.ServeMux {
+	store, err := state.NewMemory(state.MemoryConfig{}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	qs, err := query.NewServer(query.Config{}, store, query.SinglePartition{Topic: stream.TopicObservations}, aggregate.DefaultModel(), idx,
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	qs.Register(mux)
+	return mux
 }

@@ -228,17 +228,7 @@ func (x *Index) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *Index) AddEstimate(rec *records.Estimate) {
-	var sc score
-	if rec.RatePerS != nil {
-		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
-		if rec.CI95 != nil {
-			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
-		}
-	}
-	var next int64
-	if rec.NextVisit != nil {
-		next = rec.NextVisit.UnixMicro()
-	}
+	sc, next := recordScore(rec)
 	h := x.hashName(rec.Object)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -260,21 +250,41 @@ func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
 		x.mu.Lock()
 		for i := range chunk {
 			pe := &chunk[i]
-			var sc score
-			if pe.HasRate {
-				sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
-				if pe.HasCI {
-					sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
-				}
-			}
-			var next int64
-			if pe.HasNextVisit {
-				next = pe.NextVisit.UnixMicro()
-			}
+			sc, next := publishedScore(pe)
 			x.addEstimate(pe.Object, hs[i], pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
 		}
 		x.mu.Unlock()
 	}
+}
+
+// recordScore is the ranking score of an estimate record (its rate and 95 %
+// interval; has false without a rate) and its next visit (Unix µs, 0:
+// none).
+func recordScore(rec *records.Estimate) (sc score, next int64) {
+	if rec.RatePerS != nil {
+		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
+		if rec.CI95 != nil {
+			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
+		}
+	}
+	if rec.NextVisit != nil {
+		next = rec.NextVisit.UnixMicro()
+	}
+	return sc, next
+}
+
+// publishedScore is recordScore of the values a Processor published.
+func publishedScore(pe *aggregate.PublishedEstimate) (sc score, next int64) {
+	if pe.HasRate {
+		sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
+		if pe.HasCI {
+			sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+		}
+	}
+	if pe.HasNextVisit {
+		next = pe.NextVisit.UnixMicro()
+	}
+	return sc, next
 }
 
 // estimatesPerLock is the number of estimates IndexEstimates indexes per

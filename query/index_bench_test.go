@@ -2,7 +2,6 @@ package query_test
 
 import (
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -14,8 +13,6 @@ import (
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/state"
-	"github.com/changerate/changerate/stream"
 )
 
 // liveNames returns n object names of 40 to 60 bytes on sites sites
@@ -237,17 +234,7 @@ func BenchmarkIndexQuery(b *testing.B) {
 			idx.Candidates("", 0)
 		}
 	})
-	store, err := state.NewMemory(state.MemoryConfig{}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	qs, err := query.NewServer(query.Config{}, store, query.SinglePartition{Topic: stream.TopicObservations}, aggregate.DefaultModel(), idx,
-		slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	qs.Register(mux)
+	mux := memoryMux(b, idx)
 	for _, target := range []string{"/v1/top?limit=20", "/v1/top?limit=20&site=" + site, "/v1/plan?site=" + site, "/v1/plan?budget=1000"} {
 		b.Run("GET "+target, func(b *testing.B) {
 			b.ReportAllocs()

@@ -2,10 +2,10 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -338,11 +338,17 @@ func (x *Index) Sites(limit int) []SiteCount {
 		}
 	}
 	x.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Objects != out[j].Objects {
-			return out[i].Objects > out[j].Objects
+	return topSites(out, limit)
+}
+
+// topSites sorts sites with the most objects first (then by name) and
+// keeps at most limit.
+func topSites(out []SiteCount, limit int) []SiteCount {
+	slices.SortFunc(out, func(a, b SiteCount) int {
+		if c := cmp.Compare(b.Objects, a.Objects); c != 0 {
+			return c
 		}
-		return out[i].Site < out[j].Site
+		return strings.Compare(a.Site, b.Site)
 	})
 	if len(out) > limit {
 		out = out[:limit]

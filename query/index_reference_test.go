@@ -6,7 +6,6 @@ package query
 
 import (
 	"encoding/json"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -137,17 +136,7 @@ func (x *refIndex) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *refIndex) AddEstimate(rec *records.Estimate) {
-	var sc score
-	if rec.RatePerS != nil {
-		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
-		if rec.CI95 != nil {
-			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
-		}
-	}
-	var next int64
-	if rec.NextVisit != nil {
-		next = rec.NextVisit.UnixMicro()
-	}
+	sc, next := recordScore(rec)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.addEstimate(rec.Object, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
@@ -161,17 +150,7 @@ func (x *refIndex) IndexEstimates(ests []aggregate.PublishedEstimate) {
 	defer x.mu.Unlock()
 	for i := range ests {
 		pe := &ests[i]
-		var sc score
-		if pe.HasRate {
-			sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
-			if pe.HasCI {
-				sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
-			}
-		}
-		var next int64
-		if pe.HasNextVisit {
-			next = pe.NextVisit.UnixMicro()
-		}
+		sc, next := publishedScore(pe)
 		x.addEstimate(pe.Object, pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
 	}
 }
@@ -394,14 +373,5 @@ func (x *refIndex) Sites(limit int) []SiteCount {
 		out = append(out, SiteCount{s, n})
 	}
 	x.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Objects != out[j].Objects {
-			return out[i].Objects > out[j].Objects
-		}
-		return out[i].Site < out[j].Site
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
+	return topSites(out, limit)
 }
