@@ -105,3 +105,5 @@ require (
 )
 
 replace github.com/twmb/franz-go/pkg/kfake => ./third_party/kfake
+
+replace github.com/segmentio/kafka-go => ./third_party/kafka-go

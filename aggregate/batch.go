@@ -296,29 +296,35 @@ func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 // one store read for the misses, and the sites' states (site.go).
 func (w *worker) load(ctx context.Context, b *batchWork) error {
 	p := w.p
+	// One cache lookup per observation: a cached object's first
+	// observation in the batch marks its entry with the batch's mark and
+	// its index in objs, which its later observations read; the objects
+	// not cached are indexed by name (b.idx) and read from the store below.
+	mark := w.cache.nextMark()
+	var hits int
 	for i := range b.obs {
 		o := &b.obs[i]
+		if e, ok := w.lookup(o.Object); ok {
+			if e.mark != mark {
+				e.mark, e.slot = mark, int32(len(b.objs))
+				b.objs = append(b.objs, pending{name: e.name, e: e})
+				hits++
+				if _, err := w.cache.load(e); err != nil {
+					w.corrupt(e.name, err)
+				}
+			}
+			b.order = append(b.order, e.slot)
+			continue
+		}
 		j, ok := b.idx[o.Object]
 		if !ok {
 			j = int32(len(b.objs))
 			b.idx[o.Object] = j
 			b.objs = append(b.objs, pending{name: o.Object})
+			b.misses = append(b.misses, o.Object)
+			b.missIdx = append(b.missIdx, j)
 		}
 		b.order = append(b.order, j)
-	}
-	var hits int
-	for j := range b.objs {
-		pd := &b.objs[j]
-		if e, ok := w.lookup(pd.name); ok {
-			pd.e = e
-			hits++
-			if _, err := w.cache.load(e); err != nil {
-				w.corrupt(pd.name, err)
-			}
-			continue
-		}
-		b.misses = append(b.misses, pd.name)
-		b.missIdx = append(b.missIdx, int32(j))
 	}
 	p.metrics.cache.WithLabelValues("hit").Add(float64(hits))
 	p.metrics.cache.WithLabelValues("miss").Add(float64(len(b.misses)))

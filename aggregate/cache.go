@@ -30,6 +30,7 @@ type cache struct {
 	m          map[string]*entry
 	head, tail *entry // head: most recently used
 	free       []*entry
+	mark       uint32 // the last batch mark handed out (nextMark); never 0
 }
 
 // cacheBudget is what the caches of one Processor share: the byte budget
@@ -62,6 +63,11 @@ type entry struct {
 	enc        []byte  // the object's encoded state; empty: a new object
 	obj        *Object // decoded, while a batch works on it; nil between batches
 	prev, next *entry
+	// mark is the cache mark (nextMark) of the last batch that indexed
+	// the entry, slot its index in that batch's objects; 0: none. Four
+	// bytes each keep the entry in its 80-byte allocation class.
+	mark uint32
+	slot int32
 }
 
 // EntryOverheadBytes is what the cache accounts for one cached object
@@ -109,6 +115,19 @@ func (c *cache) entry(name string) (*entry, bool) {
 	return e, true
 }
 
+// nextMark returns a new batch mark, one no entry holds: when the
+// counter wraps (after 2³² batches), every entry's mark is cleared.
+func (c *cache) nextMark() uint32 {
+	c.mark++
+	if c.mark == 0 {
+		for _, e := range c.m {
+			e.mark = 0
+		}
+		c.mark = 1
+	}
+	return c.mark
+}
+
 // add inserts an entry for name (which must not be cached) with no state
 // and seq 0, as the most recently used. It does not evict.
 func (c *cache) add(name string) *entry {
@@ -119,7 +138,7 @@ func (c *cache) add(name string) *entry {
 	} else {
 		e = &entry{}
 	}
-	e.name = name
+	e.name, e.mark = name, 0
 	c.m[name] = e
 	c.pushFront(e)
 	c.account(entryBytes(e))
@@ -193,7 +212,7 @@ func (c *cache) trim(evicted func(e *entry)) {
 		c.release(e)
 		evicted(e)
 		c.account(-entryBytes(e))
-		e.name, e.enc, e.seq = "", nil, 0
+		e.name, e.enc, e.seq, e.mark = "", nil, 0, 0
 		c.free = append(c.free, e)
 	}
 }

@@ -123,10 +123,20 @@ type reorderBuf struct {
 	// restart, only to refill the buffer (see restore).
 	replayBelow int64
 	// off: Config.DisableReorder (nothing held, nothing late).
-	off  bool
-	slab []records.Observation // held observations, by heldKey.slot
-	free []int32               // free slots of slab
+	off bool
+	// slab holds the held observations, by heldKey.slot, in chunks of
+	// heldChunk: a buffer that grows to a reorder window's observations
+	// (tens of thousands on a busy partition) allocates chunks instead of
+	// copying itself at every doubling. used is the number of slots handed
+	// out, free the released ones among them; both reset when the buffer
+	// empties. The chunks stay for the next window.
+	slab [][]records.Observation
+	used int32
+	free []int32
 }
+
+// heldChunk is the number of observations in a chunk of reorderBuf.slab.
+const heldChunk = 256
 
 // hold stores o in the slab and its key in the heap.
 func (r *reorderBuf) hold(o *records.Observation, t, off int64) {
@@ -134,12 +144,20 @@ func (r *reorderBuf) hold(o *records.Observation, t, off int64) {
 	if n := len(r.free); n > 0 {
 		slot = r.free[n-1]
 		r.free = r.free[:n-1]
-		r.slab[slot] = *o
 	} else {
-		slot = int32(len(r.slab))
-		r.slab = append(r.slab, *o)
+		slot = r.used
+		r.used++
+		if int(slot/heldChunk) == len(r.slab) {
+			r.slab = append(r.slab, make([]records.Observation, heldChunk))
+		}
 	}
+	*r.at(slot) = *o
 	r.held.push(heldKey{t: t, off: off, slot: slot})
+}
+
+// at is the slab's slot.
+func (r *reorderBuf) at(slot int32) *records.Observation {
+	return &r.slab[slot/heldChunk][slot%heldChunk]
 }
 
 func newReorderBuf(tol time.Duration) *reorderBuf {
@@ -180,13 +198,14 @@ func (r *reorderBuf) release(dst []records.Observation, offs []int64, all bool) 
 	var k heldKey
 	for len(r.held) > 0 && (all || r.held[0].t < w) {
 		r.held.pop(&k)
-		dst = append(dst, r.slab[k.slot])
-		r.slab[k.slot] = records.Observation{}
+		o := r.at(k.slot)
+		dst = append(dst, *o)
+		*o = records.Observation{}
 		r.free = append(r.free, k.slot)
 		offs = append(offs, k.off)
 	}
 	if len(r.held) == 0 {
-		r.slab, r.free = r.slab[:0], r.free[:0]
+		r.used, r.free = 0, r.free[:0]
 	}
 	return dst, offs
 }

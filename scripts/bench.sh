@@ -85,7 +85,7 @@ bench 100x 'BenchmarkCommit1000$|BenchmarkGet1000$' ./state
     echo
     echo "## CPU profile of the pipeline runs (top entries)"
     echo
-    echo "\`go tool pprof -top -nodecount 25\` of \`benchreport -cpuprofile\` over the first pipeline run above (the in-process"
+    echo "\`go tool pprof -top -nodecount 25\` of \`benchreport -cpuprofile\` over the last pipeline run above (the in-process"
     echo "pipeline: KafkaSource, Processor, Redis store and KafkaSink, with the kfake broker in the same process)."
     echo
     echo '```'

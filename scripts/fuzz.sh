@@ -9,3 +9,8 @@ for pkg in $(go list ./...); do
     go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" "$pkg"
   done
 done
+# The patched kafka-go record decoder (third_party/kafka-go, PATCH.md) is
+# another module: go test -fuzz runs only in the main module, so from its own
+# directory (its go.mod, with this module's module cache).
+echo "== third_party/kafka-go/protocol FuzzRecordCursor ($t)"
+(cd third_party/kafka-go && GOFLAGS=-mod=mod go test -run '^$' -fuzz '^FuzzRecordCursor$' -fuzztime "$t" ./protocol)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,6 +146,7 @@ func benchSourceFetch(b *testing.B, size int) {
 	var batches atomic.Int64
 	done := make(chan struct{})
 	b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
+	cpu0 := cpuSeconds()
 	b.ResetTimer()
 	stop := runSource(b, src, func(ctx context.Context, cl stream.Claim) error {
 		if err := cl.SeekTo(-1); err != nil {
@@ -167,6 +169,7 @@ func benchSourceFetch(b *testing.B, size int) {
 		b.Fatalf("read %d of %d messages", count.Load(), b.N)
 	}
 	b.StopTimer()
+	b.ReportMetric((cpuSeconds()-cpu0)*1e9/float64(b.N), "cpu-ns/msg")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64(b.N)/float64(batches.Load()), "msgs/Fetch")
 	if n := metricCount(b, reg, "changerate_kafka_fetch_batch_messages"); n > 0 {
@@ -212,4 +215,14 @@ func metricCount(t testing.TB, reg *prometheus.Registry, name string) uint64 {
 		}
 	}
 	return 0
+}
+
+// cpuSeconds is the CPU time (user and system) this process has used: the
+// source's and the in-process broker's.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }

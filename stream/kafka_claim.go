@@ -171,7 +171,7 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 		return nil, c.revokedErr(ctx)
 	}
 	if len(c.buf) > 0 {
-		return c.take(limit), nil
+		return c.more(c.take(limit), limit), nil
 	}
 	if c.err != nil {
 		return nil, c.err
@@ -186,12 +186,37 @@ func (c *kafkaClaim) Fetch(ctx context.Context, limit int) ([]Message, error) {
 			return nil, r.err
 		}
 		c.buf, c.bufHold = r.msgs, r.hold
-		return c.take(limit), nil
+		return c.more(c.take(limit), limit), nil
 	case <-ctx.Done():
 		return nil, c.revokedErr(ctx)
 	case <-c.hctx.Done():
 		return nil, c.revokedErr(ctx)
 	}
+}
+
+// more appends to out (returned by take) the messages the fetcher has
+// ready, without waiting, up to limit in all: a partition with a backlog
+// fills a handler's batch from several fetch responses (one fetch returns
+// at most FetchMaxBytes), so that its fixed costs per batch (a state
+// commit, a state write per object touched) are shared by up to limit
+// messages. An error the fetcher sent is kept for the next Fetch, after
+// the messages before it. Called with mu held.
+func (c *kafkaClaim) more(out []Message, limit int) []Message {
+	for len(out) < limit && len(c.buf) == 0 && c.err == nil && c.fetcher != nil {
+		select {
+		case r := <-c.fetcher.out:
+			if r.err != nil {
+				c.err = r.err
+				return out
+			}
+			c.buf, c.bufHold = r.msgs, r.hold
+			// out's capacity is its length (take): append copies.
+			out = append(out, c.take(limit-len(out))...)
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 // take returns up to limit buffered messages, capped so that the handler's

@@ -72,6 +72,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 	c.stallSince.Store(time.Now().UnixNano())
 	defer c.stallSince.Store(0)
 	busy := false // the last fetch returned messages
+	lastN := 0    // messages the last fetch returned: decode's first guess
 	for ctx.Err() == nil {
 		if pos < 0 {
 			first, _, err := c.bounds(ctx)
@@ -142,7 +143,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			continue
 		}
 		c.stallSince.Store(time.Now().UnixNano()) // the broker answered
-		msgs, size, err := c.decode(resp.Records, pos)
+		msgs, size, err := c.decode(resp.Records, pos, lastN)
 		hold = c.src.resizeFetch(hold, size)
 		if err != nil || len(msgs) == 0 {
 			c.src.releaseFetch(hold)
@@ -153,7 +154,7 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 			}
 			continue
 		}
-		busy = len(msgs) > 0
+		busy, lastN = len(msgs) > 0, len(msgs)
 		if busy {
 			pos = msgs[len(msgs)-1].Offset + 1
 		}
@@ -189,9 +190,12 @@ func (c *kafkaClaim) fetchLoop(ctx context.Context, pos int64, out chan<- fetchR
 // into shared slabs (one allocation per slab, not per message) whose sizes
 // double from minSlab to maxSlab, so that a small fetch (a live partition
 // read every few milliseconds) does not hold a large slab; each is capped
-// (s[i:j:j]) so appending to one cannot clobber another.
-func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64) ([]Message, int64, error) {
-	var msgs []Message
+// (s[i:j:j]) so appending to one cannot clobber another. The message
+// slice starts with room for guess messages (the previous fetch's count:
+// a busy partition's fetches are alike), so that it is not regrown and
+// copied several times per fetch.
+func (c *kafkaClaim) decode(rr kafka.RecordReader, pos int64, guess int) ([]Message, int64, error) {
+	msgs := make([]Message, 0, guess)
 	var slab []byte
 	var size int64
 	copyOut := func(b kafka.Bytes) ([]byte, error) {
