@@ -66,14 +66,17 @@ type heldKey struct {
 	slot int32
 }
 
+// keyLess orders held observations by (event time, offset).
+func keyLess(a, b heldKey) bool {
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	return a.off < b.off
+}
+
 type heldHeap []heldKey
 
-func (h heldHeap) less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
-	}
-	return h[i].off < h[j].off
-}
+func (h heldHeap) less(i, j int) bool { return keyLess(h[i], h[j]) }
 
 func (h *heldHeap) push(x heldKey) {
 	*h = append(*h, x)
@@ -118,6 +121,13 @@ type reorderBuf struct {
 	tol     int64 // allowed lateness, ms
 	hasMax  bool
 	maxSeen int64 // latest event time seen, Unix ms
+	// The keys of the held observations are in two places: run[runHead:],
+	// those that arrived in (time, offset) order, each after the last one
+	// there (the usual case, logs in about the order they were written:
+	// O(1) to hold and to release), and the heap held, the others. The
+	// next to release is the lesser of the two minima.
+	run     []heldKey
+	runHead int
 	held    heldHeap
 	// replayBelow: messages with a lower offset are re-read after a
 	// restart, only to refill the buffer (see restore).
@@ -152,7 +162,44 @@ func (r *reorderBuf) hold(o *records.Observation, t, off int64) {
 		}
 	}
 	*r.at(slot) = *o
-	r.held.push(heldKey{t: t, off: off, slot: slot})
+	k := heldKey{t: t, off: off, slot: slot}
+	if n := len(r.run); n == r.runHead || !keyLess(k, r.run[n-1]) {
+		r.run = append(r.run, k)
+	} else {
+		r.held.push(k)
+	}
+}
+
+// first returns the key of the next observation to release; false when
+// none is held.
+func (r *reorderBuf) first() (heldKey, bool) {
+	inRun := r.runHead < len(r.run)
+	switch {
+	case inRun && (len(r.held) == 0 || keyLess(r.run[r.runHead], r.held[0])):
+		return r.run[r.runHead], true
+	case len(r.held) > 0:
+		return r.held[0], true
+	}
+	return heldKey{}, false
+}
+
+// popFirst removes the key first returned, k.
+func (r *reorderBuf) popFirst(k heldKey) {
+	if r.runHead < len(r.run) && r.run[r.runHead] == k {
+		r.runHead++
+		switch {
+		case r.runHead == len(r.run):
+			r.run, r.runHead = r.run[:0], 0
+		case r.runHead >= 1024 && 2*r.runHead >= len(r.run):
+			// Reuse the front (a run that never drains, under steady
+			// input, would otherwise grow without end).
+			n := copy(r.run, r.run[r.runHead:])
+			r.run, r.runHead = r.run[:n], 0
+		}
+		return
+	}
+	var dropped heldKey
+	r.held.pop(&dropped)
 }
 
 // at is the slab's slot.
@@ -192,31 +239,37 @@ func (r *reorderBuf) release(dst []records.Observation, offs []int64, all bool) 
 	w, _ := r.watermark()
 	all = all || r.off
 	if all {
-		dst = slices.Grow(dst, len(r.held))
-		offs = slices.Grow(offs, len(r.held))
+		dst = slices.Grow(dst, r.len())
+		offs = slices.Grow(offs, r.len())
 	}
-	var k heldKey
-	for len(r.held) > 0 && (all || r.held[0].t < w) {
-		r.held.pop(&k)
+	for {
+		k, ok := r.first()
+		if !ok || !all && k.t >= w {
+			break
+		}
+		r.popFirst(k)
 		o := r.at(k.slot)
 		dst = append(dst, *o)
 		*o = records.Observation{}
 		r.free = append(r.free, k.slot)
 		offs = append(offs, k.off)
 	}
-	if len(r.held) == 0 {
+	if r.len() == 0 {
 		r.used, r.free = 0, r.free[:0]
 	}
 	return dst, offs
 }
 
 // held is the number of observations held.
-func (r *reorderBuf) len() int { return len(r.held) }
+func (r *reorderBuf) len() int { return len(r.held) + len(r.run) - r.runHead }
 
 // minOffset is the offset of the earliest held message, or next when none
 // is held.
 func (r *reorderBuf) minOffset(next int64) int64 {
 	m := next
+	if r.runHead < len(r.run) {
+		m = min(m, r.run[r.runHead].off) // the run's offsets increase
+	}
 	for i := range r.held {
 		if r.held[i].off < m {
 			m = r.held[i].off

@@ -314,3 +314,78 @@ func TestIdleRelease(t *testing.T) {
 		t.Fatal("states after the idle release differ from a finite run's")
 	}
 }
+
+// TestReorderBufOrderAgainstSort drives one reorderBuf with arrivals that
+// are mostly in event-time order (the run), sometimes behind (the heap),
+// sometimes at an equal time, and releases at random watermarks and at
+// random full flushes; every release must be exactly the held observations
+// the watermark passed, in (time, offset) order — what a sort of the held
+// keys gives — and len and minOffset must match the reference after every
+// step, including across the run's compaction (more than 1024 released).
+func TestReorderBufOrderAgainstSort(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tol := int64(20 + rng.IntN(500))
+		rb := newReorderBuf(time.Duration(tol) * time.Millisecond)
+		type key struct{ t, off int64 }
+		var ref []key // held, in any order
+		base := time.Unix(1_700_000_000, 0)
+		var now int64
+		var released, heaped int
+		for off := int64(0); off < 6000; off++ {
+			now += int64(rng.IntN(5)) // 0: an equal time
+			ts := now
+			if rng.IntN(10) == 0 { // behind, within the window
+				ts -= int64(rng.IntN(int(tol)))
+			}
+			o := records.Observation{Object: "o", Time: base.Add(time.Duration(ts) * time.Millisecond), Offset: off}
+			if rb.late(o.Time.UnixMilli()) {
+				t.Fatalf("seed %d: an observation within the window is late", seed)
+			}
+			before := len(rb.held)
+			rb.push(&o, off)
+			heaped += len(rb.held) - before
+			ref = append(ref, key{o.Time.UnixMilli(), off})
+			if rng.IntN(50) != 0 && off != 5999 {
+				continue
+			}
+			all := rng.IntN(8) == 0 || off == 5999
+			w, _ := rb.watermark()
+			slices.SortFunc(ref, func(a, b key) int {
+				if a.t != b.t {
+					return int(a.t - b.t)
+				}
+				return int(a.off - b.off)
+			})
+			n := len(ref)
+			if !all {
+				n = sort.Search(len(ref), func(i int) bool { return ref[i].t >= w })
+			}
+			got, offs := rb.release(nil, nil, all)
+			if len(got) != n {
+				t.Fatalf("seed %d offset %d: released %d, want %d", seed, off, len(got), n)
+			}
+			for i := range got {
+				if offs[i] != ref[i].off || got[i].Time.UnixMilli() != ref[i].t || got[i].Offset != ref[i].off {
+					t.Fatalf("seed %d: release %d is (%d, %d), want (%d, %d)", seed, i, got[i].Time.UnixMilli(), offs[i], ref[i].t, ref[i].off)
+				}
+			}
+			released += n
+			ref = ref[n:]
+			if rb.len() != len(ref) {
+				t.Fatalf("seed %d: len %d, want %d", seed, rb.len(), len(ref))
+			}
+			wantMin := off + 1
+			for _, k := range ref {
+				wantMin = min(wantMin, k.off)
+			}
+			if m := rb.minOffset(off + 1); m != wantMin {
+				t.Fatalf("seed %d: minOffset %d, want %d", seed, m, wantMin)
+			}
+		}
+		// The scenario must exercise both places and the compaction.
+		if released < 2500 || heaped < 100 {
+			t.Fatalf("seed %d: %d released, %d held in the heap: the scenario does not exercise the buffer", seed, released, heaped)
+		}
+	}
+}
