@@ -95,7 +95,7 @@ func runDetector(evs []simEvent, names, sites []string, m *Model) []published {
 		obs := records.Observation{Object: names[e.obj], Site: sites[e.obj], Kind: records.KindAccess,
 			Time: time.UnixMilli(int64(math.Round(e.t * 1000))).UTC()}
 		eff.Reset()
-		det.apply(obs.Object, &objs[e.obj], &obs, &eff)
+		det.apply(obs.Object, det.site(Site(obs.Object)), &objs[e.obj], &obs, &eff)
 		for _, a := range det.take() {
 			out = append(out, published{a, e.t})
 		}

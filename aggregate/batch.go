@@ -39,7 +39,9 @@ type evictedState struct {
 // pending is one object of a batch: its cache entry, worked on in place.
 type pending struct {
 	name   string
-	e      *entry // valid during prepare only
+	site   string     // the object's host (Site), found once per batch
+	se     *siteEntry // its seasonal profile (nil: seasonal profiles off); set by loadSites
+	e      *entry     // valid during prepare only
 	visits bool   // the batch applied visits
 	access bool   // the batch applied accesses
 	due    bool   // the estimate is due for publication
@@ -307,7 +309,7 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 		if e, ok := w.lookup(o.Object); ok {
 			if e.mark != mark {
 				e.mark, e.slot = mark, int32(len(b.objs))
-				b.objs = append(b.objs, pending{name: e.name, e: e})
+				b.objs = append(b.objs, pending{name: e.name, site: Site(e.name), e: e})
 				hits++
 				if _, err := w.cache.load(e); err != nil {
 					w.corrupt(e.name, err)
@@ -320,7 +322,7 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 		if !ok {
 			j = int32(len(b.objs))
 			b.idx[o.Object] = j
-			b.objs = append(b.objs, pending{name: o.Object})
+			b.objs = append(b.objs, pending{name: o.Object, site: Site(o.Object)})
 			b.misses = append(b.misses, o.Object)
 			b.missIdx = append(b.missIdx, j)
 		}
@@ -351,7 +353,11 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 			}
 		}
 	}
-	return w.loadSites(ctx, b)
+	if err := w.loadSites(ctx, b); err != nil {
+		return err
+	}
+	w.bindSites(b)
+	return nil
 }
 
 // apply applies b's observations to their objects in order, marking the
@@ -368,9 +374,9 @@ func (w *worker) apply(b *batchWork) {
 	for i := range b.obs {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
-		oc, se := w.det.apply(pd.name, pd.e.obj, &b.obs[i], &w.effs)
-		if se != nil && (w.effs.Accesses || w.effs.Visits) {
-			w.touched[se] = Site(pd.name)
+		oc := w.det.apply(pd.name, pd.se, pd.e.obj, &b.obs[i], &w.effs)
+		if pd.se != nil && (w.effs.Accesses || w.effs.Visits) {
+			w.touched[pd.se] = pd.site
 		}
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++

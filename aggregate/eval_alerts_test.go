@@ -68,7 +68,7 @@ func runObservations(obs []records.Observation, m *Model) []records.Alert {
 			objs[obs[i].Object] = o
 		}
 		eff.Reset()
-		det.apply(obs[i].Object, o, &obs[i], &eff)
+		det.apply(obs[i].Object, det.site(Site(obs[i].Object)), o, &obs[i], &eff)
 	}
 	det.flush()
 	return det.take()

@@ -49,7 +49,7 @@ func NewDetector(m *Model) *Detector { return &Detector{newDetector(m)} }
 // Apply applies obs to obj (named name) as the Processor does: with the
 // site's seasonal state, holding confirmed shifts for the alert book.
 func (x *Detector) Apply(name string, obj *Object, obs *records.Observation, eff *Effects) Outcome {
-	oc, _ := x.d.apply(name, obj, obs, eff)
+	oc := x.d.apply(name, x.d.site(Site(name)), obj, obs, eff)
 	x.d.out = x.d.out[:0]
 	return oc
 }
@@ -83,17 +83,16 @@ func (d *detector) site(host string) *siteEntry {
 	return e
 }
 
-// apply applies obs to obj (named name) with its site's profile, moves the
-// alert book's clock and holds the shifts that pass the filters. Alerts of
-// periods that closed are appended to d.out. It returns Apply's outcome and
-// the site entry used (nil: none).
-func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff *Effects) (Outcome, *siteEntry) {
+// apply applies obs to obj (named name) with its site's profile se
+// (d.site of the object's host, not of obs.Site, so that the estimate
+// builders, which know only the name, find the same profile; nil: none),
+// moves the alert book's clock and holds the shifts that pass the filters.
+// Alerts of periods that closed are appended to d.out. It returns Apply's
+// outcome.
+func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.Observation, eff *Effects) Outcome {
 	prev := obj.LastTime()
 	first := prev.IsZero() || d.book.periodOf(prev) < d.book.periodOf(obs.Time)
 	d.out = d.book.Observe(obs.Time, first, d.out)
-	// the site is the object's host (not obs.Site), so that the estimate
-	// builders, which know only the name, find the same profile
-	se := d.site(Site(name))
 	var st *SiteState
 	if se != nil {
 		st = &se.st
@@ -114,7 +113,7 @@ func (d *detector) apply(name string, obj *Object, obs *records.Observation, eff
 		}
 		d.candidate(name, records.EstimateAccess, sh, prof, now)
 	}
-	return oc, se
+	return oc
 }
 
 // candidate filters a confirmed shift of kind's stream (run on prof's
@@ -166,8 +165,8 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 	}
 	if d.m.Seasonal.Enabled() {
 		seen := map[string]bool{}
-		for i := range b.obs {
-			h := Site(b.obs[i].Object)
+		for j := range b.objs {
+			h := b.objs[j].site
 			if h == "" || seen[h] {
 				continue
 			}
@@ -211,6 +210,15 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 		d.sites[hosts[k]] = e
 	}
 	return nil
+}
+
+// bindSites points each of the batch's objects at its site's profile, once
+// loadSites read the missing ones (the table is trimmed only after the
+// batch is applied, in writeSites).
+func (w *worker) bindSites(b *batchWork) {
+	for j := range b.objs {
+		b.objs[j].se = w.det.site(b.objs[j].site)
+	}
 }
 
 // writeSites appends the profiles the batch changed to its state writes

@@ -82,7 +82,7 @@ func runChangeScenario() changeScenarioResult {
 				objs[evs[i].obs.Object] = o
 			}
 			eff.Reset()
-			det.apply(evs[i].obs.Object, o, &evs[i].obs, &eff)
+			det.apply(evs[i].obs.Object, det.site(Site(evs[i].obs.Object)), o, &evs[i].obs, &eff)
 			out = append(out, det.take()...)
 		}
 		det.flush()

@@ -52,7 +52,7 @@ func TestEncodedSizeLongHistories(t *testing.T) {
 		var eff Effects
 		for k := range evs {
 			eff.Reset()
-			det.apply(names[evs[k].i], &objs[evs[k].i], &evs[k].obs, &eff)
+			det.apply(names[evs[k].i], det.site(Site(names[evs[k].i])), &objs[evs[k].i], &evs[k].obs, &eff)
 		}
 		active, activeChange := 0, 0
 		for _, e := range det.sites {

@@ -58,7 +58,17 @@ func (r *Redis) objectKey(tag, object string) string {
 	if !r.compact {
 		return tag + ":o:" + object
 	}
-	h := sha256.Sum256([]byte(object))
+	// The bytes to hash are copied to the stack, not the heap, for the
+	// usual object names (a conversion of a string longer than 32 bytes
+	// allocates: this is called for every state read and write).
+	var buf [512]byte
+	var b []byte
+	if len(object) <= len(buf) {
+		b = append(buf[:0], object...)
+	} else {
+		b = []byte(object)
+	}
+	h := sha256.Sum256(b)
 	n := compactKeyLen - len(tag)
 	return tag + string(h[:n])
 }
