@@ -42,10 +42,10 @@ type pending struct {
 	site   string     // the object's host (Site), found once per batch
 	se     *siteEntry // its seasonal profile (nil: seasonal profiles off); set by loadSites
 	e      *entry     // valid during prepare only
-	visits bool   // the batch applied visits
-	access bool   // the batch applied accesses
-	due    bool   // the estimate is due for publication
-	dirty  bool   // the state changed and must be written
+	visits bool       // the batch applied visits
+	access bool       // the batch applied accesses
+	due    bool       // the estimate is due for publication
+	dirty  bool       // the state changed and must be written
 }
 
 // batchWork is one prepared batch: its objects' new states, the outputs
