@@ -101,3 +101,77 @@ func TestKafkaFetchBufferBytes(t *testing.T) {
 		t.Error("changerate_kafka_fetch_buffered_bytes is not registered")
 	}
 }
+
+// TestKafkaFetchFillsFromReadyResponses: a handler behind its partition
+// (a backlog) gets, from one Fetch, the messages of the response buffered
+// and of the ones the fetcher has ready, up to the limit, in offset order
+// and each once; a fetch response holds at most FetchMaxBytes (here about
+// one produced batch of 10 messages: a broker returns a whole first
+// batch however small the limit).
+func TestKafkaFetchFillsFromReadyResponses(t *testing.T) {
+	const topic, batches, perBatch, limit = "fetchfill", 60, 10, 25
+	c := kafkatest.Start(t, kafkatest.Topic{Name: topic, Partitions: 1})
+	value := bytes.Repeat([]byte("v"), 1000)
+	for range batches {
+		var recs []kafkatest.Record
+		for i := range perBatch {
+			recs = append(recs, kafkatest.Record{Key: []byte(fmt.Sprint("k", i)), Value: value})
+		}
+		c.ProduceTo(t, topic, 0, recs...)
+	}
+	cfg := testConfig(c, "fetchfill")
+	cfg.FetchMaxBytes = 1 << 10 // below a produced batch (about 10.3 KB): one batch per response
+	cfg.FetchMinBytes = 1
+	src := newSource(t, cfg, topic, prometheus.NewRegistry())
+	var (
+		mu      sync.Mutex
+		offs    []int64
+		sizes   []int
+		done    = make(chan struct{})
+		doneOne sync.Once
+	)
+	stop := runSource(t, src, func(ctx context.Context, cl stream.Claim) error {
+		if err := cl.SeekTo(0); err != nil {
+			return err
+		}
+		for {
+			time.Sleep(5 * time.Millisecond) // the handler is slower than its fetcher
+			msgs, err := cl.Fetch(ctx, limit)
+			if err != nil {
+				return nil
+			}
+			mu.Lock()
+			sizes = append(sizes, len(msgs))
+			for _, m := range msgs {
+				offs = append(offs, m.Offset)
+			}
+			if len(offs) == batches*perBatch {
+				doneOne.Do(func() { close(done) })
+			}
+			mu.Unlock()
+		}
+	})
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("fetched %d of %d messages", len(offs), batches*perBatch)
+	}
+	_ = stop() // context.Canceled
+	mu.Lock()
+	defer mu.Unlock()
+	for i, o := range offs {
+		if o != int64(i) {
+			t.Fatalf("message %d has offset %d: not each once in order", i, o)
+		}
+	}
+	most := 0
+	for _, n := range sizes {
+		if n > limit {
+			t.Fatalf("a Fetch returned %d messages, above its limit %d", n, limit)
+		}
+		most = max(most, n)
+	}
+	if most <= perBatch {
+		t.Fatalf("no Fetch returned more than one response's messages (most %d, sizes %v)", most, sizes)
+	}
+}
