@@ -33,7 +33,8 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	}
 	kc := c.kafkaConfig()
 	if kc.GroupID != stream.DefaultKafkaGroupID || kc.SessionTimeout != stream.DefaultKafkaSessionTimeout ||
-		kc.HeartbeatInterval != stream.DefaultKafkaHeartbeatInterval || kc.ClientID != clientID {
+		kc.HeartbeatInterval != stream.DefaultKafkaHeartbeatInterval || kc.ClientID != clientID ||
+		kc.FetchMaxBytes != stream.DefaultKafkaFetchMaxBytes || kc.FetchMinBytes != stream.DefaultKafkaFetchMinBytes {
 		t.Errorf("Kafka defaults %+v", kc)
 	}
 	if c.Topics.Observations != stream.TopicObservations || c.URLProfile != parse.ProfileChangerate {

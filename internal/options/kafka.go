@@ -59,6 +59,9 @@ type KafkaTimeouts struct {
 	// (stream.KafkaConfig.FetchLinger).
 	FetchLinger   time.Duration      `envconfig:"KAFKA_FETCH_LINGER" desc:"a fetch of a partition that has input waits up to this long for KAFKA_FETCH_MIN_BYTES, so that batches at moderate rates are not a handful of messages each (each batch costs a state commit and a produce request); at most this is added to an observation's latency"`
 	FetchMinBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MIN_BYTES" desc:"bytes a fetch of a partition that has input waits for (up to KAFKA_FETCH_LINGER), e.g. 64KiB; 1 turns the linger off"`
+	// FetchMaxBytes sizes a partition's fetches
+	// (stream.KafkaConfig.FetchMaxBytes).
+	FetchMaxBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MAX_BYTES" desc:"most bytes one fetch returns for one partition (Kafka's max.partition.fetch.bytes); a partition with a backlog fills its batch from the responses that are ready (up to BATCH_SIZE, at most two responses), so a history replay with a larger BATCH_SIZE needs this larger too (fewer state writes per observation, more memory); each fetch in flight takes this much of the fetch-ahead budget (half of INFLIGHT_BYTES)"`
 	Join          time.Duration      `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
 	Orphan        time.Duration      `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
 	Stall         time.Duration      `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
@@ -76,6 +79,7 @@ func DefaultKafkaTimeouts() KafkaTimeouts {
 		FetchSlack:    stream.DefaultKafkaFetchTimeoutSlack,
 		FetchLinger:   stream.DefaultKafkaFetchLinger,
 		FetchMinBytes: cliconfig.ByteSize(stream.DefaultKafkaFetchMinBytes),
+		FetchMaxBytes: cliconfig.ByteSize(stream.DefaultKafkaFetchMaxBytes),
 	}
 }
 
@@ -88,6 +92,7 @@ func (t KafkaTimeouts) ApplyTo(c *stream.KafkaConfig) {
 	c.FetchTimeoutSlack = t.FetchSlack
 	c.FetchLinger = t.FetchLinger
 	c.FetchMinBytes = int(t.FetchMinBytes)
+	c.FetchMaxBytes = int(t.FetchMaxBytes)
 	c.JoinTimeout = t.Join
 	c.OrphanTimeout = t.Orphan
 	c.FetchStallTimeout = t.Stall
@@ -126,6 +131,8 @@ var kafkaFields = []struct{ field, option string }{
 	{"KafkaConfig.FetchTimeoutSlack", "KAFKA_FETCH_TIMEOUT_SLACK"},
 	{"KafkaConfig.FetchLinger", "KAFKA_FETCH_LINGER"},
 	{"KafkaConfig.FetchMinBytes", "KAFKA_FETCH_MIN_BYTES"},
+	{"KafkaConfig.FetchMaxBytes", "KAFKA_FETCH_MAX_BYTES"},
+	{"KafkaConfig.FetchBufferBytes", "INFLIGHT_BYTES"},
 	{"KafkaConfig.JoinTimeout", "KAFKA_JOIN_TIMEOUT"},
 	{"KafkaConfig.FetchStallTimeout", "KAFKA_FETCH_STALL_TIMEOUT"},
 	{"KafkaConfig.OrphanTimeout", "KAFKA_ORPHAN_TIMEOUT"},
