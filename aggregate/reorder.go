@@ -148,7 +148,8 @@ type reorderBuf struct {
 // heldChunk is the number of observations in a chunk of reorderBuf.slab.
 const heldChunk = 256
 
-// hold stores o in the slab and its key in the heap.
+// hold stores o in the slab and its key in the run (when it comes after the
+// run's last) or the heap.
 func (r *reorderBuf) hold(o *records.Observation, t, off int64) {
 	var slot int32
 	if n := len(r.free); n > 0 {
