@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/internal/cputime"
+
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
 )
@@ -50,7 +52,7 @@ func benchRun(b *testing.B, sink stream.Sink, batch int) {
 	p := benchFile(b, lines, 20000)
 	cfg := Config{Format: "squid", Paths: []string{p}, BatchSize: batch, ProgressInterval: -1}
 	b.ReportAllocs()
-	cpu0 := cpuSeconds()
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sum, err := Run(context.Background(), cfg, sink, nil, nil)
@@ -63,7 +65,7 @@ func benchRun(b *testing.B, sink stream.Sink, batch int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*lines)/b.Elapsed().Seconds(), "lines/s")
-	b.ReportMetric(float64(b.N*lines)/(cpuSeconds()-cpu0), "lines/cpu-s")
+	b.ReportMetric(float64(b.N*lines)/(cputime.Process()-cpu0).Seconds(), "lines/cpu-s")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -2,8 +2,9 @@ package parse
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
+
+	"github.com/changerate/changerate/internal/cputime"
 
 	"github.com/changerate/changerate/records"
 )
@@ -44,7 +45,7 @@ func benchParser(b *testing.B, format string) {
 	}
 	b.SetBytes(bytes / int64(len(lines)))
 	b.ReportAllocs()
-	cpu0 := cpuSeconds()
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := p.Parse(lines[i&(len(lines)-1)], &obs); err != nil {
@@ -55,16 +56,7 @@ func benchParser(b *testing.B, format string) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 	// Lines per second of this process's CPU time: on a loaded machine the
 	// wall-clock rate understates what one core does.
-	b.ReportMetric(float64(b.N)/(cpuSeconds()-cpu0), "lines/cpu-s")
-}
-
-// cpuSeconds is the user+system CPU time of this process.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	b.ReportMetric(float64(b.N)/(cputime.Process()-cpu0).Seconds(), "lines/cpu-s")
 }
 
 // BenchmarkParseSquid: Squid native lines over 2,000 URLs (warm cache).

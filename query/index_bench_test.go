@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/cputime"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
 )
@@ -71,19 +71,9 @@ func (f *liveFeed) fill(ests []aggregate.PublishedEstimate, next func() int) {
 	}
 }
 
-// cpuTime is the CPU time (user and system) of the process so far: the
-// benchmark's goroutine and the garbage collector's workers.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU reports the process's CPU time per iteration since cpu0.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 func heapAlloc() uint64 {
@@ -137,7 +127,7 @@ func BenchmarkIndexEstimatesLive(b *testing.B) {
 			n := 0
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				feed.fill(ests, random)
 				if !c.feedOnly {
@@ -146,7 +136,7 @@ func BenchmarkIndexEstimatesLive(b *testing.B) {
 				n += len(ests)
 			}
 			b.StopTimer()
-			cpu := cpuTime() - cpu0
+			cpu := cputime.Process() - cpu0
 			runtime.KeepAlive(names)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/estimate")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/estimate")
@@ -190,7 +180,7 @@ func BenchmarkIndexQuery(b *testing.B) {
 	site := sites[17]
 	b.Run("Top/all/limit=20", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Process())
 		for b.Loop() {
 			if len(idx.Top(query.ByChangeRate, "", 20)) != 20 {
 				b.Fatal("short ranking")
@@ -199,28 +189,28 @@ func BenchmarkIndexQuery(b *testing.B) {
 	})
 	b.Run("Top/all/limit=1000", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Process())
 		for b.Loop() {
 			idx.Top(query.ByAccessRate, "", 1000)
 		}
 	})
 	b.Run("Top/shift/limit=20", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Process())
 		for b.Loop() {
 			idx.Top(query.ByShift, "", 20)
 		}
 	})
 	b.Run("Top/site/limit=20", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Process())
 		for b.Loop() {
 			idx.Top(query.ByChangeRate, site, 20)
 		}
 	})
 	b.Run("Candidates/site", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Process())
 		for b.Loop() {
 			if len(idx.Candidates(site, 0)) != 200 {
 				b.Fatal("short site")
@@ -229,7 +219,7 @@ func BenchmarkIndexQuery(b *testing.B) {
 	})
 	b.Run("Candidates/all", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Process())
 		for b.Loop() {
 			idx.Candidates("", 0)
 		}
@@ -238,7 +228,7 @@ func BenchmarkIndexQuery(b *testing.B) {
 	for _, target := range []string{"/v1/top?limit=20", "/v1/top?limit=20&site=" + site, "/v1/plan?site=" + site, "/v1/plan?budget=1000"} {
 		b.Run("GET "+target, func(b *testing.B) {
 			b.ReportAllocs()
-			defer reportCPU(b, cpuTime())
+			defer reportCPU(b, cputime.Process())
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, target, nil)
 				w := httptest.NewRecorder()
@@ -270,7 +260,7 @@ func BenchmarkIndexGC(b *testing.B) {
 			}
 			runtime.GC()
 			b.ReportAllocs()
-			defer reportCPU(b, cpuTime())
+			defer reportCPU(b, cputime.Process())
 			for b.Loop() {
 				runtime.GC()
 			}

@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/changerate/changerate/internal/cputime"
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/stream"
 )
@@ -146,7 +146,7 @@ func benchSourceFetch(b *testing.B, size int) {
 	var batches atomic.Int64
 	done := make(chan struct{})
 	b.SetBytes(int64(len(pool[0].Value) + len(pool[0].Key)))
-	cpu0 := cpuSeconds()
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	stop := runSource(b, src, func(ctx context.Context, cl stream.Claim) error {
 		if err := cl.SeekTo(-1); err != nil {
@@ -169,7 +169,7 @@ func benchSourceFetch(b *testing.B, size int) {
 		b.Fatalf("read %d of %d messages", count.Load(), b.N)
 	}
 	b.StopTimer()
-	b.ReportMetric((cpuSeconds()-cpu0)*1e9/float64(b.N), "cpu-ns/msg")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/msg")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64(b.N)/float64(batches.Load()), "msgs/Fetch")
 	if n := metricCount(b, reg, "changerate_kafka_fetch_batch_messages"); n > 0 {
@@ -215,14 +215,4 @@ func metricCount(t testing.TB, reg *prometheus.Registry, name string) uint64 {
 		}
 	}
 	return 0
-}
-
-// cpuSeconds is the CPU time (user and system) this process has used: the
-// source's and the in-process broker's.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
