@@ -428,6 +428,7 @@ func (w *worker) apply(b *batchWork) {
 // cannot clobber the next.
 func (w *worker) encodeStates(b *batchWork, flush bool) {
 	p := w.p
+	exp := newExpiryClock(b.start, p.grace)
 	for j := range b.objs {
 		pd := &b.objs[j]
 		if !pd.dirty {
@@ -442,7 +443,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		b.enc = pd.e.obj.AppendBinary(b.enc)
 		w.cache.store(pd.e, b.enc[start:])
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
-		b.writes = append(b.writes, state.Write{Object: pd.name})
+		b.writes = append(b.writes, state.Write{Object: pd.name, KeepExpiry: exp.keep(pd.e)})
 		b.ends = append(b.ends, len(b.enc))
 	}
 	if pos := w.rb.position(b.to); pos != nil && (b.to > b.from || flush) {

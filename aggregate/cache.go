@@ -64,20 +64,23 @@ type entry struct {
 	obj        *Object // decoded, while a batch works on it; nil between batches
 	prev, next *entry
 	// mark is the cache mark (nextMark) of the last batch that indexed
-	// the entry, slot its index in that batch's objects; 0: none. Four
-	// bytes each keep the entry in its 80-byte allocation class.
+	// the entry, slot its index in that batch's objects; 0: none.
 	mark uint32
 	slot int32
+	// refreshed is when the last write of the object that refreshed its
+	// expiry in the store was prepared (Unix seconds, the batch's start);
+	// 0: none since the entry was made (expiry.go).
+	refreshed uint32
 }
 
 // EntryOverheadBytes is what the cache accounts for one cached object
 // besides its name and its encoded state: the map slot (key string header
 // and pointer, at the map's load factor), the entry (name and slice
-// headers, batch number, LRU links, rounded up to its allocation class)
-// and the allocation slack of the name and of the encoding.
-// TestCacheBytesPerObject checks it against the heap measured after
-// caching 200,000 objects.
-const EntryOverheadBytes = 150
+// headers, batch number, LRU links, batch mark and slot, expiry refresh
+// time: 84 bytes, in the 96-byte allocation class) and the allocation
+// slack of the name and of the encoding. BenchmarkCacheBytesPerObject
+// reports it beside the heap measured after caching 200,000 objects.
+const EntryOverheadBytes = 166
 
 // entryBytes is the accounted size of e.
 func entryBytes(e *entry) int64 {
@@ -212,7 +215,7 @@ func (c *cache) trim(evicted func(e *entry)) {
 		c.release(e)
 		evicted(e)
 		c.account(-entryBytes(e))
-		e.name, e.enc, e.seq, e.mark = "", nil, 0, 0
+		e.name, e.enc, e.seq, e.mark, e.refreshed = "", nil, 0, 0, 0
 		c.free = append(c.free, e)
 	}
 }

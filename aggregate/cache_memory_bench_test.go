@@ -31,7 +31,8 @@ func (nullStore) Get(_ context.Context, _ state.Partition, objects []string, dst
 func (nullStore) Commit(context.Context, state.Partition, int64, int64, int64, []state.Write) error {
 	return nil
 }
-func (nullStore) Close() error { return nil }
+func (nullStore) ExpiryGrace() time.Duration { return 0 }
+func (nullStore) Close() error               { return nil }
 
 // heldClaim serves msgs, then reports on drained and waits for the end of
 // its context (so that the handler, and its cache, stay alive).

@@ -67,6 +67,7 @@ type Processor struct {
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time // dead-letter timestamps only
+	grace   time.Duration    // store.ExpiryGrace() (expiry.go)
 
 	committed atomic.Int64 // input messages committed, over all partitions
 	stats     statCounters
@@ -112,7 +113,7 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err := registerInflight(reg, inflight); err != nil {
 		return nil, err
 	}
-	p := &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now,
+	p := &Processor{cfg: cfg, store: store, sink: sink, log: logger, metrics: m, now: now, grace: store.ExpiryGrace(),
 		owned: map[state.Partition]bool{}, seen: map[state.Partition]int64{}, lossMetrics: lm, budget: budget,
 		inflight: inflight}
 	for _, o := range opts {

@@ -631,6 +631,8 @@ func (s *scriptStore) Commit(ctx context.Context, p state.Partition, epoch, from
 	return s.Memory().Commit(ctx, p, epoch, from, to, writes)
 }
 
+func (s *scriptStore) ExpiryGrace() time.Duration { return s.Memory().ExpiryGrace() }
+
 func (s *scriptStore) Close() error { return nil }
 
 // scriptSink is a stream.Sink double: a stream.MemorySink (which can

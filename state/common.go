@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,6 +34,13 @@ func (p Partition) validate() error {
 	}
 	return nil
 }
+
+// expiryGrace is Store.ExpiryGrace for an idle time: a sixteenth of it,
+// so that an object lives at most 6.25 % longer than IdleTTL after its
+// last write, and an object written at least every IdleTTL/16 (a daily
+// crawl with the 30-day default, every 45 h) has its expiry refreshed by
+// at most every other write.
+func expiryGrace(idle time.Duration) time.Duration { return idle / 16 }
 
 // checkCommit validates a Commit's arguments (not its state).
 func checkCommit(p Partition, from, to int64) error {

@@ -14,8 +14,10 @@ import (
 // MemoryConfig configures a Memory store. The zero value of every field
 // means its documented default (WithDefaults fills them in).
 type MemoryConfig struct {
-	// IdleTTL is how long an object lives after its last Commit before it
-	// expires (as with Redis's PX). Default 0: objects never expire.
+	// IdleTTL is how long an object lives at least after its last Commit
+	// before it expires (as with Redis: IdleTTL + ExpiryGrace after the
+	// last Commit that refreshed its expiry). Default 0: objects never
+	// expire.
 	IdleTTL time.Duration
 	// Now is the clock that expiry is measured with. Default time.Now.
 	// Tests inject a fake clock to move time deterministically.
@@ -204,20 +206,27 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 	}
 	var expires int64
 	if m.cfg.IdleTTL > 0 {
-		expires = now + int64(m.cfg.IdleTTL)
+		expires = now + int64(m.cfg.IdleTTL+m.ExpiryGrace())
 	}
 	for _, w := range writes {
-		m.live(mp, w.Object, now) // count an expired predecessor, as Redis does
+		old, ok := m.live(mp, w.Object, now) // counts an expired predecessor, as Redis does
 		if w.Value == nil {
 			delete(mp.objects, w.Object)
 			continue
 		}
-		mp.objects[w.Object] = memEntry{value: clone(w.Value), expires: expires}
+		e := memEntry{value: clone(w.Value), expires: expires}
+		if ok && w.KeepExpiry {
+			e.expires = old.expires
+		}
+		mp.objects[w.Object] = e
 	}
 	mp.next, mp.prev, mp.prevEp, mp.hasPrev = to, from, epoch, true
 	m.metrics.batch.Observe(float64(len(writes)))
 	return nil
 }
+
+// ExpiryGrace implements Store.
+func (m *Memory) ExpiryGrace() time.Duration { return expiryGrace(m.cfg.IdleTTL) }
 
 // Close implements Store; it does nothing.
 func (m *Memory) Close() error { return nil }

@@ -33,12 +33,12 @@ func TestMemoryIdleTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	commit(-1, 1, "a", "b", "c", "d") // t=0: all expire at 10s
+	commit(-1, 1, "a", "b", "c", "d") // t=0: all expire at 10.625s (IdleTTL + ExpiryGrace)
 	clk.Add(6 * time.Second)          // t=6
-	commit(1, 2, "b")                 // b now expires at 16
-	clk.Add(4 * time.Second)          // t=10: a, c, d expire exactly now
+	commit(1, 2, "b")                 // b now expires at 16.625
+	clk.Add(4625 * time.Millisecond)  // t=10.625: a, c, d expire exactly now
 	if g := get(t, m, part, "a", "b"); g[0] != nil || string(g[1]) != "b" {
-		t.Fatalf("t=10: %q; want [nil b]", g)
+		t.Fatalf("t=10.625: %q; want [nil b]", g)
 	}
 	if n := m.Expired(); n != 1 {
 		t.Fatalf("expired after Get = %d; want 1 (a)", n)
@@ -50,15 +50,15 @@ func TestMemoryIdleTTL(t *testing.T) {
 	if n := m.Sweep(); n != 1 { // d
 		t.Fatalf("Sweep = %d; want 1", n)
 	}
-	clk.Add(5*time.Second + time.Nanosecond) // t=15+: b alive until 16, c until 20
+	clk.Add(5*time.Second + time.Nanosecond) // t=15.625+: b alive until 16.625, c until 21.25
 	snap, err := m.Snapshot(ctx, part)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(snap.Objects) != 2 || snap.Next != 3 {
-		t.Fatalf("snapshot at t=15 = %v", snap)
+		t.Fatalf("snapshot at t=15.625 = %v", snap)
 	}
-	clk.Add(time.Second) // t=16+: b expired
+	clk.Add(time.Second) // t=16.625+: b expired
 	if n := m.Sweep(); n != 1 || m.Expired() != 4 {
 		t.Fatalf("Sweep = %d, total %d; want 1, 4", n, m.Expired())
 	}

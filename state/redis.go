@@ -26,7 +26,9 @@ import (
 //	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset),
 //	                        "prev" and "pe" (from and epoch of the last
 //	                        commit, to recognise its repeat)
-//	{cr:obs:3}:o:<object>   string: the object's value, PX IdleTTL
+//	{cr:obs:3}:o:<object>   string: the object's value, PX IdleTTL +
+//	                        ExpiryGrace (KEEPTTL for a Write with
+//	                        KeepExpiry, if the key exists)
 //
 // With the compact key format (the default) the tag is 2-4
 // characters, the meta hash also holds "owner" (KeyPrefix+topic:id, to
@@ -124,7 +126,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{c: c, ownsC: owned, owned: map[string]bool{}, cfg: cfg, ttlMS: strconv.FormatInt(cfg.IdleTTL.Milliseconds(), 10),
+	r := &Redis{c: c, ownsC: owned, owned: map[string]bool{}, cfg: cfg, ttlMS: strconv.FormatInt((cfg.IdleTTL + expiryGrace(cfg.IdleTTL)).Milliseconds(), 10),
 		compact: cfg.KeyFormat == KeyFormatCompact, done: make(chan struct{}), log: logger.With("component", "state.redis"), metrics: m}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
 	defer cancel()
@@ -272,6 +274,9 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 	return dst, nil
 }
 
+// ExpiryGrace implements Store.
+func (r *Redis) ExpiryGrace() time.Duration { return expiryGrace(r.cfg.IdleTTL) }
+
 // Commit implements Store with one Lua script (EVALSHA) per call. On an
 // error other than ErrFenced and ErrOffsetMismatch (e.g. a timeout) the
 // script may or may not have run: Claim again to read the stored offset.
@@ -296,6 +301,9 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 			continue
 		}
 		ops[i] = 's'
+		if w.KeepExpiry && r.cfg.IdleTTL > 0 {
+			ops[i] = 'k'
+		}
 		args = append(args, w.Value)
 	}
 	args[4] = ops

@@ -55,8 +55,10 @@ type RedisConfig struct {
 	//   "readable": "{<KeyPrefix><topic>:<id>}:o:<object>", for reading
 	//              the store with redis-cli.
 	KeyFormat string
-	// IdleTTL is how long an object lives after its last Commit (SET ...
-	// PX). Default 0: objects never expire. At least 1ms when set.
+	// IdleTTL is how long an object lives at least after its last Commit
+	// (SET ... PX IdleTTL + ExpiryGrace, or KEEPTTL within the grace: see
+	// Store.ExpiryGrace). Default 0: objects never expire. At least 1ms
+	// when set.
 	IdleTTL time.Duration
 	// ExpiryEvents selects how expired objects are counted:
 	//   "config" (default): add "Ex" to notify-keyspace-events with CONFIG

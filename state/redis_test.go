@@ -118,8 +118,8 @@ func TestClusterConfig(t *testing.T) {
 			t.Fatalf("%v: Get = %v, %v", p, got, err)
 		}
 		ttl, err := cl.Client.PTTL(ctx, r.ObjectKey(p, "o")).Result()
-		if err != nil || ttl < 59*time.Minute || ttl > time.Hour {
-			t.Fatalf("PTTL = %v, %v; want about 1h", ttl, err)
+		if want := time.Hour + r.ExpiryGrace(); err != nil || ttl < want-time.Minute || ttl > want {
+			t.Fatalf("PTTL = %v, %v; want about %v (IdleTTL + ExpiryGrace)", ttl, err, want)
 		}
 	}
 	// Expiry notifications were enabled on every master.

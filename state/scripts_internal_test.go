@@ -14,7 +14,7 @@ func TestScriptSHA(t *testing.T) {
 	}{
 		{"claim", claimScript.Hash(), "7b06f52698287a4f527e24f343a227eda13e745c"},
 		{"takeover", takeoverScript.Hash(), "684639f95cd61750cbd2bdf96bf3c3faad18137d"},
-		{"commit", commitScript.Hash(), "2abecfc2c0387aa3802be1178911d8361402c77a"},
+		{"commit", commitScript.Hash(), "30abfd7b246590cda6cc1b5a5eef65a56bb8ef17"},
 	} {
 		if tc.hash != tc.want {
 			t.Errorf("%s script SHA-1 = %s, want %s", tc.name, tc.hash, tc.want)

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrFenced is returned when a newer epoch owns the partition: the caller
@@ -63,6 +64,14 @@ type Partition struct {
 type Write struct {
 	Object string
 	Value  []byte
+	// KeepExpiry lets the store leave the object's expiry as it is. The
+	// caller may set it only when one of its own Commits of this object,
+	// with KeepExpiry false, was called less than the store's ExpiryGrace
+	// ago (measured from before that call) and succeeded. An object that
+	// does not exist (never stored, deleted or expired) gets a new expiry
+	// anyway. Refreshing an expiry is the most expensive part of a Redis
+	// write (the expires table: about a third of a SET's cost).
+	KeepExpiry bool
 }
 
 // Store is the aggregator's state. Implementations are safe for concurrent
@@ -104,6 +113,13 @@ type Store interface {
 	// the stored one, newer or older, or on a partition never claimed,
 	// returns ErrFenced.
 	Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error
+	// ExpiryGrace is how long a Commit's new expiries outlast the idle
+	// time: a Commit sets an object's expiry IdleTTL + ExpiryGrace ahead
+	// unless its Write has KeepExpiry. An object therefore lives at least
+	// IdleTTL and at most IdleTTL + ExpiryGrace after its last write. It
+	// is IdleTTL/16 (expiryGrace), and 0 when objects never expire (then
+	// KeepExpiry changes nothing).
+	ExpiryGrace() time.Duration
 	// Close releases the store's connections.
 	Close() error
 }

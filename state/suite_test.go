@@ -474,6 +474,55 @@ func TestExpiry(t *testing.T) {
 	})
 }
 
+// TestKeepExpiry checks Write.KeepExpiry against ExpiryGrace: a kept
+// expiry stays where the last refresh put it (IdleTTL + ExpiryGrace after
+// it), a refreshed one moves, and an object that does not exist gets a
+// new expiry even when its write asks to keep one (otherwise it would
+// never expire).
+func TestKeepExpiry(t *testing.T) {
+	const ttl = 800 * time.Millisecond
+	forEachImpl(t, ttl, func(t *testing.T, e env) {
+		if g := e.store.ExpiryGrace(); g != ttl/16 {
+			t.Fatalf("ExpiryGrace = %v; want %v", g, ttl/16)
+		}
+		if _, err := e.store.Claim(ctx, part, 1); err != nil {
+			t.Fatal(err)
+		}
+		// t = 0: a and b get expiries at 0.85 s.
+		if err := e.store.Commit(ctx, part, 1, -1, 1, []state.Write{
+			{Object: "a", Value: []byte("a1")}, {Object: "b", Value: []byte("b1")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// t = 0.4 s: a keeps its expiry, b's moves to 1.25 s; c is new.
+		e.advance(400 * time.Millisecond)
+		if err := e.store.Commit(ctx, part, 1, 1, 2, []state.Write{
+			{Object: "a", Value: []byte("a2"), KeepExpiry: true},
+			{Object: "b", Value: []byte("b2")},
+			{Object: "c", Value: []byte("c2"), KeepExpiry: true},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// t = 1.025 s: a expired (at 0.85 s, after its first write's
+		// refresh, not 1.25 s), b and c live.
+		e.advance(625 * time.Millisecond)
+		got := get(t, e.store, part, "a", "b", "c")
+		if got[0] != nil || string(got[1]) != "b2" || string(got[2]) != "c2" {
+			t.Fatalf("at 1.025 s: a, b, c = %q, %q, %q; want nil, b2, c2", got[0], got[1], got[2])
+		}
+		// t = 1.625 s: all expired, c too (its write set an expiry).
+		e.advance(600 * time.Millisecond)
+		for i, v := range get(t, e.store, part, "a", "b", "c") {
+			if v != nil {
+				t.Fatalf("object %d alive after 1.625 s: %q", i, v)
+			}
+		}
+		if got := e.expired(t, 3); got != 3 {
+			t.Fatalf("expired = %d; want 3", got)
+		}
+	})
+}
+
 func gatherValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()

@@ -20,9 +20,17 @@ local call, keys, argv, byte = redis.call, KEYS, ARGV, string.byte
 local ttl, ops = argv[4], argv[5]
 local v = 7
 if ttl ~= '0' then
+  -- s: SET PX; k: keep the expiry (KEEPTTL) if the key exists, else PX;
+  -- d: DEL.
   for i = 1, #ops do
-    if byte(ops, i) == 115 then
+    local op = byte(ops, i)
+    if op == 115 then
       call('SET', keys[i+1], argv[v], 'PX', ttl)
+      v = v + 1
+    elseif op == 107 then
+      if not call('SET', keys[i+1], argv[v], 'XX', 'KEEPTTL') then
+        call('SET', keys[i+1], argv[v], 'PX', ttl)
+      end
       v = v + 1
     else
       call('DEL', keys[i+1])
@@ -32,7 +40,7 @@ else
   -- No expiry: one MSET per 256 values, DEL for deletes, in order.
   local a, n = {}, 0
   for i = 1, #ops do
-    if byte(ops, i) == 115 then
+    if byte(ops, i) ~= 100 then
       a[n+1] = keys[i+1]
       a[n+2] = argv[v]
       n = n + 2
