@@ -342,8 +342,24 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 			res.Cached = lp.metric("changerate_aggregator_cached_objects")
 			return res, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pollWait(c, want, time.Since(tFirst)))
 	}
+}
+
+// pollWait is how long runLive waits before its next poll of the
+// aggregator's /metrics, having seen done of want observations committed
+// after elapsed: half the time the rest should take at the rate so far,
+// between 20 ms and 250 ms. Each poll gathers every metric, which costs the
+// measured aggregator CPU (about 4 % of it when polled every 20 ms): this
+// polls about 15 times in a 2.5 s run instead of 125, and still every
+// 20 ms near the end, so the end is seen as precisely.
+func pollWait(done, want float64, elapsed time.Duration) time.Duration {
+	const lo, hi = 20 * time.Millisecond, 250 * time.Millisecond
+	if done <= 0 || elapsed <= 0 {
+		return lo * 5
+	}
+	rest := time.Duration((want - done) / done * float64(elapsed))
+	return min(max(rest/2, lo), hi)
 }
 
 // runLiveLatency produces daily-crawl visits of objects URLs at rate per

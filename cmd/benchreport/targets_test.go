@@ -64,3 +64,22 @@ func TestTargets(t *testing.T) {
 		})
 	}
 }
+
+func TestPollWait(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		done, want float64
+		elapsed    time.Duration
+		wait       time.Duration
+	}{
+		{0, 1000, 0, 100 * ms},           // nothing yet
+		{100, 1000, 100 * ms, 250 * ms},  // 900 ms to go: capped
+		{500, 1000, 200 * ms, 100 * ms},  // 200 ms to go: half of it
+		{990, 1000, 1000 * ms, 20 * ms},  // 10 ms to go: the floor
+		{1000, 1000, 1000 * ms, 20 * ms}, // done (the caller stops first)
+	} {
+		if got := pollWait(c.done, c.want, c.elapsed); got != c.wait {
+			t.Errorf("pollWait(%v, %v, %v) = %v; want %v", c.done, c.want, c.elapsed, got, c.wait)
+		}
+	}
+}
