@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // b64 is the alphabet of compact tags: no '{', '}' or glob characters.
@@ -58,17 +59,11 @@ func (r *Redis) objectKey(tag, object string) string {
 	if !r.compact {
 		return tag + ":o:" + object
 	}
-	// The bytes to hash are copied to the stack, not the heap, for the
-	// usual object names (a conversion of a string longer than 32 bytes
-	// allocates: this is called for every state read and write).
-	var buf [512]byte
-	var b []byte
-	if len(object) <= len(buf) {
-		b = append(buf[:0], object...)
-	} else {
-		b = []byte(object)
-	}
-	h := sha256.Sum256(b)
+	// Hashed in place: Sum256 only reads its argument, so the string's
+	// bytes can be viewed as a slice without a copy (a conversion of a
+	// string longer than 32 bytes allocates, a stack buffer is zeroed and
+	// copied into: this is called for every state read and write).
+	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(object), len(object)))
 	n := compactKeyLen - len(tag)
 	return tag + string(h[:n])
 }

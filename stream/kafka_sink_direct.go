@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -123,20 +125,11 @@ func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, ms
 	cfg := &s.k.cfg
 	wait := backoff.New(cfg.RetryBackoff, time.Second) // exponential with jitter
 	for attempt := 1; ; attempt++ {
-		recs := make([]kafka.Record, len(idx))
-		for j, i := range idx {
-			m := &msgs[i]
-			t := m.Time
-			if t.IsZero() {
-				t = now
-			}
-			recs[j] = kafka.Record{Time: t, Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value)}
-		}
 		resp, err := s.k.client.Produce(ctx, &kafka.ProduceRequest{
 			Topic:        topic,
 			Partition:    partition,
 			RequiredAcks: kafka.RequireAll,
-			Records:      kafka.NewRecordReader(recs...),
+			Records:      &messageRecords{msgs: msgs, idx: idx, now: now},
 			Compression:  s.codec,
 		})
 		if err == nil && resp.Error != nil {
@@ -159,6 +152,50 @@ func (s *KafkaSink) produce(ctx context.Context, topic string, partition int, ms
 		}
 	}
 }
+
+// messageRecords reads msgs[idx] as Kafka records (a message without a
+// time gets now), without an allocation per record: kafka-go's encoder
+// (protocol.forEachRecord) copies each record's key and value into the
+// request, then closes them, before it reads the next record, so one
+// Record and its two byte readers serve every record. kafka.NewRecordReader
+// would take a slice of Records and copy it, and kafka.NewBytes allocates a
+// reader per key and value: four allocations per output record. A reader
+// is read once; each produce attempt makes its own.
+type messageRecords struct {
+	msgs       []Message
+	idx        []int32
+	now        time.Time
+	rec        kafka.Record
+	key, value recordBytes
+}
+
+func (r *messageRecords) ReadRecord() (*kafka.Record, error) {
+	if len(r.idx) == 0 {
+		return nil, io.EOF
+	}
+	m := &r.msgs[r.idx[0]]
+	r.idx = r.idx[1:]
+	r.rec = kafka.Record{Time: m.Time}
+	if r.rec.Time.IsZero() {
+		r.rec.Time = r.now
+	}
+	if m.Key != nil { // nil: a null key, as kafka.NewBytes(nil)
+		r.key.Reset(m.Key)
+		r.rec.Key = &r.key
+	}
+	if m.Value != nil {
+		r.value.Reset(m.Value)
+		r.rec.Value = &r.value
+	}
+	return &r.rec, nil
+}
+
+// recordBytes is a kafka.Bytes over a slice (what kafka.NewBytes returns,
+// reusable): bytes.Reader's Len and WriteTo (io.Copy's fast path), and a
+// Close that does nothing.
+type recordBytes struct{ bytes.Reader }
+
+func (*recordBytes) Close() error { return nil }
 
 // partitions returns the partition IDs of topic, from a cache refreshed
 // every MetadataInterval (itself fed by kafka-go's metadata cache).
