@@ -19,7 +19,7 @@ func TestConfigZeroMeansDefault(t *testing.T) {
 	}
 	d := Config{}.WithDefaults()
 	want := map[string]bool{
-		"BatchSize": d.BatchSize == 5000, "Emit": d.Emit == EmitUpdate, "CacheObjects": d.CacheObjects == 200000,
+		"BatchSize": d.BatchSize == 20000, "Emit": d.Emit == EmitUpdate, "CacheObjects": d.CacheObjects == 200000,
 		"CacheBytes": d.CacheBytes == DefaultCacheBytes, "InflightBytes": d.InflightBytes == DefaultInflightBytes, "EstimatesTopic": d.EstimatesTopic == stream.TopicEstimates,
 		"LateTopic": d.LateTopic == TopicLate, "ReorderWindow": d.ReorderWindow == DefaultReorderWindow,
 		"IdleRelease": d.IdleRelease == 30*time.Second, "RetryBackoff": d.RetryBackoff == 200*time.Millisecond,

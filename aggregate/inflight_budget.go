@@ -25,7 +25,7 @@ const DefaultInflightBytes int64 = 16 << 20
 // The in-flight budget bounds the memory of the batches between their
 // fetch and their commit, over all the partitions of a Processor
 // (Config.InflightBytes): a partition's handler acquires an estimate of a
-// batch's bytes (inflightEstimate) before it prepares the batch, adjusts
+// batch's bytes (estimate) before it prepares the batch, adjusts
 // the amount to the prepared batch's footprint without waiting (a surplus
 // is released, a shortfall taken only if free), and the batch's goroutine
 // releases it once the batch is committed or failed. Waiting is FIFO
@@ -40,10 +40,14 @@ type inflightBudget struct {
 	size int64
 	held atomic.Int64
 	wait atomic.Int64 // nanoseconds handlers waited for budget
+	// perMessage is the footprint per input message of the batches
+	// prepared lately (learn), in bytes.
+	perMessage atomic.Int64
 }
 
 func newInflightBudget(size int64) *inflightBudget {
 	b := &inflightBudget{size: size}
+	b.perMessage.Store(inflightOutputPerMessage)
 	if size > 0 {
 		b.sem = semaphore.NewWeighted(size)
 	}
@@ -103,21 +107,82 @@ func (b *inflightBudget) release(n int64) {
 	}
 }
 
-// Per-message terms of inflightEstimate: the decoded observation with its
-// strings (while the batch is prepared) and, in the live-crawl shape, an
-// estimate record of about 1 KB with its message header, and the encoded
-// state.
-const inflightPerMessage = 1536
+// Per-message terms of estimate: inflightPrepPerMessage is the decoded
+// observation with its strings while the batch is prepared;
+// inflightOutputPerMessage is what a prepared batch is first expected to
+// hold per input message, its footprint (outputs and state writes): in the
+// live-crawl shape, an estimate record of about 1 KB with its message
+// header, and the encoded state. The budget then learns the footprint per
+// message from the batches prepared (learn).
+const (
+	inflightPrepPerMessage   = 512
+	inflightOutputPerMessage = 1024
+)
 
-// inflightEstimate is what a batch of msgs is expected to hold while it is
-// prepared and in flight, before its footprint is known: the fetched bytes
-// (referenced until prepare returns) plus inflightPerMessage per message.
-func inflightEstimate(msgs []stream.Message) int64 {
-	n := int64(len(msgs)) * (inflightPerMessage + messageSize)
+// estimate is what a batch of msgs is expected to hold while it is
+// prepared and in flight, before its footprint is known: the fetched
+// messages (referenced until prepare returns), the decoded observations,
+// and the footprint per message learned from the batches before.
+//
+// The footprint depends on the input: in the live-crawl shape every
+// observation publishes an estimate of about 1 KB, in a history replay
+// one in ten does (EMIT_INTERVAL holds the others back) and a batch holds
+// about 400 bytes per message. Charging every batch the live shape's
+// footprint would let a replay prepare about a third as many batches at
+// once as the same memory holds.
+func (b *inflightBudget) estimate(msgs []stream.Message) int64 {
+	n := int64(len(msgs)) * (inflightPrepPerMessage + messageSize + b.perMessage.Load())
 	for i := range msgs {
 		n += int64(len(msgs[i].Key) + len(msgs[i].Value))
 	}
 	return n
+}
+
+// learn updates the footprint per message from a batch of n input
+// messages whose prepared footprint was footprint bytes: at once to a
+// larger footprint (so that a change of the input towards more outputs is
+// charged from the next batch of every partition on), by a sixteenth of
+// the difference to a smaller one (so that one quiet batch does not make
+// the next busy ones under-charged). A batch larger than its estimate
+// still holds its footprint (resize exceeds the budget by at most the
+// estimate's error); with the learned term that error is one batch's
+// change of input, not every batch's.
+func (b *inflightBudget) learn(n int, footprint int64) {
+	if n <= 0 {
+		return
+	}
+	x := footprint / int64(n)
+	for {
+		old := b.perMessage.Load()
+		next := x
+		if x < old {
+			next = old - (old-x)/16
+		}
+		if next == old || b.perMessage.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// minBatchLimit is the least batchLimit returns: below it a batch's
+// fixed costs (a state commit, a produce request) would dominate.
+const minBatchLimit = 1000
+
+// batchLimit is the most messages the next batch may take: most, and no
+// more than make a footprint of half the budget at the footprint per
+// message learned so far, so that two batches (one being prepared, one
+// being written and committed) fit in the budget; at least minBatchLimit. A live-crawl input
+// (about 1.3 KB per message) gets batches of about 6,000 messages with
+// the default budget, a history replay (about 400 bytes) the default
+// BatchSize: larger batches fold more of an object's observations into
+// one state write, and without the bound they would each take the whole
+// budget where every observation publishes.
+func (b *inflightBudget) batchLimit(most int) int {
+	if b.sem == nil {
+		return most
+	}
+	lim := max(b.size/2/max(b.perMessage.Load(), 1), minBatchLimit)
+	return int(min(lim, int64(most)))
 }
 
 // registerInflight registers the budget's gauge and wait counter.

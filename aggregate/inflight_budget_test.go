@@ -81,6 +81,62 @@ func TestInflightBudget(t *testing.T) {
 	}
 }
 
+// TestInflightBudgetLearns: the estimate charges a batch its messages,
+// their decoded observations and the footprint per message learned from
+// the batches before; the footprint follows a larger one at once and a
+// smaller one by a sixteenth of the difference; the batch limit keeps a
+// batch's footprint to half the budget, between minBatchLimit and the
+// BatchSize asked for, and is the BatchSize itself without a budget.
+func TestInflightBudgetLearns(t *testing.T) {
+	const size = 16 << 20
+	b := newInflightBudget(size)
+	msgs := []stream.Message{{Key: []byte("k"), Value: make([]byte, 99)}, {Value: make([]byte, 100)}}
+	perMsg := func() int64 { return b.perMessage.Load() }
+	if want := int64(2*(inflightPrepPerMessage+messageSize+inflightOutputPerMessage) + 200); b.estimate(msgs) != want {
+		t.Errorf("first estimate %d, want %d (the live shape's footprint per message)", b.estimate(msgs), want)
+	}
+	if got, want := b.batchLimit(1<<30), size/2/inflightOutputPerMessage; got != want {
+		t.Errorf("first batch limit %d, want %d", got, want)
+	}
+	b.learn(1000, 400_000) // 400 bytes per message: down by a sixteenth of the difference
+	if want := int64(inflightOutputPerMessage - (inflightOutputPerMessage-400)/16); perMsg() != want {
+		t.Errorf("after a smaller batch: %d bytes per message, want %d", perMsg(), want)
+	}
+	for range 300 {
+		b.learn(1000, 400_000)
+	}
+	if perMsg() < 400 || perMsg() > 420 {
+		t.Errorf("after 300 batches of 400 bytes per message: %d", perMsg())
+	}
+	if want := int64(2*(inflightPrepPerMessage+messageSize+perMsg()) + 200); b.estimate(msgs) != want {
+		t.Errorf("estimate %d, want %d (the learned footprint)", b.estimate(msgs), want)
+	}
+	if got := b.batchLimit(20000); got != 20000 {
+		t.Errorf("batch limit at %d bytes per message: %d, want the BatchSize 20000", perMsg(), got)
+	}
+	b.learn(500, 750_000) // 1,500 bytes per message: at once
+	if perMsg() != 1500 {
+		t.Errorf("after a larger batch: %d bytes per message, want 1500", perMsg())
+	}
+	if got, want := b.batchLimit(20000), size/2/1500; got != want {
+		t.Errorf("batch limit at 1500 bytes per message: %d, want %d", got, want)
+	}
+	if got := b.batchLimit(3); got != 3 {
+		t.Errorf("batch limit with BatchSize 3: %d", got)
+	}
+	b.learn(10, 10<<20) // 1 MiB per message
+	if got := b.batchLimit(20000); got != minBatchLimit {
+		t.Errorf("batch limit at 1 MiB per message: %d, want minBatchLimit %d", got, minBatchLimit)
+	}
+	b.learn(0, 123) // no messages: nothing learned
+	if perMsg() != 1<<20 {
+		t.Errorf("learn of an empty batch changed the footprint to %d", perMsg())
+	}
+	if got := newInflightBudget(0).batchLimit(20000); got != 20000 {
+		t.Errorf("unbounded budget: batch limit %d, want the BatchSize", got)
+	}
+}
+
 // TestInflightBudgetSameResults: four partitions handled concurrently
 // under a budget smaller than any batch (each batch in flight alone),
 // under the default budget and with none store the same states and

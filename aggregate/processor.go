@@ -274,7 +274,7 @@ func (w *worker) run(ctx context.Context) error {
 			continue
 		}
 		lastInput = time.Now()
-		held, err := p.inflight.acquire(ctx, inflightEstimate(msgs))
+		held, err := p.inflight.acquire(ctx, p.inflight.estimate(msgs))
 		if err != nil { // ctx ended while waiting: as a revocation
 			if err := w.drain(); err != nil {
 				return w.stopped(err)
@@ -290,7 +290,9 @@ func (w *worker) run(ctx context.Context) error {
 			}
 			return w.stopped(err)
 		}
-		b.held = p.inflight.resize(held, b.footprint())
+		fp := b.footprint()
+		p.inflight.learn(len(msgs), fp)
+		b.held = p.inflight.resize(held, fp)
 		if err := w.submit(bctx, b); err != nil {
 			return w.stopped(err)
 		}
@@ -303,11 +305,11 @@ func (w *worker) run(ctx context.Context) error {
 func (w *worker) fetch(ctx context.Context) ([]stream.Message, error) {
 	idle := w.p.idleWait(w.rb.len() > 0)
 	if idle <= 0 {
-		return w.claim.Fetch(ctx, w.p.cfg.BatchSize)
+		return w.claim.Fetch(ctx, w.p.inflight.batchLimit(w.p.cfg.BatchSize))
 	}
 	fctx, cancel := context.WithTimeout(ctx, idle)
 	defer cancel()
-	return w.claim.Fetch(fctx, w.p.cfg.BatchSize)
+	return w.claim.Fetch(fctx, w.p.inflight.batchLimit(w.p.cfg.BatchSize))
 }
 
 // endOfInput finishes a finite input: it applies what the reorder buffer

@@ -27,6 +27,8 @@ import (
 // redis-server child process and one in-process kfake broker.
 type env struct {
 	linger  time.Duration // KafkaConfig.Linger of the sinks
+	fetch   int           // KafkaConfig.FetchMaxBytes of the sources (0: the default)
+	buffer  int64         // KafkaConfig.FetchBufferBytes of the sources (0: the default)
 	redis   *redistest.Server
 	rc      *redis.Client
 	kafka   *kfake.Cluster
@@ -88,7 +90,7 @@ func (e *env) closeKafka() {
 func (e *env) kafkaConfig(group string) stream.KafkaConfig {
 	return stream.KafkaConfig{Brokers: e.brokers, GroupID: group, ClientID: "benchreport",
 		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second, JoinGroupBackoff: 200 * time.Millisecond,
-		Linger: e.linger}
+		Linger: e.linger, FetchMaxBytes: e.fetch, FetchBufferBytes: e.buffer}
 }
 
 func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {

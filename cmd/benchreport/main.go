@@ -67,6 +67,9 @@ type options struct {
 	cpuprofile   string
 	trace        string
 	batch        int
+	fetch        int
+	buffer       int64
+	inflight     int64
 	linger       time.Duration
 	timeout      time.Duration
 	skipLatency  bool
@@ -109,6 +112,9 @@ func main() {
 	fs.IntVar(&o.sample, "sample", 2000, "objects per class sampled with MEMORY USAGE")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the last pipeline run (warm: the first one also grows the heap) to this file")
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
+	fs.Int64Var(&o.inflight, "inflight-bytes", 0, "Processor InflightBytes (0: the default)")
+	fs.IntVar(&o.fetch, "fetch-max-bytes", 0, "KafkaConfig.FetchMaxBytes of the pipeline's source (0: the default)")
+	fs.Int64Var(&o.buffer, "fetch-buffer-bytes", 0, "KafkaConfig.FetchBufferBytes of the pipeline's source (0: half the Processor's InflightBytes, as the aggregator sets it)")
 	fs.DurationVar(&o.linger, "linger", 0, "KafkaConfig.Linger of the output sink (0: the default, direct produce)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up (exit 2, with a goroutine dump) after this long")
 	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
@@ -186,7 +192,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer e.close()
-	e.linger = o.linger
+	e.linger, e.fetch, e.buffer = o.linger, o.fetch, o.buffer
+	if e.buffer == 0 {
+		// As the aggregator sets it (cmd/aggregator kafkaConfig): half of
+		// the in-flight budget.
+		e.buffer = aggregate.DefaultInflightBytes / 2
+		if o.inflight > 0 {
+			e.buffer = o.inflight / 2
+		}
+	}
 	if o.liveOnly {
 		if o.aggregator == "" {
 			return errors.New("-live-only needs -aggregator")
@@ -223,6 +237,9 @@ func run(ctx context.Context, o options) error {
 	mutate := func(c *aggregate.Config) {
 		if o.batch > 0 {
 			c.BatchSize = o.batch
+		}
+		if o.inflight > 0 {
+			c.InflightBytes = o.inflight
 		}
 	}
 	var prof *os.File
