@@ -115,6 +115,17 @@ func (b *batchWork) footprint() int64 {
 	return n
 }
 
+// used is the part of footprint that b's own outputs and states take
+// (lengths, not the capacities of buffers recycled from larger batches):
+// what the in-flight budget learns per message (inflightBudget.learn).
+func (b *batchWork) used() int64 {
+	n := int64(len(b.out))*messageSize + int64(len(b.pub))*publishedSize + int64(len(b.writes))*writeSize + int64(len(b.enc)) + int64(len(b.ends))*8
+	for i := range b.out {
+		n += int64(len(b.out[i].Key) + len(b.out[i].Value))
+	}
+	return n
+}
+
 func (w *worker) newBatch() *batchWork {
 	var b *batchWork
 	if n := len(w.free); n > 0 {

@@ -42,14 +42,11 @@ type Config struct {
 	Model Model
 	// BatchSize is the most messages fetched and committed in one atomic
 	// step per partition. A batch is also bounded by the in-flight budget
-	// (InflightBytes): to half of it at the footprint per message of the
+	// (InflightBytes): to a third of it at the footprint per message of the
 	// batches before (inflight_budget.go batchLimit), so where every
-	// observation publishes an estimate (about 1.3 KB per message) batches
-	// hold about 6,000 messages with the default budget, and a history
-	// replay (about 400 bytes) reaches BatchSize. Default 20000: larger
-	// batches fold more of an object's observations into one state write
-	// (in make bench's replay shape, 20000 against 5000: about 6 % more
-	// observations per second and 4 % less CPU per observation).
+	// observation publishes an estimate (about 1.25 KB per message) batches
+	// hold at most about 4,500 messages with the default budget, and a
+	// history replay (about 400 bytes) about 14,000. Default 20000.
 	BatchSize int
 	// Emit is EmitUpdate (default) or EmitFinal.
 	Emit string

@@ -138,26 +138,27 @@ func (b *inflightBudget) estimate(msgs []stream.Message) int64 {
 	return n
 }
 
+// learnWindow is the memory of learn, in input messages: a batch of n
+// messages weighs n against learnWindow for the batches before.
+const learnWindow = 20000
+
 // learn updates the footprint per message from a batch of n input
-// messages whose prepared footprint was footprint bytes: at once to a
-// larger footprint (so that a change of the input towards more outputs is
-// charged from the next batch of every partition on), by a sixteenth of
-// the difference to a smaller one (so that one quiet batch does not make
-// the next busy ones under-charged). A batch larger than its estimate
-// still holds its footprint (resize exceeds the budget by at most the
-// estimate's error); with the learned term that error is one batch's
-// change of input, not every batch's.
+// messages whose outputs and states take footprint bytes (batchWork.used):
+// the mean per message of the batches prepared lately, each weighted by
+// its messages (old·W + footprint) / (W + n), W = learnWindow. Weighing by
+// messages keeps a small batch with many outputs (the reorder buffer
+// releasing what it held, an idle partition's flush) from setting the
+// charge of the large ones; a change of the input shows within a few
+// large batches. Until then a batch may hold more than it was charged:
+// resize takes the shortfall if it is free and otherwise exceeds the
+// budget by it.
 func (b *inflightBudget) learn(n int, footprint int64) {
 	if n <= 0 {
 		return
 	}
-	x := footprint / int64(n)
 	for {
 		old := b.perMessage.Load()
-		next := x
-		if x < old {
-			next = old - (old-x)/16
-		}
+		next := max((old*learnWindow+footprint)/(learnWindow+int64(n)), 1)
 		if next == old || b.perMessage.CompareAndSwap(old, next) {
 			return
 		}
@@ -169,19 +170,22 @@ func (b *inflightBudget) learn(n int, footprint int64) {
 const minBatchLimit = 1000
 
 // batchLimit is the most messages the next batch may take: most, and no
-// more than make a footprint of half the budget at the footprint per
-// message learned so far, so that two batches (one being prepared, one
-// being written and committed) fit in the budget; at least minBatchLimit. A live-crawl input
-// (about 1.3 KB per message) gets batches of about 6,000 messages with
-// the default budget, a history replay (about 400 bytes) the default
-// BatchSize: larger batches fold more of an object's observations into
-// one state write, and without the bound they would each take the whole
-// budget where every observation publishes.
+// more than make a footprint of a third of the budget at the footprint per
+// message learned so far (one batch being prepared, one being written and
+// committed, and room for another partition's); at least minBatchLimit. A
+// live-crawl input (about 1.25 KB per message, measured with
+// changerate_aggregator_inflight_bytes_per_message) gets batches of at
+// most about 4,500 messages with the default budget, a history replay
+// (about 400 bytes) about 14,000: larger batches fold more of an object's
+// observations into one state write, while where every observation
+// publishes, batches larger than that ran slower (make bench's live shape:
+// a bound of half the budget, about 6,700 messages, cost 5–8 % of the
+// observations per second, three alternating runs).
 func (b *inflightBudget) batchLimit(most int) int {
 	if b.sem == nil {
 		return most
 	}
-	lim := max(b.size/2/max(b.perMessage.Load(), 1), minBatchLimit)
+	lim := max(b.size/3/max(b.perMessage.Load(), 1), minBatchLimit)
 	return int(min(lim, int64(most)))
 }
 
@@ -191,6 +195,9 @@ func registerInflight(reg prometheus.Registerer, b *inflightBudget) error {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "changerate_aggregator", Name: "inflight_bytes",
 			Help: "Bytes of the batches between fetch and commit, as accounted against INFLIGHT_BYTES."},
 			func() float64 { return float64(b.held.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "changerate_aggregator", Name: "inflight_bytes_per_message",
+			Help: "Footprint per input message (outputs and state writes) of the batches prepared lately, as the in-flight budget learned it: what a batch is charged per message besides the message and its decoded observation, and what bounds a batch to a third of INFLIGHT_BYTES."},
+			func() float64 { return float64(b.perMessage.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "changerate_aggregator", Name: "inflight_wait_seconds_total",
 			Help: "Time partition handlers waited for the in-flight budget (INFLIGHT_BYTES) before preparing a batch."},
 			func() float64 { return float64(b.wait.Load()) / 1e9 }),

@@ -83,10 +83,10 @@ func TestInflightBudget(t *testing.T) {
 
 // TestInflightBudgetLearns: the estimate charges a batch its messages,
 // their decoded observations and the footprint per message learned from
-// the batches before; the footprint follows a larger one at once and a
-// smaller one by a sixteenth of the difference; the batch limit keeps a
-// batch's footprint to half the budget, between minBatchLimit and the
-// BatchSize asked for, and is the BatchSize itself without a budget.
+// the batches before, a mean weighted by messages (so that a small batch
+// with many outputs moves it little); the batch limit keeps a batch's
+// footprint to a third of the budget, between minBatchLimit and the BatchSize
+// asked for, and is the BatchSize itself without a budget.
 func TestInflightBudgetLearns(t *testing.T) {
 	const size = 16 << 20
 	b := newInflightBudget(size)
@@ -95,42 +95,54 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if want := int64(2*(inflightPrepPerMessage+messageSize+inflightOutputPerMessage) + 200); b.estimate(msgs) != want {
 		t.Errorf("first estimate %d, want %d (the live shape's footprint per message)", b.estimate(msgs), want)
 	}
-	if got, want := b.batchLimit(1<<30), size/2/inflightOutputPerMessage; got != want {
+	if got, want := b.batchLimit(1<<30), size/3/inflightOutputPerMessage; got != want {
 		t.Errorf("first batch limit %d, want %d", got, want)
 	}
-	b.learn(1000, 400_000) // 400 bytes per message: down by a sixteenth of the difference
-	if want := int64(inflightOutputPerMessage - (inflightOutputPerMessage-400)/16); perMsg() != want {
-		t.Errorf("after a smaller batch: %d bytes per message, want %d", perMsg(), want)
+	b.learn(20000, 20000*400) // a replay batch: 400 bytes per message weighs as much as the past
+	if want := int64((inflightOutputPerMessage + 400) / 2); perMsg() != want {
+		t.Errorf("after a batch of learnWindow messages: %d bytes per message, want %d", perMsg(), want)
 	}
-	for range 300 {
-		b.learn(1000, 400_000)
+	for range 10 {
+		b.learn(20000, 20000*400)
 	}
-	if perMsg() < 400 || perMsg() > 420 {
-		t.Errorf("after 300 batches of 400 bytes per message: %d", perMsg())
+	if perMsg() < 400 || perMsg() > 401 {
+		t.Errorf("after 11 batches of 400 bytes per message: %d", perMsg())
 	}
 	if want := int64(2*(inflightPrepPerMessage+messageSize+perMsg()) + 200); b.estimate(msgs) != want {
 		t.Errorf("estimate %d, want %d (the learned footprint)", b.estimate(msgs), want)
 	}
-	if got := b.batchLimit(20000); got != 20000 {
-		t.Errorf("batch limit at %d bytes per message: %d, want the BatchSize 20000", perMsg(), got)
+	if got, want := b.batchLimit(20000), size/3/int(perMsg()); got != want || want >= 20000 {
+		t.Errorf("batch limit at %d bytes per message: %d, want %d", perMsg(), got, want)
 	}
-	b.learn(500, 750_000) // 1,500 bytes per message: at once
-	if perMsg() != 1500 {
-		t.Errorf("after a larger batch: %d bytes per message, want 1500", perMsg())
+	if got := b.batchLimit(10000); got != 10000 {
+		t.Errorf("batch limit at %d bytes per message with BatchSize 10000: %d, want the BatchSize", perMsg(), got)
 	}
-	if got, want := b.batchLimit(20000), size/2/1500; got != want {
-		t.Errorf("batch limit at 1500 bytes per message: %d, want %d", got, want)
+	b.learn(10, 2<<20) // 10 messages releasing 2 MiB of held outputs
+	if perMsg() > 510 {
+		t.Errorf("one small batch with many outputs moved the footprint to %d bytes per message", perMsg())
+	}
+	for range 40 {
+		b.learn(3000, 3000*1600) // the live shape: 120,000 messages
+	}
+	if perMsg() < 1590 || perMsg() > 1600 {
+		t.Errorf("after 40 live batches of 1600 bytes per message: %d", perMsg())
+	}
+	if got, want := b.batchLimit(20000), size/3/int(perMsg()); got != want {
+		t.Errorf("batch limit at %d bytes per message: %d, want %d", perMsg(), got, want)
 	}
 	if got := b.batchLimit(3); got != 3 {
 		t.Errorf("batch limit with BatchSize 3: %d", got)
 	}
-	b.learn(10, 10<<20) // 1 MiB per message
-	if got := b.batchLimit(20000); got != minBatchLimit {
-		t.Errorf("batch limit at 1 MiB per message: %d, want minBatchLimit %d", got, minBatchLimit)
+	for range 100 {
+		b.learn(20000, 20000<<20) // 1 MiB per message
 	}
+	if got := b.batchLimit(20000); got != minBatchLimit {
+		t.Errorf("batch limit at %d bytes per message: %d, want minBatchLimit %d", perMsg(), got, minBatchLimit)
+	}
+	was := perMsg()
 	b.learn(0, 123) // no messages: nothing learned
-	if perMsg() != 1<<20 {
-		t.Errorf("learn of an empty batch changed the footprint to %d", perMsg())
+	if perMsg() != was {
+		t.Errorf("learn of an empty batch changed the footprint from %d to %d", was, perMsg())
 	}
 	if got := newInflightBudget(0).batchLimit(20000); got != 20000 {
 		t.Errorf("unbounded budget: batch limit %d, want the BatchSize", got)

@@ -290,9 +290,8 @@ func (w *worker) run(ctx context.Context) error {
 			}
 			return w.stopped(err)
 		}
-		fp := b.footprint()
-		p.inflight.learn(len(msgs), fp)
-		b.held = p.inflight.resize(held, fp)
+		p.inflight.learn(len(msgs), b.used())
+		b.held = p.inflight.resize(held, b.footprint())
 		if err := w.submit(bctx, b); err != nil {
 			return w.stopped(err)
 		}

@@ -311,7 +311,7 @@ func writeThroughput(p func(string, ...any), r *report) {
 	nc := median(rates(r.naiveCache))
 	p("## Throughput (end to end)\n\n")
 	p("Pipeline: the real `stream.KafkaSource` (consumer group, one handler per partition) → `aggregate.Processor` (default\n")
-	p("configuration: batches of up to %d messages and half the in-flight budget of %d MiB at the bytes per message of the batches\n", batchOr(o.batch), inflightOr(o.inflight)>>20)
+	p("configuration: batches of up to %d messages and a third of the in-flight budget of %d MiB at the bytes per message of the batches\n", batchOr(o.batch), inflightOr(o.inflight)>>20)
 	p("before, the fetch-ahead buffer half that budget, EmitInterval 10m, cache of 200000 objects per partition) → `state.Redis` (compact keys,\n")
 	p("IdleTTL 720h; one MGET per batch for cache misses, one Lua compare-and-set commit per batch) and `stream.KafkaSink`\n")
 	p("(a batch's estimates, access reports and alerts are acknowledged before its commit; batch N+1 is applied while batch N\n")
