@@ -125,11 +125,13 @@ const (
 // and the footprint per message learned from the batches before.
 //
 // The footprint depends on the input: in the live-crawl shape every
-// observation publishes an estimate of about 1 KB, in a history replay
-// one in ten does (EMIT_INTERVAL holds the others back) and a batch holds
-// about 400 bytes per message. Charging every batch the live shape's
-// footprint would let a replay prepare about a third as many batches at
-// once as the same memory holds.
+// observation publishes an estimate of about 1 KB and a batch holds about
+// 1,250 bytes per message; in make bench's history replay one observation
+// in ten publishes (EMIT_INTERVAL holds the others back) and a batch holds
+// about 85 bytes per message (both read from
+// changerate_aggregator_inflight_bytes_per_message). Charging every batch
+// the live shape's footprint would let a replay prepare fewer batches at
+// once than the same memory holds.
 func (b *inflightBudget) estimate(msgs []stream.Message) int64 {
 	n := int64(len(msgs)) * (inflightPrepPerMessage + messageSize + b.perMessage.Load())
 	for i := range msgs {
@@ -173,14 +175,14 @@ const minBatchLimit = 1000
 // more than make a footprint of a third of the budget at the footprint per
 // message learned so far (one batch being prepared, one being written and
 // committed, and room for another partition's); at least minBatchLimit. A
-// live-crawl input (about 1.25 KB per message, measured with
-// changerate_aggregator_inflight_bytes_per_message) gets batches of at
-// most about 4,500 messages with the default budget, a history replay
-// (about 400 bytes) about 14,000: larger batches fold more of an object's
-// observations into one state write, while where every observation
-// publishes, batches larger than that ran slower (make bench's live shape:
-// a bound of half the budget, about 6,700 messages, cost 5–8 % of the
-// observations per second, three alternating runs).
+// live-crawl input (about 1,250 bytes per message) gets batches of at
+// most about 4,500 messages with the default budget; a history replay
+// (about 85 bytes) is bounded by BatchSize and by what its fetches have
+// returned. Larger batches fold more of an object's observations into one
+// state write, while where every observation publishes, batches larger
+// than that ran slower (make bench's live shape: a bound of half the
+// budget, about 6,700 messages, cost 5–8 % of the observations per second,
+// three alternating runs).
 func (b *inflightBudget) batchLimit(most int) int {
 	if b.sem == nil {
 		return most

@@ -260,6 +260,18 @@ func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
 	return sum
 }
 
+// gauge returns the sum of the gauge name (all label values matching
+// labels) in reg.
+func gauge(reg *prometheus.Registry, name string, labels ...string) float64 {
+	var sum float64
+	for _, m := range samples(reg, name, labels...) {
+		if g := m.GetGauge(); g != nil {
+			sum += g.GetValue()
+		}
+	}
+	return sum
+}
+
 // histMean returns the mean and count of the histogram name (all label
 // values matching labels) in reg.
 func histMean(reg *prometheus.Registry, name string, labels ...string) (mean float64, count uint64) {

@@ -288,7 +288,7 @@ func run(ctx context.Context, o options) error {
 		logf("pipeline %s: %d in %s: %.0f obs/s (total incl. group join %s); %0.f estimates", name, pr.Committed, pr.Elapsed.Round(time.Millisecond), pr.rate(), pr.Total.Round(time.Millisecond), pr.Estimates)
 		cp, cr, ct := pr.cpuPerObs()
 		logf("  CPU per observation: %.2f µs process + %.2f µs redis = %.2f µs", cp, cr, ct)
-		logf("  %d batches, mean %.1f ms: output write %.1f ms, store get %.1f ms, commit %.1f ms", pr.Batches, pr.BatchS*1e3, pr.SinkS*1e3, pr.GetS*1e3, pr.CommitS*1e3)
+		logf("  %d batches, mean %.1f ms: output write %.1f ms, store get %.1f ms, commit %.1f ms; in-flight budget learned %.0f B per message", pr.Batches, pr.BatchS*1e3, pr.SinkS*1e3, pr.GetS*1e3, pr.CommitS*1e3, pr.PerMessage)
 		rep.pipeline = append(rep.pipeline, pr)
 		if i == o.runs-1 && !o.pipelineOnly {
 			// Keep the last run's state for the memory sample.

@@ -57,7 +57,10 @@ type runResult struct {
 	// Mean seconds per batch: whole batch, output write, store get and
 	// commit; Batches is the number of batches.
 	BatchS, SinkS, GetS, CommitS float64
-	Batches                      uint64
+	// PerMessage is the in-flight budget's learned bytes per message at
+	// the end of the run (changerate_aggregator_inflight_bytes_per_message).
+	PerMessage float64
+	Batches    uint64
 	// CPU seconds used during the run by this process (aggregator and
 	// the in-process broker) and by redis-server.
 	ProcCPU, RedisCPU float64
@@ -157,6 +160,7 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 	res.SinkS, _ = histMean(reg, "changerate_aggregator_output_write_seconds")
 	res.GetS, _ = histMean(reg, "changerate_aggregator_store_seconds", "op", "get")
 	res.CommitS, _ = histMean(reg, "changerate_aggregator_store_seconds", "op", "commit")
+	res.PerMessage = gauge(reg, "changerate_aggregator_inflight_bytes_per_message")
 	return res, nil
 }
 
