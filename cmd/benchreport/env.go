@@ -248,23 +248,14 @@ func samples(reg *prometheus.Registry, name string, labels ...string) []*dto.Met
 	return out
 }
 
-// counter sums the samples of the counter name (all label values matching
+// value sums the samples of the counter or gauge name (all label values matching
 // labels) in reg.
-func counter(reg *prometheus.Registry, name string, labels ...string) float64 {
+func value(reg *prometheus.Registry, name string, labels ...string) float64 {
 	var sum float64
 	for _, m := range samples(reg, name, labels...) {
 		if c := m.GetCounter(); c != nil {
 			sum += c.GetValue()
 		}
-	}
-	return sum
-}
-
-// gauge returns the sum of the gauge name (all label values matching
-// labels) in reg.
-func gauge(reg *prometheus.Registry, name string, labels ...string) float64 {
-	var sum float64
-	for _, m := range samples(reg, name, labels...) {
 		if g := m.GetGauge(); g != nil {
 			sum += g.GetValue()
 		}

@@ -153,14 +153,14 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 	res.Committed = proc.Committed()
 	res.Elapsed = end.Sub(time.Unix(0, first.Load()))
 	res.Total = end.Sub(start)
-	res.Estimates = counter(reg, "changerate_aggregator_estimates_out_total")
-	res.Outputs = counter(reg, "changerate_aggregator_output_records_total")
-	res.CacheMisses = counter(reg, "changerate_aggregator_cache_lookups_total", "result", "miss")
+	res.Estimates = value(reg, "changerate_aggregator_estimates_out_total")
+	res.Outputs = value(reg, "changerate_aggregator_output_records_total")
+	res.CacheMisses = value(reg, "changerate_aggregator_cache_lookups_total", "result", "miss")
 	res.BatchS, res.Batches = histMean(reg, "changerate_aggregator_batch_seconds")
 	res.SinkS, _ = histMean(reg, "changerate_aggregator_output_write_seconds")
 	res.GetS, _ = histMean(reg, "changerate_aggregator_store_seconds", "op", "get")
 	res.CommitS, _ = histMean(reg, "changerate_aggregator_store_seconds", "op", "commit")
-	res.PerMessage = gauge(reg, "changerate_aggregator_inflight_bytes_per_message")
+	res.PerMessage = value(reg, "changerate_aggregator_inflight_bytes_per_message")
 	return res, nil
 }
 
