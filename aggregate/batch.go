@@ -107,23 +107,17 @@ const (
 
 // footprint is the heap a prepared batch holds until it is recycled: its
 // outputs (message headers, keys, values), its state writes and their slab.
-func (b *batchWork) footprint() int64 {
-	n := int64(cap(b.out))*messageSize + int64(cap(b.pub))*publishedSize + int64(cap(b.writes))*writeSize + int64(cap(b.enc)) + int64(cap(b.ends))*8
-	for i := range b.out {
-		n += int64(len(b.out[i].Key) + len(b.out[i].Value))
-	}
-	return n
-}
-
-// used is the part of footprint that b's own outputs and states take
+// used is the part of it that the batch's own outputs and states take
 // (lengths, not the capacities of buffers recycled from larger batches):
 // what the in-flight budget learns per message (inflightBudget.learn).
-func (b *batchWork) used() int64 {
-	n := int64(len(b.out))*messageSize + int64(len(b.pub))*publishedSize + int64(len(b.writes))*writeSize + int64(len(b.enc)) + int64(len(b.ends))*8
+func (b *batchWork) footprint() (footprint, used int64) {
+	var kv int64
 	for i := range b.out {
-		n += int64(len(b.out[i].Key) + len(b.out[i].Value))
+		kv += int64(len(b.out[i].Key) + len(b.out[i].Value))
 	}
-	return n
+	footprint = kv + int64(cap(b.out))*messageSize + int64(cap(b.pub))*publishedSize + int64(cap(b.writes))*writeSize + int64(cap(b.enc)) + int64(cap(b.ends))*8
+	used = kv + int64(len(b.out))*messageSize + int64(len(b.pub))*publishedSize + int64(len(b.writes))*writeSize + int64(len(b.enc)) + int64(len(b.ends))*8
+	return footprint, used
 }
 
 func (w *worker) newBatch() *batchWork {

@@ -108,7 +108,8 @@ func (w *worker) writeBatch(ctx context.Context, f, prev *flight) {
 		clear(f.b.pub)
 		f.b.out, f.b.pub = f.b.out[:0], f.b.pub[:0]
 		f.b.outBytes.release(w, true)
-		f.b.held = w.p.inflight.resize(f.b.held, f.b.footprint())
+		fp, _ := f.b.footprint()
+		f.b.held = w.p.inflight.resize(f.b.held, fp)
 	}
 }
 

@@ -22,6 +22,18 @@ import (
 // may need more.
 const DefaultInflightBytes int64 = 16 << 20
 
+// FetchAheadBytes is the fetch-ahead buffer of a Kafka source
+// (stream.KafkaConfig.FetchBufferBytes) that goes with an in-flight budget
+// of inflight bytes: half of it, so that one option also bounds what is
+// fetched but not yet handled. 0 (an unbounded budget): 0, the source's
+// own default.
+func FetchAheadBytes(inflight int64) int64 {
+	if inflight <= 0 {
+		return 0
+	}
+	return inflight / 2
+}
+
 // The in-flight budget bounds the memory of the batches between their
 // fetch and their commit, over all the partitions of a Processor
 // (Config.InflightBytes): a partition's handler acquires an estimate of a
@@ -145,7 +157,8 @@ func (b *inflightBudget) estimate(msgs []stream.Message) int64 {
 const learnWindow = 20000
 
 // learn updates the footprint per message from a batch of n input
-// messages whose outputs and states take footprint bytes (batchWork.used):
+// messages whose outputs and states take footprint bytes (the used part
+// of batchWork.footprint):
 // the mean per message of the batches prepared lately, each weighted by
 // its messages (old·W + footprint) / (W + n), W = learnWindow. Weighing by
 // messages keeps a small batch with many outputs (the reorder buffer

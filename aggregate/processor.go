@@ -290,8 +290,9 @@ func (w *worker) run(ctx context.Context) error {
 			}
 			return w.stopped(err)
 		}
-		p.inflight.learn(len(msgs), b.used())
-		b.held = p.inflight.resize(held, b.footprint())
+		fp, used := b.footprint()
+		p.inflight.learn(len(msgs), used)
+		b.held = p.inflight.resize(held, fp)
 		if err := w.submit(bctx, b); err != nil {
 			return w.stopped(err)
 		}

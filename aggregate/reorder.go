@@ -409,7 +409,8 @@ func (w *worker) releaseIdle(ctx context.Context) error {
 		// The reorder buffer is bounded by ReorderWindow, not by the
 		// in-flight budget: the flush takes budget only if it is free and
 		// does not wait for it (the end of the input must not block).
-		b.held = w.p.inflight.resize(0, b.footprint())
+		fp, _ := b.footprint()
+		b.held = w.p.inflight.resize(0, fp)
 		err = w.submit(ctx, b)
 	}
 	if err == nil {
