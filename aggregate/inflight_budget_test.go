@@ -147,6 +147,11 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if got := newInflightBudget(0).batchLimit(20000); got != 20000 {
 		t.Errorf("unbounded budget: batch limit %d, want the BatchSize", got)
 	}
+	for in, want := range map[int64]int64{16 << 20: 8 << 20, 1: 0, 0: 0, Unbounded: 0} {
+		if got := FetchAheadBytes(in); got != want {
+			t.Errorf("FetchAheadBytes(%d) = %d, want %d", in, got, want)
+		}
+	}
 }
 
 // TestInflightBudgetSameResults: four partitions handled concurrently

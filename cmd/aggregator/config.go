@@ -296,14 +296,13 @@ func explicitZero[T ~int | ~int64](v, sentinel T) T {
 }
 
 // kafkaConfig is the Kafka configuration of the consumer and of the sink.
-// The source's fetch-ahead buffer (KafkaConfig.FetchBufferBytes) is half
-// of INFLIGHT_BYTES: one option bounds what is fetched but not yet handled
-// too.
+// The source's fetch-ahead buffer (KafkaConfig.FetchBufferBytes) follows
+// INFLIGHT_BYTES (aggregate.FetchAheadBytes).
 func (c *config) kafkaConfig() stream.KafkaConfig {
 	kc := c.Kafka.Config()
 	c.KafkaTimeouts.ApplyTo(&kc)
-	if c.InflightBytes > 0 {
-		kc.FetchBufferBytes = int64(c.InflightBytes) / 2
+	if b := aggregate.FetchAheadBytes(int64(c.InflightBytes)); b > 0 {
+		kc.FetchBufferBytes = b
 	}
 	return kc
 }

@@ -114,7 +114,7 @@ func main() {
 	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the first pipeline run to this file")
 	fs.Int64Var(&o.inflight, "inflight-bytes", 0, "Processor InflightBytes (0: the default)")
 	fs.IntVar(&o.fetch, "fetch-max-bytes", 0, "KafkaConfig.FetchMaxBytes of the pipeline's source (0: the default)")
-	fs.Int64Var(&o.buffer, "fetch-buffer-bytes", 0, "KafkaConfig.FetchBufferBytes of the pipeline's source (0: half the Processor's InflightBytes, as the aggregator sets it)")
+	fs.Int64Var(&o.buffer, "fetch-buffer-bytes", 0, "KafkaConfig.FetchBufferBytes of the pipeline's source (0: aggregate.FetchAheadBytes of the Processor's InflightBytes, as the aggregator sets it)")
 	fs.DurationVar(&o.linger, "linger", 0, "KafkaConfig.Linger of the output sink (0: the default, direct produce)")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up (exit 2, with a goroutine dump) after this long")
 	fs.IntVar(&o.batch, "batch", 0, "Processor BatchSize (0: the default)")
@@ -193,13 +193,8 @@ func run(ctx context.Context, o options) error {
 	}
 	defer e.close()
 	e.linger, e.fetch, e.buffer = o.linger, o.fetch, o.buffer
-	if e.buffer == 0 {
-		// As the aggregator sets it (cmd/aggregator kafkaConfig): half of
-		// the in-flight budget.
-		e.buffer = aggregate.DefaultInflightBytes / 2
-		if o.inflight > 0 {
-			e.buffer = o.inflight / 2
-		}
+	if e.buffer == 0 { // as the aggregator sets it
+		e.buffer = aggregate.FetchAheadBytes(inflightOr(o.inflight))
 	}
 	if o.liveOnly {
 		if o.aggregator == "" {
