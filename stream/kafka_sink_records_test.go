@@ -14,9 +14,11 @@ import (
 
 // TestKafkaSinkRecordFields: what the direct sink produces reads back
 // (with franz-go, another client) with each message's key, value and time:
-// a nil key as a null key, an empty key as an empty one, a message without
-// a time stamped by the broker-facing write (at most a minute off now), in
-// the order written, over several produce requests to one partition.
+// a nil key as a null key, an empty key as an empty one, a nil value as a
+// null value, a value longer than kafka-go's 64 KiB pages whole, a message
+// without a time with the time of the write (within a minute: the sink
+// gives it the write's time, and kafka-go would too), in the order
+// written, over several produce requests to one partition.
 func TestKafkaSinkRecordFields(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Topic{Name: "fields", Partitions: 1})
 	sink := newSink(t, testConfig(c, "fields"), nil)
