@@ -22,13 +22,13 @@ const DefaultCacheBytes int64 = 256 << 20
 // BatchHeapBytes is the heap the aggregator takes besides the cache in the
 // default configuration: the batches in flight (at most InflightBytes,
 // DefaultInflightBytes), the messages fetched ahead of the partitions (at
-// most half as much again, stream.KafkaConfig.FetchBufferBytes), a fetched
+// most as much again, stream.KafkaConfig.FetchBufferBytes), a fetched
 // batch per partition waiting for the in-flight budget (at most BatchSize
-// messages, and a third of the budget's worth of batch footprint: about
-// 2 MB where every observation publishes, up to 7 MB of a history
+// messages, and a sixth of the budget's worth of batch footprint: about
+// 1 MB where every observation publishes, up to 7 MB of a history
 // replay's 20,000), the objects a batch decodes while it is prepared, and
 // the query API's index of up to 200,000 objects (about 400 bytes each).
-// With 12 partitions that is about 130 MB live and up to 190 MB in a replay;
+// With 12 partitions that is about 130 MB live and up to 200 MB in a replay;
 // the constant allows 256 MiB, and deploy/ tests check the manifests'
 // limits against it.
 const BatchHeapBytes int64 = 256 << 20

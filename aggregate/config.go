@@ -42,10 +42,10 @@ type Config struct {
 	Model Model
 	// BatchSize is the most messages fetched and committed in one atomic
 	// step per partition. A batch is also bounded by the in-flight budget
-	// (InflightBytes): to a third of it at the footprint per message of the
+	// (InflightBytes): to a sixth of it at the footprint per message of the
 	// batches before (inflight_budget.go batchLimit), so where every
 	// observation publishes an estimate (about 1,250 bytes per message)
-	// batches hold at most about 4,500 messages with the default budget,
+	// batches hold at most about 2,200 messages with the default budget,
 	// and a history replay (about 85 bytes) is bounded by BatchSize and by
 	// what its fetches have returned. Default 20000.
 	BatchSize int

@@ -16,22 +16,32 @@ import (
 // aggregator's CHANGERATE_INFLIGHT_BYTES): 16 MiB of batches in flight for
 // the whole process, whatever the number of partitions it owns. In make
 // bench's live-crawl shape (every observation publishes an estimate of
-// about 1 KB) that is about 15,000 observations in flight, which keeps two
-// cores busy: 8 MiB and 32 MiB ran at the same CPU per observation there,
-// with about 0.4 KB per object less and 0.6 KB more peak RSS. More cores
-// may need more.
+// about 1 KB) that is about 8,000 observations in flight, which keeps two
+// cores busy. More is not faster there: 32 MiB and 64 MiB ran at 176,000–
+// 182,000 observations/s against 16 MiB's 189,000–190,000, with 10–15 %
+// more aggregator CPU per observation (larger batches touch more memory)
+// and 0.9–1.7 KB more peak RSS per object (100,000 objects, two runs
+// each, with the fetch-ahead buffer at half the budget). More cores may
+// need more.
 const DefaultInflightBytes int64 = 16 << 20
 
 // FetchAheadBytes is the fetch-ahead buffer of a Kafka source
 // (stream.KafkaConfig.FetchBufferBytes) that goes with an in-flight budget
-// of inflight bytes: half of it, so that one option also bounds what is
-// fetched but not yet handled. 0 (an unbounded budget): 0, the source's
-// own default.
+// of inflight bytes: as much again, so that one option also bounds what is
+// fetched but not yet handled. Each busy partition's fetch takes
+// KAFKA_FETCH_MAX_BYTES (1 MiB) of it before it is sent, so the buffer must
+// hold a fetch for every partition a member owns, and a batch fills from
+// what is buffered: with half the budget (8 MiB) at most 8 of make bench's
+// 12 partitions had a fetch in flight or ready, a history replay's batches
+// held about 3,100 messages, and it ran at 466,000–500,000 observations/s
+// where 16 MiB ran at 523,000–539,000 with 8 % less CPU per observation
+// (two alternating rounds, two runs each). 0 (an unbounded budget): 0, the
+// source's own default.
 func FetchAheadBytes(inflight int64) int64 {
 	if inflight <= 0 {
 		return 0
 	}
-	return inflight / 2
+	return inflight
 }
 
 // The in-flight budget bounds the memory of the batches between their
@@ -184,23 +194,33 @@ func (b *inflightBudget) learn(n int, footprint int64) {
 // fixed costs (a state commit, a produce request) would dominate.
 const minBatchLimit = 1000
 
+// batchShares bounds a batch's footprint to 1/batchShares of the
+// in-flight budget (batchLimit).
+const batchShares = 6
+
 // batchLimit is the most messages the next batch may take: most, and no
-// more than make a footprint of a third of the budget at the footprint per
-// message learned so far (one batch being prepared, one being written and
-// committed, and room for another partition's); at least minBatchLimit. A
-// live-crawl input (about 1,250 bytes per message) gets batches of at
-// most about 4,500 messages with the default budget; a history replay
-// (about 85 bytes) is bounded by BatchSize and by what its fetches have
-// returned. Larger batches fold more of an object's observations into one
-// state write, while where every observation publishes, batches larger
-// than that ran slower (make bench's live shape: a bound of half the
-// budget, about 6,700 messages, cost 5–8 % of the observations per second,
-// three alternating runs).
+// more than make a footprint of a sixth of the budget at the footprint per
+// message learned so far; at least minBatchLimit. While it is prepared a
+// batch is charged its messages and decoded observations too (estimate):
+// about 1.7 times its footprint where every observation publishes, so a
+// batch at the bound takes under a third of the budget, and two
+// partitions' batches can be prepared at once (one per core of a
+// two-core pod) while others are written and committed. A live-crawl input
+// (about 1,250 bytes per message) gets batches of at most about 2,200
+// messages with the default budget; a history replay (about 85 bytes) is
+// bounded by BatchSize and by what its fetches have returned. Larger
+// batches fold more of an object's observations into one state write,
+// while where every observation publishes larger batches ran slower (make
+// bench's live shape: a bound of half the budget, about 6,700 messages,
+// cost 5–8 % of the observations per second; with the fetch-ahead buffer
+// at the whole budget, a bound of a third ran at 172,000 observations/s and
+// a sixth at 190,000 with the same CPU per observation: at a third, only
+// one batch at a time fitted the budget while it was prepared).
 func (b *inflightBudget) batchLimit(most int) int {
 	if b.sem == nil {
 		return most
 	}
-	lim := max(b.size/3/max(b.perMessage.Load(), 1), minBatchLimit)
+	lim := max(b.size/batchShares/max(b.perMessage.Load(), 1), minBatchLimit)
 	return int(min(lim, int64(most)))
 }
 
@@ -211,7 +231,7 @@ func registerInflight(reg prometheus.Registerer, b *inflightBudget) error {
 			Help: "Bytes of the batches between fetch and commit, as accounted against INFLIGHT_BYTES."},
 			func() float64 { return float64(b.held.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "changerate_aggregator", Name: "inflight_bytes_per_message",
-			Help: "Footprint per input message (outputs and state writes) of the batches prepared lately, as the in-flight budget learned it: what a batch is charged per message besides the message and its decoded observation, and what bounds a batch to a third of INFLIGHT_BYTES."},
+			Help: "Footprint per input message (outputs and state writes) of the batches prepared lately, as the in-flight budget learned it: what a batch is charged per message besides the message and its decoded observation, and what bounds a batch to a sixth of INFLIGHT_BYTES."},
 			func() float64 { return float64(b.perMessage.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "changerate_aggregator", Name: "inflight_wait_seconds_total",
 			Help: "Time partition handlers waited for the in-flight budget (INFLIGHT_BYTES) before preparing a batch."},

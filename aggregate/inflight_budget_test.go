@@ -85,7 +85,7 @@ func TestInflightBudget(t *testing.T) {
 // their decoded observations and the footprint per message learned from
 // the batches before, a mean weighted by messages (so that a small batch
 // with many outputs moves it little); the batch limit keeps a batch's
-// footprint to a third of the budget, between minBatchLimit and the BatchSize
+// footprint to a sixth of the budget, between minBatchLimit and the BatchSize
 // asked for, and is the BatchSize itself without a budget.
 func TestInflightBudgetLearns(t *testing.T) {
 	const size = 16 << 20
@@ -95,7 +95,7 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if want := int64(2*(inflightPrepPerMessage+messageSize+inflightOutputPerMessage) + 200); b.estimate(msgs) != want {
 		t.Errorf("first estimate %d, want %d (the live shape's footprint per message)", b.estimate(msgs), want)
 	}
-	if got, want := b.batchLimit(1<<30), size/3/inflightOutputPerMessage; got != want {
+	if got, want := b.batchLimit(1<<30), size/batchShares/inflightOutputPerMessage; got != want {
 		t.Errorf("first batch limit %d, want %d", got, want)
 	}
 	b.learn(20000, 20000*400) // a replay batch: 400 bytes per message weighs as much as the past
@@ -111,11 +111,11 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if want := int64(2*(inflightPrepPerMessage+messageSize+perMsg()) + 200); b.estimate(msgs) != want {
 		t.Errorf("estimate %d, want %d (the learned footprint)", b.estimate(msgs), want)
 	}
-	if got, want := b.batchLimit(20000), size/3/int(perMsg()); got != want || want >= 20000 {
+	if got, want := b.batchLimit(20000), size/batchShares/int(perMsg()); got != want || want >= 20000 {
 		t.Errorf("batch limit at %d bytes per message: %d, want %d", perMsg(), got, want)
 	}
-	if got := b.batchLimit(10000); got != 10000 {
-		t.Errorf("batch limit at %d bytes per message with BatchSize 10000: %d, want the BatchSize", perMsg(), got)
+	if got := b.batchLimit(5000); got != 5000 {
+		t.Errorf("batch limit at %d bytes per message with BatchSize 5000: %d, want the BatchSize", perMsg(), got)
 	}
 	b.learn(10, 2<<20) // 10 messages releasing 2 MiB of held outputs
 	if perMsg() > 510 {
@@ -127,7 +127,7 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if perMsg() < 1590 || perMsg() > 1600 {
 		t.Errorf("after 40 live batches of 1600 bytes per message: %d", perMsg())
 	}
-	if got, want := b.batchLimit(20000), size/3/int(perMsg()); got != want {
+	if got, want := b.batchLimit(20000), size/batchShares/int(perMsg()); got != want {
 		t.Errorf("batch limit at %d bytes per message: %d, want %d", perMsg(), got, want)
 	}
 	if got := b.batchLimit(3); got != 3 {
@@ -147,7 +147,7 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if got := newInflightBudget(0).batchLimit(20000); got != 20000 {
 		t.Errorf("unbounded budget: batch limit %d, want the BatchSize", got)
 	}
-	for in, want := range map[int64]int64{16 << 20: 8 << 20, 1: 0, 0: 0, Unbounded: 0} {
+	for in, want := range map[int64]int64{16 << 20: 16 << 20, 1: 1, 0: 0, Unbounded: 0} {
 		if got := FetchAheadBytes(in); got != want {
 			t.Errorf("FetchAheadBytes(%d) = %d, want %d", in, got, want)
 		}

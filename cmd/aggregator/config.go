@@ -45,11 +45,11 @@ type config struct {
 
 	options.Redis
 
-	BatchSize     int                `envconfig:"BATCH_SIZE" desc:"most observations per partition batch (one atomic state commit); batches are also kept to a third of INFLIGHT_BYTES at the bytes per observation of the batches before"`
+	BatchSize     int                `envconfig:"BATCH_SIZE" desc:"most observations per partition batch (one atomic state commit); batches are also kept to a sixth of INFLIGHT_BYTES at the bytes per observation of the batches before"`
 	CacheObjects  int                `envconfig:"CACHE_OBJECTS" desc:"objects kept in memory per partition between batches (0: unbounded; forced to 0 with EMIT=final)"`
 	LateTolerance time.Duration      `envconfig:"LATE_TOLERANCE" desc:"allowed lateness: an observation older than its object's latest applied one by at most this is applied at that latest time; older ones go to the late output (topic LATE_TOPIC, or --late-out in filter mode) with the reason"`
 	CacheBytes    cliconfig.ByteSize `envconfig:"CACHE_BYTES" desc:"memory of the cached object states of all partitions together, e.g. 512MiB (about 300 bytes per object; 0: unbounded; forced to 0 with EMIT=final); keep it under half the container's memory limit"`
-	InflightBytes cliconfig.ByteSize `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 64MiB; a partition waits for it before preparing its next batch (0: unbounded); messages fetched ahead of the partitions take at most half as much again"`
+	InflightBytes cliconfig.ByteSize `envconfig:"INFLIGHT_BYTES" desc:"memory of the batches between fetch and commit (fetched messages, decoded observations, outputs and states waiting to be written and committed) of all partitions together, e.g. 64MiB; a partition waits for it before preparing its next batch (0: unbounded); messages fetched ahead of the partitions take at most as much again"`
 	ReportPeriod  time.Duration      `envconfig:"REPORT_PERIOD" desc:"length of an access reporting period"`
 	EmitInterval  time.Duration      `envconfig:"EMIT_INTERVAL" desc:"least event time between two publications of an object's estimate (update mode); 0 publishes after every batch"`
 	PStale        float64            `envconfig:"P_STALE" desc:"target probability that a cached copy within its TTL is stale (sets ttl_s)"`
