@@ -42,6 +42,7 @@ type pending struct {
 	site   string     // the object's host (Site), found once per batch
 	se     *siteEntry // its seasonal profile (nil: seasonal profiles off); set by loadSites
 	e      *entry     // valid during prepare only
+	obj    *Object    // the object, decoded from e by load, during prepare only
 	visits bool       // the batch applied visits
 	access bool       // the batch applied accesses
 	due    bool       // the estimate is due for publication
@@ -194,7 +195,7 @@ func (w *worker) trimCache() {
 			if w.evicted == nil {
 				w.evicted = map[string]evictedState{}
 			}
-			w.evicted[e.name] = evictedState{seq: e.seq, enc: e.enc}
+			w.evicted[w.cache.name(e)] = evictedState{seq: e.seq, enc: bytes.Clone(w.cache.enc(e))}
 		}
 	})
 }
@@ -314,11 +315,14 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 		if e, ok := w.lookup(o.Object); ok {
 			if e.mark != mark {
 				e.mark, e.slot = mark, int32(len(b.objs))
-				b.objs = append(b.objs, pending{name: e.name, site: Site(e.name), e: e})
-				hits++
-				if _, err := w.cache.load(e); err != nil {
-					w.corrupt(e.name, err)
+				obj, err := w.cache.load(e)
+				if err != nil {
+					w.corrupt(o.Object, err)
 				}
+				// The observation's string is the name: the cache's copy
+				// is in its slab, which later batches reuse.
+				b.objs = append(b.objs, pending{name: o.Object, site: Site(o.Object), e: e, obj: obj})
+				hits++
 			}
 			b.order = append(b.order, e.slot)
 			continue
@@ -351,9 +355,10 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 			if v == nil {
 				p.stats.objects.Add(1)
 			} else {
-				w.cache.setEnc(pd.e, bytes.Clone(v))
+				w.cache.setEnc(pd.e, v)
 			}
-			if _, err := w.cache.load(pd.e); err != nil {
+			var err error
+			if pd.obj, err = w.cache.load(pd.e); err != nil {
 				w.corrupt(pd.name, err)
 			}
 		}
@@ -379,7 +384,7 @@ func (w *worker) apply(b *batchWork) {
 	for i := range b.obs {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
-		oc := w.det.apply(pd.name, pd.se, pd.e.obj, &b.obs[i], &w.effs)
+		oc := w.det.apply(pd.name, pd.se, pd.obj, &b.obs[i], &w.effs)
 		if pd.se != nil && (w.effs.Accesses || w.effs.Visits) {
 			w.touched[pd.se] = pd.site
 		}
@@ -397,7 +402,7 @@ func (w *worker) apply(b *batchWork) {
 			dropped++
 			pos := w.pos + strconv.FormatInt(b.offs[i], 10)
 			in, _ := json.Marshal(&b.obs[i])
-			b.out = append(b.out, w.encode(p.cfg.LateTopic, pd.name, lateRecord(p.now(), pos, &b.obs[i], pd.e.obj.LastTime(), p.cfg.Model.LateTolerance, in)))
+			b.out = append(b.out, w.encode(p.cfg.LateTopic, pd.name, lateRecord(p.now(), pos, &b.obs[i], pd.obj.LastTime(), p.cfg.Model.LateTolerance, in)))
 		}
 		if oc == Duplicate || oc == Late {
 			continue
@@ -408,7 +413,7 @@ func (w *worker) apply(b *batchWork) {
 		pd.due = pd.due || w.effs.Due
 		b.out = w.appendAlerts(b.out)
 		for _, per := range w.effs.Periods {
-			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.e.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
+			b.out = append(b.out, w.encode(p.cfg.AccessReportsTopic, pd.name, pd.obj.AccessReport(pd.name, per, &p.cfg.Model, &w.es)))
 		}
 	}
 	p.stats.countOutcomes(outcomes[:])
@@ -437,16 +442,16 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 	for j := range b.objs {
 		pd := &b.objs[j]
 		if !pd.dirty {
-			w.cache.release(pd.e)
+			w.cache.release(pd.obj)
 			continue
 		}
 		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out, b.pub = w.appendEstimates(&b.outBytes, b.out, b.pub, pd.e.name, pd.e.obj, pd.visits, pd.access)
+			b.out, b.pub = w.appendEstimates(&b.outBytes, b.out, b.pub, pd.name, pd.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
-		b.enc = pd.e.obj.AppendBinary(b.enc)
-		w.cache.store(pd.e, b.enc[start:])
+		b.enc = pd.obj.AppendBinary(b.enc)
+		w.cache.store(pd.e, pd.obj, b.enc[start:])
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
 		b.writes = append(b.writes, state.Write{Object: pd.name, KeepExpiry: exp.keep(pd.e)})
 		b.ends = append(b.ends, len(b.enc))

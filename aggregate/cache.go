@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 )
@@ -10,26 +11,41 @@ import (
 //
 // Between batches an entry holds its object's encoded state (the bytes the
 // store holds, 40–190 bytes, against about 1.2 KB for a decoded Object), so
-// that a cached object costs about 300 bytes of heap in all (issue 13: at
+// that a cached object costs about 250 bytes of heap in all (issue 13: at
 // most 400). A batch decodes the objects it touches into pooled Objects
-// (entry.obj, set by load), works on them in place, and hands them back
-// with their new encoding (store) or unchanged (release). Each entry
-// records the batch (seq) that last changed it, which may not be committed
-// yet. The cache may exceed its limits until trim evicts the least
-// recently used entries (a doubly linked list over map entries), handing
+// (load), works on them, and hands them back with their new encoding
+// (store) or unchanged (release). Each entry records the batch (seq) that
+// last changed it, which may not be committed yet. The cache may exceed
+// its limits until trim evicts the least recently used entries, handing
 // each to the caller before its memory is reused by a later add.
+//
+// Nothing in the cache's storage holds a pointer per object: the entries
+// are in chunks of entryChunk (found by id, linked in LRU order by id), an
+// open-addressing table finds an entry by name, and each entry's name and
+// encoded state are one slot of the cache's slab (cache_slab.go). So the
+// garbage collector neither marks nor scans the cached objects, which
+// with a map of entries with their own names and encodings it did three
+// or four times per object in every cycle; an *entry stays valid until its
+// entry is evicted (trim) or the cache cleared.
 //
 // Two limits apply: objects (per partition, Config.CacheObjects) and bytes
 // (Config.CacheBytes, for the whole process: the caches of all the
 // partitions a Processor owns share one budget, each keeping at most its
 // share, the budget divided by the number of partition caches).
 type cache struct {
-	limit      int // objects; 0: unbounded
-	budget     *cacheBudget
-	bytes      int64 // accounted bytes of this cache's entries
-	m          map[string]*entry
-	head, tail *entry // head: most recently used
-	free       []*entry
+	limit  int // objects; 0: unbounded
+	budget *cacheBudget
+	bytes  int64 // accounted bytes of this cache's entries
+	n      int   // entries cached
+	seed   maphash.Seed
+	// table holds, per cached entry, the low 32 bits of its name's hash
+	// (which give its home position) above 1 + its id; 0 is empty.
+	// Collisions probe linearly.
+	table      []uint64
+	chunks     []*[entryChunk]entry // entry id i is chunks[i/entryChunk][i%entryChunk]
+	free       []int32              // ids of evicted entries, reused by add
+	head, tail int32                // head: most recently used; -1: none
+	mem        slab
 	mark       uint32 // the last batch mark handed out (nextMark); never 0
 }
 
@@ -57,12 +73,16 @@ func (b *cacheBudget) share() int64 {
 	return b.limit / n
 }
 
+// entry is one cached object (48 bytes, no pointer).
 type entry struct {
-	name       string
-	seq        uint64  // the batch that last changed the object
-	enc        []byte  // the object's encoded state; empty: a new object
-	obj        *Object // decoded, while a batch works on it; nil between batches
-	prev, next *entry
+	seq uint64  // the batch that last changed the object
+	ref slabRef // the slot holding the name, then the encoded state
+	// nameLen and encLen are the lengths of the name and of the encoded
+	// state (0: a new object) in the slot.
+	nameLen, encLen uint32
+	tag             uint32 // the low 32 bits of the name's hash
+	id              int32
+	prev, next      int32 // LRU neighbours' ids; -1: none
 	// mark is the cache mark (nextMark) of the last batch that indexed
 	// the entry, slot its index in that batch's objects; 0: none.
 	mark uint32
@@ -73,26 +93,35 @@ type entry struct {
 	refreshed uint32
 }
 
+// entryChunk is the number of entries allocated together.
+const entryChunk = 1024
+
 // EntryOverheadBytes is what the cache accounts for one cached object
-// besides its name and its encoded state: the map slot (key string header
-// and pointer, at the map's load factor), the entry (name and slice
-// headers, batch number, LRU links, batch mark and slot, expiry refresh
-// time: 84 bytes, in the 96-byte allocation class) and the allocation
-// slack of the name and of the encoding. BenchmarkCacheBytesPerObject
+// besides the slab slot of its name and encoded state: the entry (48
+// bytes), its table slot (8 bytes at a load of 4/5 to 2/5: 10 to 20 bytes)
+// and its share of a slot left free in its class. BenchmarkCacheBytesPerObject
 // reports it beside the heap measured after caching 200,000 objects.
-const EntryOverheadBytes = 166
+const EntryOverheadBytes = 80
 
 // entryBytes is the accounted size of e.
-func entryBytes(e *entry) int64 {
-	return EntryOverheadBytes + int64(len(e.name)) + int64(cap(e.enc))
+func entryBytes(c *cache, e *entry) int64 {
+	return EntryOverheadBytes + int64(c.mem.size(e.ref))
 }
+
+// Table sizing: the table doubles when it would be more than
+// maxLoadNum/maxLoadDen full.
+const (
+	minCacheTable   = 1 << 10
+	cacheMaxLoadNum = 4
+	cacheMaxLoadDen = 5
+)
 
 func newCache(limit int, budget *cacheBudget) *cache {
 	if budget == nil {
 		budget = &cacheBudget{}
 	}
 	budget.caches.Add(1)
-	return &cache{limit: limit, budget: budget, m: map[string]*entry{}}
+	return &cache{limit: limit, budget: budget, seed: maphash.MakeSeed(), head: -1, tail: -1}
 }
 
 // close gives the cache's bytes and its share back to the budget.
@@ -101,19 +130,57 @@ func (c *cache) close() {
 	c.budget.caches.Add(-1)
 }
 
-func (c *cache) len() int { return len(c.m) }
+func (c *cache) len() int { return c.n }
 
 func (c *cache) account(delta int64) {
 	c.bytes += delta
 	c.budget.used.Add(delta)
 }
 
+// at is the entry of id.
+func (c *cache) at(id int32) *entry { return &c.chunks[id/entryChunk][id%entryChunk] }
+
+// nameBytes is e's name in its slot (valid until e's slot changes).
+func (c *cache) nameBytes(e *entry) []byte { return c.mem.bytes(e.ref)[:e.nameLen] }
+
+// name is a copy of e's name.
+func (c *cache) name(e *entry) string { return string(c.nameBytes(e)) }
+
+// enc is e's encoded state in its slot, empty for a new object: valid
+// until e's next store, setEnc or eviction (copy it to keep it).
+func (c *cache) enc(e *entry) []byte {
+	return c.mem.bytes(e.ref)[e.nameLen : e.nameLen+e.encLen : e.nameLen+e.encLen]
+}
+
+// find returns the id of name's entry (hash h), -1 if it is not cached, and
+// the table position where it is or would be inserted.
+func (c *cache) find(name string, h uint64) (int32, uint64) {
+	if len(c.table) == 0 {
+		return -1, 0
+	}
+	mask := uint64(len(c.table) - 1)
+	tag := uint64(uint32(h))
+	for p := tag & mask; ; p = (p + 1) & mask {
+		v := c.table[p]
+		if v == 0 {
+			return -1, p
+		}
+		if v>>32 == tag {
+			id := int32(uint32(v) - 1)
+			if string(c.nameBytes(c.at(id))) == name {
+				return id, p
+			}
+		}
+	}
+}
+
 // entry returns name's entry, marking it recently used.
 func (c *cache) entry(name string) (*entry, bool) {
-	e, ok := c.m[name]
-	if !ok {
+	id, _ := c.find(name, maphash.String(c.seed, name))
+	if id < 0 {
 		return nil, false
 	}
+	e := c.at(id)
 	c.moveFront(e)
 	return e, true
 }
@@ -123,8 +190,10 @@ func (c *cache) entry(name string) (*entry, bool) {
 func (c *cache) nextMark() uint32 {
 	c.mark++
 	if c.mark == 0 {
-		for _, e := range c.m {
-			e.mark = 0
+		for i := range c.chunks {
+			for j := range c.chunks[i] {
+				c.chunks[i][j].mark = 0
+			}
 		}
 		c.mark = 1
 	}
@@ -134,133 +203,200 @@ func (c *cache) nextMark() uint32 {
 // add inserts an entry for name (which must not be cached) with no state
 // and seq 0, as the most recently used. It does not evict.
 func (c *cache) add(name string) *entry {
-	var e *entry
-	if n := len(c.free); n > 0 {
-		e = c.free[n-1]
-		c.free = c.free[:n-1]
+	c.growTable()
+	h := maphash.String(c.seed, name)
+	_, p := c.find(name, h)
+	var id int32
+	if k := len(c.free); k > 0 {
+		id = c.free[k-1]
+		c.free = c.free[:k-1]
 	} else {
-		e = &entry{}
+		id = int32(c.n)
+		if int(id) == len(c.chunks)*entryChunk {
+			c.chunks = append(c.chunks, new([entryChunk]entry))
+		}
 	}
-	e.name, e.mark = name, 0
-	c.m[name] = e
+	e := c.at(id)
+	ref, slot := c.mem.alloc(len(name))
+	copy(slot, name)
+	*e = entry{ref: ref, nameLen: uint32(len(name)), tag: uint32(h), id: id, prev: -1, next: -1}
+	c.table[p] = uint64(e.tag)<<32 | uint64(uint32(id)+1)
+	c.n++
 	c.pushFront(e)
-	c.account(entryBytes(e))
+	c.account(entryBytes(c, e))
 	return e
 }
 
-// setEnc makes enc (owned by the cache from now on) e's encoded state.
+// growTable doubles the table when one more entry would load it beyond
+// cacheMaxLoadNum/cacheMaxLoadDen (or creates it).
+func (c *cache) growTable() {
+	if len(c.table) > 0 && (c.n+1)*cacheMaxLoadDen <= len(c.table)*cacheMaxLoadNum {
+		return
+	}
+	size := max(minCacheTable, 2*len(c.table))
+	old := c.table
+	c.table = make([]uint64, size)
+	mask := uint64(size - 1)
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		p := (v >> 32) & mask
+		for c.table[p] != 0 {
+			p = (p + 1) & mask
+		}
+		c.table[p] = v
+	}
+}
+
+// remove empties the table position of e (linear probing without
+// tombstones: the entries probed after it shift back).
+func (c *cache) remove(e *entry) {
+	mask := uint64(len(c.table) - 1)
+	want := uint64(e.tag)<<32 | uint64(uint32(e.id)+1)
+	p := uint64(e.tag) & mask
+	for c.table[p] != want {
+		p = (p + 1) & mask
+	}
+	for {
+		c.table[p] = 0
+		q := p
+		for {
+			q = (q + 1) & mask
+			v := c.table[q]
+			if v == 0 {
+				return
+			}
+			// v may fill the hole at p if p lies between its home and q.
+			home := (v >> 32) & mask
+			if (q-home)&mask >= (q-p)&mask {
+				c.table[p] = v
+				p = q
+				break
+			}
+		}
+	}
+}
+
+// setEnc makes a copy of enc e's encoded state, in e's slot if it fits
+// there without wasting half of it, else in a new slot.
 func (c *cache) setEnc(e *entry, enc []byte) {
-	c.account(int64(cap(enc)) - int64(cap(e.enc)))
-	e.enc = enc
+	need := int(e.nameLen) + len(enc)
+	if have := c.mem.size(e.ref); need > have || 2*slabSlotBytes(need) <= have {
+		ref, slot := c.mem.alloc(need)
+		copy(slot, c.nameBytes(e))
+		c.mem.free(e.ref)
+		e.ref = ref
+		c.account(int64(len(slot) - have))
+	}
+	copy(c.mem.bytes(e.ref)[e.nameLen:], enc)
+	e.encLen = uint32(len(enc))
 }
 
 // load decodes e's state into a pooled Object (a zero Object for a new
-// one) and returns it; it stays e.obj until store or release. An encoding
-// that does not decode is returned as the error, with a zero Object.
+// one) and returns it; the caller hands it back with store or release. An
+// encoding that does not decode is returned as the error, with a zero
+// Object.
 func (c *cache) load(e *entry) (*Object, error) {
-	if e.obj != nil {
-		return e.obj, nil
-	}
 	o, _ := c.budget.objects.Get().(*Object)
 	if o == nil {
 		o = new(Object)
 	}
-	e.obj = o
-	if len(e.enc) == 0 {
+	if e.encLen == 0 {
 		*o = Object{}
 		return o, nil
 	}
-	if err := o.DecodeBinary(e.enc); err != nil {
+	if err := o.DecodeBinary(c.enc(e)); err != nil {
 		*o = Object{}
 		return o, err
 	}
 	return o, nil
 }
 
-// store keeps enc, the new encoding of e.obj, in e (reusing e's buffer
-// when it is large enough) and returns e.obj to the pool.
-func (c *cache) store(e *entry, enc []byte) {
-	if cap(e.enc) >= len(enc) && cap(e.enc) <= 2*len(enc)+16 {
-		e.enc = append(e.enc[:0], enc...)
-	} else {
-		c.setEnc(e, append(make([]byte, 0, len(enc)), enc...))
-	}
-	c.release(e)
+// store keeps a copy of enc, the new encoding of obj (e's Object from
+// load), in e and returns obj to the pool.
+func (c *cache) store(e *entry, obj *Object, enc []byte) {
+	c.setEnc(e, enc)
+	c.release(obj)
 }
 
-// release returns e.obj, unchanged, to the pool.
-func (c *cache) release(e *entry) {
-	if e.obj != nil {
-		c.budget.objects.Put(e.obj)
-		e.obj = nil
+// release returns obj, from load, unchanged to the pool.
+func (c *cache) release(obj *Object) {
+	if obj != nil {
+		c.budget.objects.Put(obj)
 	}
 }
 
 // over reports whether the cache is above its limits.
 func (c *cache) over() bool {
-	if c.limit > 0 && len(c.m) > c.limit {
+	if c.limit > 0 && c.n > c.limit {
 		return true
 	}
 	return c.budget.limit > 0 && c.bytes > c.budget.share()
 }
 
 // trim evicts least recently used entries until the limits hold, calling
-// evicted for each before its entry is reused; evicted may take e.enc (it
-// is not reused).
+// evicted for each before its memory is reused (evicted must copy what it
+// keeps of name and enc).
 func (c *cache) trim(evicted func(e *entry)) {
-	for len(c.m) > 0 && c.over() {
-		e := c.tail
+	for c.n > 0 && c.over() {
+		e := c.at(c.tail)
 		c.unlink(e)
-		delete(c.m, e.name)
-		c.release(e)
+		c.remove(e)
 		evicted(e)
-		c.account(-entryBytes(e))
-		e.name, e.enc, e.seq, e.mark, e.refreshed = "", nil, 0, 0, 0
-		c.free = append(c.free, e)
+		c.account(-entryBytes(c, e))
+		c.mem.free(e.ref)
+		*e = entry{id: e.id}
+		c.free = append(c.free, e.id)
+		c.n--
 	}
 }
 
+// clear drops every entry and the memory they took.
 func (c *cache) clear() {
 	c.account(-c.bytes)
-	c.m = map[string]*entry{}
-	c.head, c.tail, c.free = nil, nil, nil
+	c.n, c.table, c.chunks, c.free, c.head, c.tail = 0, nil, nil, nil, -1, -1
+	c.mem.reset()
 }
 
+// names returns a copy of the cached names.
 func (c *cache) names() []string {
-	out := make([]string, 0, len(c.m))
-	for n := range c.m {
-		out = append(out, n)
+	out := make([]string, 0, c.n)
+	for id := c.head; id >= 0; {
+		e := c.at(id)
+		out = append(out, c.name(e))
+		id = e.next
 	}
 	return out
 }
 
 func (c *cache) unlink(e *entry) {
-	if e.prev != nil {
-		e.prev.next = e.next
+	if e.prev >= 0 {
+		c.at(e.prev).next = e.next
 	} else {
 		c.head = e.next
 	}
-	if e.next != nil {
-		e.next.prev = e.prev
+	if e.next >= 0 {
+		c.at(e.next).prev = e.prev
 	} else {
 		c.tail = e.prev
 	}
-	e.prev, e.next = nil, nil
+	e.prev, e.next = -1, -1
 }
 
 func (c *cache) pushFront(e *entry) {
 	e.next = c.head
-	if c.head != nil {
-		c.head.prev = e
+	if c.head >= 0 {
+		c.at(c.head).prev = e.id
 	}
-	c.head = e
-	if c.tail == nil {
-		c.tail = e
+	c.head = e.id
+	if c.tail < 0 {
+		c.tail = e.id
 	}
 }
 
 func (c *cache) moveFront(e *entry) {
-	if c.head == e {
+	if c.head == e.id {
 		return
 	}
 	c.unlink(e)

@@ -1,8 +1,13 @@
 package aggregate
 
 import (
+	"bytes"
 	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -10,16 +15,17 @@ import (
 // caches of one budget keep at most their share after trim, evicted
 // entries hand over their encoding, and closing a cache returns its bytes.
 func TestCacheBudget(t *testing.T) {
-	const per = EntryOverheadBytes + 20 + 100 // name of 20 bytes, 100-byte states
+	per := int64(EntryOverheadBytes + slabSlotBytes(20+100)) // name of 20 bytes, 100-byte states
 	budget := &cacheBudget{limit: 100 * per}
 	a, b := newCache(0, budget), newCache(0, budget)
 	fill := func(c *cache, prefix string, n int) {
 		for i := 0; i < n; i++ {
 			e := c.add(fmt.Sprintf("%s%019d", prefix, i))
-			if _, err := c.load(e); err != nil {
+			obj, err := c.load(e)
+			if err != nil {
 				t.Fatal(err)
 			}
-			c.store(e, make([]byte, 100))
+			c.store(e, obj, make([]byte, 100))
 		}
 	}
 	fill(a, "a", 80)
@@ -27,9 +33,10 @@ func TestCacheBudget(t *testing.T) {
 		t.Fatalf("accounted %d (budget %d), want %d", a.bytes, budget.used.Load(), 80*per)
 	}
 	var evicted int
+	c := a
 	a.trim(func(e *entry) {
-		if len(e.enc) != 100 {
-			t.Errorf("evicted %s with %d bytes of state", e.name, len(e.enc))
+		if len(c.enc(e)) != 100 {
+			t.Errorf("evicted %s with %d bytes of state", c.name(e), len(c.enc(e)))
 		}
 		evicted++
 	})
@@ -65,8 +72,8 @@ func TestCacheRoundTrip(t *testing.T) {
 	c := newCache(0, nil)
 	for i := range states {
 		e := c.add(fmt.Sprint(i))
-		c.load(e)
-		c.store(e, states[i].AppendBinary(nil))
+		obj, _ := c.load(e)
+		c.store(e, obj, states[i].AppendBinary(nil))
 	}
 	for i := range states {
 		e, ok := c.entry(fmt.Sprint(i))
@@ -77,7 +84,7 @@ func TestCacheRoundTrip(t *testing.T) {
 		if err != nil || *o != states[i] {
 			t.Fatalf("object %d differs after the cache (err %v)", i, err)
 		}
-		c.release(e)
+		c.release(o)
 	}
 }
 
@@ -105,8 +112,8 @@ func BenchmarkCacheBytesPerObject(b *testing.B) {
 		c := newCache(0, nil)
 		for i, name := range names {
 			e := c.add(name)
-			c.load(e)
-			c.store(e, encs[i%len(encs)])
+			obj, _ := c.load(e)
+			c.store(e, obj, encs[i%len(encs)])
 		}
 		// The pool of decoded objects is per batch, not per cached object:
 		// a sync.Pool, emptied by the two collections.
@@ -117,8 +124,127 @@ func BenchmarkCacheBytesPerObject(b *testing.B) {
 		acct = float64(c.bytes) / n
 		runtime.KeepAlive(c)
 	}
-	// The names are held by the caller here (in the processor they are
-	// the decoded observations' strings, kept by the cache alone).
+	// The heap includes the names: the cache copies them into its slab.
 	b.ReportMetric(heap, "heap-B/object")
 	b.ReportMetric(acct, "accounted-B/object")
+}
+
+// TestCacheAgainstReference runs random operations on a cache and on a
+// plain model of it (a map of names to encodings and a recency list) and
+// checks after each that they agree: the entries, their encodings (of
+// every size, up to beyond the slab's largest class, in place and moved),
+// the least recently used order that trim evicts in, and the accounted
+// bytes, which must equal the sum of the entries' sizes.
+func TestCacheAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 48))
+	c := newCache(0, nil)
+	ref := map[string][]byte{}
+	var order []string // least recently used first
+	touch := func(name string) {
+		order = slices.DeleteFunc(order, func(n string) bool { return n == name })
+		order = append(order, name)
+	}
+	randBytes := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	size := func() int {
+		switch rng.IntN(20) {
+		case 0:
+			return 0
+		case 1:
+			return 60000 + rng.IntN(20000) // around the largest class
+		default:
+			return rng.IntN(400)
+		}
+	}
+	check := func(step int) {
+		t.Helper()
+		if c.len() != len(ref) {
+			t.Fatalf("step %d: %d cached, want %d", step, c.len(), len(ref))
+		}
+		var sum int64
+		for name, want := range ref {
+			id, _ := c.find(name, maphash.String(c.seed, name))
+			if id < 0 {
+				t.Fatalf("step %d: %q lost", step, name)
+			}
+			e := c.at(id)
+			if !bytes.Equal(c.enc(e), want) || c.name(e) != name {
+				t.Fatalf("step %d: %q holds %q %d bytes, want %d", step, name, c.name(e), len(c.enc(e)), len(want))
+			}
+			sum += entryBytes(c, e)
+		}
+		if sum != c.bytes || c.budget.used.Load() != c.bytes {
+			t.Fatalf("step %d: accounted %d (budget %d), entries take %d", step, c.bytes, c.budget.used.Load(), sum)
+		}
+		got := c.names()
+		slices.Reverse(got)
+		if !slices.Equal(got, order) {
+			t.Fatalf("step %d: recency %q, want %q", step, got, order)
+		}
+	}
+	for step := range 20000 {
+		switch op := rng.IntN(10); {
+		case op < 3: // a new object, maybe with a long name
+			name := fmt.Sprintf("https://o%d.example.org/%d", rng.IntN(50), step)
+			if rng.IntN(50) == 0 {
+				name += strings.Repeat("x", 70000)
+			}
+			e := c.add(name)
+			ref[name] = nil
+			touch(name)
+			if enc := randBytes(size()); rng.IntN(2) == 0 {
+				c.setEnc(e, enc)
+				ref[name] = enc
+			}
+		case op < 7 && len(ref) > 0: // a batch stores a new state
+			name := order[rng.IntN(len(order))]
+			e, ok := c.entry(name)
+			if !ok {
+				t.Fatalf("step %d: %q not found", step, name)
+			}
+			touch(name)
+			obj, _ := c.load(e) // random bytes do not decode: a zero Object
+			enc := randBytes(size())
+			c.store(e, obj, enc)
+			ref[name] = enc
+		case op < 8: // a miss
+			if _, ok := c.entry(fmt.Sprintf("https://absent.example.org/%d", step)); ok {
+				t.Fatalf("step %d: found an absent name", step)
+			}
+		case op < 9: // trim to a random bound
+			c.limit = max(len(ref)-rng.IntN(20), 1)
+			var evicted []string
+			c.trim(func(e *entry) {
+				name := c.name(e)
+				if !bytes.Equal(c.enc(e), ref[name]) {
+					t.Fatalf("step %d: evicted %q with the wrong state", step, name)
+				}
+				evicted = append(evicted, name)
+			})
+			c.limit = 0
+			n := len(evicted)
+			if !slices.Equal(evicted, order[:n]) {
+				t.Fatalf("step %d: evicted %q, want the least recently used %q", step, evicted, order[:n])
+			}
+			for _, name := range evicted {
+				delete(ref, name)
+			}
+			order = order[n:]
+		default:
+			if rng.IntN(100) == 0 {
+				c.clear()
+				clear(ref)
+				order = nil
+			}
+		}
+		if step%97 == 0 {
+			check(step)
+		}
+	}
+	check(-1)
 }

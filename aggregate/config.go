@@ -57,7 +57,7 @@ type Config struct {
 	CacheObjects int
 	// CacheBytes bounds the memory of the object caches of all the
 	// partitions this Processor owns together (each keeps at most its
-	// share): cached objects are kept encoded, about 300 bytes each with
+	// share): cached objects are kept encoded, about 200 bytes each with
 	// the cache's bookkeeping (see EntryOverheadBytes). Unbounded sets no
 	// bound, which EmitFinal requires. Default DefaultCacheBytes.
 	CacheBytes int64

@@ -213,7 +213,7 @@ func (w *worker) emitFinal(ctx context.Context) error {
 			w.corrupt(n, err)
 		}
 		w.pools.fold(Site(n), obj, &w.p.cfg.Model)
-		w.cache.release(e)
+		w.cache.release(obj)
 	}
 	w.final = true
 	var out []stream.Message
@@ -226,8 +226,8 @@ func (w *worker) emitFinal(ctx context.Context) error {
 			w.corrupt(n, err)
 		}
 		w.rated = false
-		out, pub = w.appendEstimates(&slab, out, pub, e.name, obj, true, true)
-		w.cache.release(e)
+		out, pub = w.appendEstimates(&slab, out, pub, n, obj, true, true)
+		w.cache.release(obj)
 		w.p.stats.finalObjects.Add(1)
 		if w.rated {
 			w.p.stats.finalWithRate.Add(1)
