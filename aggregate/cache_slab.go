@@ -1,5 +1,7 @@
 package aggregate
 
+import "slices"
+
 // slab is the memory of the cache's names and encoded states: byte slots
 // in size classes, carved from chunks of slabChunkBytes that hold no
 // pointers. The cache's entries refer to their slot by a slabRef, not a
@@ -7,10 +9,13 @@ package aggregate
 // collector marks a chunk per about 300 objects instead of the three or
 // four allocations per object of a map of entries with their own name and
 // encoding, and never scans inside a chunk. Freed slots go to their
-// class's free list and are reused by the next allocation of that class;
-// chunks are kept until reset (the cache's memory stays at its peak, as a
-// malloc arena's does). A slot larger than the largest class is a []byte
-// of its own (slabBig), which names of many kilobytes need.
+// class's free list and are reused by the next allocation of that class.
+// An object's state grows with its history, so its slot moves up the
+// classes and the classes below keep free slots that no new object may
+// take: compact moves a class's live slots down into its free ones and
+// drops the chunks left empty, once a quarter of the class is free. A slot
+// larger than the largest class is a []byte of its own (slabBig), which
+// names of many kilobytes need.
 //
 // A slab is used by one goroutine.
 type slab struct {
@@ -23,7 +28,8 @@ type slab struct {
 type slabClass struct {
 	chunks [][]byte
 	free   []uint32
-	carved uint32 // slots carved from the chunks so far
+	owner  []int32 // the owner of each carved slot (alloc); -1: free
+	carved uint32  // slots carved from the chunks so far
 }
 
 // slabChunkBytes is the size of a chunk of slots.
@@ -82,9 +88,10 @@ func slabSlotBytes(n int) int {
 	return n
 }
 
-// alloc returns a slot of at least n bytes and its bytes (the whole slot:
-// len is the slot's size, which may exceed n).
-func (s *slab) alloc(n int) (slabRef, []byte) {
+// alloc returns a slot of at least n bytes for owner (an id that compact
+// hands back when it moves the slot) and its bytes (the whole slot: len is
+// the slot's size, which may exceed n).
+func (s *slab) alloc(n int, owner int32) (slabRef, []byte) {
 	c := slabClassOf(n)
 	if c == slabBig {
 		b := make([]byte, n)
@@ -110,7 +117,9 @@ func (s *slab) alloc(n int) (slabRef, []byte) {
 		}
 		i = cl.carved
 		cl.carved++
+		cl.owner = append(cl.owner, -1)
 	}
+	cl.owner[i] = owner
 	r := makeSlabRef(c, i)
 	return r, s.bytes(r)
 }
@@ -145,6 +154,46 @@ func (s *slab) free(r slabRef) {
 		return
 	}
 	s.classes[c].free = append(s.classes[c].free, i)
+	s.classes[c].owner[i] = -1
+}
+
+// compact moves, in each class of which at least a chunk's worth and a
+// quarter of the slots carved are free, the live slots above the class's
+// live count into the free slots below it, calling moved with each moved
+// slot's owner and new ref, and drops the chunks left empty. Every slice
+// of a moved slot (bytes) is stale afterwards.
+func (s *slab) compact(moved func(owner int32, to slabRef)) {
+	for c := range s.classes {
+		cl := &s.classes[c]
+		size := slabClassSizes[c]
+		per := uint32(slabChunkBytes) / size
+		nfree := uint32(len(cl.free))
+		if nfree < per || 4*nfree < cl.carved {
+			continue
+		}
+		slices.Sort(cl.free)
+		live := cl.carved - nfree
+		j := cl.carved
+		for _, f := range cl.free {
+			if f >= live {
+				break // the free slots from here on are all dropped
+			}
+			// As many live slots lie at or above live as free ones below
+			// it: the next one down exists.
+			j--
+			for cl.owner[j] < 0 {
+				j--
+			}
+			to, from := makeSlabRef(uint32(c), f), makeSlabRef(uint32(c), j)
+			copy(s.bytes(to), s.bytes(from))
+			cl.owner[f], cl.owner[j] = cl.owner[j], -1
+			moved(cl.owner[f], to)
+		}
+		cl.carved, cl.free, cl.owner = live, cl.free[:0], cl.owner[:live]
+		keep := (live + per - 1) / per
+		clear(cl.chunks[keep:])
+		cl.chunks = cl.chunks[:keep]
+	}
 }
 
 // reset drops every slot and chunk.

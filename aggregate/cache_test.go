@@ -248,3 +248,54 @@ func TestCacheAgainstReference(t *testing.T) {
 	}
 	check(-1)
 }
+
+// TestCacheCompacts: when states outgrow their slots, the slots left free
+// in the class below are given back at the next trim (live slots moved
+// down, empty chunks dropped) and every entry still holds its state.
+func TestCacheCompacts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 11))
+	c := newCache(0, nil)
+	want := map[string][]byte{}
+	set := func(name string, n int) {
+		e, ok := c.entry(name)
+		if !ok {
+			e = c.add(name)
+		}
+		enc := make([]byte, n)
+		for i := range enc {
+			enc[i] = byte(rng.Uint32())
+		}
+		c.setEnc(e, enc)
+		want[name] = enc
+	}
+	const n = 5000
+	for i := range n {
+		set(fmt.Sprintf("n%05d", i), 50) // 56 bytes: the 64-byte class
+	}
+	small := &c.mem.classes[slabClassOf(56)]
+	if small.carved != n || len(small.chunks) != 5 {
+		t.Fatalf("%d slots carved in %d chunks, want %d in 5", small.carved, len(small.chunks), n)
+	}
+	for i := 1; i < n; i += 2 {
+		set(fmt.Sprintf("n%05d", i), 200) // moves to a larger class
+	}
+	bytesBefore := c.bytes
+	c.trim(func(*entry) { t.Fatal("nothing to evict") })
+	if small.carved != n/2 || len(small.chunks) != 3 || len(small.free) != 0 {
+		t.Errorf("after compaction: %d slots carved in %d chunks, %d free; want %d in 3, none free", small.carved, len(small.chunks), len(small.free), n/2)
+	}
+	if c.bytes != bytesBefore {
+		t.Errorf("compaction changed the accounted bytes: %d, was %d", c.bytes, bytesBefore)
+	}
+	for name, enc := range want {
+		e, ok := c.entry(name)
+		if !ok || !bytes.Equal(c.enc(e), enc) || c.name(e) != name {
+			t.Fatalf("%s lost its state in the compaction", name)
+		}
+	}
+	// The slots carved after a compaction are the dropped ones, reused.
+	set("new", 50)
+	if small.carved != n/2+1 {
+		t.Errorf("a new slot after compaction: %d carved, want %d", small.carved, n/2+1)
+	}
+}
