@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/changerate/changerate/internal/idtable"
 )
 
 // cache keeps the latest states of the Objects a partition handler owns, so
@@ -33,15 +35,12 @@ import (
 // partitions a Processor owns share one budget, each keeping at most its
 // share, the budget divided by the number of partition caches).
 type cache struct {
-	limit  int // objects; 0: unbounded
-	budget *cacheBudget
-	bytes  int64 // accounted bytes of this cache's entries
-	n      int   // entries cached
-	seed   maphash.Seed
-	// table holds, per cached entry, the low 32 bits of its name's hash
-	// (which give its home position) above 1 + its id; 0 is empty.
-	// Collisions probe linearly.
-	table      []uint64
+	limit      int // objects; 0: unbounded
+	budget     *cacheBudget
+	bytes      int64 // accounted bytes of this cache's entries
+	n          int   // entries cached
+	seed       maphash.Seed
+	table      idtable.Table        // entry ids by their names' hashes (seed)
 	chunks     []*[entryChunk]entry // entry id i is chunks[i/entryChunk][i%entryChunk]
 	free       []int32              // ids of evicted entries, reused by add
 	head, tail int32                // head: most recently used; -1: none
@@ -80,7 +79,7 @@ type entry struct {
 	// nameLen and encLen are the lengths of the name and of the encoded
 	// state (0: a new object) in the slot.
 	nameLen, encLen uint32
-	tag             uint32 // the low 32 bits of the name's hash
+	tag             uint32 // the low 32 bits of the name's hash (cache.seed)
 	id              int32
 	prev, next      int32 // LRU neighbours' ids; -1: none
 	// mark is the cache mark (nextMark) of the last batch that indexed
@@ -108,14 +107,6 @@ const EntryOverheadBytes = 84
 func entryBytes(c *cache, e *entry) int64 {
 	return EntryOverheadBytes + int64(c.mem.size(e.ref))
 }
-
-// Table sizing: the table doubles when it would be more than
-// maxLoadNum/maxLoadDen full.
-const (
-	minCacheTable   = 1 << 10
-	cacheMaxLoadNum = 4
-	cacheMaxLoadDen = 5
-)
 
 func newCache(limit int, budget *cacheBudget) *cache {
 	if budget == nil {
@@ -154,25 +145,9 @@ func (c *cache) enc(e *entry) []byte {
 }
 
 // find returns the id of name's entry (hash h), -1 if it is not cached, and
-// the table position where it is or would be inserted.
+// the table position where it is or would be put.
 func (c *cache) find(name string, h uint64) (int32, uint64) {
-	if len(c.table) == 0 {
-		return -1, 0
-	}
-	mask := uint64(len(c.table) - 1)
-	tag := uint64(uint32(h))
-	for p := tag & mask; ; p = (p + 1) & mask {
-		v := c.table[p]
-		if v == 0 {
-			return -1, p
-		}
-		if v>>32 == tag {
-			id := int32(uint32(v) - 1)
-			if string(c.nameBytes(c.at(id))) == name {
-				return id, p
-			}
-		}
-	}
+	return c.table.Find(h, func(id int32) bool { return string(c.nameBytes(c.at(id))) == name })
 }
 
 // entry returns name's entry, marking it recently used.
@@ -204,7 +179,7 @@ func (c *cache) nextMark() uint32 {
 // add inserts an entry for name (which must not be cached) with no state
 // and seq 0, as the most recently used. It does not evict.
 func (c *cache) add(name string) *entry {
-	c.growTable()
+	c.table.Grow()
 	h := maphash.String(c.seed, name)
 	_, p := c.find(name, h)
 	var id int32
@@ -221,62 +196,11 @@ func (c *cache) add(name string) *entry {
 	ref, slot := c.mem.alloc(len(name), id)
 	copy(slot, name)
 	*e = entry{ref: ref, nameLen: uint32(len(name)), tag: uint32(h), id: id, prev: -1, next: -1}
-	c.table[p] = uint64(e.tag)<<32 | uint64(uint32(id)+1)
+	c.table.Put(p, h, id)
 	c.n++
 	c.pushFront(e)
 	c.account(entryBytes(c, e))
 	return e
-}
-
-// growTable doubles the table when one more entry would load it beyond
-// cacheMaxLoadNum/cacheMaxLoadDen (or creates it).
-func (c *cache) growTable() {
-	if len(c.table) > 0 && (c.n+1)*cacheMaxLoadDen <= len(c.table)*cacheMaxLoadNum {
-		return
-	}
-	size := max(minCacheTable, 2*len(c.table))
-	old := c.table
-	c.table = make([]uint64, size)
-	mask := uint64(size - 1)
-	for _, v := range old {
-		if v == 0 {
-			continue
-		}
-		p := (v >> 32) & mask
-		for c.table[p] != 0 {
-			p = (p + 1) & mask
-		}
-		c.table[p] = v
-	}
-}
-
-// remove empties the table position of e (linear probing without
-// tombstones: the entries probed after it shift back).
-func (c *cache) remove(e *entry) {
-	mask := uint64(len(c.table) - 1)
-	want := uint64(e.tag)<<32 | uint64(uint32(e.id)+1)
-	p := uint64(e.tag) & mask
-	for c.table[p] != want {
-		p = (p + 1) & mask
-	}
-	for {
-		c.table[p] = 0
-		q := p
-		for {
-			q = (q + 1) & mask
-			v := c.table[q]
-			if v == 0 {
-				return
-			}
-			// v may fill the hole at p if p lies between its home and q.
-			home := (v >> 32) & mask
-			if (q-home)&mask >= (q-p)&mask {
-				c.table[p] = v
-				p = q
-				break
-			}
-		}
-	}
 }
 
 // setEnc makes a copy of enc e's encoded state, in e's slot if it fits
@@ -344,7 +268,7 @@ func (c *cache) trim(evicted func(e *entry)) {
 	for c.n > 0 && c.over() {
 		e := c.at(c.tail)
 		c.unlink(e)
-		c.remove(e)
+		c.table.Delete(uint64(e.tag), e.id)
 		evicted(e)
 		c.account(-entryBytes(c, e))
 		c.mem.free(e.ref)
@@ -358,7 +282,8 @@ func (c *cache) trim(evicted func(e *entry)) {
 // clear drops every entry and the memory they took.
 func (c *cache) clear() {
 	c.account(-c.bytes)
-	c.n, c.table, c.chunks, c.free, c.head, c.tail = 0, nil, nil, nil, -1, -1
+	c.n, c.chunks, c.free, c.head, c.tail = 0, nil, nil, -1, -1
+	c.table.Reset()
 	c.mem.reset()
 }
 

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/idtable"
 	"github.com/changerate/changerate/records"
 )
 
@@ -142,7 +143,7 @@ type Index struct {
 	mu   sync.Mutex
 	seed maphash.Seed
 	// table finds an object's entry by name (index_store.go: lookup).
-	table   []uint64
+	table   idtable.Table
 	n       int     // objects indexed
 	entries []entry // by slot; free slots are listed in free
 	meta    []slotMeta
@@ -195,7 +196,7 @@ func NewIndex(cfg IndexConfig) *Index {
 	}
 	cfg = cfg.WithDefaults()
 	x := &Index{cfg: cfg, seed: maphash.MakeSeed(), siteIDs: map[string]int32{}}
-	x.growTable()
+	x.table.Grow()
 	return x
 }
 
@@ -384,7 +385,7 @@ func (x *Index) setShift(slot int32, kind string, sc score) {
 // a new object of site ("" or longer than name: derived from name), the
 // most recently updated, and returns its slot. Called with mu held.
 func (x *Index) create(name string, h uint64, pos uint64, site string) int32 {
-	if x.growTable() {
+	if x.table.Grow() {
 		_, pos = x.lookup(name, h)
 	}
 	if site == "" || len(site) > len(name) {
@@ -423,7 +424,7 @@ func (x *Index) create(name string, h uint64, pos uint64, site string) int32 {
 	x.entries[slot] = entry{nameLen: n}
 	x.entries[slot].setNameOff(off)
 	x.meta[slot].site = id
-	x.table[pos] = uint64(uint32(h))<<32 | uint64(uint32(slot)+1)
+	x.table.Put(pos, h, slot)
 	x.n++
 	x.touchSlot(slot)
 	return slot
@@ -445,7 +446,7 @@ func (x *Index) evict() {
 // remove takes the entry of slot out of the index. Called with mu held.
 func (x *Index) remove(slot int32) {
 	e := &x.entries[slot]
-	x.deleteAt(x.position(slot))
+	x.table.Delete(maphash.Bytes(x.seed, x.nameBytes(slot)), slot)
 	x.garbage += int(e.nameLen)
 	if e.shift > 0 {
 		i := e.shift - 1

@@ -6,8 +6,8 @@ import (
 )
 
 // The Index's storage: its objects as entries in one slice, found by name
-// through an open-addressing table, their names in one byte arena, their
-// recency as a queue of touches. None of it holds a pointer, so the
+// through an open-addressing table (internal/idtable), their names in one
+// byte arena, their recency as a queue of touches. None of it holds a pointer, so the
 // garbage collector neither scans nor marks the objects: their number
 // only costs memory. The Index's writes are in index.go, its reads in
 // index_read.go.
@@ -83,14 +83,6 @@ type siteInfo struct {
 // access); an alert of yet another kind keeps its kind in kindOverflow.
 const maxKinds = 64
 
-// Table sizing: the open-addressing table doubles when it would be more
-// than maxLoadNum/maxLoadDen full.
-const (
-	minTableSize = 1 << 10
-	maxLoadNum   = 4
-	maxLoadDen   = 5
-)
-
 // hashName is the hash of an object's name in x's table (equal to
 // maphash.Bytes of the name's bytes).
 func (x *Index) hashName(name string) uint64 { return maphash.String(x.seed, name) }
@@ -103,86 +95,9 @@ func (x *Index) nameBytes(slot int32) []byte {
 }
 
 // lookup returns the slot of name (hash h), -1 if it is not indexed, and
-// the position in the table where it is or would be inserted.
-//
-// A table slot holds the low 32 bits of the name's hash (which give its
-// home position, tables being smaller than 2³²) and 1 + the entry's slot; 0
-// is empty. Collisions probe linearly.
+// the position in the table where it is or would be put.
 func (x *Index) lookup(name string, h uint64) (int32, uint64) {
-	mask := uint64(len(x.table) - 1)
-	tag := uint64(uint32(h))
-	for p := tag & mask; ; p = (p + 1) & mask {
-		v := x.table[p]
-		if v == 0 {
-			return -1, p
-		}
-		if v>>32 == tag {
-			slot := int32(uint32(v) - 1)
-			if string(x.nameBytes(slot)) == name {
-				return slot, p
-			}
-		}
-	}
-}
-
-// position returns the position in the table of the entry of slot.
-func (x *Index) position(slot int32) uint64 {
-	mask := uint64(len(x.table) - 1)
-	tag := uint64(uint32(maphash.Bytes(x.seed, x.nameBytes(slot))))
-	want := uint64(uint32(slot) + 1)
-	p := tag & mask
-	for x.table[p] != tag<<32|want {
-		p = (p + 1) & mask
-	}
-	return p
-}
-
-// growTable doubles the table when one more name would load it beyond
-// maxLoadNum/maxLoadDen (or creates it). It reports whether it did:
-// positions from lookup are then stale.
-func (x *Index) growTable() bool {
-	if len(x.table) > 0 && (x.n+1)*maxLoadDen <= len(x.table)*maxLoadNum {
-		return false
-	}
-	size := max(minTableSize, 2*len(x.table))
-	old := x.table
-	x.table = make([]uint64, size)
-	mask := uint64(size - 1)
-	for _, v := range old {
-		if v == 0 {
-			continue
-		}
-		p := (v >> 32) & mask
-		for x.table[p] != 0 {
-			p = (p + 1) & mask
-		}
-		x.table[p] = v
-	}
-	return true
-}
-
-// deleteAt empties table position p, shifting back the names probed after
-// it (linear probing without tombstones).
-func (x *Index) deleteAt(p uint64) {
-	mask := uint64(len(x.table) - 1)
-	for {
-		x.table[p] = 0
-		q := p
-		for {
-			q = (q + 1) & mask
-			v := x.table[q]
-			if v == 0 {
-				return
-			}
-			// v may fill the hole at p if p lies between its home and q.
-			home := (v >> 32) & mask
-			if (q-home)&mask >= (q-p)&mask {
-				x.table[p] = v
-				p = q
-				break
-			}
-		}
-	}
+	return x.table.Find(h, func(slot int32) bool { return string(x.nameBytes(slot)) == name })
 }
 
 // storeName copies name into the arena, compacting the arena first when
