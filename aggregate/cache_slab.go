@@ -47,21 +47,18 @@ var slabClassSizes = [...]uint32{
 	28672, 32768, 40960, 49152, 57344, 65536,
 }
 
-// slabRef names one slot: the class in the top 6 bits (slabBig for a
-// []byte of its own) and 1 + the slot's index in its class below; 0 is no
-// slot.
-type slabRef uint32
+// slabRef names one slot: the class in the high 32 bits (slabBig for a
+// []byte of its own) and 1 + the slot's index in its class in the low 32
+// (a class has fewer slots than the cache has entries, whose ids are
+// int32); 0 is no slot.
+type slabRef uint64
 
-const (
-	slabClassShift = 26
-	slabIndexMask  = 1<<slabClassShift - 1
-	slabBig        = 63
-)
+const slabBig = 1<<32 - 1
 
-func makeSlabRef(class, i uint32) slabRef { return slabRef(class<<slabClassShift | (i + 1)) }
+func makeSlabRef(class, i uint32) slabRef { return slabRef(uint64(class)<<32 | (uint64(i) + 1)) }
 
-func (r slabRef) class() uint32 { return uint32(r) >> slabClassShift }
-func (r slabRef) index() uint32 { return uint32(r)&slabIndexMask - 1 }
+func (r slabRef) class() uint32 { return uint32(r >> 32) }
+func (r slabRef) index() uint32 { return uint32(r) - 1 }
 
 // slabClassOf is the smallest class whose slots hold n bytes, or slabBig.
 func slabClassOf(n int) uint32 {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestCacheBudget checks the byte accounting and the shared budget: the
@@ -297,5 +298,15 @@ func TestCacheCompacts(t *testing.T) {
 	set("new", 50)
 	if small.carved != n/2+1 {
 		t.Errorf("a new slot after compaction: %d carved, want %d", small.carved, n/2+1)
+	}
+}
+
+// TestEntrySize pins the entry's size that EntryOverheadBytes counts.
+func TestEntrySize(t *testing.T) {
+	if got := unsafe.Sizeof(entry{}); got != 56 {
+		t.Errorf("entry is %d bytes; EntryOverheadBytes counts 56", got)
+	}
+	if r := makeSlabRef(slabBig, 1<<32-2); r.class() != slabBig || r.index() != 1<<32-2 {
+		t.Errorf("slabRef round trip: class %d index %d", r.class(), r.index())
 	}
 }
