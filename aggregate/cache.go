@@ -38,9 +38,8 @@ type cache struct {
 	limit      int // objects; 0: unbounded
 	budget     *cacheBudget
 	bytes      int64 // accounted bytes of this cache's entries
-	n          int   // entries cached
 	seed       maphash.Seed
-	table      idtable.Table        // entry ids by their names' hashes (seed)
+	table      idtable.Table        // entry ids by their names' hashes (seed); Len: entries cached
 	chunks     []*[entryChunk]entry // entry id i is chunks[i/entryChunk][i%entryChunk]
 	free       []int32              // ids of evicted entries, reused by add
 	head, tail int32                // head: most recently used; -1: none
@@ -122,7 +121,7 @@ func (c *cache) close() {
 	c.budget.caches.Add(-1)
 }
 
-func (c *cache) len() int { return c.n }
+func (c *cache) len() int { return c.table.Len() }
 
 func (c *cache) account(delta int64) {
 	c.bytes += delta
@@ -187,7 +186,7 @@ func (c *cache) add(name string) *entry {
 		id = c.free[k-1]
 		c.free = c.free[:k-1]
 	} else {
-		id = int32(c.n)
+		id = int32(c.table.Len()) // no id is free: ids 0 to Len-1 are in use
 		if int(id) == len(c.chunks)*entryChunk {
 			c.chunks = append(c.chunks, new([entryChunk]entry))
 		}
@@ -197,7 +196,6 @@ func (c *cache) add(name string) *entry {
 	copy(slot, name)
 	*e = entry{ref: ref, nameLen: uint32(len(name)), tag: uint32(h), id: id, prev: -1, next: -1}
 	c.table.Put(p, h, id)
-	c.n++
 	c.pushFront(e)
 	c.account(entryBytes(c, e))
 	return e
@@ -254,7 +252,7 @@ func (c *cache) release(obj *Object) {
 
 // over reports whether the cache is above its limits.
 func (c *cache) over() bool {
-	if c.limit > 0 && c.n > c.limit {
+	if c.limit > 0 && c.table.Len() > c.limit {
 		return true
 	}
 	return c.budget.limit > 0 && c.bytes > c.budget.share()
@@ -265,7 +263,7 @@ func (c *cache) over() bool {
 // keeps of name and enc), then compacts the slab (once per batch: the
 // slots that states outgrew are given back).
 func (c *cache) trim(evicted func(e *entry)) {
-	for c.n > 0 && c.over() {
+	for c.table.Len() > 0 && c.over() {
 		e := c.at(c.tail)
 		c.unlink(e)
 		c.table.Delete(uint64(e.tag), e.id)
@@ -274,7 +272,6 @@ func (c *cache) trim(evicted func(e *entry)) {
 		c.mem.free(e.ref)
 		*e = entry{id: e.id}
 		c.free = append(c.free, e.id)
-		c.n--
 	}
 	c.mem.compact(func(id int32, to slabRef) { c.at(id).ref = to })
 }
@@ -282,14 +279,14 @@ func (c *cache) trim(evicted func(e *entry)) {
 // clear drops every entry and the memory they took.
 func (c *cache) clear() {
 	c.account(-c.bytes)
-	c.n, c.chunks, c.free, c.head, c.tail = 0, nil, nil, -1, -1
+	c.chunks, c.free, c.head, c.tail = nil, nil, -1, -1
 	c.table.Reset()
 	c.mem.reset()
 }
 
 // names returns a copy of the cached names.
 func (c *cache) names() []string {
-	out := make([]string, 0, c.n)
+	out := make([]string, 0, c.table.Len())
 	for id := c.head; id >= 0; {
 		e := c.at(id)
 		out = append(out, c.name(e))

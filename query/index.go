@@ -143,9 +143,8 @@ type Index struct {
 	mu   sync.Mutex
 	seed maphash.Seed
 	// table finds an object's entry by name (index_store.go: lookup).
-	table   idtable.Table
-	n       int     // objects indexed
-	entries []entry // by slot; free slots are listed in free
+	table   idtable.Table // its Len is the number of objects indexed
+	entries []entry       // by slot; free slots are listed in free
 	meta    []slotMeta
 	free    []int32
 	// names holds the objects' names; garbage counts the bytes of removed
@@ -204,7 +203,7 @@ func NewIndex(cfg IndexConfig) *Index {
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.n
+	return x.table.Len()
 }
 
 // Evicted returns the number of objects evicted to respect MaxObjects.
@@ -425,7 +424,6 @@ func (x *Index) create(name string, h uint64, pos uint64, site string) int32 {
 	x.entries[slot].setNameOff(off)
 	x.meta[slot].site = id
 	x.table.Put(pos, h, slot)
-	x.n++
 	x.touchSlot(slot)
 	return slot
 }
@@ -433,7 +431,7 @@ func (x *Index) create(name string, h uint64, pos uint64, site string) int32 {
 // evict removes the least recently updated objects beyond MaxObjects.
 // Called with mu held.
 func (x *Index) evict() {
-	for x.n > x.cfg.MaxObjects && x.head < len(x.recency) {
+	for x.table.Len() > x.cfg.MaxObjects && x.head < len(x.recency) {
 		r := x.recency[x.head]
 		x.head++
 		if x.live(r) {
@@ -463,5 +461,4 @@ func (x *Index) remove(slot int32) {
 	x.entries[slot] = entry{}
 	x.meta[slot] = slotMeta{site: -1}
 	x.free = append(x.free, slot)
-	x.n--
 }

@@ -7,9 +7,9 @@ import (
 
 // The Index's storage: its objects as entries in one slice, found by name
 // through an open-addressing table (internal/idtable), their names in one
-// byte arena, their recency as a queue of touches. None of it holds a pointer, so the
-// garbage collector neither scans nor marks the objects: their number
-// only costs memory. The Index's writes are in index.go, its reads in
+// byte arena, their recency as a queue of touches. None of it holds a
+// pointer, so the garbage collector neither scans nor marks the objects:
+// their number only costs memory. The Index's writes are in index.go, its reads in
 // index_read.go.
 
 // score is one ranking of one object: the 95 % interval [lo, hi] and the
@@ -156,7 +156,7 @@ func (x *Index) touchSlot(slot int32) {
 
 // maxRecency is the length of the queue that makes touchSlot compact it:
 // half the objects more than the objects, plus a constant.
-func (x *Index) maxRecency() int { return x.n + x.n/2 + 1024 }
+func (x *Index) maxRecency() int { n := x.table.Len(); return n + n/2 + 1024 }
 
 // live reports whether r is the latest touch of an indexed entry.
 func (x *Index) live(r touchRec) bool {
