@@ -24,21 +24,22 @@ const (
 
 // smallCountBest returns the estimate the rule prefers over cgm_lastmod or
 // cgm_improved for a regular object with few changes; ok is false when the
-// paper estimators' order applies.
-func (c *Change) smallCountBest(cfg *Config, withCI bool) (Estimate, bool) {
+// paper estimators' order applies. pre, when not nil, holds the
+// candidates already computed (with their intervals).
+func (c *Change) smallCountBest(cfg *Config, withCI bool, pre *visitEstimates) (Estimate, bool) {
 	n := c.Intervals()
 	if n < int64(cfg.MinIntervals) || !c.Regular(cfg) {
 		return Estimate{}, false
 	}
 	if c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) {
-		lm, ok := c.lastModEst(cfg, false, nil)
+		lm, ok := pre.lastModOrCompute(c, cfg, false)
 		if T := c.Span(); ok && T > 0 && lm.Rate*T/float64(n) < NaiveMaxRatio {
-			return c.naiveEst(cfg, withCI, nil)
+			return pre.naiveOrCompute(c, cfg, withCI)
 		}
 		return Estimate{}, false
 	}
 	if c.changes < FewChanges {
-		return c.bayesEst(cfg, withCI, nil)
+		return pre.bayesOrCompute(c, cfg, withCI)
 	}
 	return Estimate{}, false
 }

@@ -232,15 +232,17 @@ func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best E
 	out.Reset()
 	var v visitEstimates
 	v.known = true
-	if e, ok := c.naiveEst(cfg, true, mq); ok {
-		out.add(e)
+	v.naive, v.naiveOK = c.naiveEst(cfg, true, mq)
+	if v.naiveOK {
+		out.add(v.naive)
 	}
 	v.improved, v.improvedOK = c.improvedEst(cfg, true, mq)
 	if v.improvedOK {
 		out.add(v.improved)
 	}
-	if e, ok := c.bayesEst(cfg, true, mq); ok {
-		out.add(e)
+	v.bayes, v.bayesOK = c.bayesEst(cfg, true, mq)
+	if v.bayesOK {
+		out.add(v.bayes)
 	}
 	v.irregular, v.irregularOK = c.irregularEst(cfg, true, mq)
 	if v.irregularOK {
@@ -264,16 +266,16 @@ func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best E
 // computed (with intervals) by Estimate, so that best does not compute them
 // again.
 type visitEstimates struct {
-	known                              bool
-	lastMod, irregular, improved       Estimate
-	lastModOK, irregularOK, improvedOK bool
+	known                                                bool
+	naive, bayes, lastMod, irregular, improved           Estimate
+	naiveOK, bayesOK, lastModOK, irregularOK, improvedOK bool
 }
 
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
 // interval of the chosen estimator. pre, when not nil, holds the
 // candidates already computed.
 func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates) (Estimate, bool) {
-	if e, ok := c.smallCountBest(cfg, withCI); ok {
+	if e, ok := c.smallCountBest(cfg, withCI, pre); ok {
 		return e, true
 	}
 	minN := int64(cfg.MinIntervals)
@@ -298,6 +300,20 @@ func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitE
 		return mat, true
 	}
 	return Estimate{}, false
+}
+
+func (v *visitEstimates) naiveOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.naive, v.naiveOK
+	}
+	return c.naiveEst(cfg, withCI, nil)
+}
+
+func (v *visitEstimates) bayesOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil && v.known {
+		return v.bayes, v.bayesOK
+	}
+	return c.bayesEst(cfg, withCI, nil)
 }
 
 func (v *visitEstimates) lastModOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
