@@ -447,7 +447,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		}
 		pd.e.seq = b.seq
 		if p.cfg.Emit == EmitUpdate && pd.due {
-			b.out, b.pub = w.appendEstimates(&b.outBytes, b.out, b.pub, pd.name, pd.obj, pd.visits, pd.access)
+			b.out, b.pub = w.appendEstimates(&b.outBytes, b.out, b.pub, pd.name, pd.site, pd.se, pd.obj, pd.visits, pd.access)
 		}
 		start := len(b.enc)
 		b.enc = pd.obj.AppendBinary(b.enc)

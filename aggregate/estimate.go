@@ -84,7 +84,7 @@ func windowRecord(s windows.Summary, st *recordStore) *records.Window {
 // its latest observation. ok is false when the object has seen no visit.
 // scratch is reused to avoid allocation in the estimators.
 func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.changeEstimate(object, m, nil, scratch, nil)
+	return o.changeEstimate(object, Site(object), m, nil, scratch, nil)
 }
 
 // ChangeEstimateAt is ChangeEstimate for an object whose change window ran
@@ -92,19 +92,19 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 // window's times are published in real time and its rates are
 // deseasonalised.
 func (o *Object) ChangeEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.changeEstimate(object, m, site, scratch, nil)
+	return o.changeEstimate(object, Site(object), m, site, scratch, nil)
 }
 
-// changeEstimate is ChangeEstimateAt with the record's storage in st (nil:
-// allocated).
-func (o *Object) changeEstimate(object string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
+// changeEstimate is ChangeEstimateAt, for an object whose host is
+// Site(object), with the record's storage in st (nil: allocated).
+func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
 	st.reset()
 	if !o.HasChange() {
 		return records.Estimate{}, false
 	}
 	asOf := seconds(o.lastTime)
 	rec = records.Estimate{
-		Object: object, Site: Site(object), Kind: records.EstimateChange, AsOf: timeOf(asOf),
+		Object: object, Site: host, Kind: records.EstimateChange, AsOf: timeOf(asOf),
 		Observations: o.Change.Visits(), Changes: o.Change.Changes(),
 	}
 	scratch.Reset()
@@ -136,7 +136,7 @@ func (o *Object) changeEstimate(object string, m *Model, site *SiteState, scratc
 // its latest observation. ok is false when the object has seen no access.
 // It is AccessEstimateAt without a site profile.
 func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.accessEstimate(object, m, nil, scratch, nil)
+	return o.accessEstimate(object, Site(object), m, nil, scratch, nil)
 }
 
 // AccessEstimateAt is AccessEstimate for an object whose access window ran
@@ -144,19 +144,19 @@ func (o *Object) AccessEstimate(object string, m *Model, scratch *estimators.Est
 // times are published in real time, its rates are deseasonalised (the
 // long-run rate ν of the periodic intensity, windows.Profile eq. S1).
 func (o *Object) AccessEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.accessEstimate(object, m, site, scratch, nil)
+	return o.accessEstimate(object, Site(object), m, site, scratch, nil)
 }
 
-// accessEstimate is AccessEstimateAt with the record's storage in st (nil:
-// allocated).
-func (o *Object) accessEstimate(object string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
+// accessEstimate is AccessEstimateAt, for an object whose host is
+// Site(object), with the record's storage in st (nil: allocated).
+func (o *Object) accessEstimate(object, host string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
 	st.reset()
 	if !o.HasAccess() {
 		return records.Estimate{}, false
 	}
 	asOf := seconds(o.lastTime)
 	rec = records.Estimate{
-		Object: object, Site: Site(object), Kind: records.EstimateAccess, AsOf: timeOf(asOf),
+		Object: object, Site: host, Kind: records.EstimateAccess, AsOf: timeOf(asOf),
 		Observations: o.Access.Accesses(),
 	}
 	scratch.Reset()

@@ -297,10 +297,10 @@ func TestRecordStoreSameRecords(t *testing.T) {
 			var oka, okb bool
 			if kind == "change" {
 				a, oka = o.ChangeEstimate("x", &m, &es)
-				b, okb = o.changeEstimate("x", &m, nil, &es, &st)
+				b, okb = o.changeEstimate("x", "", &m, nil, &es, &st)
 			} else {
 				a, oka = o.AccessEstimate("x", &m, &es)
-				b, okb = o.accessEstimate("x", &m, nil, &es, &st)
+				b, okb = o.accessEstimate("x", "", &m, nil, &es, &st)
 			}
 			ja, _ := json.Marshal(a)
 			jb, _ := json.Marshal(b)

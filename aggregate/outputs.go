@@ -152,14 +152,18 @@ func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 
 // appendEstimates appends to out the change estimate (if change) and the
 // access estimate (if access) of object name, those it has, counting them,
-// and, with an EstimateIndex, what it reads of them to pub.
-func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []PublishedEstimate, name string, obj *Object, change, access bool) ([]stream.Message, []PublishedEstimate) {
+// and, with an EstimateIndex, what it reads of them to pub. host is
+// Site(name), se its seasonal profile (nil: none).
+func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []PublishedEstimate, name, host string, se *siteEntry, obj *Object, change, access bool) ([]stream.Message, []PublishedEstimate) {
 	if !change && !access {
 		return out, pub
 	}
-	site := w.det.siteOf(name)
+	var site *SiteState
+	if se != nil {
+		site = &se.st
+	}
 	if change {
-		if rec, ok := obj.changeEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
+		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))
@@ -169,7 +173,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 		}
 	}
 	if access {
-		if rec, ok := obj.accessEstimate(name, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
+		if rec, ok := obj.accessEstimate(name, host, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, AccessKeySuffix, &rec))
 			w.p.metrics.estAccess.Inc()
@@ -226,7 +230,8 @@ func (w *worker) emitFinal(ctx context.Context) error {
 			w.corrupt(n, err)
 		}
 		w.rated = false
-		out, pub = w.appendEstimates(&slab, out, pub, n, obj, true, true)
+		host := Site(n)
+		out, pub = w.appendEstimates(&slab, out, pub, n, host, w.det.sites[host], obj, true, true)
 		w.cache.release(obj)
 		w.p.stats.finalObjects.Add(1)
 		if w.rated {

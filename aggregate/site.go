@@ -251,15 +251,6 @@ func (w *worker) writeSites(b *batchWork, touched map[*siteEntry]string) {
 	}
 }
 
-// siteOf returns the in-memory seasonal state of the object's site, nil
-// when none.
-func (d *detector) siteOf(object string) *SiteState {
-	if e := d.sites[Site(object)]; e != nil {
-		return &e.st
-	}
-	return nil
-}
-
 // appendAlerts encodes the alerts whose period closed (and counts the
 // candidates' outcomes).
 func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
