@@ -36,15 +36,9 @@ func fill(rec *records.Estimate, best estimators.Estimate, ok bool, es *estimato
 		if !finite(e.Rate) {
 			continue
 		}
-		if rec.Estimates == nil {
-			rec.Estimates = st.estimatesMap(es.Len())
-		}
-		rec.Estimates[e.Key] = e.Rate
+		st.setRate(rec, e.Key, e.Rate)
 		if e.HasCI && finite(e.Lo) && finite(e.Hi) {
-			if rec.Intervals == nil {
-				rec.Intervals = st.intervalsMap(es.Len())
-			}
-			rec.Intervals[e.Key] = [2]float64{e.Lo, e.Hi}
+			st.setInterval(rec, e.Key, e.Lo, e.Hi)
 		}
 	}
 	if ok && finite(best.Rate) {
@@ -117,7 +111,7 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 		}
 		sum := currentReal(&o.ChangeWin, p, asOf, m)
 		rec.Window = windowRecord(sum, st)
-		if followWindow(&rec, &o.ChangeWin, sum, m) {
+		if followWindow(&rec, st, &o.ChangeWin, sum, m) {
 			best, bok = estimators.Estimate{Key: rec.Estimator, Rate: *rec.RatePerS}, true
 		}
 	}
@@ -169,7 +163,7 @@ func (o *Object) accessEstimate(object, host string, m *Model, site *SiteState, 
 		}
 		sum := currentReal(&o.AccessWin, p, asOf, m)
 		rec.Window = windowRecord(sum, st)
-		followWindow(&rec, &o.AccessWin, sum, m)
+		followWindow(&rec, st, &o.AccessWin, sum, m)
 	}
 	return rec, true
 }

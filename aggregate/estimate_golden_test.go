@@ -303,7 +303,10 @@ func TestRecordStoreSameRecords(t *testing.T) {
 				b, okb = o.accessEstimate("x", "", &m, nil, &es, &st)
 			}
 			ja, _ := json.Marshal(a)
-			jb, _ := json.Marshal(b)
+			jb, _ := json.Marshal(st.withMaps(&b))
+			if kb, ok := records.AppendEstimateJSONKeyed(nil, &b, st.keyed); okb && (!ok || !bytes.Equal(kb, jb)) {
+				t.Fatalf("state %d %s: keyed encoding\n%s\nmaps\n%s", i, kind, kb, jb)
+			}
 			if oka != okb || !bytes.Equal(ja, jb) {
 				t.Fatalf("state %d %s: store path\n%s\npublic\n%s", i, kind, jb, ja)
 			}

@@ -22,17 +22,14 @@ import (
 // of the published rate to N(t)/t. The estimator field names the window
 // model. The TTL follows the published rate.
 
-// followWindow adds the window rates to rec.Estimates and, after a
-// confirmed shift, makes the window rate the published one. It reports
-// whether it did the latter.
-func followWindow(rec *records.Estimate, st *windows.Segmenter, sum windows.Summary, m *Model) bool {
+// followWindow adds the window rates to rec's estimates (kept in rs) and,
+// after a confirmed shift, makes the window rate the published one. It
+// reports whether it did the latter.
+func followWindow(rec *records.Estimate, rs *recordStore, st *windows.Segmenter, sum windows.Summary, m *Model) bool {
 	names := windows.Models()
 	for i, ok := range sum.HasRates {
 		if ok && finite(sum.Rates[i]) && sum.Rates[i] > 0 {
-			if rec.Estimates == nil {
-				rec.Estimates = map[string]float64{}
-			}
-			rec.Estimates[names[i]] = sum.Rates[i]
+			rs.setRate(rec, names[i], sum.Rates[i])
 		}
 	}
 	if !st.Shifted() || !sum.HasRate || !finite(sum.Rate) || !(sum.Rate > 0) || sum.Points < int64(m.Windows.MinPoints) {

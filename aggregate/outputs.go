@@ -164,7 +164,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 	}
 	if change {
 		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
-			w.pools.apply(&rec, obj, &w.p.cfg.Model, !w.final)
+			w.pools.apply(&rec, &w.rs, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))
 			w.p.metrics.estChange.Inc()
@@ -264,15 +264,17 @@ func (w *worker) encode(topic, key string, v any) stream.Message {
 	return stream.Message{Topic: topic, Key: []byte(key), Value: b}
 }
 
-// encodeEstimate is encode for estimates, with records.AppendEstimateJSON
-// (the same bytes as json.Marshal, without reflection); the key is name
+// encodeEstimate is encode for estimates built on w.rs (whose keyed list
+// holds their estimators' rates and intervals), with
+// records.AppendEstimateJSONKeyed (the same bytes as json.Marshal of the
+// record with its maps, without reflection); the key is name
 // followed by suffix. Key and value are appended to slab, the batch's
 // output bytes, each capped so that appending to one cannot clobber the
 // next.
 func (w *worker) encodeEstimate(slab *outSlab, topic, name, suffix string, rec *records.Estimate) stream.Message {
-	b, ok := records.AppendEstimateJSON(w.scratch[:0], rec)
+	b, ok := records.AppendEstimateJSONKeyed(w.scratch[:0], rec, w.rs.keyed)
 	if !ok {
-		return w.encode(topic, name+suffix, *rec)
+		return w.encode(topic, name+suffix, *w.rs.withMaps(rec))
 	}
 	w.scratch = b
 	buf := slab.reserve(w, len(name)+len(suffix)+len(b))

@@ -109,7 +109,7 @@ func (s *sitePools) fold(site string, o *Object, m *Model) {
 // evidence into its site's prior when fold is set (update mode; the final
 // emission folds every object first, so that each object's estimate uses
 // the whole site).
-func (s *sitePools) apply(rec *records.Estimate, o *Object, m *Model, fold bool) {
+func (s *sitePools) apply(rec *records.Estimate, st *recordStore, o *Object, m *Model, fold bool) {
 	if s == nil || s.max <= 0 || rec.Site == "" {
 		return
 	}
@@ -128,15 +128,9 @@ func (s *sitePools) apply(rec *records.Estimate, o *Object, m *Model, fold bool)
 	if !ok || !finite(e.Rate) {
 		return
 	}
-	if rec.Estimates == nil {
-		rec.Estimates = make(map[string]float64, 1)
-	}
-	rec.Estimates[estimators.KeyPooled] = e.Rate
+	st.setRate(rec, estimators.KeyPooled, e.Rate)
 	if e.HasCI && finite(e.Lo) && finite(e.Hi) {
-		if rec.Intervals == nil {
-			rec.Intervals = make(map[string][2]float64, 1)
-		}
-		rec.Intervals[estimators.KeyPooled] = [2]float64{e.Lo, e.Hi}
+		st.setInterval(rec, estimators.KeyPooled, e.Lo, e.Hi)
 	}
 	if !m.PublishPooled || o.Change.Changes() >= estimators.PooledMaxChanges {
 		return

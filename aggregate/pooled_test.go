@@ -135,7 +135,7 @@ func TestSitePoolsBounded(t *testing.T) {
 		}
 	}
 	var none *sitePools
-	none.apply(&records.Estimate{Site: "x"}, &Object{}, &Model{}, true) // disabled: no-op
+	none.apply(&records.Estimate{Site: "x"}, nil, &Object{}, &Model{}, true) // disabled: no-op
 }
 
 // Without PublishPooled the pooled entry is there but the package's rule

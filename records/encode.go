@@ -13,6 +13,32 @@ import (
 // value json.Marshal cannot encode (a NaN or infinite float, a time outside
 // years 0–9999); use json.Marshal then.
 func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
+	var buf [16]Keyed
+	return appendEstimateJSON(dst, e, keyedOf(e, buf[:0]))
+}
+
+// Keyed is one estimator's entries in an estimate record: its rate in
+// "estimates" (when HasRate) and its interval in "intervals" (when HasCI).
+type Keyed struct {
+	Key            string
+	Rate           float64
+	CI             [2]float64
+	HasRate, HasCI bool
+}
+
+// AppendEstimateJSONKeyed is AppendEstimateJSON for a record whose
+// estimators' rates and intervals are given by keyed, sorted by key with
+// each key once, instead of by e.Estimates and e.Intervals (which must be
+// empty; it panics otherwise): the form a producer builds without maps.
+// The bytes are those of the record with the maps filled from keyed.
+func AppendEstimateJSONKeyed(dst []byte, e *Estimate, keyed []Keyed) (_ []byte, ok bool) {
+	if len(e.Estimates) > 0 || len(e.Intervals) > 0 {
+		panic("records: AppendEstimateJSONKeyed of a record with Estimates or Intervals")
+	}
+	return appendEstimateJSON(dst, e, keyed)
+}
+
+func appendEstimateJSON(dst []byte, e *Estimate, keyed []Keyed) (_ []byte, ok bool) {
 	n := len(dst)
 	a := jsonAppender{b: dst, ok: true}
 	a.raw(`{"object":`)
@@ -37,30 +63,40 @@ func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
 		a.raw(`,"ci95":`)
 		a.pair(*e.CI95)
 	}
-	if len(e.Estimates) > 0 {
-		a.raw(`,"estimates":{`)
-		var buf [16]keyed[float64]
-		for i, kv := range sortedEntries(e.Estimates, buf[:0]) {
-			if i > 0 {
-				a.raw(",")
-			}
-			a.str(kv.k)
-			a.raw(":")
-			a.float(kv.v)
+	first := true
+	for i := range keyed {
+		if !keyed[i].HasRate {
+			continue
 		}
+		if first {
+			a.raw(`,"estimates":{`)
+			first = false
+		} else {
+			a.raw(",")
+		}
+		a.str(keyed[i].Key)
+		a.raw(":")
+		a.float(keyed[i].Rate)
+	}
+	if !first {
 		a.raw("}")
 	}
-	if len(e.Intervals) > 0 {
-		a.raw(`,"intervals":{`)
-		var buf [16]keyed[[2]float64]
-		for i, kv := range sortedEntries(e.Intervals, buf[:0]) {
-			if i > 0 {
-				a.raw(",")
-			}
-			a.str(kv.k)
-			a.raw(":")
-			a.pair(kv.v)
+	first = true
+	for i := range keyed {
+		if !keyed[i].HasCI {
+			continue
 		}
+		if first {
+			a.raw(`,"intervals":{`)
+			first = false
+		} else {
+			a.raw(",")
+		}
+		a.str(keyed[i].Key)
+		a.raw(":")
+		a.pair(keyed[i].CI)
+	}
+	if !first {
 		a.raw("}")
 	}
 	a.raw(`,"observations":`)
@@ -100,21 +136,29 @@ func AppendEstimateJSON(dst []byte, e *Estimate) (_ []byte, ok bool) {
 	return a.b, true
 }
 
-// keyed is one entry of a map.
-type keyed[V any] struct {
-	k string
-	v V
-}
-
-// sortedEntries appends m's entries to dst in the order of their keys (as
-// encoding/json writes a map) and returns dst.
-func sortedEntries[V any](m map[string]V, dst []keyed[V]) []keyed[V] {
-	for k, v := range m {
-		dst = append(dst, keyed[V]{k, v})
+// keyedOf appends to dst the entries of e.Estimates and e.Intervals, one
+// per key, in the order of their keys (as encoding/json writes a map), and
+// returns dst.
+func keyedOf(e *Estimate, dst []Keyed) []Keyed {
+	for k, v := range e.Estimates {
+		dst = append(dst, Keyed{Key: k, Rate: v, HasRate: true})
+	}
+	n := len(dst)
+	for k, v := range e.Intervals {
+		if _, ok := e.Estimates[k]; ok {
+			for i := range dst[:n] {
+				if dst[i].Key == k {
+					dst[i].CI, dst[i].HasCI = v, true
+					break
+				}
+			}
+			continue
+		}
+		dst = append(dst, Keyed{Key: k, CI: v, HasCI: true})
 	}
 	// Insertion sort: a dozen keys at most.
 	for i := 1; i < len(dst); i++ {
-		for j := i; j > 0 && dst[j].k < dst[j-1].k; j-- {
+		for j := i; j > 0 && dst[j].Key < dst[j-1].Key; j-- {
 			dst[j], dst[j-1] = dst[j-1], dst[j]
 		}
 	}

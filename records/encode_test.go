@@ -77,6 +77,28 @@ func checkEstimateJSON(t *testing.T, e *Estimate) {
 	if string(got) != "prefix"+string(want) {
 		t.Fatalf("AppendEstimateJSON:\n%s\njson.Marshal:\n%s", got[len("prefix"):], want)
 	}
+	// The same record with its maps given as a sorted Keyed list.
+	bare := *e
+	bare.Estimates, bare.Intervals = nil, nil
+	keyed, kok := AppendEstimateJSONKeyed([]byte("prefix"), &bare, keyedOf(e, nil))
+	if !kok || string(keyed) != string(got) {
+		t.Fatalf("AppendEstimateJSONKeyed (ok %v):\n%s\nAppendEstimateJSON:\n%s", kok, keyed, got)
+	}
+}
+
+// TestAppendEstimateJSONKeyed covers what estimateFrom does not make: an
+// interval whose estimator has no rate, and the misuse that panics.
+func TestAppendEstimateJSONKeyed(t *testing.T) {
+	e := &Estimate{Object: "o", Kind: EstimateChange,
+		Estimates: map[string]float64{"b": 2, "d": 4},
+		Intervals: map[string][2]float64{"a": {0, 1}, "d": {3, 5}}}
+	checkEstimateJSON(t, e)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("AppendEstimateJSONKeyed of a record with maps did not panic")
+		}
+	}()
+	AppendEstimateJSONKeyed(nil, e, nil)
 }
 
 func TestAppendEstimateJSON(t *testing.T) {
