@@ -86,28 +86,36 @@ func (o *Object) DecodeBinary(src []byte) error {
 	}
 	// Version-1 sub-states are in their own first layouts, which ignore ref.
 	ref := seconds(o.lastTime)
-	sub := []struct {
-		flag uint8
-		name string
-		dec  func([]byte, float64) (int, error)
-	}{
-		{hasChange, "change", o.Change.DecodeBinaryAt},
-		{hasChangeWin, "change window", o.ChangeWin.DecodeBinaryAt},
-		{hasAccess, "access", o.Access.DecodeBinaryAt},
-		{hasAccessWin, "access window", o.AccessWin.DecodeBinaryAt},
+	// (Four calls, not a table of method values: those were allocated at
+	// every decode, once per observation in the processor.)
+	if err := decodeSub(&d, o.flags&hasChange != 0, "change", ref, o.Change.DecodeBinaryAt); err != nil {
+		return err
 	}
-	for _, s := range sub {
-		if o.flags&s.flag == 0 {
-			continue
-		}
-		n, err := s.dec(d.Rest(), ref)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrCorrupt, s.name, err)
-		}
-		d.Skip(n)
+	if err := decodeSub(&d, o.flags&hasChangeWin != 0, "change window", ref, o.ChangeWin.DecodeBinaryAt); err != nil {
+		return err
+	}
+	if err := decodeSub(&d, o.flags&hasAccess != 0, "access", ref, o.Access.DecodeBinaryAt); err != nil {
+		return err
+	}
+	if err := decodeSub(&d, o.flags&hasAccessWin != 0, "access window", ref, o.AccessWin.DecodeBinaryAt); err != nil {
+		return err
 	}
 	if rest := len(d.Rest()); rest != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, rest)
 	}
+	return nil
+}
+
+// decodeSub decodes, when present, the sub-state named name at d's
+// position with dec and moves d past it.
+func decodeSub(d *wire.Reader, present bool, name string, ref float64, dec func([]byte, float64) (int, error)) error {
+	if !present {
+		return nil
+	}
+	n, err := dec(d.Rest(), ref)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	d.Skip(n)
 	return nil
 }
