@@ -36,9 +36,14 @@ func (s *recordStore) reset() {
 	}
 }
 
+// (The helpers below allocate with new, not by returning &v, which would
+// move v to the heap at every call, stored or not.)
+
 func (s *recordStore) float(v float64) *float64 {
 	if s == nil || s.nf == len(s.floats) {
-		return &v
+		p := new(float64)
+		*p = v
+		return p
 	}
 	p := &s.floats[s.nf]
 	*p = v
@@ -48,7 +53,9 @@ func (s *recordStore) float(v float64) *float64 {
 
 func (s *recordStore) time(v time.Time) *time.Time {
 	if s == nil || s.nt == len(s.times) {
-		return &v
+		p := new(time.Time)
+		*p = v
+		return p
 	}
 	p := &s.times[s.nt]
 	*p = v
