@@ -131,10 +131,16 @@ func (s *recordStore) withMaps(rec *records.Estimate) *records.Estimate {
 	c := *rec
 	for _, k := range s.keyed {
 		if k.HasRate {
-			(*recordStore)(nil).setRate(&c, k.Key, k.Rate)
+			if c.Estimates == nil {
+				c.Estimates = make(map[string]float64, len(s.keyed))
+			}
+			c.Estimates[k.Key] = k.Rate
 		}
 		if k.HasCI {
-			(*recordStore)(nil).setInterval(&c, k.Key, k.CI[0], k.CI[1])
+			if c.Intervals == nil {
+				c.Intervals = make(map[string][2]float64, len(s.keyed))
+			}
+			c.Intervals[k.Key] = k.CI
 		}
 	}
 	return &c

@@ -32,14 +32,14 @@ func (c *Change) smallCountBest(cfg *Config, withCI bool, pre *visitEstimates) (
 		return Estimate{}, false
 	}
 	if c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) {
-		lm, ok := pre.lastModOrCompute(c, cfg, false)
+		lm, ok := pre.of(visitLastMod, c, cfg, false)
 		if T := c.Span(); ok && T > 0 && lm.Rate*T/float64(n) < NaiveMaxRatio {
-			return pre.naiveOrCompute(c, cfg, withCI)
+			return pre.of(visitNaive, c, cfg, withCI)
 		}
 		return Estimate{}, false
 	}
 	if c.changes < FewChanges {
-		return pre.bayesOrCompute(c, cfg, withCI)
+		return pre.of(visitBayes, c, cfg, withCI)
 	}
 	return Estimate{}, false
 }

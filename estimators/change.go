@@ -231,44 +231,54 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
 	out.Reset()
 	var v visitEstimates
-	v.known = true
-	v.naive, v.naiveOK = c.naiveEst(cfg, true, mq)
-	if v.naiveOK {
-		out.add(v.naive)
-	}
-	v.improved, v.improvedOK = c.improvedEst(cfg, true, mq)
-	if v.improvedOK {
-		out.add(v.improved)
-	}
-	v.bayes, v.bayesOK = c.bayesEst(cfg, true, mq)
-	if v.bayesOK {
-		out.add(v.bayes)
-	}
-	v.irregular, v.irregularOK = c.irregularEst(cfg, true, mq)
-	if v.irregularOK {
-		out.add(v.irregular)
-	}
-	if e, ok := c.malcolmNoLMEst(cfg, true, mq); ok {
-		out.add(e)
-	}
-	v.lastMod, v.lastModOK = c.lastModEst(cfg, true, mq)
-	if v.lastModOK {
-		out.add(v.lastMod)
-	}
-	if e, ok := c.malcolmLMEst(cfg, true, mq); ok {
-		out.add(e)
+	for k, est := range visitEstimators {
+		v.e[k], v.ok[k] = est(c, cfg, true, mq)
+		if v.ok[k] {
+			out.add(v.e[k])
+		}
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
 	return sane(c.best(cfg, mat, matOK, true, &v))
 }
 
-// visitEstimates holds the candidates of the best-estimate rule already
-// computed (with intervals) by Estimate, so that best does not compute them
-// again.
+// The visit-based estimators, by their index in visitEstimators, which is
+// the order in which Estimate publishes them.
+const (
+	visitNaive = iota
+	visitImproved
+	visitBayes
+	visitIrregular
+	visitMalcolmNoLM
+	visitLastMod
+	visitMalcolmLM
+	numVisit
+)
+
+var visitEstimators = [numVisit]func(c *Change, cfg *Config, withCI bool, m *quantileMemo) (Estimate, bool){
+	visitNaive:       (*Change).naiveEst,
+	visitImproved:    (*Change).improvedEst,
+	visitBayes:       (*Change).bayesEst,
+	visitIrregular:   (*Change).irregularEst,
+	visitMalcolmNoLM: (*Change).malcolmNoLMEst,
+	visitLastMod:     (*Change).lastModEst,
+	visitMalcolmLM:   (*Change).malcolmLMEst,
+}
+
+// visitEstimates holds the visit-based estimators' results computed (with
+// their intervals) by Estimate, so that the best-estimate rule does not
+// compute its candidates again.
 type visitEstimates struct {
-	known                                                bool
-	naive, bayes, lastMod, irregular, improved           Estimate
-	naiveOK, bayesOK, lastModOK, irregularOK, improvedOK bool
+	e  [numVisit]Estimate
+	ok [numVisit]bool
+}
+
+// of returns estimator k's result: the one in v or, when v is nil, computed
+// without the quantile memo (with its interval when withCI).
+func (v *visitEstimates) of(k int, c *Change, cfg *Config, withCI bool) (Estimate, bool) {
+	if v != nil {
+		return v.e[k], v.ok[k]
+	}
+	return visitEstimators[k](c, cfg, withCI, nil)
 }
 
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
@@ -281,18 +291,18 @@ func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitE
 	minN := int64(cfg.MinIntervals)
 	n := c.Intervals()
 	if c.lmN >= minN && c.hasLastMod(cfg) {
-		e, ok := pre.lastModOrCompute(c, cfg, withCI)
+		e, ok := pre.of(visitLastMod, c, cfg, withCI)
 		if ok {
 			return e, true
 		}
 	}
 	if n >= minN {
 		if !c.Regular(cfg) {
-			if e, ok := pre.irregularOrCompute(c, cfg, withCI); ok {
+			if e, ok := pre.of(visitIrregular, c, cfg, withCI); ok {
 				return e, true
 			}
 		}
-		if e, ok := pre.improvedOrCompute(c, cfg, withCI); ok {
+		if e, ok := pre.of(visitImproved, c, cfg, withCI); ok {
 			return e, true
 		}
 	}
@@ -300,41 +310,6 @@ func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitE
 		return mat, true
 	}
 	return Estimate{}, false
-}
-
-func (v *visitEstimates) naiveOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
-	if v != nil && v.known {
-		return v.naive, v.naiveOK
-	}
-	return c.naiveEst(cfg, withCI, nil)
-}
-
-func (v *visitEstimates) bayesOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
-	if v != nil && v.known {
-		return v.bayes, v.bayesOK
-	}
-	return c.bayesEst(cfg, withCI, nil)
-}
-
-func (v *visitEstimates) lastModOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
-	if v != nil && v.known {
-		return v.lastMod, v.lastModOK
-	}
-	return c.lastModEst(cfg, withCI, nil)
-}
-
-func (v *visitEstimates) irregularOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
-	if v != nil && v.known {
-		return v.irregular, v.irregularOK
-	}
-	return c.irregularEst(cfg, withCI, nil)
-}
-
-func (v *visitEstimates) improvedOrCompute(c *Change, cfg *Config, withCI bool) (Estimate, bool) {
-	if v != nil && v.known {
-		return v.improved, v.improvedOK
-	}
-	return c.improvedEst(cfg, withCI, nil)
 }
 
 // bestRate is the best estimate's rate without any interval (for the

@@ -106,3 +106,42 @@ func BenchmarkChangeEstimateNoMemo(b *testing.B) {
 		c.estimate(cfg, &out, nil)
 	}
 }
+
+// TestEstimateBestReusesCandidates checks that the best estimate Estimate
+// picks from the estimators it published (the memo's results, reused by the
+// best-estimate rule) is the one the rule computes on its own (out == nil,
+// no memo), interval included, on random states with and without
+// Last-Modified.
+func TestEstimateBestReusesCandidates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 29))
+	cfg := DefaultConfig()
+	var out Estimates
+	for i := 0; i < 1200; i++ {
+		c := randomChange(rng, 1+rng.IntN(400), 1+rng.IntN(150), i%2 == 0)
+		if i%4 >= 2 {
+			c = regularChange(rng, 1+rng.IntN(60), i%4 == 3)
+		}
+		got, gok := c.Estimate(c.latest(), &cfg, &out)
+		want, wok := c.Estimate(c.latest(), &cfg, nil)
+		if got != want || gok != wok {
+			t.Fatalf("state %d: Estimate with the list %+v %v, without %+v %v", i, got, gok, want, wok)
+		}
+	}
+}
+
+// regularChange is an object visited daily (the small-count rule's
+// regime) that changed at about one visit in eight, with Last-Modified if
+// lm.
+func regularChange(rng *rand.Rand, visits int, lm bool) Change {
+	var c Change
+	tm := 1.7e9
+	for i := 0; i < visits; i++ {
+		tm += 86400
+		v := Visit{Time: tm, Changed: rng.IntN(8) == 0}
+		if lm {
+			v.LastModified, v.HasLastModified = tm-rng.Float64()*86400*float64(1+rng.IntN(20)), true
+		}
+		c.Visit(v)
+	}
+	return c
+}

@@ -63,42 +63,8 @@ func appendEstimateJSON(dst []byte, e *Estimate, keyed []Keyed) (_ []byte, ok bo
 		a.raw(`,"ci95":`)
 		a.pair(*e.CI95)
 	}
-	first := true
-	for i := range keyed {
-		if !keyed[i].HasRate {
-			continue
-		}
-		if first {
-			a.raw(`,"estimates":{`)
-			first = false
-		} else {
-			a.raw(",")
-		}
-		a.str(keyed[i].Key)
-		a.raw(":")
-		a.float(keyed[i].Rate)
-	}
-	if !first {
-		a.raw("}")
-	}
-	first = true
-	for i := range keyed {
-		if !keyed[i].HasCI {
-			continue
-		}
-		if first {
-			a.raw(`,"intervals":{`)
-			first = false
-		} else {
-			a.raw(",")
-		}
-		a.str(keyed[i].Key)
-		a.raw(":")
-		a.pair(keyed[i].CI)
-	}
-	if !first {
-		a.raw("}")
-	}
+	a.keyedObject(`,"estimates":{`, keyed, false)
+	a.keyedObject(`,"intervals":{`, keyed, true)
 	a.raw(`,"observations":`)
 	a.b = strconv.AppendInt(a.b, e.Observations, 10)
 	a.raw(`,"changes":`)
@@ -182,6 +148,35 @@ type jsonAppender struct {
 type writtenFloat struct {
 	bits   uint64
 	off, n int32
+}
+
+// keyedObject writes open (the field's name and "{"), then keyed's rates,
+// or its intervals if intervals, by key, and "}"; nothing when keyed has
+// none.
+func (a *jsonAppender) keyedObject(open string, keyed []Keyed, intervals bool) {
+	first := true
+	for i := range keyed {
+		k := &keyed[i]
+		if intervals && !k.HasCI || !intervals && !k.HasRate {
+			continue
+		}
+		if first {
+			a.raw(open)
+			first = false
+		} else {
+			a.raw(",")
+		}
+		a.str(k.Key)
+		a.raw(":")
+		if intervals {
+			a.pair(k.CI)
+		} else {
+			a.float(k.Rate)
+		}
+	}
+	if !first {
+		a.raw("}")
+	}
 }
 
 func (a *jsonAppender) raw(s string) { a.b = append(a.b, s...) }
