@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -242,6 +243,23 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	return b, nil
 }
 
+// rejectFuture appends the dead letter of m, an observation at t, further
+// ahead of the clock than Config.MaxFuture allows.
+func (w *worker) rejectFuture(out []stream.Message, m *stream.Message, t time.Time) []stream.Message {
+	p := w.p
+	p.metrics.deadLetters.WithLabelValues(ReasonFuture).Inc()
+	p.stats.future.Add(1)
+	now := p.now()
+	ahead := t.Sub(now).Round(time.Second).String()
+	if d := t.Sub(now); d > 48*time.Hour {
+		ahead = strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
+	}
+	err := fmt.Errorf("aggregate: event time %s is %s ahead of the clock (%s), more than the %s allowed (MAX_FUTURE); not applied",
+		t.UTC().Format(time.RFC3339Nano), ahead, now.UTC().Format(time.RFC3339), p.cfg.MaxFuture)
+	dl := records.NewDeadLetter(now, "aggregator", m.Topic, w.pos+strconv.FormatInt(m.Offset, 10), ReasonFuture, err, m.Value)
+	return append(out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
+}
+
 // decode appends to b.obs (with their offsets in b.offs) the observations
 // of msgs to apply now, in order: those behind the watermark at once, the
 // others through the reorder buffer, which after each message releases
@@ -251,6 +269,10 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 	p := w.p
 	first := true
+	future := int64(math.MaxInt64) // latest event time accepted, Unix ms
+	if p.cfg.MaxFuture > 0 {
+		future = p.now().Add(p.cfg.MaxFuture).UnixMilli()
+	}
 	for i := range msgs {
 		if w.rb.replaying(msgs[i].Offset) {
 			if o, err := records.DecodeObservation(msgs[i].Value); err == nil {
@@ -274,9 +296,13 @@ func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 			b.out = append(b.out, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 			continue
 		}
+		t := o.Time.UnixMilli()
+		if t > future {
+			b.out = w.rejectFuture(b.out, &msgs[i], o.Time)
+			continue
+		}
 		p.metrics.observation(o.Kind)
 		p.stats.observations.Add(1)
-		t := o.Time.UnixMilli()
 		if w.rb.hasMax && t < w.rb.maxSeen {
 			p.stats.reordered.Add(1)
 			p.metrics.late.WithLabelValues("reordered").Inc()
@@ -423,6 +449,7 @@ func (w *worker) apply(b *batchWork) {
 		}
 	}
 	if reordered > 0 {
+		p.stats.atLatest.Add(int64(reordered))
 		p.metrics.late.WithLabelValues("applied_at_latest").Add(float64(reordered))
 	}
 	if dropped > 0 {

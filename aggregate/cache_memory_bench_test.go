@@ -87,7 +87,7 @@ func BenchmarkProcessorCacheMemory(b *testing.B) {
 		}
 		cfg := DefaultConfig()
 		cfg.CacheObjects, cfg.CacheBytes = Unbounded, Unbounded
-		p, err := NewProcessor(cfg, nullStore{}, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
+		p, err := NewProcessor(noFutureCheck(cfg), nullStore{}, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -23,8 +23,8 @@ const (
 // but for which zero is also a meaningful setting. Any other negative value
 // is invalid.
 const (
-	// Unbounded, as Config.CacheObjects or Config.CacheBytes, sets no
-	// bound.
+	// Unbounded, as Config.CacheObjects, CacheBytes, InflightBytes or
+	// MaxFuture, sets no bound.
 	Unbounded = -1
 	// ZeroDuration, as a duration field that documents it, means a
 	// duration of 0 (for example IdleCheck: no idle check).
@@ -73,6 +73,14 @@ type Config struct {
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
 	EstimatesTopic, AccessReportsTopic, AlertsTopic, DeadLetterTopic string
+	// MaxFuture bounds how far an observation's event time may lie ahead
+	// of the Processor's clock (its now function): a later one is not
+	// applied but written as a dead letter with reason ReasonFuture, so
+	// that a log line with a wrong clock (a year 2100 typo, a host whose
+	// clock is off) cannot stretch its object's history and hold every
+	// later observation back as late. The bound is taken once per batch.
+	// Unbounded accepts any time. Default DefaultMaxFuture.
+	MaxFuture time.Duration
 	// LateTopic receives late observations (older than their object's
 	// latest by more than Model.LateTolerance, see reorder.go), as
 	// dead-letter records with reason "late". Default TopicLate.
@@ -138,6 +146,10 @@ const (
 	defaultIdleRelease   = 30 * time.Second
 )
 
+// DefaultMaxFuture is Config.MaxFuture's default: a day ahead of the clock
+// covers any time zone written as UTC by mistake and any sane clock skew.
+const DefaultMaxFuture = 24 * time.Hour
+
 // DefaultConfig returns the documented defaults: Config{}.WithDefaults().
 func DefaultConfig() Config { return Config{}.WithDefaults() }
 
@@ -157,6 +169,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.LateTopic, TopicLate)
 	orDefault(&c.ReorderWindow, DefaultReorderWindow)
 	orDefault(&c.IdleRelease, defaultIdleRelease)
+	orDefault(&c.MaxFuture, DefaultMaxFuture)
 	orDefault(&c.RetryBackoff, defaultRetryBackoff)
 	orDefault(&c.IdleCheck, defaultIdleCheck)
 	orDefault(&c.TakeoverDelay, defaultTakeoverDelay)
@@ -188,6 +201,7 @@ func (c Config) Validate() error {
 	add(c.CacheBytes < Unbounded, "CacheBytes must be positive or Unbounded, got %d", c.CacheBytes)
 	add(c.InflightBytes < Unbounded, "InflightBytes must be positive or Unbounded, got %d", c.InflightBytes)
 	add(c.ReorderWindow < ZeroDuration, "ReorderWindow must be positive or ZeroDuration, got %s", c.ReorderWindow)
+	add(c.MaxFuture < Unbounded, "MaxFuture must be positive or Unbounded, got %s", c.MaxFuture)
 	add(c.IdleRelease < ZeroDuration, "IdleRelease must be positive or ZeroDuration, got %s", c.IdleRelease)
 	add(c.IdleCheck < ZeroDuration, "IdleCheck must be positive or ZeroDuration, got %s", c.IdleCheck)
 	add(c.TakeoverDelay < ZeroDuration, "TakeoverDelay must be positive or ZeroDuration, got %s", c.TakeoverDelay)
@@ -207,6 +221,7 @@ func (c Config) effective() Config {
 	sentinelToZero(&c.InflightBytes, Unbounded)
 	sentinelToZero(&c.ReorderWindow, ZeroDuration)
 	sentinelToZero(&c.IdleRelease, ZeroDuration)
+	sentinelToZero(&c.MaxFuture, Unbounded)
 	sentinelToZero(&c.IdleCheck, ZeroDuration)
 	sentinelToZero(&c.TakeoverDelay, ZeroDuration)
 	return c

@@ -100,7 +100,7 @@ func (g partitionGauges) committed(appliedNs, seenMs int64) {
 var (
 	knownAlertKinds   = []string{records.EstimateChange, records.EstimateAccess}
 	knownLateActions  = []string{"reordered", "applied_at_latest", "late_output"}
-	knownDeadReasons  = []string{"decode", ReasonOutputRejected}
+	knownDeadReasons  = []string{"decode", ReasonFuture, ReasonOutputRejected}
 	knownRetryOps     = []string{"commit", "write outputs", "write dead letters"}
 	knownRejectReason = []string{"MESSAGE_TOO_LARGE", stream.ReasonExceedsBatchBytes, "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"}
 	knownFenced       = []string{"takeover", "rewound"}

@@ -66,7 +66,7 @@ func BenchmarkProcessor(b *testing.B) {
 	for b.Loop() {
 		cfg := DefaultConfig()
 		store := newMemoryB(b)
-		p, err := NewProcessor(cfg, store, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
+		p, err := NewProcessor(noFutureCheck(cfg), store, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func BenchmarkProcessorLive(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		store := newMemoryB(b)
-		p, err := NewProcessor(DefaultConfig(), store, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
+		p, err := NewProcessor(noFutureCheck(DefaultConfig()), store, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
 		if err != nil {
 			b.Fatal(err)
 		}

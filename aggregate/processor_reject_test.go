@@ -353,3 +353,75 @@ func TestRejectedFinalEstimate(t *testing.T) {
 		t.Fatalf("dead letters %+v, want one output_rejected at observations/0@final", dls)
 	}
 }
+
+// TestProcessorRejectsFuture: an observation more than Config.MaxFuture
+// ahead of the Processor's clock is a dead letter with reason "future" (its
+// position, how far ahead, the bound), counted in Stats.Future and in
+// dead_letters_total{reason="future"}, and is not applied: the object's
+// estimate stays as of its last observation in time, and the visits after
+// the bad one are not late. Within the bound, or with MaxFuture Unbounded,
+// it is applied, and then makes every later visit late (the harm the bound
+// prevents).
+func TestProcessorRejectsFuture(t *testing.T) {
+	visit := func(at time.Time, digest string) string {
+		return fmt.Sprintf(`{"object":"http://y.example/","time":%q,"kind":"visit","digest":%q}`+"\n", at.Format(time.RFC3339), digest)
+	}
+	// The clock stands at t0 + 6h; the visits are hourly from t0, and the
+	// second one's time is a typo (a century ahead).
+	now := t0.Add(6 * time.Hour)
+	in := visit(t0, "A") + visit(t0.AddDate(100, 0, 0), "A") + visit(t0.Add(time.Hour), "B") +
+		visit(t0.Add(2*time.Hour), "C") + visit(t0.Add(3*time.Hour), "D") + visit(now.Add(23*time.Hour), "E")
+	for _, tc := range []struct {
+		name      string
+		maxFuture time.Duration
+		future    int // dead letters
+		late      int64
+		asOf      time.Time
+	}{
+		{"default", 0, 1, 0, now.Add(23 * time.Hour)},        // a day: the last visit is 23 h ahead, in time
+		{"one hour", time.Hour, 2, 0, t0.Add(3 * time.Hour)}, // the last visit is beyond it too
+		{"unbounded", Unbounded, 0, 4, t0.AddDate(100, 0, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.DisableReorder = true
+			cfg.Model.EmitInterval = ZeroDuration
+			cfg.MaxFuture = tc.maxFuture
+			sink := stream.NewMemorySink()
+			reg := prometheus.NewRegistry()
+			p, err := NewProcessor(cfg, newMemory(t), sink, slog.New(slog.DiscardHandler), reg, func() time.Time { return now })
+			if err != nil {
+				t.Fatal(err)
+			}
+			runReaderBounded(t, p, []byte(in))
+
+			dls := decodeDeadLetters(t, sink.Messages(stream.TopicDeadLetter))
+			if len(dls) != tc.future {
+				t.Fatalf("%d dead letters, want %d: %+v", len(dls), tc.future, dls)
+			}
+			for _, d := range dls {
+				if d.Reason != ReasonFuture || d.Position == "" || !strings.Contains(d.Error, "ahead of the clock") || !strings.Contains(d.Error, "MAX_FUTURE") {
+					t.Errorf("dead letter %+v: want reason %q, a position and an error naming the bound", d, ReasonFuture)
+				}
+			}
+			if tc.future > 0 && !strings.Contains(dls[0].Error, "36523.8 days") { // 100 years (36,524 days) less 6 h
+				t.Errorf("dead letter error %q does not say how far ahead the time is", dls[0].Error)
+			}
+			st := p.Stats()
+			if st.Future != int64(tc.future) || st.Observations != int64(6-tc.future) || st.Late != tc.late || st.Rejected != 0 {
+				t.Errorf("stats %+v: want Future %d, Observations %d, Late %d, no decode rejections", st, tc.future, 6-tc.future, tc.late)
+			}
+			if got := counterValue(t, p.metrics.deadLetters.WithLabelValues(ReasonFuture)); got != float64(tc.future) {
+				t.Errorf("dead_letters_total{reason=future} = %v, want %d", got, tc.future)
+			}
+			ests := sink.Messages(stream.TopicEstimates)
+			var last records.Estimate
+			if err := json.Unmarshal(ests[len(ests)-1].Value, &last); err != nil {
+				t.Fatal(err)
+			}
+			if !last.AsOf.Equal(tc.asOf) {
+				t.Errorf("last estimate as of %s, want %s", last.AsOf, tc.asOf)
+			}
+		})
+	}
+}

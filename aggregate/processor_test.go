@@ -64,12 +64,20 @@ func truthLog(seed uint64, n, days int) ([]byte, map[string]float64) {
 func newTestProcessor(t *testing.T, cfg Config, store state.Store) (*Processor, *stream.MemorySink) {
 	t.Helper()
 	sink := stream.NewMemorySink()
-	p, err := NewProcessor(cfg, store, sink, slog.New(slog.DiscardHandler), prometheus.NewRegistry(),
+	p, err := NewProcessor(noFutureCheck(cfg), store, sink, slog.New(slog.DiscardHandler), prometheus.NewRegistry(),
 		func() time.Time { return t0 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, sink
+}
+
+// noFutureCheck returns cfg without the MaxFuture check: the test clock
+// stands at t0 while the simulated data run for days or months after it
+// (TestProcessorRejectsFuture tests the check).
+func noFutureCheck(cfg Config) Config {
+	cfg.MaxFuture = Unbounded
+	return cfg
 }
 
 func newMemory(t *testing.T) *state.Memory {

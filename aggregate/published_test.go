@@ -83,7 +83,7 @@ func TestEstimateIndexSeesPublishedEstimates(t *testing.T) {
 			}
 			idx := &recordingIndex{}
 			sink := stream.NewMemorySink()
-			p, err := NewProcessor(cfg, newMemory(t), sink, slog.New(slog.DiscardHandler), prometheus.NewRegistry(),
+			p, err := NewProcessor(noFutureCheck(cfg), newMemory(t), sink, slog.New(slog.DiscardHandler), prometheus.NewRegistry(),
 				func() time.Time { return t0 }, WithEstimateIndex(idx))
 			if err != nil {
 				t.Fatal(err)

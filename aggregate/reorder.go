@@ -58,6 +58,10 @@ const reorderObject = "\x00changerate:reorder"
 // output.
 const ReasonLate = "late"
 
+// ReasonFuture is the dead-letter reason of an observation whose event
+// time lies more than Config.MaxFuture ahead of the Processor's clock.
+const ReasonFuture = "future"
+
 // heldKey orders a held observation; slot is its place in the buffer's
 // slab (the heap moves 24-byte keys, not observations).
 type heldKey struct {

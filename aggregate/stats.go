@@ -9,7 +9,11 @@ type Stats struct {
 	// Messages is the input messages handled; Rejected those that did not
 	// decode (dead-lettered, reason "decode").
 	Messages, Rejected int64
-	// Observations decoded; of them Applied (changed the state),
+	// Future counts the observations not applied because their event time
+	// lay more than Config.MaxFuture ahead of the clock (dead-lettered,
+	// reason "future").
+	Future int64
+	// Observations decoded (and not Future); of them Applied (changed the state),
 	// Duplicates, NoInformation (a visit that says nothing about change),
 	// Late (beyond the allowed lateness: written to the late output).
 	Observations, Applied, Duplicates, NoInformation, Late int64
@@ -17,6 +21,12 @@ type Stats struct {
 	// time seen on their partition (put in order by the reorder buffer, or
 	// applied at once and, if need be, at their object's latest time).
 	Reordered int64
+	// AppliedAtLatest counts the observations applied at their object's
+	// latest time because they were older than it (within the allowed
+	// lateness); a visit among them counts as NoInformation unless it
+	// carries an explicit change flag (its content is older than the
+	// digest or Last-Modified held).
+	AppliedAtLatest int64
 	// Objects is the objects seen for the first time (no stored state).
 	Objects int64
 	// ChangeEstimates and AccessEstimates count published estimates;
@@ -29,17 +39,17 @@ type Stats struct {
 }
 
 type statCounters struct {
-	messages, rejected, observations, applied, duplicates, noInfo, late, reordered atomic.Int64
-	objects, changeEst, accessEst, rated, finalObjects, finalWithRate              atomic.Int64
+	messages, rejected, future, observations, applied, duplicates, noInfo, late, reordered, atLatest atomic.Int64
+	objects, changeEst, accessEst, rated, finalObjects, finalWithRate                                atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
 func (p *Processor) Stats() Stats {
 	s := &p.stats
 	return Stats{
-		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Observations: s.observations.Load(),
+		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Future: s.future.Load(), Observations: s.observations.Load(),
 		Applied: s.applied.Load(), Duplicates: s.duplicates.Load(), NoInformation: s.noInfo.Load(),
-		Late: s.late.Load(), Reordered: s.reordered.Load(), Objects: s.objects.Load(),
+		Late: s.late.Load(), Reordered: s.reordered.Load(), AppliedAtLatest: s.atLatest.Load(), Objects: s.objects.Load(),
 		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
 		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(),
 	}

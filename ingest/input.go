@@ -314,6 +314,15 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 	}
 }
 
+// CorruptInput reports whether err, from reading a gzip stream, means the
+// stream is corrupt or truncated (bad input, reason ReasonCorrupt) rather
+// than a failure of the reading itself.
+func CorruptInput(err error) bool {
+	var corrupt flate.CorruptInputError
+	return errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // readFailed handles an error from reading an input after it was opened:
 // an input beyond MaxDecompressedBytes or a corrupt or truncated gzip
 // stream is bad input (one dead letter, reason "too-large" or "corrupt";
@@ -321,12 +330,10 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 // is a failure of the input (reported, ErrInput at the end).
 func (w *worker) readFailed(ctx context.Context, prefix string, at int64, err error) error {
 	var reason string
-	var corrupt flate.CorruptInputError
 	switch {
 	case errors.Is(err, errTooLarge):
 		reason = ReasonTooLarge
-	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader), errors.As(err, &corrupt),
-		errors.Is(err, io.ErrUnexpectedEOF):
+	case CorruptInput(err):
 		reason = ReasonCorrupt
 	default:
 		return &inputError{fmt.Errorf("read: %w", err)}

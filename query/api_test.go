@@ -112,6 +112,8 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	// last observations were accesses keeps a change record as of its last
 	// visit batch, and the API answers the newer state.)
 	cfg.ReorderWindow = time.Hour
+	// The clock stands at t0, before the workload's later days.
+	cfg.MaxFuture = aggregate.Unbounded
 	idx := query.NewIndex(query.IndexConfig{})
 	mem := stream.NewMemorySink()
 	tee := query.NewTeeSink(mem, idx, cfg.EstimatesTopic, cfg.AlertsTopic, logger)

@@ -56,6 +56,7 @@ type config struct {
 	PoolSites     int                `envconfig:"POOL_SITES" default:"0" desc:"sites per partition whose pooled (empirical-Bayes) prior is kept, e.g. 10000; 0 (default) disables the experimental pooled estimate (not reproduced byte for byte across batch boundaries or restarts)"`
 	PoolPublish   bool               `envconfig:"POOL_PUBLISH" desc:"publish the pooled estimate as the best one for objects with fewer than 5 changes (meets its target on simulated sites, not on php/doc-en: docs/eval)"`
 	IdleCheck     time.Duration      `envconfig:"IDLE_CHECK" desc:"a partition idle this long checks that Redis still holds its last commit (and reloads if Redis lost writes); 0 disables"`
+	MaxFuture     time.Duration      `envconfig:"MAX_FUTURE" desc:"an observation whose event time is more than this ahead of the wall clock is not applied but dead-lettered (reason future), so that a log line with a wrong clock cannot stretch its object's history and make the later observations late; 0: no limit"`
 	ReorderWindow time.Duration      `envconfig:"REORDER_WINDOW" desc:"service mode: per partition, observations are held until the latest event time seen is this much later, then applied in event-time order (the watermark's bounded out-of-orderness; also how long, in event time, an estimate waits); older arrivals are applied at once, within LATE_TOLERANCE of their object's latest"`
 	IdleRelease   time.Duration      `envconfig:"IDLE_RELEASE" desc:"a partition without input this long applies the observations its reorder buffer holds (0: only when newer ones arrive)"`
 	OnStateLoss   string             `envconfig:"ON_STATE_LOSS" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
@@ -132,6 +133,7 @@ func newConfig() config {
 		AlertSiteTop:      m.Alerts.SiteTop,
 		IdleCheck:         pc.IdleCheck,
 		ReorderWindow:     pc.ReorderWindow,
+		MaxFuture:         pc.MaxFuture,
 		IdleRelease:       pc.IdleRelease,
 		OnStateLoss:       aggregate.OnStateLossStop, // the library's "" means it
 		TakeoverDelay:     pc.TakeoverDelay,
@@ -203,6 +205,7 @@ func (c *config) validate() error {
 		{c.BatchSize < 1, "BATCH_SIZE", "at least 1", c.BatchSize},
 		{c.CacheObjects < 0, "CACHE_OBJECTS", "0 (unbounded) or more", c.CacheObjects},
 		{c.PoolSites < 0, "POOL_SITES", "0 (off) or more", c.PoolSites},
+		{c.IdleTTL < 0, "IDLE_TTL", "a duration of 0 (never) or more", c.IdleTTL},
 		{c.LateTolerance < 0, "LATE_TOLERANCE", "a duration of 0 or more", c.LateTolerance},
 		{c.EmitInterval < 0, "EMIT_INTERVAL", "a duration of 0 or more", c.EmitInterval},
 		{c.ReportPeriod < time.Second, "REPORT_PERIOD", "at least 1s", c.ReportPeriod},
@@ -210,6 +213,7 @@ func (c *config) validate() error {
 		{c.IdleCheck < 0, "IDLE_CHECK", "a duration of 0 or more", c.IdleCheck},
 		{c.IdleRelease < 0, "IDLE_RELEASE", "a duration of 0 or more", c.IdleRelease},
 		{c.ReorderWindow < 0, "REORDER_WINDOW", "a duration of 0 or more", c.ReorderWindow},
+		{c.MaxFuture < 0, "MAX_FUTURE", "a duration of 0 or more", c.MaxFuture},
 		{c.DrainTimeout <= 0, "DRAIN_TIMEOUT", "a positive duration", c.DrainTimeout},
 		{c.TopicLate == "", "LATE_TOPIC", "a topic name", `""`},
 	}
@@ -279,6 +283,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.IdleCheck = explicitZero(c.IdleCheck, aggregate.ZeroDuration)
 	pc.IdleRelease = explicitZero(c.IdleRelease, aggregate.ZeroDuration)
 	pc.ReorderWindow = explicitZero(c.ReorderWindow, aggregate.ZeroDuration)
+	pc.MaxFuture = explicitZero(c.MaxFuture, aggregate.Unbounded)
 	// Filter mode sorts its input by event time first: the reorder buffer
 	// would only hold (in memory) what is already in order.
 	pc.DisableReorder = c.In != "" && c.Sort

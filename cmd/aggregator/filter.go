@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"time"
 
@@ -36,15 +37,21 @@ var errNothingUsable = errors.New("nothing could be used")
 // inputStats counts the filter input before the processor sees it.
 type inputStats struct {
 	lines, blank, rejected int64
-	sorted                 bool
-	runs                   int
+	// corrupt is 1 when a compressed input broke off (truncated or
+	// corrupt gzip): the rest of it was abandoned.
+	corrupt int64
+	sorted  bool
+	runs    int
 }
 
 // checkObservations reads the first lines of in and fails with a clear
 // message when none of them is an observation (a raw log given to the
 // aggregator instead of to ingest), naming the formats whose parser accepts
-// them. It returns a reader of the whole input.
-func checkObservations(in io.Reader, name string) (io.Reader, error) {
+// them. It returns a reader of the whole input. When the first observation's
+// object is not a canonical URL (profile: URL_PROFILE, as ingest makes and
+// the query API looks up), it logs a warning: the aggregator uses objects
+// as given, so hand-made observations belong through ingest --format=jsonl.
+func checkObservations(in io.Reader, name, profile string, logger *slog.Logger) (io.Reader, error) {
 	br := bufio.NewReaderSize(in, 1<<20)
 	var head bytes.Buffer
 	var sample [][]byte
@@ -55,7 +62,13 @@ func checkObservations(in io.Reader, name string) (io.Reader, error) {
 		line, err := br.ReadBytes('\n')
 		head.Write(line)
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if _, derr := records.DecodeObservation(t); derr == nil {
+			if o, derr := records.DecodeObservation(t); derr == nil {
+				if canon, _, err := parse.NewCanonicalizer(profile, -1).Canonical([]byte(o.Object)); err == nil && canon != o.Object {
+					logger.Warn("aggregator: objects are used as given, and this one is not a canonical URL: "+
+						"the same page written another way becomes another object, which the query API's url= cannot find; "+
+						"pass hand-made observations through ingest --format=jsonl, which canonicalises them",
+						"input", name, "object", o.Object, "canonical", canon)
+				}
 				return rest, nil
 			}
 			sample = append(sample, t)
@@ -164,6 +177,22 @@ func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter f
 	return pr, func() error { pr.Close(); return s.Close() }, nil
 }
 
+// abandoned reports a compressed input that broke off (cut.broken): one
+// dead letter with reason corrupt at the line it cut, a warning and the
+// summary's count, as ingest reports it; the lines before it were used.
+func abandoned(ctx context.Context, cut *cutReader, name string, sink stream.Sink, topic string, logger *slog.Logger, ist *inputStats) error {
+	line, lost, err := cut.broken()
+	if err == nil {
+		return nil
+	}
+	logger.Warn("aggregator: abandoning the rest of an input", "input", name, "reason", ingest.ReasonCorrupt, "line", line, "err", err)
+	ist.corrupt = 1
+	dl := records.NewDeadLetter(time.Now(), "aggregator", "observations", fmt.Sprintf("%s:%d", name, line), ingest.ReasonCorrupt,
+		fmt.Errorf("input abandoned: %w (the compressed stream is truncated or corrupt; %d bytes of line %d were read before it broke off)", err, lost, line), nil)
+	v, _ := json.Marshal(dl)
+	return sink.Write(ctx, stream.Message{Topic: topic, Value: v})
+}
+
 // summary is the end-of-run report of the filter mode, printed on stderr.
 type summary struct {
 	in       inputStats
@@ -197,16 +226,17 @@ func (s summary) write(w io.Writer) {
 	p("lines read", lines, order)
 	p("observations", s.st.Observations, "")
 	p("applied", s.st.Applied, "")
-	p("reordered", s.st.Reordered, "arrived out of event-time order, applied in order")
+	reorderNote := "arrived out of event-time order, applied in order"
+	if s.st.AppliedAtLatest > 0 {
+		reorderNote = fmt.Sprintf("arrived out of event-time order: %d applied at their object's latest time (older than it), the rest in order",
+			s.st.AppliedAtLatest)
+	}
+	p("reordered", s.st.Reordered, reorderNote)
 	p("late", s.st.Late, "beyond the allowed lateness; written to "+s.lateTo)
 	p("duplicates", s.st.Duplicates, "delivered again (same source position)")
-	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, no digest)")
-	rej := s.in.rejected + s.st.Rejected
-	note := ""
-	if rej > 0 {
-		note = fmt.Sprintf("decode: %d (dead letters)", rej)
-	}
-	p("rejected", rej, note)
+	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, no digest or Last-Modified,"+
+		" or applied at a later time without a change flag)")
+	p("rejected", s.rejected(), s.rejectedNote())
 	if s.final {
 		p("objects", s.st.FinalObjects, "")
 		p("objects with a rate", s.st.FinalWithRate, "")
@@ -217,18 +247,44 @@ func (s summary) write(w io.Writer) {
 	}
 }
 
+// rejected is the input lines not used as observations: undecodable,
+// ahead of the clock (MAX_FUTURE) or the rest of a corrupt input.
+func (s summary) rejected() int64 { return s.in.rejected + s.in.corrupt + s.st.Rejected + s.st.Future }
+
+// rejectedNote gives the rejected lines by reason (all dead letters).
+func (s summary) rejectedNote() string {
+	var parts []string
+	for _, r := range []struct {
+		reason string
+		n      int64
+	}{{"decode", s.in.rejected + s.st.Rejected}, {aggregate.ReasonFuture, s.st.Future}, {ingest.ReasonCorrupt, s.in.corrupt}} {
+		if r.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", r.reason, r.n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ") + " (dead letters)"
+}
+
 // verdict returns an error wrapping errNothingUsable when the run used
 // nothing: every line rejected, or observations read and no rate.
 func (s summary) verdict() error {
-	rej := s.in.rejected + s.st.Rejected
+	rej := s.rejected()
 	switch {
 	case s.st.Observations == 0 && rej == 0:
 		return fmt.Errorf("%w: the input had no observations (empty)", errNothingUsable)
 	case s.st.Observations == 0 && rej > 0:
-		return fmt.Errorf("%w: every one of the %d input lines was rejected (see the dead letters)", errNothingUsable, rej)
+		return fmt.Errorf("%w: every one of the %d input lines was rejected (%s)", errNothingUsable, rej, s.rejectedNote())
 	case s.st.Observations > 0 && s.final && s.st.FinalWithRate == 0,
 		s.st.Observations > 0 && !s.final && s.st.RatedEstimates == 0:
-		return fmt.Errorf("%w: %d observations were read but no object got a rate (too few informative visits or accesses per object)", errNothingUsable, s.st.Observations)
+		why := "too few informative visits or accesses per object"
+		if s.st.Late > 0 {
+			why += fmt.Sprintf("; %d observations were late, older than their object's latest by more than the allowed lateness %s: "+
+				"an input far from event-time order needs sorting, %s true (the default)", s.st.Late, opt("LATE_TOLERANCE"), opt("SORT"))
+		}
+		return fmt.Errorf("%w: %d observations were read but no object got a rate (%s)", errNothingUsable, s.st.Observations, why)
 	}
 	return nil
 }
@@ -348,11 +404,11 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	}
 	g.Go(func() error {
 		defer cancel() // the input ended: stop the HTTP server too
-		in, err := gunzipInput(in, name)
+		in, cut, err := gunzipInput(in, name)
 		if err != nil {
 			return err
 		}
-		in, err = checkObservations(in, name)
+		in, err = checkObservations(in, name, cfg.URLProfile, logger)
 		if err != nil {
 			return err
 		}
@@ -366,7 +422,10 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 			defer closeSort()
 			in = sorted
 		}
-		return stream.NewReaderSource(cfg.Topics.Observations, in, 0).Run(gctx, proc.Handle)
+		if err := stream.NewReaderSource(cfg.Topics.Observations, in, 0).Run(gctx, proc.Handle); err != nil {
+			return err
+		}
+		return abandoned(gctx, cut, name, sink, cfg.Topics.DeadLetter, logger, &ist)
 	})
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err

@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -101,6 +103,71 @@ func TestOwnOutputIsNamed(t *testing.T) {
 		_, _, err := filter(t, []byte(tc.in))
 		if !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "unknown field") {
 			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestTruncatedGzipKeepsWholeLines: a compressed input that breaks off
+// (truncated, or corrupt further on) is used up to its last whole line, as
+// ingest does: the estimates are those of the whole lines alone, the line
+// cut short is dropped, and one dead letter (reason corrupt, at that
+// line's number) and the summary report the rest as abandoned; sorted or
+// in input order alike. Without the cut reader the run fails with
+// "unexpected EOF" and publishes nothing.
+func TestTruncatedGzipKeepsWholeLines(t *testing.T) {
+	var plain bytes.Buffer
+	for _, l := range genLog(11, 40, 96) {
+		plain.Write(l)
+		plain.WriteByte('\n')
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain.Bytes())
+	zw.Close()
+	corrupt := bytes.Clone(gz.Bytes())
+	corrupt[len(corrupt)*2/3] ^= 0xff // a flipped byte: corrupt data or a checksum error
+	for _, tc := range []struct {
+		name string
+		in   []byte
+	}{
+		{"truncated", gz.Bytes()[:gz.Len()/2]},
+		{"corrupt", corrupt},
+	} {
+		// What a gzip reader gets before the damage, and its whole lines.
+		zr, err := gzip.NewReader(bytes.NewReader(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := io.ReadAll(zr)
+		if err == nil {
+			t.Fatalf("%s: the damaged stream decompressed without error", tc.name)
+		}
+		whole := read[:bytes.LastIndexByte(read, '\n')+1]
+		line := bytes.Count(whole, []byte{'\n'}) + 1
+		if line < 10 || len(whole) == len(read) {
+			t.Fatalf("%s: %d whole lines, %d bytes cut short: pick another cut", tc.name, line-1, len(read)-len(whole))
+		}
+		for _, sorted := range []string{"--sort=true", "--sort=false"} {
+			want, _, err := filter(t, whole, sorted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, stderr, err := filter(t, tc.in, sorted)
+			if err != nil {
+				t.Fatalf("%s %s: %v\n%s", tc.name, sorted, err, stderr)
+			}
+			if got != want || want == "" {
+				t.Errorf("%s %s: %d bytes of estimates, want those of the %d whole lines (%d bytes), byte-identical", tc.name, sorted, len(got), line-1, len(want))
+			}
+			dl := fmt.Sprintf(`"position":"stdin:%d","reason":"corrupt"`, line)
+			for _, want := range []string{dl, "input abandoned", "corrupt: 1 (dead letters)"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("%s %s: stderr lacks %q:\n%s", tc.name, sorted, want, stderr)
+				}
+			}
+			if !regexp.MustCompile(fmt.Sprintf(`lines read +%d\b`, line-1)).MatchString(stderr) {
+				t.Errorf("%s %s: the summary does not count the %d whole lines read:\n%s", tc.name, sorted, line-1, stderr)
+			}
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +271,69 @@ func TestLateOutputInFilterMode(t *testing.T) {
 	_, stderr, err = filter(t, in.Bytes())
 	if err != nil || summaryCount(t, stderr, "late") != 0 || summaryCount(t, stderr, "applied") != 5 {
 		t.Fatalf("sorted: %v\n%s", err, stderr)
+	}
+}
+
+// TestSummaryExplainsRejectsAndOrder: the summary says what became of each
+// line: a visit dated a century ahead is a dead letter with reason future
+// (and the later visits are applied, not late); with --sort=false an
+// out-of-order visit applied at its object's latest time is counted as
+// such and as no information; an input in reverse order whose visits are
+// all late fails with a message naming the late observations and --sort.
+func TestSummaryExplainsRejectsAndOrder(t *testing.T) {
+	visit := func(at, digest string) string {
+		return `{"object":"http://y.example/","time":"2026-10-02T` + at + `:00Z","kind":"visit","digest":"sha1:` + digest + `"}` + "\n"
+	}
+	future := visit("09:00", "A") + strings.Replace(visit("10:00", "A"), "2026-10-02", "2100-10-02", 1) +
+		visit("11:00", "B") + visit("12:00", "C") + visit("13:00", "D")
+	_, stderr, err := filter(t, []byte(future))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"reason":"future"`, "future: 1 (dead letters)", "ahead of the clock"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("future visit: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if !regexp.MustCompile(`late +0\b`).MatchString(stderr) {
+		t.Errorf("future visit: later visits counted late:\n%s", stderr)
+	}
+
+	unordered := visit("10:00", "A") + visit("11:00", "B") + visit("12:00", "C") + visit("10:30", "D") + visit("13:00", "D")
+	_, stderr, err = filter(t, []byte(unordered), "--sort=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`reordered +1 +arrived out of event-time order: 1 applied at their object's latest time`,
+		`no information +1 +.*applied at a later time without a change flag`} {
+		if !regexp.MustCompile(re).MatchString(stderr) {
+			t.Errorf("out-of-order visit: summary does not match %q:\n%s", re, stderr)
+		}
+	}
+
+	var reversed strings.Builder
+	for h := 23; h >= 0; h-- {
+		reversed.WriteString(visit(fmt.Sprintf("%02d:00", h), strconv.Itoa(h)))
+	}
+	_, _, err = filter(t, []byte(reversed.String()), "--sort=false", "--late-tolerance=30m")
+	if !errors.Is(err, errNothingUsable) || !regexp.MustCompile(`; 2\d observations were late`).MatchString(err.Error()) || !strings.Contains(err.Error(), "sorting, CHANGERATE_SORT (--sort) true") {
+		t.Errorf("reversed input: %v, want an error naming the late observations and --sort", err)
+	}
+}
+
+// TestNonCanonicalObjectWarns: an observation whose object is not the
+// canonical URL that ingest makes (and the query API looks up) is used as
+// given, with a warning naming its canonical form; canonical objects give
+// no warning.
+func TestNonCanonicalObjectWarns(t *testing.T) {
+	line := func(obj string) []byte {
+		return []byte(`{"object":"` + obj + `","time":"2026-10-02T09:00:00Z","kind":"visit","digest":"sha1:A"}` + "\n")
+	}
+	_, stderr, _ := filter(t, line("HTTP://A.EXAMPLE:80/x#frag"))
+	if !strings.Contains(stderr, "not a canonical URL") || !strings.Contains(stderr, "canonical=http://a.example/x") || !strings.Contains(stderr, "ingest --format=jsonl") {
+		t.Errorf("non-canonical object: no warning naming the canonical form:\n%s", stderr)
+	}
+	if _, stderr, _ := filter(t, line("http://a.example/x")); strings.Contains(stderr, "canonical") {
+		t.Errorf("canonical object: unexpected warning:\n%s", stderr)
 	}
 }

@@ -3,6 +3,7 @@ package cliconfig
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 )
@@ -15,6 +16,9 @@ type ByteSize int64
 
 // Decode implements Decoder.
 func (b *ByteSize) Decode(s string) error {
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return fmt.Errorf("a size cannot be negative (0 means the option's default or no bound, as it documents)")
+	}
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
 		return fmt.Errorf("want a size such as 256MiB, 1GiB, 500MB or 1048576 (%v)", err)

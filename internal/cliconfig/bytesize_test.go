@@ -1,6 +1,9 @@
 package cliconfig
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestByteSizeDecode(t *testing.T) {
 	for _, tc := range []struct {
@@ -22,6 +25,11 @@ func TestByteSizeDecode(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && int64(b) != tc.want) {
 			t.Errorf("Decode(%q) = %d, %v; want %d (ok %v)", tc.in, b, err, tc.want, tc.ok)
 		}
+	}
+	// A negative size is named as such, not as a parser's internals.
+	var b ByteSize
+	if err := b.Decode("-1"); err == nil || !strings.Contains(err.Error(), "cannot be negative") || strings.Contains(err.Error(), "ParseFloat") {
+		t.Errorf("Decode(-1): %v, want an error saying a size cannot be negative", err)
 	}
 }
 
