@@ -175,5 +175,8 @@ func TestTabularFormats(t *testing.T) {
 			want: &records.Observation{Object: "reference/exec/functions/proc-open.xml", Time: time.Unix(1787331093, 0).UTC(), Kind: records.KindVisit, Changed: records.Changed, Format: "changes-tsv"}},
 		{name: "no tab", line: "reference 1787331093", reason: ReasonFields},
 		{name: "bad time", line: "a\tnow", reason: ReasonTime},
+		// A NASA TSV line whose last field is a number is not a path and a time.
+		{name: "nasa line", line: "h\t-\t807256800\tGET\t/x\t304\t0", reason: ReasonFields},
+		{name: "trailing tab", line: "a\t1787331093\t", reason: ReasonFields},
 	})
 }

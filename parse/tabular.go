@@ -160,10 +160,10 @@ func (p *worldCupParser) parse(line []byte, obs *records.Observation) error {
 	return nil
 }
 
-// changes-tsv: "path<TAB>unix_time" lines of true change times (the
-// php-doc-en git history): each line is a visit that saw a change
-// (records.KindVisit, Changed) at that time, by an observer that sees every
-// change. The path is the object (kept as written, not a URL).
+// changes-tsv: "path<TAB>unix_time" lines (exactly two fields) of true
+// change times (the php-doc-en git history): each line is a visit that saw
+// a change (records.KindVisit, Changed) at that time, by an observer that
+// sees every change. The path is the object (kept as written, not a URL).
 type changesTSVParser struct {
 	intern map[string]string
 }
@@ -182,9 +182,14 @@ func (p *changesTSVParser) parse(line []byte, obs *records.Observation) error {
 	if line[0] == '#' {
 		return skip(ReasonComment)
 	}
-	tab := bytes.LastIndexByte(line, '\t')
+	tab := bytes.IndexByte(line, '\t')
 	if tab <= 0 {
 		return reject(ReasonFields, "changes line has no path<TAB>time")
+	}
+	if n := bytes.Count(line, []byte{'\t'}) + 1; n != 2 {
+		// A path never holds a tab (git quotes such paths): this is
+		// another tab-separated format (NASA TSV has 7 to 9 fields).
+		return reject(ReasonFields, "changes line has %d fields, want 2 (path<TAB>time)", n)
 	}
 	t, err := epochTime(line[tab+1:])
 	if err != nil {
