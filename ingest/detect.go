@@ -57,7 +57,11 @@ func DetectFormat(paths []string, cfg parse.Config) ([]parse.Candidate, string, 
 	return nil, "", fmt.Errorf("ingest: %w (%s)", ErrNothingToSample, strings.Join(why, "; "))
 }
 
-// sampleFile returns the first n non-blank lines of a plain or gzip file.
+// sampleFile returns the first n non-blank lines of a plain or gzip file,
+// as Run gives them to the parser: without the line ending, otherwise
+// untouched (a parser may depend on leading or trailing blanks, e.g. the
+// empty last fields of a TSV line). Lines longer than sampleMaxLine, which
+// no parser sees whole, are passed over.
 func sampleFile(path string, n int) ([][]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -72,15 +76,22 @@ func sampleFile(path string, n int) ([][]byte, error) {
 			return nil, fmt.Errorf("ingest: %s: gzip: %w", path, err)
 		}
 		defer gz.Close()
+		gz.Multistream(true)
 		r = gz
 	}
-	sc := bufio.NewScanner(io.LimitReader(r, 4<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	lr := newLineReader(bufio.NewReaderSize(io.LimitReader(r, 4<<20), 64<<10), sampleMaxLine, 0)
 	var out [][]byte
-	for len(out) < n && sc.Scan() {
-		if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 {
+	for len(out) < n {
+		l, tooLong, err := lr.next(true)
+		if err != nil {
+			break
+		}
+		if !tooLong && len(bytes.TrimSpace(l)) > 0 {
 			out = append(out, append([]byte(nil), l...))
 		}
 	}
 	return out, nil
 }
+
+// sampleMaxLine is the longest line sampleFile returns.
+const sampleMaxLine = 1 << 20

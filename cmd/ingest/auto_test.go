@@ -100,3 +100,32 @@ func TestFailureNamesTheOption(t *testing.T) {
 		})
 	}
 }
+
+// TestHintJudgesAsTheParser: the formats suggested after a run with no
+// observation are judged on the lines as the parser reads them (trailing
+// tabs kept): NASA TSV lines are not "path<TAB>time" lines, and changes
+// lines with a trailing tab are accepted by no format.
+func TestHintJudgesAsTheParser(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, format, lines, want, not string
+	}{
+		{"nasa tsv", "changes-tsv", "pppa006.compuserve.com\t-\t807256800\tGET\t/images/launch-logo.gif\t200\t1713\t\t\n" +
+			"vcc7.langara.bc.ca\t-\t807256804\tGET\t/shuttle/missions/missions.html\t200\t8677\t\t\n",
+			"accepted by: --format=nasa-tsv (2 of 2 sample lines)\n", "--format=changes-tsv ("},
+		{"changes with a trailing tab", "squid", "reference/curl/examples.xml\t1787323608\t\n",
+			"no format's parser accepts the first lines", "accepted by"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			os.WriteFile(p, []byte(tc.lines), 0o644)
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"--format=" + tc.format, "--dead-letter=/dev/null", "--log-level=error", p}, nil, &stdout, &stderr); code != 1 {
+				t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), tc.not) {
+				t.Errorf("stderr lacks %q or has %q:\n%s", tc.want, tc.not, stderr.String())
+			}
+		})
+	}
+}
