@@ -71,7 +71,9 @@ func checkObservations(in io.Reader, name, profile string, logger *slog.Logger) 
 				}
 				return rest, nil
 			}
-			sample = append(sample, t)
+			// The parsers are tried on the line as ingest reads it:
+			// without the line ending, otherwise untouched.
+			sample = append(sample, bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
 		}
 		if err != nil {
 			break

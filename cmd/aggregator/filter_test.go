@@ -54,16 +54,31 @@ func ingestFiles(t *testing.T, format string, zone *time.Location, paths ...stri
 }
 
 // TestRawLogIsRefused: a raw log fed to the aggregator (instead of to
-// ingest) fails with the format that reads it, not a decoding error.
+// ingest) fails with the format that reads it, not a decoding error; the
+// formats are tried on the lines as ingest reads them (trailing tabs kept:
+// a NASA TSV line is not "path<TAB>time").
 func TestRawLogIsRefused(t *testing.T) {
-	raw := "2006-02-23T10:33:28.285Z     1         56 dns:www.example.dk P http://www.example.dk/ text/dns #024 20060223103328263+18 sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 - -\n" +
-		"2006-02-23T10:33:29.285Z   200       1024 http://www.example.dk/ - - text/html #001 20060223103328263+18 sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 - -\n"
-	_, stderr, err := filter(t, []byte(raw))
-	if !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), "--format=heritrix") {
-		t.Fatalf("err %v; stderr %s", err, stderr)
-	}
-	if strings.Contains(err.Error(), "Go value") {
-		t.Errorf("error names Go types: %v", err)
+	for _, tc := range []struct {
+		name, raw, want, not string
+	}{
+		{"heritrix", "2006-02-23T10:33:28.285Z     1         56 dns:www.example.dk P http://www.example.dk/ text/dns #024 20060223103328263+18 sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 - -\n" +
+			"2006-02-23T10:33:29.285Z   200       1024 http://www.example.dk/ - - text/html #001 20060223103328263+18 sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 - -\n",
+			"--format=heritrix", "Go value"},
+		{"nasa tsv", "pppa006.compuserve.com\t-\t807256800\tGET\t/images/launch-logo.gif\t200\t1713\t\t\n" +
+			"vcc7.langara.bc.ca\t-\t807256804\tGET\t/shuttle/missions/missions.html\t200\t8677\t\t\n",
+			"ingest --format=nasa-tsv", "changes-tsv"},
+		{"changes with a trailing tab", "reference/curl/examples.xml\t1787323608\t\nreference/exec/functions/proc-open.xml\t1787331093\t\n",
+			"no ingest format accepts", "changes-tsv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, err := filter(t, []byte(tc.raw))
+			if !errors.Is(err, errNothingUsable) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q; stderr %s", err, tc.want, stderr)
+			}
+			if strings.Contains(err.Error(), tc.not) {
+				t.Errorf("error names %q: %v", tc.not, err)
+			}
+		})
 	}
 }
 
