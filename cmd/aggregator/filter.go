@@ -415,7 +415,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 			return err
 		}
 		if cfg.Sort {
-			sorted, closeSort, err := sortInput(in, name, cfg.ExternalSort.Memory, cfg.ExternalSort.Dir, func(dl []byte) error {
+			sorted, closeSort, err := sortInput(in, name, int64(cfg.ExternalSort.Memory), cfg.ExternalSort.Dir, func(dl []byte) error {
 				return sink.Write(gctx, stream.Message{Topic: cfg.Topics.DeadLetter, Value: dl})
 			}, &ist)
 			if err != nil {

@@ -33,7 +33,7 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 		"ObservationsTopic":    {cfg.ObservationsTopic, stream.TopicObservations},
 		"DeadLetterTopic":      {cfg.DeadLetterTopic, stream.TopicDeadLetter},
 		"Profile":              {o.Profile, parse.ProfileChangerate},
-		"SortMemory":           {o.ExternalSort.Memory, int64(extsort.DefaultMemory)},
+		"SortMemory":           {int64(o.ExternalSort.Memory), int64(extsort.DefaultMemory)},
 		// BATCH_SIZE also bounds the Kafka sink's batches: both libraries'
 		// defaults agree.
 		"KafkaConfig.BatchSize": {kc.BatchSize, stream.DefaultKafkaBatchSize},

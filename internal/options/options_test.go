@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -205,6 +207,50 @@ func TestTopicsAndSortValidate(t *testing.T) {
 	}
 	if err := errors.Join(DefaultTopics().Validate(), DefaultExternalSort().Validate()); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+}
+
+// TestExternalSort: the memory budget reads sizes as the other byte
+// options do; a negative budget's message gives the real default; the
+// spill directory must exist (checked at start, not at the first spill).
+func TestExternalSort(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		mem  int64
+		want string // "": valid
+	}{
+		{"flag size", nil, []string{"--sort-memory=1MiB"}, 1 << 20, ""},
+		{"env size", map[string]string{"CHANGERATE_SORT_MEMORY": "64KiB"}, nil, 64 << 10, ""},
+		{"plain number", nil, []string{"--sort-memory=100000"}, 100000, ""},
+		{"zero", nil, []string{"--sort-memory=0"}, 0, ""},
+		{"existing dir", nil, []string{"--sort-dir=" + t.TempDir()}, extsort.DefaultMemory, ""},
+		{"negative", nil, []string{"--sort-memory=-1"}, 0, "CHANGERATE_SORT_MEMORY (--sort-memory)"},
+		{"missing dir", nil, []string{"--sort-dir=/nonexistent"}, 0, "CHANGERATE_SORT_DIR (--sort-dir): stat /nonexistent"},
+		{"file as dir", nil, []string{"--sort-dir=" + file}, 0, "CHANGERATE_SORT_DIR (--sort-dir): " + file + " is not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := load(t, tc.env, tc.args...)
+			if err == nil {
+				err = a.ExternalSort.Validate()
+			}
+			if tc.want == "" {
+				if err != nil || int64(a.ExternalSort.Memory) != tc.mem {
+					t.Fatalf("memory %d, err %v; want %d", a.ExternalSort.Memory, err, tc.mem)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	err := ExternalSort{Memory: -1}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "0: the default, 256MiB") {
+		t.Errorf("negative budget: %v, want the default 256MiB named", err)
 	}
 }
 

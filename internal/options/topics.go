@@ -3,7 +3,9 @@ package options
 import (
 	"errors"
 	"fmt"
+	"os"
 
+	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/internal/extsort"
 	"github.com/changerate/changerate/stream"
 )
@@ -35,17 +37,31 @@ func (t Topics) Validate() error {
 // ExternalSort is the external sort of observations by event time: the
 // aggregator's in filter mode with SORT, ingest's with ORDER=time.
 type ExternalSort struct {
-	Memory int64  `envconfig:"SORT_MEMORY" desc:"sorting observations by event time (the aggregator's filter mode with SORT, ingest's ORDER=time): bytes sorted in memory; beyond, sorted runs spill to SORT_DIR"`
-	Dir    string `envconfig:"SORT_DIR" desc:"directory of the sort's spilled runs (default: the system temporary directory)"`
+	Memory cliconfig.ByteSize `envconfig:"SORT_MEMORY" desc:"sorting observations by event time (the aggregator's filter mode with SORT, ingest's ORDER=time): bytes sorted in memory, e.g. 1GiB; beyond, sorted runs spill to SORT_DIR"`
+	Dir    string             `envconfig:"SORT_DIR" desc:"directory of the sort's spilled runs (default: the system temporary directory)"`
 }
 
 // DefaultExternalSort holds internal/extsort's default memory budget.
-func DefaultExternalSort() ExternalSort { return ExternalSort{Memory: extsort.DefaultMemory} }
+func DefaultExternalSort() ExternalSort {
+	return ExternalSort{Memory: cliconfig.ByteSize(extsort.DefaultMemory)}
+}
 
-// Validate reports a negative memory budget.
+// Validate reports a negative memory budget and a spill directory that is
+// not an existing directory (found at start, not when the sort first
+// spills, after reading much of the input).
 func (s ExternalSort) Validate() error {
+	var errs []error
 	if s.Memory < 0 {
-		return fmt.Errorf("%s must be 0 (the default) or more bytes, got %d", Name("SORT_MEMORY"), s.Memory)
+		// 0 is also extsort's default (extsort.New).
+		errs = append(errs, fmt.Errorf("%s must be a size of 0 or more bytes (0: the default, %v), got %d", Name("SORT_MEMORY"),
+			cliconfig.ByteSize(extsort.DefaultMemory), int64(s.Memory)))
 	}
-	return nil
+	if s.Dir != "" {
+		if fi, err := os.Stat(s.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", Name("SORT_DIR"), err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("%s: %s is not a directory", Name("SORT_DIR"), s.Dir))
+		}
+	}
+	return errors.Join(errs...)
 }
