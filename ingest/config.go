@@ -39,6 +39,8 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/changerate/changerate/parse"
@@ -68,7 +70,8 @@ type Config struct {
 	Format string
 	// Paths are the inputs: files, directories (every regular file below,
 	// in lexical order, except hidden ones), glob patterns, or "-" for
-	// stdin. A file named twice is read once. Required.
+	// stdin. A file named twice is read once. Required. A glob that
+	// matches no file and a directory without one are errors (Inputs).
 	Paths []string
 	// Parse configures the parsers (zone, canonicalisation profile, ...);
 	// its zero value means parse's defaults.
@@ -104,8 +107,9 @@ type Config struct {
 	MaxRecordBytes int64
 	// BatchSize is the number of messages per Sink.Write. Default 1000.
 	BatchSize int
-	// CheckpointPath is the file that keeps each input's position. Default
-	// "": no checkpoint (every run reads every input from the start).
+	// CheckpointPath is the file that keeps each input's position; its
+	// directory must exist (Validate). Default "": no checkpoint (every run
+	// reads every input from the start).
 	CheckpointPath string
 	// CheckpointInterval is the least time between two writes of the
 	// checkpoint file while reading (each write is an fsync). Positions
@@ -216,6 +220,16 @@ func (c Config) Validate() error {
 	}
 	if d.DrainTimeout < 0 {
 		bad("DrainTimeout %v < 0", d.DrainTimeout)
+	}
+	if d.CheckpointPath != "" {
+		// Found now, not when the first checkpoint is written, after
+		// reading (and writing) observations.
+		dir := filepath.Dir(d.CheckpointPath)
+		if fi, err := os.Stat(dir); err != nil {
+			bad("CheckpointPath %q: its directory: %v", d.CheckpointPath, err)
+		} else if !fi.IsDir() {
+			bad("CheckpointPath %q: %s is not a directory", d.CheckpointPath, dir)
+		}
 	}
 	stdin := 0
 	for _, p := range d.Paths {

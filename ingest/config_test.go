@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,5 +37,35 @@ func TestConfigDefaults(t *testing.T) {
 		if !strings.Contains(err.Error(), "ingest: invalid config: "+field) {
 			t.Errorf("Validate = %v; does not name %s", err, field)
 		}
+	}
+}
+
+// TestConfigCheckpointDir: a checkpoint whose directory does not exist is
+// a configuration error, not a failure after reading everything.
+func TestConfigCheckpointDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct {
+		name, path, want string // want "": valid
+	}{
+		{"missing directory", "/nonexistent/cp", `CheckpointPath "/nonexistent/cp": its directory: stat /nonexistent`},
+		{"file as directory", filepath.Join(file, "cp"), file + " is not a directory"},
+		{"existing directory", filepath.Join(dir, "cp"), ""},
+		{"working directory", "cp.json", ""},
+		{"none", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Config{Format: "squid", Paths: []string{"-"}, CheckpointPath: tc.path}.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want ErrConfig and %q", err, tc.want)
+			}
+		})
 	}
 }

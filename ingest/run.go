@@ -248,6 +248,15 @@ func (r *runner) progress(ctx context.Context) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
+// Inputs returns the inputs that Run reads for paths: files, and the
+// files of directories and globs (names starting with "." passed over), in
+// order; "-" is stdin. A path that leads to no input (a glob that matches
+// nothing, a directory that holds no file) is an error wrapping ErrConfig,
+// as Run finds it before reading anything: a command checks its paths with
+// Inputs to report them with its other configuration errors. A file that
+// does not exist is an input, whose failure Run reports when it reads it.
+func Inputs(paths []string) ([]string, error) { return expandPaths(paths) }
+
 // expandPaths turns paths, directories and globs into a list of inputs.
 func expandPaths(paths []string) ([]string, error) {
 	var out []string
@@ -256,8 +265,10 @@ func expandPaths(paths []string) ([]string, error) {
 			out = append(out, p)
 			continue
 		}
+		before := len(out)
 		matches := []string{p}
-		if strings.ContainsAny(p, "*?[") {
+		glob := strings.ContainsAny(p, "*?[")
+		if glob {
 			m, err := filepath.Glob(p)
 			if err != nil {
 				return nil, fmt.Errorf("%w: Paths: bad glob %q: %v", ErrConfig, p, err)
@@ -293,6 +304,12 @@ func expandPaths(paths []string) ([]string, error) {
 			}
 			sort.Strings(files)
 			out = append(out, files...)
+		}
+		if len(out) == before {
+			if glob {
+				return nil, fmt.Errorf("%w: Paths: glob %q matches only directories that hold no file", ErrConfig, p)
+			}
+			return nil, fmt.Errorf("%w: Paths: directory %q holds no file (names starting with . are passed over)", ErrConfig, p)
 		}
 	}
 	// Each file is read once, even when named twice.

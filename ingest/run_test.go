@@ -147,6 +147,51 @@ func TestRunDirectoryGlobAndMissing(t *testing.T) {
 	}
 }
 
+// TestInputsLeadingNowhere: a glob that matches nothing and a directory
+// without a file to read are configuration errors, found before reading
+// (Inputs, and Run before any input); a missing file is an input.
+func TestInputsLeadingNowhere(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	hidden := filepath.Join(dir, "hidden")
+	os.Mkdir(hidden, 0o755)
+	writeFile(t, hidden, ".keep", "", false)
+	logs := filepath.Join(dir, "logs")
+	os.Mkdir(logs, 0o755)
+	writeFile(t, logs, "a.log", squidLines, false)
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		want  string // "": no error
+	}{
+		{"glob matching nothing", []string{logs, filepath.Join(dir, "*.nomatch")}, `Paths: glob "` + filepath.Join(dir, "*.nomatch") + `" matches nothing`},
+		{"empty directory", []string{empty}, `Paths: directory "` + empty + `" holds no file`},
+		{"hidden files only", []string{logs, hidden}, `Paths: directory "` + hidden + `" holds no file`},
+		{"glob of empty directories", []string{filepath.Join(dir, "[eh]*")}, "matches only directories that hold no file"},
+		{"directory with a file", []string{logs, filepath.Join(dir, "l*")}, ""},
+		{"missing file", []string{filepath.Join(dir, "missing.log")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Inputs(tc.paths)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Inputs: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Inputs: %v, want ErrConfig and %q", err, tc.want)
+			}
+			sink := stream.NewMemorySink()
+			sum, err := Run(context.Background(), Config{Format: "squid", Paths: tc.paths, ProgressInterval: -1}, sink, nil, nil)
+			if !errors.Is(err, ErrConfig) || len(sum.Inputs) != 0 || len(sink.Messages(stream.TopicObservations)) != 0 {
+				t.Fatalf("Run: %v, %d inputs read, want ErrConfig before reading", err, len(sum.Inputs))
+			}
+		})
+	}
+}
+
 func TestRunLongLinesAndNoFinalNewline(t *testing.T) {
 	dir := t.TempDir()
 	long := "1157689320.327 1 1.2.3.4 TCP_MISS/200 1 GET http://a.example/" + strings.Repeat("x", 500) + " - - -"

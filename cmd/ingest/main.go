@@ -242,7 +242,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	_ = stdin // Run reads os.Stdin for "-"
 	var sorter *ingest.SortingSink
 	if o.Order == "time" {
-		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, o.ExternalSort.Memory, o.ExternalSort.Dir, cfg.BatchSize)
+		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, int64(o.ExternalSort.Memory), o.ExternalSort.Dir, cfg.BatchSize)
 		defer sorter.Close()
 	}
 	var sum ingest.Summary
@@ -425,6 +425,12 @@ func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []s
 	if len(paths) == 0 {
 		return o, k, nil, cfgErr("no input: give FILE... arguments or %s_PATHS (use - for stdin)", envPrefix)
 	}
+	// A glob that matches nothing or an empty directory is found now, not
+	// after a run that read nothing.
+	if _, err := ingest.Inputs(paths); err != nil {
+		msg := strings.TrimPrefix(err.Error(), ingest.ErrConfig.Error()+": Paths: ")
+		return o, k, nil, cfgErr("FILE arguments or %s_PATHS (--paths): %s", envPrefix, msg)
+	}
 	return o, k, paths, nil
 }
 
@@ -499,6 +505,9 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		if strings.Contains(err.Error(), "Format") {
 			return cfg, cfgErr("%s_FORMAT (--format): %v", envPrefix, err)
+		}
+		if strings.Contains(err.Error(), "CheckpointPath") {
+			return cfg, cfgErr("%s_CHECKPOINT (--checkpoint) %s", envPrefix, strings.TrimPrefix(err.Error(), ingest.ErrConfig.Error()+": CheckpointPath "))
 		}
 		return cfg, cfgErr("%v", err)
 	}

@@ -49,6 +49,7 @@ func TestRunOutStdout(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {
+	emptyDir := t.TempDir()
 	for _, c := range []struct {
 		env, val string
 		args     []string
@@ -65,12 +66,22 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"CHANGERATE_LOG_LEVEL", "loud", []string{"--format=squid", "a"}, "CHANGERATE_LOG_LEVEL"},
 		{"CHANGERATE_FORMAT", "worldcup-csv", []string{"a"}, "CHANGERATE_ZONE (--zone)"},
 		{"CHANGERATE_KAFKA_TLS_CA", "ca.pem", []string{"--format=squid", "--out=kafka", "--kafka-brokers=h:1", "a"}, "CHANGERATE_KAFKA_TLS (--kafka-tls)"},
+		// Found at start, not after reading (and writing) every input.
+		{"CHANGERATE_CHECKPOINT", "/nonexistent/cp", []string{"--format=squid", "a"}, "CHANGERATE_CHECKPOINT (--checkpoint) \"/nonexistent/cp\": its directory"},
+		{"CHANGERATE_SORT_DIR", "/nonexistent", []string{"--format=squid", "--sort-memory=100000", "a"}, "CHANGERATE_SORT_DIR (--sort-dir)"},
+		{"CHANGERATE_SORT_MEMORY", "1MiB", []string{"--format=squid", "--sort-dir=/nonexistent", "a"}, "CHANGERATE_SORT_DIR (--sort-dir)"},
+		{"CHANGERATE_PATHS", "/nonexistent/*.nomatch", []string{"--format=squid"}, "CHANGERATE_PATHS (--paths): glob \"/nonexistent/*.nomatch\" matches nothing"},
+		{"CHANGERATE_FORMAT", "squid", []string{"/nonexistent/*.nomatch"}, "FILE arguments or CHANGERATE_PATHS (--paths): glob"},
+		{"CHANGERATE_FORMAT", "auto", []string{emptyDir}, "FILE arguments or CHANGERATE_PATHS (--paths): directory \"" + emptyDir + "\" holds no file"},
 	} {
 		t.Run(c.env+"="+c.val, func(t *testing.T) {
 			t.Setenv(c.env, c.val)
 			var stdout, stderr bytes.Buffer
 			if code := run(c.args, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %s", code, stderr.String(), c.want)
+			}
+			if strings.Contains(stderr.String(), "summary") || stdout.Len() > 0 {
+				t.Errorf("output or a summary before the configuration error:\n%s%s", stdout.String(), stderr.String())
 			}
 		})
 	}
