@@ -190,7 +190,7 @@ func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Es
 	if w.p.index == nil {
 		return pub
 	}
-	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, out: int32(i)}
+	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, Changes: rec.Changes, out: int32(i)}
 	if rec.RatePerS != nil {
 		pe.Rate, pe.HasRate = *rec.RatePerS, true
 	}

@@ -28,6 +28,9 @@ type PublishedEstimate struct {
 	// CI95 is the record's "ci95", when HasCI.
 	CI95                         [2]float64
 	HasRate, HasCI, HasNextVisit bool
+	// Changes is the record's "changes" (change estimates: the changes
+	// detected in the object's current window).
+	Changes int64
 
 	out int32 // index of the record among the outputs of its write
 }

@@ -243,7 +243,12 @@ func checkAPI(t *testing.T, e *env) {
 				want = append(want, r)
 			}
 		}
+		// The lower bound of the 95 % interval, 0 for a change estimate
+		// without a detected change (no evidence of change).
 		lo := func(r records.Estimate) float64 {
+			if r.Kind == records.EstimateChange && r.Changes == 0 {
+				return 0
+			}
 			if r.CI95 != nil {
 				return r.CI95[0]
 			}
@@ -501,7 +506,7 @@ func TestIndexBounded(t *testing.T) {
 	for i := range 25 {
 		r := float64(i + 1)
 		idx.AddEstimate(&records.Estimate{Object: fmt.Sprintf("http://a.example/%d", i), Site: "a.example", Kind: "change",
-			AsOf: t0, RatePerS: &r, CI95: &[2]float64{r / 2, r * 2}})
+			AsOf: t0, RatePerS: &r, CI95: &[2]float64{r / 2, r * 2}, Changes: 3})
 	}
 	if idx.Len() != 10 || idx.Evicted() != 15 {
 		t.Fatalf("len %d evicted %d, want 10 and 15", idx.Len(), idx.Evicted())
@@ -521,7 +526,7 @@ func TestIndexEvictsLeastRecentlyUpdated(t *testing.T) {
 	idx := query.NewIndex(query.IndexConfig{MaxObjects: 3})
 	add := func(name string, r float64) {
 		idx.AddEstimate(&records.Estimate{Object: "http://a.example/" + name, Site: "a.example", Kind: "change",
-			AsOf: t0, RatePerS: &r})
+			AsOf: t0, RatePerS: &r, Changes: 1})
 	}
 	add("a", 1)
 	add("b", 2)

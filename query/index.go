@@ -266,6 +266,7 @@ func recordScore(rec *records.Estimate) (sc score, next int64) {
 		if rec.CI95 != nil {
 			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
 		}
+		sc.lo = rankedLower(rec.Kind, rec.Changes, sc.lo)
 	}
 	if rec.NextVisit != nil {
 		next = rec.NextVisit.UnixMicro()
@@ -280,11 +281,26 @@ func publishedScore(pe *aggregate.PublishedEstimate) (sc score, next int64) {
 		if pe.HasCI {
 			sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
 		}
+		sc.lo = rankedLower(pe.Kind, pe.Changes, sc.lo)
 	}
 	if pe.HasNextVisit {
 		next = pe.NextVisit.UnixMicro()
 	}
 	return sc, next
+}
+
+// rankedLower is the lower bound a change-rate ranking uses: the interval's
+// lower bound lo, except 0 for a change estimate without a detected change.
+// There the data are no evidence of any change, and a positive lower bound
+// comes from the estimator's prior alone (bayes_beta's Beta prior on the
+// change probability per visit interval: a few revalidations minutes apart
+// give a prior rate of several changes a day), which would rank such an
+// object above every object seen to change slowly.
+func rankedLower(kind string, changes int64, lo float64) float64 {
+	if kind == records.EstimateChange && changes == 0 {
+		return 0
+	}
+	return lo
 }
 
 // estimatesPerLock is the number of estimates IndexEstimates indexes per

@@ -72,7 +72,7 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 				}
 			}
 			rec := records.Estimate{Object: ie.Object, Site: ie.Site, Kind: ie.Kind, AsOf: ie.AsOf,
-				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit}
+				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes}
 			t.idx.AddEstimate(&rec)
 			continue
 		}
@@ -97,6 +97,7 @@ type indexedEstimate struct {
 	RatePerS  *float64    `json:"rate_per_s"`
 	CI95      *[2]float64 `json:"ci95"`
 	NextVisit *time.Time  `json:"next_visit"`
+	Changes   int64       `json:"changes"`
 }
 
 // Close closes the inner sink.

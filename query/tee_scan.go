@@ -83,6 +83,22 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 				return false
 			}
 			ie.RatePerS, i = &v, j
+		case "changes":
+			j := i
+			if j < len(b) && b[j] == '-' {
+				j++
+			}
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') || !validNumber(b[i:j]) {
+				return false // a fraction or exponent: encoding/json refuses it for an int64
+			}
+			n, err := strconv.ParseInt(string(b[i:j]), 10, 64)
+			if err != nil {
+				return false
+			}
+			ie.Changes, i = n, j
 		case "ci95":
 			if bytes.HasPrefix(b[i:], []byte("null")) {
 				ie.CI95, i = nil, i+4
@@ -111,7 +127,7 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 			ci[0], ci[1] = lo, hi
 			ie.CI95, i = &ci, j+1
 		default:
-			for _, k := range [...]string{"object", "site", "kind", "as_of", "next_visit", "rate_per_s", "ci95"} {
+			for _, k := range [...]string{"object", "site", "kind", "as_of", "next_visit", "rate_per_s", "ci95", "changes"} {
 				if strings.EqualFold(key, k) {
 					return false // encoding/json matches keys case-insensitively
 				}

@@ -75,6 +75,9 @@ func FuzzScanEstimate(f *testing.F) {
 		f.Add(rec)
 	}
 	f.Add([]byte(`{"object":"a","rate_per_s":null,"ci95":null,"next_visit":null,"x":[{"y":"\""}]}`))
+	for _, c := range []string{"0", "-0", "12", "1.5", "1e2", "null", "99999999999999999999", `"3"`} {
+		f.Add([]byte(`{"object":"a","kind":"change","changes":` + c + `}`))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got, want indexedEstimate
 		if !scanEstimate(b, &got) {
