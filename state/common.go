@@ -131,7 +131,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "changerate_state_redis_command_seconds",
-			Help:    "Latency of Redis state operations, by op (claim, get, commit, memory_usage, snapshot).",
+			Help:    "Latency of Redis state operations, by op (claim, takeover, get, commit, memory_usage, snapshot).",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
 		}, []string{"op"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -162,6 +162,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// redisOps are the op labels of the Redis metrics (Redis.observe's callers).
+var redisOps = []string{"claim", "takeover", "get", "commit", "memory_usage", "snapshot"}
+
+// initRedis creates the Redis store's per-op series at 0, so that rate()
+// and the alerting rules (ChangerateRedisErrors) see them before the first
+// error (an absent series means a scrape problem, not "no error"). Memory
+// stores, which make no Redis calls, leave them out.
+func (m *metrics) initRedis() {
+	for _, op := range redisOps {
+		m.errors.WithLabelValues(op)
+		m.latency.WithLabelValues(op)
+	}
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {

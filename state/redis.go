@@ -126,6 +126,7 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 	if err != nil {
 		return nil, err
 	}
+	m.initRedis()
 	r := &Redis{c: c, ownsC: owned, owned: map[string]bool{}, cfg: cfg, ttlMS: strconv.FormatInt((cfg.IdleTTL + expiryGrace(cfg.IdleTTL)).Milliseconds(), 10),
 		compact: cfg.KeyFormat == KeyFormatCompact, done: make(chan struct{}), log: logger.With("component", "state.redis"), metrics: m}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
