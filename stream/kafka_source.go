@@ -108,6 +108,7 @@ func NewKafkaSource(cfg KafkaConfig, topics []string, logger *slog.Logger, reg p
 		return nil, err
 	}
 	for _, t := range topics { // exported at 0 from the start (rate() and alerts see a series)
+		m.read.WithLabelValues(t)
 		for _, kind := range fetchErrorKinds {
 			m.fetchErrors.WithLabelValues(t, kind)
 		}
