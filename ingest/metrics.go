@@ -2,8 +2,11 @@ package ingest
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/changerate/changerate/parse"
 )
 
 type metrics struct {
@@ -18,7 +21,34 @@ type metrics struct {
 	canonical    *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// RegisterMetrics registers ingest's metrics on reg with the series of
+// format at 0 (see newMetrics). Run and RunSource register them as well
+// (sharing collectors already registered), but only when they start: a
+// command that serves reg before calling them (the /metrics of a --follow
+// run) calls RegisterMetrics first, so that a scrape never finds the
+// counters missing.
+func RegisterMetrics(reg prometheus.Registerer, format string) {
+	newMetrics(reg, format)
+}
+
+// rejectReasons are the known reason labels of rejects_total: the parsers'
+// and ingest's own.
+var rejectReasons = func() []string {
+	r := slices.Clone(parse.RejectReasons)
+	for _, own := range []string{ReasonTooLong, ReasonTooLarge, ReasonCorrupt} {
+		if !slices.Contains(r, own) {
+			r = append(r, own)
+		}
+	}
+	return r
+}()
+
+// newMetrics returns ingest's metrics, registered on reg unless it is nil,
+// with the series of format (lines, observations, bytes, and rejects for
+// each known reason) created at 0: an alert or dashboard on rate() sees
+// them before the first line, and a run whose every line is rejected moves
+// rejects_total up from 0 instead of making it appear at its final value.
+func newMetrics(reg prometheus.Registerer, format string) *metrics {
 	m := &metrics{
 		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_lines_total",
 			Help: "Input lines (or WARC records) read, by format."}, []string{"format"}),
@@ -40,9 +70,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "URLs canonicalised, by format and path: cache (seen before), fast (already canonical), library (WHATWG parser; the slow path)."},
 			[]string{"format", "path"}),
 	}
-	if reg == nil {
-		return m
+	if reg != nil {
+		m.register(reg)
 	}
+	m.lines.WithLabelValues(format)
+	m.observations.WithLabelValues(format)
+	m.bytes.WithLabelValues(format)
+	for _, r := range rejectReasons {
+		m.rejects.WithLabelValues(format, r)
+	}
+	return m
+}
+
+// register registers m's collectors on reg, taking over those already
+// registered.
+func (m *metrics) register(reg prometheus.Registerer) {
 	m.lines = register(reg, m.lines)
 	m.observations = register(reg, m.observations)
 	m.rejects = register(reg, m.rejects)
@@ -52,7 +94,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.writeSeconds = register(reg, m.writeSeconds)
 	m.checkpoints = register(reg, m.checkpoints)
 	m.canonical = register(reg, m.canonical)
-	return m
 }
 
 // register registers c, or returns the collector already registered under

@@ -195,7 +195,7 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 }
 
 func newRunner(ctx context.Context, c Config, sink stream.Sink, logger *slog.Logger, reg prometheus.Registerer, cp *checkpoint) *runner {
-	r := &runner{cfg: c, sink: sink, log: logger, m: newMetrics(reg), cp: cp, format: c.Format}
+	r := &runner{cfg: c, sink: sink, log: logger, m: newMetrics(reg, c.Format), cp: cp, format: c.Format}
 	r.mLines = r.m.lines.WithLabelValues(c.Format)
 	r.mObs = r.m.observations.WithLabelValues(c.Format)
 	r.mBytes = r.m.bytes.WithLabelValues(c.Format)

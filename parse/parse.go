@@ -91,7 +91,14 @@ const (
 	ReasonEmpty    = "empty"     // skipped: blank line
 	ReasonConnect  = "connect"   // skipped: CONNECT tunnel (no object URL)
 	ReasonNoObject = "no-object" // skipped: a record that names no object
+	ReasonOther    = "other"     // an error that is not an *Error (see Reason)
 )
+
+// RejectReasons are the reasons of the errors that reject a line (not the
+// skips), including ReasonOther: the known label values of ingest's
+// rejects counter.
+var RejectReasons = []string{ReasonFields, ReasonTime, ReasonNoZone, ReasonURL, ReasonStatus, ReasonNumber, ReasonJSON,
+	ReasonInvalid, ReasonEncoding, ReasonWARC, ReasonObjectTooLong, ReasonTooLarge, ReasonOther}
 
 func reject(reason string, format string, args ...any) error {
 	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}
@@ -108,7 +115,7 @@ func Reason(err error) string {
 	if errors.As(err, &pe) {
 		return pe.Reason
 	}
-	return "other"
+	return ReasonOther
 }
 
 // IsSkip reports whether err marks a line without an observation.

@@ -128,6 +128,17 @@ func (e *configError) Error() string { return e.msg }
 
 func cfgErr(format string, args ...any) error { return &configError{fmt.Sprintf(format, args...)} }
 
+// newRegistry is the registry that /metrics serves: the process's and
+// ingest's metrics, the latter with the series of format at 0 from the
+// start (registered before the HTTP server answers, not when Run starts).
+// The Kafka sink and source add theirs.
+func newRegistry(format string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("ingest"))
+	ingest.RegisterMetrics(reg, format)
+	return reg
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -175,8 +186,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("ingest"))
+	reg := newRegistry(cfg.Format)
 
 	var sink stream.Sink
 	var closeDL func() error = func() error { return nil }
