@@ -62,6 +62,15 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
+// newRegistry is the registry that /metrics serves, with the process's
+// metrics; the store, the Kafka source and sink and the processor add
+// theirs.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
+	return reg
+}
+
 // run is main without the process: it is what the tests call.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg := newConfig()
@@ -102,8 +111,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usageError{fmt.Errorf("config: %w", err)}
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector("aggregator"))
+	reg := newRegistry()
 
 	switch {
 	case cfg.In != "":

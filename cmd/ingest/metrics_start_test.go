@@ -1,0 +1,37 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/changerate/changerate/internal/monitoringtest"
+	"github.com/changerate/changerate/parse"
+)
+
+// TestAlertMetricsExistAtStart: every ingest metric that the deploy
+// bundle's alerting rules and dashboard use (read from the files) is on the
+// registry that /metrics serves from the start, for every format, with a
+// series for each label value a rule selects: before Run reads a line (a
+// --follow run waiting for input, or a one-shot run whose every line is
+// rejected, for which ChangerateIngestRejects must see rejects_total move
+// up from 0).
+func TestAlertMetricsExistAtStart(t *testing.T) {
+	var refs []monitoringtest.Ref
+	for _, r := range monitoringtest.Refs(t, monitoringtest.Root(t)) {
+		if monitoringtest.Program(r.Metric) == "ingest" {
+			refs = append(refs, r)
+		}
+	}
+	if len(refs) == 0 {
+		t.Fatal("no ingest metric in the rules and dashboards")
+	}
+	for _, f := range parse.Formats() {
+		t.Run(f[0], func(t *testing.T) {
+			series := monitoringtest.Gather(t, newRegistry(f[0]))
+			for _, r := range refs {
+				if err := series.Check(r); err != nil {
+					t.Errorf("--format=%s: %v", f[0], err)
+				}
+			}
+		})
+	}
+}
