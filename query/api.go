@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -140,21 +141,43 @@ func (s *Server) Register(mux *http.ServeMux) {
 		return s.guard(false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v, err := h(r)
 			if err != nil {
-				s.writeError(w, err)
+				s.writeError(w, r, err)
 				return
 			}
 			writeJSON(w, http.StatusOK, v)
 		}))
 	}
-	mux.Handle("GET /v1/objects", api(s.handleObject))
-	mux.Handle("GET /v1/objects/view", api(s.handleView))
-	mux.Handle("GET /v1/top", api(s.handleTop))
-	mux.Handle("GET /v1/plan", api(s.handlePlan))
-	mux.Handle("GET /v1/alerts", api(s.handleAlerts))
-	mux.Handle("GET /v1/sites", api(s.handleSites))
-	mux.Handle("GET /v1/openapi.yaml", s.guard(false, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(apispec.OpenAPI)
+	routes := []struct {
+		path string
+		h    http.Handler
+	}{
+		{"/v1/objects", api(s.handleObject)},
+		{"/v1/objects/view", api(s.handleView)},
+		{"/v1/top", api(s.handleTop)},
+		{"/v1/plan", api(s.handlePlan)},
+		{"/v1/alerts", api(s.handleAlerts)},
+		{"/v1/sites", api(s.handleSites)},
+		{"/v1/openapi.yaml", s.guard(false, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(apispec.OpenAPI)
+		}))},
+	}
+	known := map[string]bool{}
+	for _, rt := range routes {
+		mux.Handle("GET "+rt.path, rt.h)
+		known[rt.path] = true
+	}
+	// Everything else under /v1/ is answered in JSON too (ServeMux's own
+	// 404 and 405 are text/plain), after the size limit and the token.
+	mux.Handle("/v1/", s.guard(false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if known[r.URL.Path] {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Error: fmt.Sprintf("method %s not allowed: the API answers GET", r.Method),
+				Status: http.StatusMethodNotAllowed})
+			return
+		}
+		writeJSON(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("no API path %s: the paths are in /v1/openapi.yaml", r.URL.Path),
+			Status: http.StatusNotFound})
 	})))
 	mux.Handle("GET /{$}", s.guard(true, http.HandlerFunc(s.pageIndex)))
 	mux.Handle("GET /objects", s.guard(true, http.HandlerFunc(s.pageObject)))
@@ -178,8 +201,30 @@ type ErrorBody struct {
 	Status int    `json:"status"`
 }
 
+// unavailableError is the failure of a dependency of the server (the state
+// store, Kafka): the request may succeed later. Its message, with the
+// dependency's own error (addresses, keys), is for the log; the client is
+// answered 503 with a generic reason and Retry-After.
+type unavailableError struct {
+	what string // "state store", "Kafka": named in the response
+	err  error
+}
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// RetryAfter is the Retry-After (seconds) of a 503 for an unavailable
+// dependency.
+const RetryAfter = 5
+
+// statusOf is the status of err and the message for the client: an
+// internal error (500) is answered with a generic message, its details are
+// only logged (writeError, pageError).
 func statusOf(err error) (int, string) {
-	var ae *apiError
+	var (
+		ae *apiError
+		ue *unavailableError
+	)
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.msg
@@ -187,15 +232,32 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, "object not found: no state is stored for it (never observed, or expired)"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "request timed out"
+	case errors.As(err, &ue):
+		return http.StatusServiceUnavailable, ue.what + " unavailable, retry later"
 	}
-	return http.StatusInternalServerError, err.Error()
+	return http.StatusInternalServerError, "internal error (logged by the server)"
 }
 
-func (s *Server) writeError(w http.ResponseWriter, err error) {
+// failed logs err (with the request) when it is the server's or a
+// dependency's, sets Retry-After on a 503, and returns the status and the
+// message for the client.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, err error) (int, string) {
 	status, msg := statusOf(err)
 	if status >= 500 {
-		s.log.Warn("query: request failed", "err", err)
+		level := slog.LevelWarn
+		if status == http.StatusInternalServerError {
+			level = slog.LevelError
+		}
+		s.log.Log(r.Context(), level, "query: request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+	}
+	return status, msg
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := s.failed(w, r, err)
 	writeJSON(w, status, ErrorBody{Error: msg, Status: status})
 }
 
@@ -245,23 +307,28 @@ func (s *Server) guard(html bool, h http.Handler) http.Handler {
 	})
 }
 
+// authorized reports whether r carries the token: "Authorization: Bearer
+// <token>", or HTTP Basic auth with the token as the password. Schemes are
+// case-insensitive (RFC 9110 §11.1): "bearer" and "BASIC" are accepted.
+// The token is compared in constant time, through SHA-256 digests so that
+// its length does not show either.
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
 	var got string
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	switch {
-	case strings.HasPrefix(h, "Bearer "):
-		got = strings.TrimSpace(h[len("Bearer "):])
-	case strings.HasPrefix(h, "Basic "):
-		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len("Basic "):]))
+	case strings.EqualFold(scheme, "Bearer"):
+		got = strings.TrimSpace(cred)
+	case strings.EqualFold(scheme, "Basic"):
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
 		if err != nil {
 			return false
 		}
-		_, pw, _ := strings.Cut(string(b), ":")
-		got = pw
+		_, got, _ = strings.Cut(string(b), ":")
 	default:
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.cfg.Token))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 // params checks that q holds only the allowed parameters, each once.

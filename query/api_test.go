@@ -129,6 +129,15 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := serve(t, qs)
+	e.sink, e.truth, e.idx = mem, truth, idx
+	return e
+}
+
+// serve serves qs's routes, with the router of api/openapi.yaml that get
+// validates requests and responses with.
+func serve(t *testing.T, qs *query.Server) *env {
+	t.Helper()
 	mux := http.NewServeMux()
 	qs.Register(mux)
 	srv := httptest.NewServer(mux)
@@ -145,12 +154,19 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{srv: srv, sink: mem, router: router, truth: truth, idx: idx}
+	return &env{srv: srv, router: router}
 }
 
 // get requests path (with its query), validates the request and the
 // response against api/openapi.yaml, checks the status and returns the body.
 func (e *env) get(t *testing.T, path string, status int, header ...string) []byte {
+	t.Helper()
+	_, body := e.fetch(t, path, status, header...)
+	return body
+}
+
+// fetch is get, also returning the response's header.
+func (e *env) fetch(t *testing.T, path string, status int, header ...string) (http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
 	if err != nil {
@@ -187,7 +203,7 @@ func (e *env) get(t *testing.T, path string, status int, header ...string) []byt
 			t.Fatalf("GET %s: a request the server accepted does not conform to api/openapi.yaml: %v", path, err)
 		}
 	}
-	return body
+	return resp.Header, body
 }
 
 func q(u string) string { return url.QueryEscape(u) }
@@ -473,32 +489,21 @@ func TestAPIRedis(t *testing.T) {
 	e := newEnv(t, store, query.Config{})
 	t.Run("api", func(t *testing.T) { checkAPI(t, e) })
 	t.Run("errors", func(t *testing.T) { checkErrors(t, e) })
-}
-
-func TestAPIToken(t *testing.T) {
-	e := newEnv(t, newMemoryStore(t), query.Config{Token: "s3cret"})
-	path := "/v1/top?limit=1"
-	e.get(t, path, 401)
-	e.get(t, path, 401, "Authorization", "Bearer wrong")
-	e.get(t, path, 200, "Authorization", "Bearer s3cret")
-	// Browsers without JavaScript send Basic auth with the token as the password.
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
-		t.Fatalf("page without token: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
-	}
-	req.SetBasicAuth("me", "s3cret")
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("page with token: %d", resp.StatusCode)
-	}
+	// Redis down: 503 with a generic reason and Retry-After, not the
+	// client's dial error (TestAPIDependencyUnavailable checks the log).
+	t.Run("redis down", func(t *testing.T) {
+		rs.Kill()
+		for _, path := range []string{"/v1/objects?url=" + q("http://site0.example/page/1"), "/v1/top?limit=3"} {
+			header, body := e.fetch(t, path, http.StatusServiceUnavailable)
+			var eb query.ErrorBody
+			if err := json.Unmarshal(body, &eb); err != nil {
+				t.Fatal(err)
+			}
+			if eb.Error != "state store unavailable, retry later" || header.Get("Retry-After") == "" {
+				t.Errorf("%s: %s (Retry-After %q), want the generic reason and Retry-After", path, body, header.Get("Retry-After"))
+			}
+		}
+	})
 }
 
 func TestIndexBounded(t *testing.T) {

@@ -21,7 +21,7 @@ var errNotFound = errors.New("query: object not found")
 func (s *Server) load(ctx context.Context, object string) (*aggregate.Object, *aggregate.SiteState, error) {
 	p, err := s.locate.Locate(ctx, object)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &unavailableError{"Kafka", fmt.Errorf("query: locate %s: %w", object, err)}
 	}
 	keys := []string{object}
 	if host := aggregate.Site(object); host != "" {
@@ -29,7 +29,7 @@ func (s *Server) load(ctx context.Context, object string) (*aggregate.Object, *a
 	}
 	vals, err := s.store.Get(ctx, p, keys, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("query: read %s: %w", object, err)
+		return nil, nil, &unavailableError{"state store", fmt.Errorf("query: read %s: %w", object, err)}
 	}
 	if len(vals) < 1 || vals[0] == nil {
 		return nil, nil, errNotFound

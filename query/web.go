@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"math"
@@ -108,7 +107,7 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 	for _, sc := range s.idx.Sites(20) { // as /v1/sites?limit=20
 		top, err := s.top(ctx, ByChangeRate, sc.Site, 5)
 		if err != nil {
-			s.pageError(w, err)
+			s.pageError(w, r, err)
 			return
 		}
 		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Top: top})
@@ -116,11 +115,11 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if m.Access, err = s.top(ctx, ByAccessRate, "", 10); err != nil {
-		s.pageError(w, err)
+		s.pageError(w, r, err)
 		return
 	}
 	if m.Shift, err = s.top(ctx, ByShift, "", 10); err != nil {
-		s.pageError(w, err)
+		s.pageError(w, r, err)
 		return
 	}
 	for _, raw := range s.idx.Alerts(time.Time{}, "", 20) {
@@ -129,7 +128,7 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 			m.Alerts = append(m.Alerts, a)
 		}
 	}
-	s.render(w, s.pages.index, m)
+	s.render(w, r, s.pages.index, m)
 }
 
 // objectPage is the model of /objects.
@@ -181,12 +180,12 @@ func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status, msg := statusOf(err)
 		if status >= 500 {
-			s.pageError(w, err)
+			s.pageError(w, r, err)
 			return
 		}
 		m.Error = msg
 		w.WriteHeader(status)
-		s.render(w, s.pages.object, m)
+		s.render(w, r, s.pages.object, m)
 		return
 	}
 	m.Canonical = obj == strings.TrimSpace(m.Query)
@@ -198,25 +197,21 @@ func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) {
 		m.Plots = append(m.Plots, *p)
 	}
 	m.Timeline = timeline(m.View.Timeline)
-	s.render(w, s.pages.object, m)
+	s.render(w, r, s.pages.object, m)
 }
 
-func (s *Server) render(w http.ResponseWriter, t *template.Template, m any) {
+func (s *Server) render(w http.ResponseWriter, r *http.Request, t *template.Template, m any) {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "page", m); err != nil {
-		s.pageError(w, err)
+		s.pageError(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (s *Server) pageError(w http.ResponseWriter, err error) {
-	status, msg := statusOf(err)
-	if errors.Is(err, errNotFound) {
-		status = http.StatusNotFound
-	}
-	s.log.Warn("query: page failed", "err", err)
+func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := s.failed(w, r, err)
 	http.Error(w, msg, status)
 }
 
