@@ -88,7 +88,7 @@ type config struct {
 
 	OutFormat          string             `envconfig:"OUT_FORMAT" default:"json" desc:"filter mode: estimates as json (JSON lines) or table (a readable table of the final estimates when the input ends)"`
 	Pprof              bool               `envconfig:"PPROF" desc:"serve the Go profiler (net/http/pprof) under /debug/pprof/ on HTTP_ADDR, without authentication: for diagnosis, not for an exposed port"`
-	APIToken           string             `envconfig:"API_TOKEN" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
+	APIToken           string             `envconfig:"API_TOKEN" file:"true" desc:"bearer token required by the query API and pages (/v1/..., /, /objects); empty: no authentication"`
 	APITimeout         time.Duration      `envconfig:"API_TIMEOUT" desc:"time limit of one query API or page request (503 beyond it)"`
 	APIMaxRequestBytes cliconfig.ByteSize `envconfig:"API_MAX_REQUEST_BYTES" desc:"longest query API request target and body (414/413 beyond it), e.g. 64KiB"`
 	APIIndexObjects    int                `envconfig:"API_INDEX_OBJECTS" desc:"objects kept in the in-memory ranking of /v1/top and /v1/plan (least recently updated evicted first)"`

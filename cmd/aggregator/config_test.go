@@ -3,7 +3,10 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/changerate/changerate/aggregate"
@@ -66,6 +69,82 @@ func TestByteSizeString(t *testing.T) {
 		}
 		if b.String() != s {
 			t.Errorf("Decode(%q).String() = %q", s, b.String())
+		}
+	}
+}
+
+// TestAPITokenFile: API_TOKEN, a secret, has its API_TOKEN_FILE as the
+// other secrets do: the file's content without a trailing newline is the
+// token; setting both, or a file that cannot be read, is a configuration
+// error naming the variable (not a start without authentication).
+func TestAPITokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain, newline, crlf := write("plain", "s3cret"), write("newline", "s3cret\n"), write("crlf", "s3cret\r\n")
+	missing := filepath.Join(dir, "missing")
+	for _, c := range []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		token string
+		err   []string
+	}{
+		{"variable", map[string]string{"CHANGERATE_API_TOKEN": "s3cret"}, nil, "s3cret", nil},
+		{"file", map[string]string{"CHANGERATE_API_TOKEN_FILE": plain}, nil, "s3cret", nil},
+		{"file with a trailing newline", map[string]string{"CHANGERATE_API_TOKEN_FILE": newline}, nil, "s3cret", nil},
+		{"file with a trailing CRLF", nil, []string{"--api-token-file=" + crlf}, "s3cret", nil},
+		{"both", map[string]string{"CHANGERATE_API_TOKEN": "x", "CHANGERATE_API_TOKEN_FILE": plain}, nil, "",
+			[]string{"CHANGERATE_API_TOKEN (--api-token)", "CHANGERATE_API_TOKEN_FILE (--api-token-file)", "both set"}},
+		{"unreadable file", map[string]string{"CHANGERATE_API_TOKEN_FILE": missing}, nil, "",
+			[]string{"CHANGERATE_API_TOKEN_FILE (--api-token-file)", "no such file"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := newConfig()
+			fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+			_, err := cliconfig.LoadFrom(lookup, envPrefix, &cfg, fs, c.args)
+			if c.err == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := cfg.queryConfig().Token; got != c.token {
+					t.Errorf("token %q, want %q", got, c.token)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; token %q", cfg.queryConfig().Token)
+			}
+			for _, w := range c.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestSecretsHaveFiles: every secret option (a password, a token) has its
+// *_FILE twin, as README says.
+func TestSecretsHaveFiles(t *testing.T) {
+	c := newConfig()
+	opts := cliconfig.Options(envPrefix, &c)
+	files := map[string]bool{}
+	for _, o := range opts {
+		if o.FileOf != "" {
+			files[o.FileOf] = true
+		}
+	}
+	for _, o := range opts {
+		if o.FileOf == "" && (strings.HasSuffix(o.Env, "_PASSWORD") || strings.HasSuffix(o.Env, "_TOKEN") || strings.HasSuffix(o.Env, "_SECRET")) && !files[o.Env] {
+			t.Errorf("%s is a secret without %s_FILE", o.Env, o.Env)
 		}
 	}
 }

@@ -401,7 +401,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
 	if httpOn {
-		srv := newHTTPServer(cfg.HTTP.Addr, reg, proc, logger, api.Register)
+		srv := newHTTPServer(cfg.HTTP.Addr, cfg.maxHeaderBytes(), reg, proc, logger, api.Register)
 		g.Go(func() error { return srv.run(gctx) })
 	}
 	g.Go(func() error {

@@ -33,7 +33,9 @@ type httpServer struct {
 	log   *slog.Logger
 }
 
-func newHTTPServer(addr string, reg *prometheus.Registry, proc *aggregate.Processor, logger *slog.Logger, routes ...func(*http.ServeMux)) *httpServer {
+// newHTTPServer returns the server of addr; maxHeaderBytes is its
+// http.Server.MaxHeaderBytes (config.maxHeaderBytes).
+func newHTTPServer(addr string, maxHeaderBytes int, reg *prometheus.Registry, proc *aggregate.Processor, logger *slog.Logger, routes ...func(*http.ServeMux)) *httpServer {
 	s := &httpServer{addr: addr, log: logger.With("component", "http")}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -53,7 +55,7 @@ func newHTTPServer(addr string, reg *prometheus.Registry, proc *aggregate.Proces
 	for _, r := range routes {
 		r(mux)
 	}
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 64 << 10}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: maxHeaderBytes}
 	return s
 }
 

@@ -22,6 +22,20 @@ func (c *config) queryConfig() query.Config {
 	}
 }
 
+// headerFieldBytes is the room for header fields that the HTTP server
+// allows besides the longest request target of the query API.
+const headerFieldBytes = 64 << 10
+
+// maxHeaderBytes is the HTTP server's MaxHeaderBytes: a request target of
+// up to API_MAX_REQUEST_BYTES and 64 KiB of header fields, so that the
+// query API reads every target it accepts, and answers a longer one with
+// its JSON 414, up to this limit. Beyond it (plus net/http's 4 KiB of
+// read slack), net/http answers a plain-text 431 Request Header Fields Too
+// Large itself, before any handler runs (net/http.(*conn).serve).
+func (c *config) maxHeaderBytes() int {
+	return c.queryConfig().WithDefaults().MaxRequestBytes + headerFieldBytes
+}
+
 // validateQuery checks the query API's options (called by validate).
 func (c *config) validateQuery() error {
 	switch c.OutFormat {

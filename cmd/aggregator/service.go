@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 		if cfg.Pprof {
 			routes = append(routes, pprofRoutes)
 		}
-		srv = newHTTPServer(cfg.HTTP.Addr, reg, kp.proc, logger, routes...)
+		srv = newHTTPServer(cfg.HTTP.Addr, cfg.maxHeaderBytes(), reg, kp.proc, logger, routes...)
 		if err := srv.listen(); err != nil {
 			return err
 		}
