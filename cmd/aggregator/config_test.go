@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"flag"
 	"io"
 	"os"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/stream"
@@ -146,5 +149,40 @@ func TestSecretsHaveFiles(t *testing.T) {
 		if o.FileOf == "" && (strings.HasSuffix(o.Env, "_PASSWORD") || strings.HasSuffix(o.Env, "_TOKEN") || strings.HasSuffix(o.Env, "_SECRET")) && !files[o.Env] {
 			t.Errorf("%s is a secret without %s_FILE", o.Env, o.Env)
 		}
+	}
+}
+
+// TestKnownVariables: options.Variables lists the aggregator's options
+// exactly (ingest's test checks its own), so that the warning about
+// unknown variables knows every option.
+func TestKnownVariables(t *testing.T) {
+	c := newConfig()
+	var got []string
+	for _, o := range cliconfig.Options(envPrefix, &c) {
+		got = append(got, strings.TrimPrefix(o.Env, envPrefix+"_"))
+	}
+	if want := options.Variables["aggregator"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("options.Variables[\"aggregator\"] = %q,\nwant the options %q", want, got)
+	}
+}
+
+// TestUnknownVariableWarning: a CHANGERATE_ variable that neither command
+// has is warned about at start (it used to be ignored without a word:
+// CHANGERATE_API_TOKEN_FILE started the API without authentication); the
+// other command's variables are not.
+func TestUnknownVariableWarning(t *testing.T) {
+	t.Setenv("CHANGERATE_API_TOKN", "s3cret")
+	t.Setenv("CHANGERATE_FORMAT", "squid") // ingest's
+	var stderr bytes.Buffer
+	in := `{"object":"http://a.example/","time":"2026-03-01T00:00:00Z","kind":"visit","digest":"sha1:1"}
+{"object":"http://a.example/","time":"2026-03-02T00:00:00Z","kind":"visit","digest":"sha1:2"}
+{"object":"http://a.example/","time":"2026-03-03T00:00:00Z","kind":"visit","digest":"sha1:2"}
+{"object":"http://a.example/","time":"2026-03-04T00:00:00Z","kind":"visit","digest":"sha1:3"}
+`
+	if err := run(context.Background(), []string{"--in=-", "--out=-", "--store=memory", "--log-format=text"}, strings.NewReader(in), io.Discard, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, "variable=CHANGERATE_API_TOKN") || strings.Contains(out, "CHANGERATE_FORMAT") {
+		t.Errorf("stderr does not warn about CHANGERATE_API_TOKN only:\n%s", out)
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/changerate/changerate/internal/buildinfo"
 	"github.com/changerate/changerate/internal/cliconfig"
+	"github.com/changerate/changerate/internal/options"
 )
 
 func main() {
@@ -111,6 +112,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usageError{fmt.Errorf("config: %w", err)}
 	}
+	options.WarnUnknown(logger, os.Environ())
 	reg := newRegistry()
 
 	switch {

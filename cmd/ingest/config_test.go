@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/internal/extsort"
+	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
 )
@@ -44,5 +51,37 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	}
 	if kc.ClientID != clientID || kc.GroupID != clientID {
 		t.Errorf("Kafka client id %q, group %q; want %q", kc.ClientID, kc.GroupID, clientID)
+	}
+}
+
+// TestKnownVariables: options.Variables lists ingest's options exactly
+// (the aggregator's test checks its own), so that the warning about
+// unknown variables knows every option.
+func TestKnownVariables(t *testing.T) {
+	c := newConfig()
+	var got []string
+	for _, o := range cliconfig.Options(envPrefix, &c) {
+		got = append(got, strings.TrimPrefix(o.Env, envPrefix+"_"))
+	}
+	if want := options.Variables["ingest"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("options.Variables[\"ingest\"] = %q,\nwant the options %q", want, got)
+	}
+}
+
+// TestUnknownVariableWarning: a CHANGERATE_ variable that neither command
+// has is warned about at start; the aggregator's are not.
+func TestUnknownVariableWarning(t *testing.T) {
+	t.Setenv("CHANGERATE_FORMATT", "squid")
+	t.Setenv("CHANGERATE_API_TOKEN", "s3cret") // the aggregator's
+	var stderr bytes.Buffer
+	in := filepath.Join(t.TempDir(), "obs.jsonl")
+	if err := os.WriteFile(in, []byte(`{"object":"http://a.example/","time":"2026-03-01T00:00:00Z","kind":"visit","digest":"sha1:1"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"--format=jsonl", in}, nil, io.Discard, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, "CHANGERATE_FORMATT") || strings.Contains(out, "CHANGERATE_API_TOKEN") {
+		t.Errorf("stderr does not warn about CHANGERATE_FORMATT only:\n%s", out)
 	}
 }

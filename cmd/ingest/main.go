@@ -169,6 +169,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
 		return 2
 	}
+	options.WarnUnknown(logger, os.Environ())
 	if o.InTopic != "" {
 		paths = []string{"-"} // unused by RunSource; satisfies validation
 	}
