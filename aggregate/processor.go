@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/backoff"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
@@ -161,7 +162,10 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	if next, err = p.checkClaimed(c, part, next, log); err != nil {
 		return err
 	}
-	rb, seek, err := p.restoreReorder(ctx, part, next)
+	rb, seek, err := p.restoreReorder(ctx, part, next, log)
+	if errors.Is(err, errClaimEnded) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -186,10 +190,17 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 // created again, so its generations restarted below the stored epoch: claim
 // waits TakeoverDelay, long enough for a late generation to notice its end
 // (heartbeats), then takes the partition over unless ctx ended meanwhile
-// (then it returns -1 and ctx's error). The old epoch stays fenced, and the
-// stored offset keeps the state effectively-once either way.
+// (then it returns -1 and errClaimEnded). The old epoch stays fenced, and
+// the stored offset keeps the state effectively-once either way. A
+// transient store error (Redis unreachable) is retried in place with
+// backoff (retryStore) rather than ending the handler, which would make
+// the member rejoin the group and rebalance every member's partitions.
 func (p *Processor) claim(ctx context.Context, part state.Partition, gen int64, log *slog.Logger) (int64, error) {
-	next, err := p.store.Claim(ctx, part, gen)
+	var next int64
+	err := p.retryStore(ctx, "claim", log, func() (err error) {
+		next, err = p.store.Claim(ctx, part, gen)
+		return err
+	})
 	if errors.Is(err, state.ErrFenced) {
 		log.Warn("stored epoch is newer than this generation; taking over unless the generation ends", "wait", p.cfg.TakeoverDelay, "err", err)
 		select {
@@ -197,11 +208,17 @@ func (p *Processor) claim(ctx context.Context, part state.Partition, gen int64, 
 			return -1, errClaimEnded
 		case <-time.After(p.cfg.TakeoverDelay):
 		}
-		next, err = p.store.Takeover(ctx, part, gen)
+		err = p.retryStore(ctx, "claim", log, func() (err error) {
+			next, err = p.store.Takeover(ctx, part, gen)
+			return err
+		})
 		if err == nil {
 			p.metrics.fenced.WithLabelValues("takeover").Inc()
 			log.Warn("took the partition over from an earlier consumer group's epoch")
 		}
+	}
+	if errors.Is(err, errClaimEnded) {
+		return -1, err
 	}
 	if err != nil {
 		return -1, fmt.Errorf("aggregate: claim %s/%d: %w", part.Topic, part.ID, err)
@@ -209,8 +226,54 @@ func (p *Processor) claim(ctx context.Context, part state.Partition, gen int64, 
 	return next, nil
 }
 
-// errClaimEnded is claim's error when ctx ended during the takeover wait.
-var errClaimEnded = errors.New("aggregate: claim ended before the takeover")
+// errClaimEnded is the error of claim and restoreReorder when ctx ended
+// before they could finish (during the takeover wait or a retry's backoff):
+// the claim was revoked or the process is stopping.
+var errClaimEnded = errors.New("aggregate: claim ended before the partition was loaded")
+
+// retryStore runs f, a store call that starts a claim (Claim, Takeover,
+// the initial load), until it succeeds, fails with an error that retrying
+// cannot cure, or ctx ends (then it returns errClaimEnded). Permanent
+// errors: fencing (state.ErrFenced: a newer epoch owns the partition),
+// state.ErrKeyCollision, state.ErrOffsetMismatch and stream.ErrFatal;
+// any other error (a connection refused, a timeout, a Redis LOADING or
+// READONLY reply) is taken as transient and retried after RetryBackoff,
+// doubling up to 30s, with jitter, as commits are. A streak of failures is
+// logged once (a warning) and its end once (info); each retry counts in
+// changerate_aggregator_retries_total{op}.
+func (p *Processor) retryStore(ctx context.Context, op string, log *slog.Logger, f func() error) error {
+	var wait *backoff.Backoff
+	failures := 0
+	for {
+		err := f()
+		if err == nil {
+			if failures > 0 {
+				log.Info("state store answers again; partition claim continues", "op", op, "retries", failures)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return errClaimEnded
+		}
+		if errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrKeyCollision) || errors.Is(err, state.ErrOffsetMismatch) ||
+			errors.Is(err, stream.ErrFatal) {
+			return err
+		}
+		if wait == nil {
+			wait = backoff.New(p.cfg.RetryBackoff, 30*time.Second)
+			log.Warn("state store failed; retrying with backoff until it answers or the partition is revoked", "op", op, "err", err)
+		}
+		failures++
+		p.metrics.retries.WithLabelValues(op).Inc()
+		t := time.NewTimer(wait.Next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errClaimEnded
+		case <-t.C:
+		}
+	}
+}
 
 // setOwned records whether this processor owns part (see Owned).
 func (p *Processor) setOwned(part state.Partition, owned bool) {

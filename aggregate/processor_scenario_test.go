@@ -56,7 +56,10 @@ import (
 //	seal [p=N]           end p's input: Fetch returns io.EOF at its end
 //	store-claim [p=N] gen=G   claim p in the store at epoch G (another owner)
 //	fail-commit [n=N] err=transient|mismatch   the next N commits fail
-//	fail-get             the next store read (Get) fails
+//	fail-get [n=N]       the next N store reads (Get) fail (default 1)
+//	fail-claim [n=N] err=transient|collision   the next N store claims
+//	                     (Claim) fail: transient (Redis unreachable) or
+//	                     with state.ErrKeyCollision (permanent)
 //	hold-commit / release-commit   block commits until released (or their
 //	                     context ends)
 //	hold-write / release-write   block sink writes until released (or
@@ -205,7 +208,20 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 		s.store.failCommits(n, err)
 		return "ok"
 	case "fail-get":
-		s.store.failGets(errors.New("redis: connection reset"))
+		n := 1
+		d.MaybeScanArgs(t, "n", &n)
+		s.store.failGets(n, errors.New("redis: connection reset"))
+		return "ok"
+	case "fail-claim":
+		n := 1
+		d.MaybeScanArgs(t, "n", &n)
+		var kind string
+		d.ScanArgs(t, "err", &kind)
+		err := errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+		if kind == "collision" {
+			err = fmt.Errorf("scripted: %w", state.ErrKeyCollision)
+		}
+		s.store.failClaims(n, err)
 		return "ok"
 	case "hold-commit":
 		s.store.hold(true)
@@ -473,15 +489,18 @@ func (s *scenario) expect(t *testing.T, d *datadriven.TestData, p int32) string 
 // scriptStore is a state.Store double: a state.Memory with scripted
 // commit failures, held commits and lost writes.
 type scriptStore struct {
-	mu      sync.Mutex
-	changed chan struct{}
-	mem     *state.Memory
-	fails   int
-	failErr error
-	getErr  error // the next Get's error
-	gate          // closed: commits wait
-	nClaims int64
-	saved   map[state.Partition]state.PartitionSnapshot
+	mu         sync.Mutex
+	changed    chan struct{}
+	mem        *state.Memory
+	fails      int
+	failErr    error
+	getFails   int // how many of the next Gets fail with getErr
+	getErr     error
+	claimFails int // how many of the next Claims fail with claimErr
+	claimErr   error
+	gate       // closed: commits wait
+	nClaims    int64
+	saved      map[state.Partition]state.PartitionSnapshot
 }
 
 func newScriptStore(mem *state.Memory) *scriptStore {
@@ -501,10 +520,16 @@ func (s *scriptStore) failCommits(n int, err error) {
 	s.fails, s.failErr = n, err
 }
 
-func (s *scriptStore) failGets(err error) {
+func (s *scriptStore) failGets(n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.getErr = err
+	s.getFails, s.getErr = n, err
+}
+
+func (s *scriptStore) failClaims(n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimFails, s.claimErr = n, err
 }
 
 func (s *scriptStore) hold(on bool) {
@@ -585,7 +610,17 @@ func (s *scriptStore) loseWrites(t *testing.T, p state.Partition) {
 }
 
 func (s *scriptStore) Claim(ctx context.Context, p state.Partition, epoch int64) (int64, error) {
-	next, err := s.Memory().Claim(ctx, p, epoch)
+	s.mu.Lock()
+	var fail error
+	if s.claimFails > 0 {
+		s.claimFails--
+		fail = s.claimErr
+	}
+	s.mu.Unlock()
+	next, err := int64(0), fail
+	if fail == nil {
+		next, err = s.Memory().Claim(ctx, p, epoch)
+	}
 	s.mu.Lock()
 	s.nClaims++
 	close(s.changed)
@@ -600,8 +635,11 @@ func (s *scriptStore) Takeover(ctx context.Context, p state.Partition, epoch int
 
 func (s *scriptStore) Get(ctx context.Context, p state.Partition, objects []string, dst [][]byte) ([][]byte, error) {
 	s.mu.Lock()
-	err := s.getErr
-	s.getErr = nil
+	var err error
+	if s.getFails > 0 {
+		s.getFails--
+		err = s.getErr
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return dst, err

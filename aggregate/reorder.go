@@ -3,7 +3,9 @@ package aggregate
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -360,13 +362,20 @@ const TopicLate = stream.TopicLate
 
 // restoreReorder reads a partition's committed reorder-buffer position and
 // returns the buffer and the offset to seek to.
-func (p *Processor) restoreReorder(ctx context.Context, part state.Partition, next int64) (*reorderBuf, int64, error) {
+func (p *Processor) restoreReorder(ctx context.Context, part state.Partition, next int64, log *slog.Logger) (*reorderBuf, int64, error) {
 	rb := newReorderBuf(p.cfg.ReorderWindow)
 	rb.off = p.cfg.DisableReorder
 	if next < 0 || rb.off {
 		return rb, next, nil
 	}
-	vals, err := p.store.Get(ctx, part, []string{reorderObject}, nil)
+	var vals [][]byte
+	err := p.retryStore(ctx, "load", log, func() (err error) {
+		vals, err = p.store.Get(ctx, part, []string{reorderObject}, nil)
+		return err
+	})
+	if errors.Is(err, errClaimEnded) {
+		return nil, 0, err
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("aggregate: load the reorder buffer position of %s/%d: %w", part.Topic, part.ID, err)
 	}
