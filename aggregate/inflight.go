@@ -218,7 +218,25 @@ func (w *worker) idle(ctx context.Context, quiet time.Duration) error {
 	if err := w.drain(); err != nil {
 		return err
 	}
-	return w.verifyStoredOffset(ctx)
+	err := w.verifyStoredOffset(ctx)
+	if err != nil && !permanentStoreError(err) {
+		// The store cannot be reached: the check is skipped, not failed.
+		// Ending the handler would make the member rejoin the group and
+		// rebalance every member while the store is down; the next idle
+		// check (or the next batch's commit, retried) reaches the store
+		// again.
+		if !w.checkFailing {
+			w.checkFailing = true
+			w.log.Warn("cannot verify the stored offset, the state store failed; checking again at the next idle check", "err", err)
+		}
+		w.p.metrics.retries.WithLabelValues("verify").Inc()
+		return nil
+	}
+	if err == nil && w.checkFailing {
+		w.checkFailing = false
+		w.log.Info("state store answers again; stored offset verified")
+	}
+	return err
 }
 
 // verifyStoredOffset compares the partition's stored next offset with the

@@ -101,7 +101,7 @@ var (
 	knownAlertKinds   = []string{records.EstimateChange, records.EstimateAccess}
 	knownLateActions  = []string{"reordered", "applied_at_latest", "late_output"}
 	knownDeadReasons  = []string{"decode", ReasonFuture, ReasonOutputRejected}
-	knownRetryOps     = []string{"commit", "write outputs", "write dead letters", "claim", "load"}
+	knownRetryOps     = []string{"commit", "write outputs", "write dead letters", "claim", "load", "verify"}
 	knownRejectReason = []string{"MESSAGE_TOO_LARGE", stream.ReasonExceedsBatchBytes, "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"}
 	knownFenced       = []string{"takeover", "rewound"}
 )
@@ -204,7 +204,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		candidates:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "alert_candidates_total", Help: "Confirmed rate shifts by kind and outcome: alerted (in an object or site alert), learning (site profile still learning), mixed_clock (change point before the profile), small_effect (below ALERT_MIN_RATIO or ALERT_MIN_EVENTS), not_discovery (adjusted p-value above ALERT_FDR), overflow (beyond the candidates held per period)."}, []string{"kind", "outcome"}),
 		estimates:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "estimates_out_total", Help: "Estimate records published, by kind."}, []string{"kind"}),
 		cache:        prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_lookups_total", Help: "Object cache lookups: hit or miss (a miss reads the store)."}, []string{"result"}),
-		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "retries_total", Help: "Retried output writes, state commits, and state claims and loads at a partition's start (op: commit, write outputs, write dead letters, claim, load)."}, []string{"op"}),
+		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "retries_total", Help: "Retried output writes, state commits, and state claims and loads at a partition's start; idle checks of the stored offset skipped because the store failed (op: commit, write outputs, write dead letters, claim, load, verify)."}, []string{"op"}),
 		fenced:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "fenced_commits_total", Help: "Fencing events of the aggregator beyond the store's refusals (those are changerate_state_commit_rejected_total): takeover counts claims refused and then taken over (a restarted consumer group); rewound counts idle checks that found the stored offset behind the last commit (the store lost writes)."}, []string{"reason"}),
 		corrupt:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "corrupt_states_total", Help: "Stored object states that could not be decoded and were started afresh."}),
 		outputs:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "output_records_total", Help: "Output records written (estimates, reports, alerts, dead letters)."}),

@@ -62,7 +62,7 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 		"changerate_aggregator_alerts_total":               {"kind=change", "kind=access"},
 		"changerate_aggregator_dead_letters_total":         {"reason=decode", "reason=output_rejected"},
 		"changerate_aggregator_late_events_total":          {"action=late_output", "action=applied_at_latest", "action=reordered"},
-		"changerate_aggregator_retries_total":              {"op=commit", "op=write outputs", "op=write dead letters", "op=claim", "op=load"},
+		"changerate_aggregator_retries_total":              {"op=commit", "op=write outputs", "op=write dead letters", "op=claim", "op=load", "op=verify"},
 		"changerate_aggregator_outputs_rejected_total":     {"reason=MESSAGE_TOO_LARGE,topic=" + cfg.EstimatesTopic, "reason=EXCEEDS_BATCH_BYTES,topic=" + cfg.DeadLetterTopic},
 		"changerate_aggregator_fenced_commits_total":       {"reason=takeover", "reason=rewound"},
 		"changerate_aggregator_observations_outcome_total": {"outcome=applied", "outcome=duplicate", "outcome=no_information"},

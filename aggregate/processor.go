@@ -231,13 +231,20 @@ func (p *Processor) claim(ctx context.Context, part state.Partition, gen int64, 
 // the claim was revoked or the process is stopping.
 var errClaimEnded = errors.New("aggregate: claim ended before the partition was loaded")
 
+// permanentStoreError reports whether a store error is one that retrying
+// cannot cure: fencing (state.ErrFenced: a newer epoch owns the partition),
+// state.ErrKeyCollision, state.ErrOffsetMismatch, stream.ErrFatal or a
+// cancellation. Any other error (a connection refused, a timeout, a Redis
+// LOADING or READONLY reply) is taken as transient.
+func permanentStoreError(err error) bool {
+	return errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrKeyCollision) || errors.Is(err, state.ErrOffsetMismatch) ||
+		errors.Is(err, stream.ErrFatal) || errors.Is(err, context.Canceled)
+}
+
 // retryStore runs f, a store call that starts a claim (Claim, Takeover,
 // the initial load), until it succeeds, fails with an error that retrying
-// cannot cure, or ctx ends (then it returns errClaimEnded). Permanent
-// errors: fencing (state.ErrFenced: a newer epoch owns the partition),
-// state.ErrKeyCollision, state.ErrOffsetMismatch and stream.ErrFatal;
-// any other error (a connection refused, a timeout, a Redis LOADING or
-// READONLY reply) is taken as transient and retried after RetryBackoff,
+// cannot cure (permanentStoreError), or ctx ends (then it returns
+// errClaimEnded). A transient error is retried after RetryBackoff,
 // doubling up to 30s, with jitter, as commits are. A streak of failures is
 // logged once (a warning) and its end once (info); each retry counts in
 // changerate_aggregator_retries_total{op}.
@@ -255,8 +262,7 @@ func (p *Processor) retryStore(ctx context.Context, op string, log *slog.Logger,
 		if ctx.Err() != nil {
 			return errClaimEnded
 		}
-		if errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrKeyCollision) || errors.Is(err, state.ErrOffsetMismatch) ||
-			errors.Is(err, stream.ErrFatal) {
+		if permanentStoreError(err) {
 			return err
 		}
 		if wait == nil {
@@ -451,6 +457,9 @@ type worker struct {
 	final     bool                  // emitFinal: the priors are already folded
 	det       *detector             // site profiles and the alert book (site.go, alerts.go)
 	touched   map[*siteEntry]string // sites the batch being prepared changed, by host (apply → writeSites)
+	// checkFailing: the last idle check could not reach the store (logged
+	// once per streak).
+	checkFailing bool
 	// storeMu serialises the partition's store calls (Get by the
 	// handler's goroutine, Commit by a batch's goroutine): the Store
 	// contract allows one call per partition at a time.
