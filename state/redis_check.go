@@ -63,3 +63,17 @@ func parseInfo(s string) map[string]string {
 	}
 	return m
 }
+
+// Ping checks that every master answers (PING), for readiness probes.
+func (r *Redis) Ping(ctx context.Context) error {
+	nodes, err := r.masters(ctx)
+	if err != nil {
+		return fmt.Errorf("state: list masters: %w", err)
+	}
+	for _, n := range nodes {
+		if err := n.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("state: ping %s: %w", n.Options().Addr, err)
+		}
+	}
+	return nil
+}

@@ -44,7 +44,7 @@ func TestConfigErrors(t *testing.T) {
 		// Every message names the variable and the flag, never a Go field.
 		{"Redis options checked before Kafka is reached", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--redis-addrs=127.0.0.1:2", "--redis-db=-1"},
 			[]string{"CHANGERATE_REDIS_DB", "--redis-db"}},
-		{"unreachable Kafka", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--redis-addrs=127.0.0.1:2"},
+		{"unreachable Kafka", nil, []string{"--http-addr=", "--kafka-brokers=127.0.0.1:1", "--store=memory"},
 			[]string{"CHANGERATE_KAFKA_BROKERS", "--kafka-brokers", "127.0.0.1:1"}},
 		{"Redis key format", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-key-format=x"}, []string{"CHANGERATE_REDIS_KEY_FORMAT", "--redis-key-format"}},
 		{"Redis TLS files without TLS", nil, []string{"--in=-", "--store=redis", "--redis-addrs=127.0.0.1:1", "--redis-tls-ca=/ca.pem", "--redis-expiry-events=x"},

@@ -42,6 +42,13 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 			return usageError{fmt.Errorf("config: %s", options.RedisError(err, "IDLE_TTL"))}
 		}
 	}
+	// The store is opened and checked (durability) before anything is
+	// changed on the brokers: a refused Redis leaves no topics behind.
+	store, err := openStore(ctx, cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	if cfg.CreateTopics {
 		created, err := stream.EnsureTopics(ctx, kc, topicSpecs(cfg))
 		if err != nil {
@@ -54,11 +61,6 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 			logger.Info("created topics", "topics", created)
 		}
 	}
-	store, err := openStore(ctx, cfg, logger, reg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	kp, err := newKafkaPipeline(cfg, kc, store, logger, reg)
 	if err != nil {
 		return err
@@ -80,11 +82,12 @@ func runService(ctx context.Context, cfg *config, logger *slog.Logger, reg *prom
 // kafkaPipeline is the service's wiring: a consumer-group source and a
 // Kafka sink around a Processor.
 type kafkaPipeline struct {
-	sink *stream.KafkaSink
-	src  *stream.KafkaSource
-	proc *aggregate.Processor
-	api  *query.Server
-	tee  *query.TeeSink // indexes the records read back from the output topics (rebuildIndex)
+	sink  *stream.KafkaSink
+	src   *stream.KafkaSource
+	proc  *aggregate.Processor
+	store state.Store
+	api   *query.Server
+	tee   *query.TeeSink // indexes the records read back from the output topics (rebuildIndex)
 }
 
 func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, logger *slog.Logger, reg prometheus.Registerer) (*kafkaPipeline, error) {
@@ -110,7 +113,7 @@ func newKafkaPipeline(cfg *config, kc stream.KafkaConfig, store state.Store, log
 		sink.Close()
 		return nil, err
 	}
-	return &kafkaPipeline{sink: sink, src: src, proc: proc, api: q.srv, tee: q.records}, nil
+	return &kafkaPipeline{sink: sink, src: src, proc: proc, store: store, api: q.srv, tee: q.records}, nil
 }
 
 func (k *kafkaPipeline) close() {
@@ -134,6 +137,10 @@ func serve(ctx context.Context, cfg *config, kp *kafkaPipeline, logger *slog.Log
 			routes = append(routes, pprofRoutes)
 		}
 		srv = newHTTPServer(cfg.HTTP.Addr, cfg.maxHeaderBytes(), reg, kp.proc, logger, routes...)
+		srv.source = kp.src.Status
+		if p, ok := kp.store.(pinger); ok {
+			srv.store = newStoreProbe(p.Ping, storeProbeInterval, time.Now)
+		}
 		if err := srv.listen(); err != nil {
 			return err
 		}
