@@ -283,6 +283,9 @@ func (s *Server) guard(html bool, h http.Handler) http.Handler {
 		writeJSON(w, status, ErrorBody{Error: msg, Status: status})
 	}
 	timeoutBody, _ := json.Marshal(ErrorBody{Error: "request timed out", Status: http.StatusServiceUnavailable})
+	if html {
+		timeoutBody = []byte("request timed out")
+	}
 	th := http.TimeoutHandler(h, s.cfg.Timeout, string(timeoutBody))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.RequestURI) > s.cfg.MaxRequestBytes {
@@ -303,9 +306,37 @@ func (s *Server) guard(html bool, h http.Handler) http.Handler {
 			fail(w, http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <API_TOKEN>")
 			return
 		}
-		th.ServeHTTP(w, r)
+		th.ServeHTTP(&timeoutHeaders{ResponseWriter: w, html: html}, r)
 	})
 }
+
+// timeoutHeaders completes the headers of http.TimeoutHandler's own 503
+// (the request ran past API_TIMEOUT), which it writes with none: without
+// them the JSON body was served as text/plain (sniffed) and without
+// Retry-After. A response that already has a Content-Type (the handler's
+// own, which TimeoutHandler copies before writing the status) is left as
+// it is.
+type timeoutHeaders struct {
+	http.ResponseWriter
+	html bool
+}
+
+func (t *timeoutHeaders) WriteHeader(status int) {
+	h := t.Header()
+	if status == http.StatusServiceUnavailable && h.Get("Content-Type") == "" {
+		if t.html {
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+		} else {
+			h.Set("Content-Type", "application/json")
+		}
+		h.Set("Cache-Control", "no-store")
+		h.Set("Retry-After", strconv.Itoa(RetryAfter))
+	}
+	t.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (t *timeoutHeaders) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // authorized reports whether r carries the token: "Authorization: Bearer
 // <token>", or HTTP Basic auth with the token as the password. Schemes are

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/query"
@@ -265,5 +266,42 @@ func TestAPIToken(t *testing.T) {
 				t.Errorf("page without token: WWW-Authenticate %q", resp.Header.Get("WWW-Authenticate"))
 			}
 		})
+	}
+}
+
+// slowStore is a state store whose reads wait until their context ends.
+type slowStore struct{ *state.Memory }
+
+func (s slowStore) Get(ctx context.Context, _ state.Partition, _ []string, dst [][]byte) ([][]byte, error) {
+	<-ctx.Done()
+	return dst, ctx.Err()
+}
+
+// TestAPITimeout: a request past Config.Timeout is answered 503 with
+// Retry-After, as JSON on the API (Content-Type application/json, checked
+// against api/openapi.yaml) and as plain text on the pages; without
+// timeoutHeaders, http.TimeoutHandler's body went out sniffed as
+// text/plain and without Retry-After.
+func TestAPITimeout(t *testing.T) {
+	obj := "http://a.example/x"
+	qs, err := query.NewServer(query.Config{Timeout: 50 * time.Millisecond}, slowStore{newMemoryStore(t)},
+		query.SinglePartition{Topic: stream.TopicObservations}, aggregate.DefaultConfig().Model, query.NewIndex(query.IndexConfig{}),
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := serve(t, qs)
+	header, body := e.fetch(t, "/v1/objects?url="+q(obj), http.StatusServiceUnavailable)
+	var eb query.ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil || eb.Error != "request timed out" || eb.Status != 503 {
+		t.Errorf("body %s (%v), want the JSON timeout reason", body, err)
+	}
+	if ct, ra := header.Get("Content-Type"), header.Get("Retry-After"); ct != "application/json" || ra != "5" {
+		t.Errorf("API timeout: Content-Type %q, Retry-After %q; want application/json and 5", ct, ra)
+	}
+	resp, page := raw(t, e, http.MethodGet, "/objects?url="+q(obj))
+	if resp.StatusCode != 503 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
+		resp.Header.Get("Retry-After") != "5" || strings.TrimSpace(string(page)) != "request timed out" {
+		t.Errorf("page timeout: %d %q %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), page)
 	}
 }
