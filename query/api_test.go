@@ -260,15 +260,13 @@ func checkAPI(t *testing.T, e *env) {
 			}
 		}
 		// The lower bound of the 95 % interval, 0 for a change estimate
-		// without a detected change (no evidence of change).
+		// without a detected change (no evidence of change) or without an
+		// interval.
 		lo := func(r records.Estimate) float64 {
-			if r.Kind == records.EstimateChange && r.Changes == 0 {
+			if r.Kind == records.EstimateChange && r.Changes == 0 || r.CI95 == nil {
 				return 0
 			}
-			if r.CI95 != nil {
-				return r.CI95[0]
-			}
-			return *r.RatePerS
+			return r.CI95[0]
 		}
 		sort.Slice(want, func(i, j int) bool {
 			if lo(want[i]) != lo(want[j]) {
@@ -531,7 +529,7 @@ func TestIndexEvictsLeastRecentlyUpdated(t *testing.T) {
 	idx := query.NewIndex(query.IndexConfig{MaxObjects: 3})
 	add := func(name string, r float64) {
 		idx.AddEstimate(&records.Estimate{Object: "http://a.example/" + name, Site: "a.example", Kind: "change",
-			AsOf: t0, RatePerS: &r, Changes: 1})
+			AsOf: t0, RatePerS: &r, CI95: &[2]float64{r / 2, 2 * r}, Changes: 1})
 	}
 	add("a", 1)
 	add("b", 2)

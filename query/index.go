@@ -262,11 +262,10 @@ func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
 // none).
 func recordScore(rec *records.Estimate) (sc score, next int64) {
 	if rec.RatePerS != nil {
-		sc = score{v: *rec.RatePerS, lo: *rec.RatePerS, hi: *rec.RatePerS, has: true}
+		sc = score{v: *rec.RatePerS, hi: *rec.RatePerS, has: true}
 		if rec.CI95 != nil {
-			sc.lo, sc.hi = rec.CI95[0], rec.CI95[1]
+			sc.lo, sc.hi = rankedLower(rec.Kind, rec.Changes, rec.CI95[0]), rec.CI95[1]
 		}
-		sc.lo = rankedLower(rec.Kind, rec.Changes, sc.lo)
 	}
 	if rec.NextVisit != nil {
 		next = rec.NextVisit.UnixMicro()
@@ -277,11 +276,10 @@ func recordScore(rec *records.Estimate) (sc score, next int64) {
 // publishedScore is recordScore of the values a Processor published.
 func publishedScore(pe *aggregate.PublishedEstimate) (sc score, next int64) {
 	if pe.HasRate {
-		sc = score{v: pe.Rate, lo: pe.Rate, hi: pe.Rate, has: true}
+		sc = score{v: pe.Rate, hi: pe.Rate, has: true}
 		if pe.HasCI {
-			sc.lo, sc.hi = pe.CI95[0], pe.CI95[1]
+			sc.lo, sc.hi = rankedLower(pe.Kind, pe.Changes, pe.CI95[0]), pe.CI95[1]
 		}
-		sc.lo = rankedLower(pe.Kind, pe.Changes, sc.lo)
 	}
 	if pe.HasNextVisit {
 		next = pe.NextVisit.UnixMicro()
@@ -289,8 +287,11 @@ func publishedScore(pe *aggregate.PublishedEstimate) (sc score, next int64) {
 	return sc, next
 }
 
-// rankedLower is the lower bound a change-rate ranking uses: the interval's
-// lower bound lo, except 0 for a change estimate without a detected change.
+// rankedLower is the lower bound a ranking uses: the interval's lower bound
+// lo, except 0 for a change estimate without a detected change (and an
+// estimate without an interval ranks at 0 too: a point estimate from a few
+// visits is no bound, and ranking by it would let objects seen twice top
+// the list).
 // There the data are no evidence of any change, and a positive lower bound
 // comes from the estimator's prior alone (bayes_beta's Beta prior on the
 // change probability per visit interval: a few revalidations minutes apart

@@ -29,7 +29,7 @@ func TestRebuildIndex(t *testing.T) {
 		for i := 0; i < 10; i++ {
 			r := float64(i+1) * 1e-5 * float64(1+v)
 			e := records.Estimate{Object: fmt.Sprintf("http://s.example/%d", i), Site: "s.example", Kind: records.EstimateChange,
-				AsOf: t0.Add(time.Duration(v) * time.Hour), RatePerS: &r, CI95: &[2]float64{r / 2, 2 * r}}
+				AsOf: t0.Add(time.Duration(v) * time.Hour), RatePerS: &r, CI95: &[2]float64{r / 2, 2 * r}, Changes: 4}
 			b, _ := json.Marshal(e)
 			recs = append(recs, kafkatest.Record{Key: []byte(e.Object), Value: b})
 		}
