@@ -355,3 +355,28 @@ func topSites(out []SiteCount, limit int) []SiteCount {
 	}
 	return out
 }
+
+// ranked counts, per site, the objects that by ranks (those with a rate:
+// a change estimate without a best rate is indexed but not ranked), in
+// one scan of the entries. The overview page says how many of a site's
+// objects it could rank.
+func (x *Index) ranked(by string) map[string]int {
+	b, ok := byIndex(by)
+	if !ok || b == byShift {
+		return nil
+	}
+	bit := uint8(1) << b
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := make(map[int32]int, len(x.siteIDs))
+	for slot := range x.entries {
+		if x.entries[slot].has&bit != 0 {
+			n[x.meta[slot].site]++
+		}
+	}
+	out := make(map[string]int, len(n))
+	for id, c := range n {
+		out[x.sites[id].name] = c
+	}
+	return out
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,13 +66,15 @@ func fmtInterval(rate float64) string {
 	return FormatSeconds(1 / rate)
 }
 
-// FormatSeconds formats a duration in seconds for people: 45s, 12.5m,
+// FormatSeconds formats a duration in seconds for people: 0.1s, 45s, 12.5m,
 // 3.2h, 4.0d; ∞ for +Inf and NaN. The pages and the aggregator's tables
 // use it.
 func FormatSeconds(s float64) string {
 	switch {
 	case math.IsInf(s, 1) || math.IsNaN(s):
 		return "∞"
+	case s > 0 && s < 1: // 0.1s, 0.05s: %.0f would print 0s
+		return strconv.FormatFloat(s, 'g', 2, 64) + "s"
 	case s < 120:
 		return fmt.Sprintf("%.0fs", s)
 	case s < 2*3600:
@@ -94,24 +97,62 @@ type indexPage struct {
 	Shift   *TopResult
 	Alerts  []records.Alert
 	Indexed int
+	// AllSites is the number of indexed sites, of which Sites lists the
+	// first (most objects first); More links to a page listing more of
+	// them ("" when Sites lists them all).
+	AllSites int
+	More     string
+	MoreN    int
 }
 
 type siteTop struct {
 	SiteCount
-	Top *TopResult
+	// Ranked is the number of the site's objects with a change rate (the
+	// others have an estimate without a best rate yet, or accesses only).
+	Ranked int
+	Top    *TopResult
 }
+
+// defaultPageSites is the number of sites / lists without ?sites= (as
+// /v1/sites?limit=20).
+const defaultPageSites = 20
 
 func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	q := r.URL.Query()
+	if err := params(q, "sites"); err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	n := defaultPageSites
+	if v := q.Get("sites"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > s.cfg.MaxLimit {
+			s.pageError(w, r, badRequest("sites must be an integer in [1, %d], got %q", s.cfg.MaxLimit, v))
+			return
+		}
+	}
 	m := indexPage{}
-	for _, sc := range s.idx.Sites(20) { // as /v1/sites?limit=20
+	all := s.idx.Sites(math.MaxInt)
+	m.AllSites = len(all)
+	for _, sc := range all {
+		m.Indexed += sc.Objects
+	}
+	if len(all) > n {
+		m.MoreN = min(len(all), s.cfg.MaxLimit)
+		if m.MoreN > n {
+			m.More = "/?sites=" + strconv.Itoa(m.MoreN)
+		}
+		all = all[:n]
+	}
+	ranked := s.idx.ranked(ByChangeRate)
+	for _, sc := range all {
 		top, err := s.top(ctx, ByChangeRate, sc.Site, 5)
 		if err != nil {
 			s.pageError(w, r, err)
 			return
 		}
-		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Top: top})
-		m.Indexed += sc.Objects
+		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Ranked: ranked[sc.Site], Top: top})
 	}
 	var err error
 	if m.Access, err = s.top(ctx, ByAccessRate, "", 10); err != nil {
@@ -140,6 +181,9 @@ type objectPage struct {
 	Plots     []plotSVG
 	Timeline  *timelineSVG
 	Canonical bool // the query was already canonical
+	// Assumed is the URL looked up when the query had no scheme:
+	// http:// and the query (canonical), "" otherwise.
+	Assumed string
 }
 
 // estimatorRow is one estimator of one kind.
@@ -164,6 +208,12 @@ func rows(e *records.Estimate) []estimatorRow {
 		row := estimatorRow{Kind: e.Kind, Key: k, Rate: e.Estimates[k], Best: k == e.Estimator}
 		if ci, ok := e.Intervals[k]; ok {
 			row.CI = &ci
+		} else if row.Best && e.CI95 != nil && e.RatePerS != nil && *e.RatePerS == row.Rate {
+			// The published rate is this estimator's (after a
+			// confirmed shift, a window model's, which has no interval
+			// of its own in intervals): ci95 is its interval.
+			ci := *e.CI95
+			row.CI = &ci
 		}
 		out = append(out, row)
 	}
@@ -173,8 +223,16 @@ func rows(e *records.Estimate) []estimatorRow {
 func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	m := objectPage{Query: q.Get("url")}
+	if raw := strings.TrimSpace(m.Query); raw != "" && !strings.Contains(raw, "://") {
+		// A URL typed without its scheme (www.example.org/): look up
+		// http:// and say so on the page (the API does not guess).
+		q = url.Values{"url": {"http://" + raw}}
+	}
 	obj, err := s.object(q)
 	if err == nil {
+		if q.Get("url") != m.Query {
+			m.Assumed = obj
+		}
 		m.View, err = s.view(r.Context(), obj)
 	}
 	if err != nil {
