@@ -18,12 +18,12 @@ import (
 // ReasonOutputRejected is the dead-letter reason of an output record that
 // the sink refused permanently (stream.ErrRejected): the dead letter takes
 // its place, naming the output's topic (as Format), key, size and the
-// sink's reason.
-const ReasonOutputRejected = "output_rejected"
+// sink's reason (records.NewRejectedOutput, shared with ingest).
+const ReasonOutputRejected = records.ReasonOutputRejected
 
 // maxRejectedShown caps the bytes of a rejected output's key and value
 // copied into its dead letter, so that the dead letter stays small.
-const maxRejectedShown = 1024
+const maxRejectedShown = records.MaxRejectedShown
 
 // batchPosition locates b's input for dead letters of its outputs:
 // "topic/partition@first-last" (inclusive), or "@offset" for one message.
@@ -106,12 +106,9 @@ func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError
 		}
 		m := &out[r.Index]
 		p.metrics.rejected.WithLabelValues(m.Topic, r.Reason).Inc()
-		key, value := m.Key, m.Value
+		key := m.Key
 		if len(key) > maxRejectedShown {
 			key = key[:maxRejectedShown]
-		}
-		if len(value) > maxRejectedShown {
-			value = value[:maxRejectedShown]
 		}
 		if m.Topic == p.cfg.DeadLetterTopic {
 			w.log.Error("dead letter rejected by the sink; stopping the partition", "key", string(key), "bytes", len(m.Value), "reason", r.Reason, "err", r.Err)
@@ -119,8 +116,7 @@ func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError
 		}
 		w.log.Error("output rejected by the sink; writing a dead letter instead", "output_topic", m.Topic, "key", string(key),
 			"bytes", len(m.Value), "reason", r.Reason, "position", position, "err", r.Err)
-		cause := fmt.Errorf("aggregate: output to topic %s with key %q (value of %d bytes) rejected by the sink (%s): %w", m.Topic, key, len(m.Value), r.Reason, r.Err)
-		dl := records.NewDeadLetter(p.now(), "aggregator", m.Topic, position, ReasonOutputRejected, cause, value)
+		dl := records.NewRejectedOutput(p.now(), "aggregator", "aggregate", m.Topic, m.Key, m.Value, position, r.Reason, r.Err)
 		dls = append(dls, w.encode(p.cfg.DeadLetterTopic, dl.Position, dl))
 	}
 	return dls, nil
@@ -130,24 +126,18 @@ func (w *worker) replaceRejected(out []stream.Message, rej *stream.RejectedError
 // rejection (stream.ErrRejected), or ctx ends.
 func (w *worker) retry(ctx context.Context, what string, f func() error) error {
 	wait := backoff.New(w.p.cfg.RetryBackoff, 30*time.Second) // exponential with jitter
-	for {
-		err := f()
-		if err == nil || errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) ||
+	return backoff.Retry(ctx, wait, f, func(err error, _ int, d time.Duration) bool {
+		if errors.Is(err, state.ErrFenced) || errors.Is(err, state.ErrOffsetMismatch) || errors.Is(err, stream.ErrClosed) ||
 			errors.Is(err, stream.ErrRejected) {
-			return err
+			return false
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return true // Retry returns ctx.Err()
 		}
-		d := wait.Next()
 		w.log.Warn("retrying", "op", what, "err", err, "backoff", d)
 		w.p.metrics.retries.WithLabelValues(what).Inc()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
-		}
-	}
+		return true
+	})
 }
 
 // appendEstimates appends to out the change estimate (if change) and the

@@ -2,6 +2,7 @@ package records
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 )
 
@@ -37,4 +38,32 @@ func NewDeadLetter(now time.Time, stage, format, position, reason string, err er
 	}
 	return DeadLetter{Time: now.UTC(), Stage: stage, Format: format, Position: position,
 		Reason: reason, Error: msg, Input: string(bytes.ToValidUTF8(input, []byte("\uFFFD")))}
+}
+
+// ReasonOutputRejected is the dead-letter reason of an output record that
+// the sink refused permanently (stream.ErrRejected), written by the
+// aggregator and by ingest in the record's place.
+const ReasonOutputRejected = "output_rejected"
+
+// MaxRejectedShown caps the bytes of a rejected output's key and value
+// copied into its dead letter, so that the dead letter stays small.
+const MaxRejectedShown = 1024
+
+// NewRejectedOutput builds the dead letter (reason ReasonOutputRejected)
+// that replaces an output record refused permanently by the sink: Format is
+// the record's topic, Position locates what produced it, Error names the
+// topic, the key and the size of the value and the sink's reason (prefixed
+// by pkg, the writer's package, e.g. "aggregate"), and Input holds the
+// first MaxRejectedShown bytes of the value (the key is cut likewise).
+func NewRejectedOutput(now time.Time, stage, pkg, topic string, key, value []byte, position, reason string, err error) DeadLetter {
+	k := key
+	if len(k) > MaxRejectedShown {
+		k = k[:MaxRejectedShown]
+	}
+	v := value
+	if len(v) > MaxRejectedShown {
+		v = v[:MaxRejectedShown]
+	}
+	cause := fmt.Errorf("%s: output to topic %s with key %q (value of %d bytes) rejected by the sink (%s): %w", pkg, topic, k, len(value), reason, err)
+	return NewDeadLetter(now, stage, topic, position, ReasonOutputRejected, cause, v)
 }

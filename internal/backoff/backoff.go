@@ -8,6 +8,7 @@
 package backoff
 
 import (
+	"context"
 	"time"
 
 	cb "github.com/cenkalti/backoff/v5"
@@ -38,3 +39,32 @@ func (b *Backoff) Next() time.Duration { return b.b.NextBackOff() }
 
 // Reset starts the schedule again from the initial interval.
 func (b *Backoff) Reset() { b.b.Reset() }
+
+// Retry runs f until it returns nil or retry, called after each failure
+// with the error, the number of the failed attempt (from 1) and the wait
+// before the next one, returns false; it then returns f's last error. It
+// returns ctx.Err() if ctx ends first (during a wait, or before an attempt
+// that failed). The callback is where a loop logs and counts its retries
+// and decides which errors are worth retrying; b is not reset.
+func Retry(ctx context.Context, b *Backoff, f func() error, retry func(err error, attempt int, wait time.Duration) bool) error {
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		d := b.Next()
+		if !retry(err, attempt, d) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package backoff
 
 import (
+	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -53,5 +55,41 @@ func TestConstantAndReset(t *testing.T) {
 	b.Reset()
 	if d := b.Next(); d > 15*time.Millisecond {
 		t.Errorf("after Reset: %v, want at most 15ms", d)
+	}
+}
+
+// TestRetry: failures are retried until f succeeds or the callback says
+// stop (the last error is returned), and a cancelled context ends the loop.
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	n := 0
+	err := Retry(ctx, New(time.Microsecond, time.Microsecond), func() error {
+		n++
+		if n < 4 {
+			return errors.New("transient")
+		}
+		return nil
+	}, func(_ error, attempt int, _ time.Duration) bool { return attempt < 10 })
+	if err != nil || n != 4 {
+		t.Fatalf("Retry = %v after %d calls, want nil after 4", err, n)
+	}
+	stop := errors.New("permanent")
+	n = 0
+	err = Retry(ctx, New(time.Microsecond, time.Microsecond), func() error { n++; return stop },
+		func(err error, _ int, _ time.Duration) bool { return err != stop })
+	if err != stop || n != 1 {
+		t.Fatalf("Retry = %v after %d calls, want %v after 1", err, n, stop)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	n = 0
+	err = Retry(cctx, New(time.Microsecond, time.Microsecond), func() error {
+		n++
+		if n == 3 {
+			cancel()
+		}
+		return errors.New("transient")
+	}, func(error, int, time.Duration) bool { return true })
+	if !errors.Is(err, context.Canceled) || n != 3 {
+		t.Fatalf("Retry = %v after %d calls, want context.Canceled after 3", err, n)
 	}
 }
