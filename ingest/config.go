@@ -57,6 +57,8 @@ const (
 	DefaultDrainTimeout         = 10 * time.Second
 	DefaultCheckpointInterval   = time.Second
 	DefaultMaxRecordBytes       = 256 << 20 // 256 MiB per WARC record
+	DefaultRetryBackoff         = 200 * time.Millisecond
+	DefaultWriteRetryTimeout    = 30 * time.Second
 )
 
 // ErrConfig is wrapped by every Config.Validate error.
@@ -132,6 +134,17 @@ type Config struct {
 	// DrainTimeout bounds the final flush after the context is cancelled.
 	// Default 10s.
 	DrainTimeout time.Duration
+	// RetryBackoff is the first wait before a failed sink write (Kafka
+	// unreachable, a topic missing) is retried; it doubles up to 30s, with
+	// jitter. Default 200ms. See DeliverySink.
+	RetryBackoff time.Duration
+	// WriteRetryTimeout bounds the retries of a failing sink write in a
+	// one-shot run (not Follow, not RunSource): the run fails with the
+	// write's error after it (the checkpoint keeps the last acknowledged
+	// position). In follow mode and for RunSource, a service, failing
+	// writes are retried until they succeed or the context ends. Default
+	// 30s.
+	WriteRetryTimeout time.Duration
 }
 
 // WithDefaults returns c with the default of every zero field filled in
@@ -169,6 +182,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if d.CheckpointInterval == 0 {
 		d.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if d.RetryBackoff == 0 {
+		d.RetryBackoff = DefaultRetryBackoff
+	}
+	if d.WriteRetryTimeout == 0 {
+		d.WriteRetryTimeout = DefaultWriteRetryTimeout
 	}
 	return d
 }
@@ -220,6 +239,12 @@ func (c Config) Validate() error {
 	}
 	if d.DrainTimeout < 0 {
 		bad("DrainTimeout %v < 0", d.DrainTimeout)
+	}
+	if d.RetryBackoff < 0 {
+		bad("RetryBackoff %v < 0", d.RetryBackoff)
+	}
+	if d.WriteRetryTimeout < 0 {
+		bad("WriteRetryTimeout %v < 0", d.WriteRetryTimeout)
 	}
 	if d.CheckpointPath != "" {
 		// Found now, not when the first checkpoint is written, after

@@ -21,7 +21,8 @@ func TestConfigDefaults(t *testing.T) {
 		PollInterval: DefaultPollInterval, MaxLineBytes: DefaultMaxLineBytes, MaxDecompressedBytes: DefaultMaxDecompressedBytes,
 		MaxRecordBytes: DefaultMaxRecordBytes, BatchSize: DefaultBatchSize, CheckpointInterval: DefaultCheckpointInterval,
 		ObservationsTopic: stream.TopicObservations, DeadLetterTopic: stream.TopicDeadLetter,
-		ProgressInterval: DefaultProgressInterval, DrainTimeout: DefaultDrainTimeout}
+		ProgressInterval: DefaultProgressInterval, DrainTimeout: DefaultDrainTimeout,
+		RetryBackoff: DefaultRetryBackoff, WriteRetryTimeout: DefaultWriteRetryTimeout}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("WithDefaults =\n%+v\nwant\n%+v", got, want)
 	}
@@ -29,11 +30,11 @@ func TestConfigDefaults(t *testing.T) {
 	if d := (Config{CheckpointInterval: -1, ProgressInterval: -1}).WithDefaults(); d.CheckpointInterval != -1 || d.ProgressInterval != -1 {
 		t.Errorf("negative intervals not kept: %+v", d)
 	}
-	err := Config{Format: "nope", MaxLineBytes: 10, BatchSize: -1, DrainTimeout: -time.Second, Parse: parse.Config{Profile: "x"}}.Validate()
+	err := Config{Format: "nope", MaxLineBytes: 10, BatchSize: -1, DrainTimeout: -time.Second, RetryBackoff: -1, WriteRetryTimeout: -1, Parse: parse.Config{Profile: "x"}}.Validate()
 	if !errors.Is(err, ErrConfig) {
 		t.Fatalf("Validate = %v; want ErrConfig", err)
 	}
-	for _, field := range []string{"Format", "Paths", "MaxLineBytes", "BatchSize", "DrainTimeout", "Parse: parse: Profile"} {
+	for _, field := range []string{"Format", "Paths", "MaxLineBytes", "BatchSize", "DrainTimeout", "RetryBackoff", "WriteRetryTimeout", "Parse: parse: Profile"} {
 		if !strings.Contains(err.Error(), "ingest: invalid config: "+field) {
 			t.Errorf("Validate = %v; does not name %s", err, field)
 		}

@@ -18,6 +18,7 @@ type metrics struct {
 	batchSize    prometheus.Histogram
 	writeSeconds prometheus.Histogram
 	checkpoints  prometheus.Counter
+	writeRetries prometheus.Counter
 	canonical    *prometheus.CounterVec
 }
 
@@ -35,7 +36,7 @@ func RegisterMetrics(reg prometheus.Registerer, format string) {
 // and ingest's own.
 var rejectReasons = func() []string {
 	r := slices.Clone(parse.RejectReasons)
-	for _, own := range []string{ReasonTooLong, ReasonTooLarge, ReasonCorrupt} {
+	for _, own := range []string{ReasonTooLong, ReasonTooLarge, ReasonCorrupt, ReasonOutputRejected} {
 		if !slices.Contains(r, own) {
 			r = append(r, own)
 		}
@@ -53,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, format string) *metrics {
 		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_lines_total",
 			Help: "Input lines (or WARC records) read, by format."}, []string{"format"}),
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_observations_total",
-			Help: "Observations written (acknowledged by the sink), by format."}, []string{"format"}),
+			Help: "Observations written (acknowledged by the sink, counted by DeliverySink), by format."}, []string{"format"}),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_rejects_total",
 			Help: "Rejected input lines (sent to the dead-letter output), by format and reason."}, []string{"format", "reason"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_skipped_total",
@@ -66,6 +67,8 @@ func newMetrics(reg prometheus.Registerer, format string) *metrics {
 			Help: "Latency of one sink write (until acknowledged).", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "changerate_ingest_checkpoints_total",
 			Help: "Checkpoint files written."}),
+		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "changerate_ingest_write_retries_total",
+			Help: "Sink writes retried after a transient failure (Kafka unreachable, a topic missing, a timeout)."}),
 		canonical: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_url_canonicalisations_total",
 			Help: "URLs canonicalised, by format and path: cache (seen before), fast (already canonical), library (WHATWG parser; the slow path)."},
 			[]string{"format", "path"}),
@@ -93,6 +96,7 @@ func (m *metrics) register(reg prometheus.Registerer) {
 	m.batchSize = register(reg, m.batchSize)
 	m.writeSeconds = register(reg, m.writeSeconds)
 	m.checkpoints = register(reg, m.checkpoints)
+	m.writeRetries = register(reg, m.writeRetries)
 	m.canonical = register(reg, m.canonical)
 }
 

@@ -53,9 +53,12 @@ func (w *worker) deadLetter(ctx context.Context, prefix string, lineNo int64, re
 		return fmt.Errorf("ingest: encode dead letter: %w", merr)
 	}
 	b := w.cur
+	// key = position, as the aggregator's dead letters
+	ks := len(b.arena)
+	b.arena = append(b.arena, dl.Position...)
 	vs := len(b.arena)
 	b.arena = append(b.arena, v...)
-	b.msgs = append(b.msgs, stream.Message{Topic: w.r.cfg.DeadLetterTopic, Value: b.arena[vs:len(b.arena):len(b.arena)]})
+	b.msgs = append(b.msgs, stream.Message{Topic: w.r.cfg.DeadLetterTopic, Key: b.arena[ks:vs:vs], Value: b.arena[vs:len(b.arena):len(b.arena)]})
 	if len(b.msgs) >= w.r.cfg.BatchSize {
 		return w.flush(ctx, false)
 	}
@@ -149,7 +152,8 @@ func (w *worker) write(b *batch) error {
 func (w *worker) ack(b *batch) error {
 	if b.lines > 0 || b.obs > 0 {
 		w.r.mLines.Add(float64(b.lines))
-		w.r.mObs.Add(float64(b.obs))
+		// observations_total is counted by the DeliverySink, which knows
+		// those the sink refused.
 		w.r.mBytes.Add(float64(b.bytes))
 		w.r.lines.Add(b.lines)
 		w.r.obs.Add(b.obs)

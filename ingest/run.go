@@ -45,6 +45,12 @@ type Summary struct {
 	// Interrupted is true when the context was cancelled before every input
 	// was read (after a clean drain).
 	Interrupted bool
+	// Written counts the observations the sink acknowledged (Observations,
+	// per input, counts those produced), and OutputRejected the messages it
+	// refused permanently, each replaced by a dead letter (reason
+	// output_rejected), as counted by the DeliverySink Run wrote through
+	// (0 when Run was given a SortingSink: ask the DeliverySink under it).
+	Written, OutputRejected int64
 }
 
 // InputSummary counts one input's lines (or WARC records).
@@ -75,8 +81,12 @@ func (s Summary) Totals() InputSummary {
 }
 
 type runner struct {
-	cfg    Config
-	sink   stream.Sink
+	cfg  Config
+	sink stream.Sink
+	// ds is the DeliverySink that sink is or wraps (nil for a
+	// SortingSink), and w0, r0 its counts at the start
+	ds     *DeliverySink
+	w0, r0 int64
 	log    *slog.Logger
 	m      *metrics
 	cp     *checkpoint
@@ -96,8 +106,12 @@ type runner struct {
 // to sink. It returns when every input is read (or, in follow mode, when ctx
 // is cancelled). On cancellation it stops between lines, writes the pending
 // batch within DrainTimeout, saves the checkpoint and returns a nil error
-// with Summary.Interrupted set. A failing Sink.Write stops Run with that
-// error (the checkpoint keeps the last acknowledged position). Inputs that
+// with Summary.Interrupted set. Run writes through a DeliverySink (sink, or
+// one wrapping it unless it is a SortingSink): a failing write is retried
+// with backoff (in follow mode until it succeeds or ctx ends; in a one-shot
+// run for WriteRetryTimeout), a message refused permanently is replaced by
+// a dead letter; a write that still fails stops Run with its error (the
+// checkpoint keeps the last acknowledged position). Inputs that
 // cannot be opened or read are logged, reported in the summary and, at the
 // end, in an error wrapping ErrInput.
 //
@@ -175,6 +189,7 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 		}
 	}
 	sum.Interrupted = ctx.Err() != nil
+	r.delivered(&sum)
 	// Whatever happened, record every acknowledged position.
 	if err := r.saveCheckpoint(true); err != nil && fatal == nil {
 		fatal = err
@@ -196,6 +211,17 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 
 func newRunner(ctx context.Context, c Config, sink stream.Sink, logger *slog.Logger, reg prometheus.Registerer, cp *checkpoint) *runner {
 	r := &runner{cfg: c, sink: sink, log: logger, m: newMetrics(reg, c.Format), cp: cp, format: c.Format}
+	switch s := sink.(type) {
+	case *DeliverySink:
+		r.ds = s
+	case *SortingSink:
+	default:
+		r.ds = newDeliverySink(sink, c, logger, r.m)
+		r.sink = r.ds
+	}
+	if r.ds != nil {
+		r.w0, r.r0 = r.ds.Written(), r.ds.Rejected()
+	}
 	r.mLines = r.m.lines.WithLabelValues(c.Format)
 	r.mObs = r.m.observations.WithLabelValues(c.Format)
 	r.mBytes = r.m.bytes.WithLabelValues(c.Format)
@@ -213,6 +239,13 @@ func newRunner(ctx context.Context, c Config, sink stream.Sink, logger *slog.Log
 		wcancel()
 	}
 	return r
+}
+
+// delivered fills in the counts of sum that the DeliverySink keeps.
+func (r *runner) delivered(sum *Summary) {
+	if r.ds != nil {
+		sum.Written, sum.OutputRejected = r.ds.Written()-r.w0, r.ds.Rejected()-r.r0
+	}
 }
 
 // progress logs a progress line every ProgressInterval until stopped.

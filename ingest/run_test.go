@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -234,7 +235,8 @@ func TestCheckpointResumeNeitherLosesNorRepeats(t *testing.T) {
 	p := writeFile(t, dir, "a.log", all.String(), false)
 	gz := writeFile(t, dir, "b.log.gz", all.String(), true)
 	cp := filepath.Join(dir, "cp.json")
-	cfg := Config{Format: "squid", Paths: []string{p, gz}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1}
+	cfg := Config{Format: "squid", Paths: []string{p, gz}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1,
+		WriteRetryTimeout: time.Nanosecond} // fail at once, not after retrying
 
 	// First run: the sink acknowledges two batches (20 lines), then fails.
 	s1 := &failingSink{MemorySink: stream.NewMemorySink(), n: 2}
@@ -418,7 +420,8 @@ func TestFailedWriteStopsWriting(t *testing.T) {
 	p := writeFile(t, dir, "a.log", all.String(), false)
 	cp := filepath.Join(dir, "cp.json")
 	sink := &flakySink{MemorySink: stream.NewMemorySink(), failAt: 2}
-	if _, err := Run(context.Background(), Config{Format: "squid", Paths: []string{p}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1}, sink, nil, nil); err == nil {
+	if _, err := Run(context.Background(), Config{Format: "squid", Paths: []string{p}, BatchSize: 10, CheckpointPath: cp, ProgressInterval: -1,
+		WriteRetryTimeout: time.Nanosecond}, sink, nil, nil); err == nil {
 		t.Fatal("no error")
 	}
 	got := objects(t, sink.MemorySink)

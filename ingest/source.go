@@ -53,6 +53,9 @@ func RunSource(ctx context.Context, cfg Config, src stream.Source, sink stream.S
 	}
 	r := newRunner(ctx, c, sink, logger, reg, cp)
 	defer r.stop()
+	if r.ds != nil {
+		r.ds.retryForever() // a source is endless: a service, as follow mode
+	}
 	stopProgress := r.progress(ctx)
 	defer stopProgress()
 
@@ -98,6 +101,7 @@ func RunSource(ctx context.Context, cfg Config, src stream.Source, sink stream.S
 		out.Inputs = append(out.Inputs, *byName[n])
 	}
 	out.Interrupted = ctx.Err() != nil
+	r.delivered(&out)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		err = nil
 	}

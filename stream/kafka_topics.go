@@ -148,3 +148,8 @@ func EnsureTopics(ctx context.Context, cfg KafkaConfig, specs []TopicSpec) (crea
 	}
 	return created, nil
 }
+
+// IsUnknownTopic reports whether err, from KafkaSink.Write, means that a
+// topic written to does not exist (after the sink waited for it): nothing
+// was written, and creating the topic is the remedy.
+func IsUnknownTopic(err error) bool { return errors.Is(err, kafka.UnknownTopicOrPartition) }

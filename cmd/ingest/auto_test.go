@@ -85,7 +85,7 @@ func TestFailureNamesTheOption(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unreachable Kafka", []string{"--out=kafka", "--kafka-brokers=127.0.0.1:1"}, "CHANGERATE_KAFKA_BROKERS (--kafka-brokers)"},
+		{"unreachable Kafka", []string{"--out=kafka", "--kafka-brokers=127.0.0.1:1", "--write-retry-timeout=1ms"}, "CHANGERATE_KAFKA_BROKERS (--kafka-brokers)"},
 		{"corrupt checkpoint", []string{"--checkpoint=" + cp}, "CHANGERATE_CHECKPOINT (--checkpoint)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,6 +79,7 @@ type config struct {
 	PollInterval         time.Duration      `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
 	ProgressInterval     time.Duration      `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
 	DrainTimeout         time.Duration      `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
+	WriteRetryTimeout    time.Duration      `envconfig:"WRITE_RETRY_TIMEOUT" desc:"how long a run without FOLLOW retries a failing Kafka write (broker unreachable) before it fails; with FOLLOW or IN_TOPIC failing writes are retried until they succeed"`
 	ShutdownTimeout      time.Duration      `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
 	options.Topics
 	options.HTTP
@@ -106,6 +107,7 @@ func newConfig() config {
 		PollInterval:         ingest.DefaultPollInterval,
 		ProgressInterval:     ingest.DefaultProgressInterval,
 		DrainTimeout:         ingest.DefaultDrainTimeout,
+		WriteRetryTimeout:    ingest.DefaultWriteRetryTimeout,
 		Topics:               options.DefaultTopics(),
 		HTTP:                 options.DefaultHTTP(""),
 		ExternalSort:         options.DefaultExternalSort(),
@@ -251,9 +253,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	_ = stdin // Run reads os.Stdin for "-"
+	// Every write goes through the DeliverySink: retried with backoff,
+	// refused messages replaced by dead letters, acknowledged observations
+	// counted for the summary.
+	ds := ingest.NewDeliverySink(sink, cfg, logger, reg)
 	var sorter *ingest.SortingSink
 	if o.Order == "time" {
-		sorter = ingest.NewSortingSink(sink, cfg.ObservationsTopic, int64(o.ExternalSort.Memory), o.ExternalSort.Dir, cfg.BatchSize)
+		sorter = ingest.NewSortingSink(ds, cfg.ObservationsTopic, int64(o.ExternalSort.Memory), o.ExternalSort.Dir, cfg.BatchSize)
 		defer sorter.Close()
 	}
 	var sum ingest.Summary
@@ -264,7 +270,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer src.Close()
-		sum, err = ingest.RunSource(ctx, cfg, src, sink, logger, reg)
+		sum, err = ingest.RunSource(ctx, cfg, src, ds, logger, reg)
 	} else if sorter != nil {
 		sum, err = ingest.Run(ctx, cfg, sorter, logger, reg)
 		if ctx.Err() == nil && (err == nil || errors.Is(err, ingest.ErrInput)) {
@@ -273,7 +279,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		sum, err = ingest.Run(ctx, cfg, sink, logger, reg)
+		sum, err = ingest.Run(ctx, cfg, ds, logger, reg)
 	}
 	cerr := sink.Close()
 	closeDL()
@@ -283,6 +289,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tot := sum.Totals()
 	logger.Debug("ingest done", "inputs", len(sum.Inputs), "lines", tot.Lines, "observations", tot.Observations,
 		"rejects", sumMap(tot.Rejects), "skipped", sumMap(tot.Skipped), "interrupted", sum.Interrupted)
+	sum.Written, sum.OutputRejected = ds.Written(), ds.Rejected() // the sorter's writes too
 	writeSummary(stderr, o, cfg, sum, sorter)
 	if err != nil {
 		logger.Error("ingest failed", "err", err)
@@ -294,7 +301,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			} else if o.Checkpoint != "" && strings.Contains(err.Error(), "checkpoint") {
 				hint = fmt.Sprintf(" (%s_CHECKPOINT (--checkpoint))", envPrefix)
 			}
-			fmt.Fprintf(stderr, "ingest: failed: %v%s; the observations counted above may not all have been written\n", err, hint)
+			fmt.Fprintf(stderr, "ingest: failed: %v%s; %d of the %d observations produced were written (acknowledged), the others may not all have been written\n", err, hint, sum.Written, tot.Observations)
 		}
 		return 1
 	}
@@ -471,7 +478,7 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		MaxRecordBytes: int64(o.MaxRecordBytes), BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
 		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
 		ObservationsTopic:  o.Topics.Observations, DeadLetterTopic: o.Topics.DeadLetter,
-		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout,
+		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout, WriteRetryTimeout: o.WriteRetryTimeout,
 	}
 	known := false
 	var names []string
@@ -496,6 +503,7 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		{o.MaxDecompressedBytes <= 0, "MAX_DECOMPRESSED_BYTES (--max-decompressed-bytes)", "must be > 0"},
 		{o.MaxRecordBytes <= 0, "MAX_RECORD_BYTES (--max-record-bytes)", "must be > 0"},
 		{o.BatchSize <= 0, "BATCH_SIZE (--batch-size)", "must be > 0"},
+		{o.WriteRetryTimeout <= 0, "WRITE_RETRY_TIMEOUT (--write-retry-timeout)", "must be > 0"},
 		{o.PollInterval <= 0, "POLL_INTERVAL (--poll-interval)", "must be > 0"},
 		{o.DrainTimeout <= 0, "DRAIN_TIMEOUT (--drain-timeout)", "must be > 0"},
 	}

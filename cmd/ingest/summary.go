@@ -83,7 +83,12 @@ func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, 
 			order += fmt.Sprintf(" (%d runs spilled to disk)", r)
 		}
 	}
-	fmt.Fprintf(w, "  %-14s %10d   %s, to %s\n", "observations", tot.Observations, order, outName(o, cfg))
+	fmt.Fprintf(w, "  %-14s %10d   %s\n", "observations", tot.Observations, "produced, "+order)
+	written := "acknowledged by " + outName(o, cfg)
+	if n := tot.Observations - sum.Written - sum.OutputRejected; n > 0 {
+		written += fmt.Sprintf("; %d NOT WRITTEN", n)
+	}
+	fmt.Fprintf(w, "  %-14s %10d   %s\n", "written", sum.Written, written)
 	line := func(label string, n int64, note string) {
 		if note == "" {
 			fmt.Fprintf(w, "  %-14s %10d\n", label, n)
@@ -92,6 +97,9 @@ func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, 
 		fmt.Fprintf(w, "  %-14s %10d   %s\n", label, n, note)
 	}
 	line("skipped", sumMap(tot.Skipped), reasons(tot.Skipped, unit+" without an observation"))
+	if sum.OutputRejected > 0 {
+		tot.Rejects[ingest.ReasonOutputRejected] += sum.OutputRejected
+	}
 	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
 	if sum.Interrupted {
 		fmt.Fprintln(w, "  interrupted before every input was read")
