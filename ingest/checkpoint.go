@@ -78,6 +78,19 @@ func (c *checkpoint) get(key string) (Position, bool) {
 	return p, ok
 }
 
+// find returns a position of the file dev/ino recorded under a key other
+// than except (the file was read under another name).
+func (c *checkpoint) find(dev, ino uint64, except string) (string, Position, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.pos {
+		if k != except && p.Dev == dev && p.Ino == ino && (dev != 0 || ino != 0) {
+			return k, p, true
+		}
+	}
+	return "", Position{}, false
+}
+
 // put records a position in memory.
 func (c *checkpoint) put(key string, p Position) {
 	c.mu.Lock()

@@ -81,16 +81,23 @@ type Config struct {
 	// Follow keeps reading plain files after their end, like tail -F: it
 	// waits for new lines, reopens a file that was rotated (its path now
 	// names another file, after the old one is read to its end) and starts
-	// again from the top of a file that was truncated. Gzip files, WARC and
-	// stdin are read once. Default false.
+	// again from the top of a file that was truncated. Files are known by
+	// device and inode: a file being read under one followed name is not
+	// read again under another (numbered rotation a.log -> a.log.1 with
+	// both followed); the directories and globs of Paths are expanded again
+	// every 4 PollIntervals and new files read from their start. At start,
+	// a file whose checkpointed inode is no longer at its path (rotated
+	// while ingest was stopped) is looked for beside it and read on from
+	// the checkpoint first; if it is not found the loss is logged (warning)
+	// and counted (changerate_ingest_lost_files_total). Gzip files, WARC
+	// and stdin are read once. Default false.
 	//
-	// Limits (those of tail -F): a truncation is noticed when the file is
-	// found shorter than the read position, so a file truncated and
-	// refilled beyond that position between two polls is read on from the
-	// old position; lines appended to a rotated file after the next file
-	// appeared and the old one was read to its end are not read; and a
-	// rotation while ingest is not running is seen at the next start as a
-	// new file (read from its start), the rest of the old one is not read.
+	// Limits: a truncation is noticed when the file is found shorter than
+	// the read position or the 64 bytes before it changed, so a file
+	// truncated and refilled beyond that position with the same bytes
+	// there is read on from the old position; lines appended to a rotated
+	// file after the next file appeared and the old one was read to its
+	// end are read only if a followed name still leads to it.
 	Follow bool
 	// PollInterval is how often a followed file is checked for new data.
 	// Default 250ms.

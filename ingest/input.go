@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
@@ -145,6 +144,14 @@ type inputError struct{ err error }
 func (e *inputError) Error() string { return e.err.Error() }
 func (e *inputError) Unwrap() error { return e.err }
 
+// fileLinks is the number of names of a file (0: deleted); 1 when unknown.
+func fileLinks(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 func fileID(fi os.FileInfo) (dev, ino uint64) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Dev), uint64(st.Ino)
@@ -214,6 +221,11 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			key = abs
 		}
 	}
+	if w.r.cfg.Follow && name != "-" && !o.gz {
+		err := w.follow(ctx, name, key, o)
+		o = &opened{closer: func() error { return nil }} // follow closed it
+		return err
+	}
 	var start Position
 	if name != "-" {
 		if p, ok := w.r.cp.get(key); ok && p.Dev == o.dev && p.Ino == o.ino && p.Gzip == o.gz {
@@ -241,12 +253,10 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			w.r.log.Info("ingest: resuming from checkpoint", "input", name, "offset", start.Offset, "lines", start.Lines)
 		}
 	}
-	follow := w.r.cfg.Follow && name != "-" && !o.gz
 	lr := newLineReader(o.br, w.r.cfg.MaxLineBytes, start.Offset)
 	lineNo := start.Lines
 	w.key = key
 	w.setSource(key, o, start.Epoch)
-	rotated := false
 	prefix := name
 	if name == "-" {
 		prefix = "stdin"
@@ -255,7 +265,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 		if n&255 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		line, tooLong, err := lr.next(!follow || rotated)
+		line, tooLong, err := lr.next(true)
 		if err == nil {
 			lineNo++
 			w.setPos(Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Gzip: o.gz, Lines: lineNo, Epoch: w.epoch})
@@ -268,49 +278,7 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 		if err != io.EOF {
 			return w.readFailed(ctx, prefix, lineNo+1, err)
 		}
-		if !follow {
-			return nil
-		}
-		// Following: the end of the file for now.
-		if err := w.flush(ctx, true); err != nil {
-			return err
-		}
-		if rotated {
-			// The old file is read to its end; switch to the new one.
-			o.closer()
-			no, err := w.open(name)
-			if err != nil {
-				return err
-			}
-			o = no
-			lr.reset(o.br, 0)
-			lineNo = 0
-			w.setSource(key, o, 0)
-			rotated = false
-			w.r.log.Info("ingest: followed file was rotated; reading the new one", "input", name)
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(w.r.cfg.PollInterval):
-		}
-		fi, serr := os.Stat(name)
-		cur, cerr := o.f.Stat()
-		if serr == nil && cerr == nil && !os.SameFile(fi, cur) {
-			rotated = true // read what is left of the old file first
-			continue
-		}
-		if cerr == nil && cur.Size() < lr.off+lr.partial {
-			w.r.log.Info("ingest: followed file was truncated; reading from the start", "input", name)
-			if _, err := o.f.Seek(0, io.SeekStart); err != nil {
-				return &inputError{err}
-			}
-			o.br.Reset(o.f)
-			lr.reset(o.br, 0)
-			lineNo = 0
-			w.setSource(key, o, w.epoch+1)
-		}
+		return nil
 	}
 }
 

@@ -20,6 +20,7 @@ type metrics struct {
 	checkpoints  prometheus.Counter
 	writeRetries prometheus.Counter
 	canonical    *prometheus.CounterVec
+	lostFiles    prometheus.Counter
 }
 
 // RegisterMetrics registers ingest's metrics on reg with the series of
@@ -69,6 +70,8 @@ func newMetrics(reg prometheus.Registerer, format string) *metrics {
 			Help: "Checkpoint files written."}),
 		writeRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "changerate_ingest_write_retries_total",
 			Help: "Sink writes retried after a transient failure (Kafka unreachable, a topic missing, a timeout)."}),
+		lostFiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "changerate_ingest_lost_files_total",
+			Help: "Followed files rotated or deleted while ingest was stopped whose unread rest was not found beside them (see the warning naming the file)."}),
 		canonical: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_url_canonicalisations_total",
 			Help: "URLs canonicalised, by format and path: cache (seen before), fast (already canonical), library (WHATWG parser; the slow path)."},
 			[]string{"format", "path"}),
@@ -98,6 +101,7 @@ func (m *metrics) register(reg prometheus.Registerer) {
 	m.checkpoints = register(reg, m.checkpoints)
 	m.writeRetries = register(reg, m.writeRetries)
 	m.canonical = register(reg, m.canonical)
+	m.lostFiles = register(reg, m.lostFiles)
 }
 
 // register registers c, or returns the collector already registered under

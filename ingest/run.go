@@ -90,6 +90,7 @@ type runner struct {
 	log    *slog.Logger
 	m      *metrics
 	cp     *checkpoint
+	files  registry // follow mode: the files being read, by identity
 	lines  atomic.Int64
 	obs    atomic.Int64
 	rejs   atomic.Int64
@@ -146,30 +147,9 @@ func Run(ctx context.Context, cfg Config, sink stream.Sink, logger *slog.Logger,
 
 	sum := Summary{Inputs: make([]InputSummary, len(inputs))}
 	var fatal error
-	if c.Follow && len(inputs) > 1 {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		cctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		for i, in := range inputs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w, err := r.newWorker()
-				if err == nil {
-					sum.Inputs[i], err = w.input(cctx, in)
-				}
-				if err != nil {
-					mu.Lock()
-					if fatal == nil {
-						fatal = err
-					}
-					mu.Unlock()
-					cancel(err)
-				}
-			}()
-		}
-		wg.Wait()
+	if c.Follow {
+		sum.Inputs = sum.Inputs[:0]
+		fatal = r.followAll(ctx, inputs, &sum)
 	} else {
 		w, err := r.newWorker()
 		if err != nil {

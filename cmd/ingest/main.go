@@ -65,7 +65,7 @@ type config struct {
 	Out                  string             `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
 	DeadLetter           string             `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
 	Paths                []string           `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
-	Follow               bool               `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled)"`
+	Follow               bool               `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled; new files of the directories and globs are found)"`
 	Zone                 string             `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
 	Profile              string             `envconfig:"PROFILE" desc:"URL canonicalisation profile: changerate, whatwg or semantic"`
 	BaseURL              string             `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
