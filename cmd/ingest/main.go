@@ -77,7 +77,7 @@ type config struct {
 	Checkpoint           string             `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
 	CheckpointInterval   time.Duration      `envconfig:"CHECKPOINT_INTERVAL" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
 	PollInterval         time.Duration      `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
-	ProgressInterval     time.Duration      `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; negative: none"`
+	ProgressInterval     time.Duration      `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; a negative duration (e.g. -1s): none"`
 	DrainTimeout         time.Duration      `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
 	WriteRetryTimeout    time.Duration      `envconfig:"WRITE_RETRY_TIMEOUT" desc:"how long a run without FOLLOW retries a failing Kafka write (broker unreachable) before it fails; with FOLLOW or IN_TOPIC failing writes are retried until they succeed"`
 	ShutdownTimeout      time.Duration      `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`

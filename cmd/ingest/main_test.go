@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/kafkatest"
 	"github.com/changerate/changerate/records"
 )
@@ -140,7 +141,8 @@ func TestSIGTERMDrains(t *testing.T) {
 	if !strings.Contains(string(b), fmt.Sprintf(`"offset":%d`, len(squid))) {
 		t.Fatalf("checkpoint %s does not point at the end (%d)", b, len(squid))
 	}
-	if !strings.Contains(stderr.String(), "interrupted before every input was read") {
+	// Following, SIGTERM is the normal way to stop: said plainly.
+	if want := "stopped (SIGTERM or SIGINT) while following; positions saved in the checkpoint " + cp; !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "interrupted") {
 		t.Fatalf("stderr: %s", stderr.String())
 	}
 }
@@ -302,5 +304,56 @@ func TestFilesMergedByTime(t *testing.T) {
 	}
 	if got := fmt.Sprint(times(stdout.String())); got != "[2005 2004 1002 1000 1003 1001]" {
 		t.Errorf("--order=input: times %s", got)
+	}
+}
+
+// TestProgressIntervalNoneAsHelpSays: the value -h gives for "no progress
+// line" is accepted.
+func TestProgressIntervalNoneAsHelpSays(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	run([]string{"-h"}, nil, &stdout, &stderr)
+	var none string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if i := strings.Index(l, "progress log line"); i >= 0 {
+			// "...; a negative duration (e.g. -1s): none"
+			if _, after, ok := strings.Cut(l[i:], "e.g. "); ok {
+				none, _, _ = strings.Cut(after, ")")
+			}
+		}
+	}
+	if none == "" {
+		t.Fatalf("-h gives no example of a negative --progress-interval:\n%s", stderr.String())
+	}
+	p := filepath.Join(t.TempDir(), "access.log")
+	os.WriteFile(p, []byte(squid), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--format=squid", "--dead-letter=/dev/null", "--progress-interval=" + none, p}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("--progress-interval=%s: exit %d: %s", none, code, stderr.String())
+	}
+}
+
+// TestSummaryStopped: the summary says how a run stopped by a signal
+// ended; following, that is the normal way to stop.
+func TestSummaryStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    ingest.Config
+		want   string
+		reject string
+	}{
+		{"follow with checkpoint", ingest.Config{Format: "squid", Follow: true, CheckpointPath: "/var/lib/cp"},
+			"stopped (SIGTERM or SIGINT) while following; positions saved in the checkpoint /var/lib/cp", "interrupted"},
+		{"follow without checkpoint", ingest.Config{Format: "squid", Follow: true},
+			"no checkpoint (CHANGERATE_CHECKPOINT (--checkpoint)): a restart reads every file from the start", "interrupted"},
+		{"read once", ingest.Config{Format: "squid"}, "interrupted before every input was read", "following"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeSummary(&b, config{Out: "-", DeadLetter: "-"}, tc.cfg, ingest.Summary{Interrupted: true}, nil)
+			if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.reject) {
+				t.Errorf("summary lacks %q (or has %q):\n%s", tc.want, tc.reject, b.String())
+			}
+		})
 	}
 }

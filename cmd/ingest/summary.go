@@ -101,7 +101,13 @@ func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, 
 		tot.Rejects[ingest.ReasonOutputRejected] += sum.OutputRejected
 	}
 	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
-	if sum.Interrupted {
+	switch {
+	case sum.Interrupted && cfg.Follow && cfg.CheckpointPath != "":
+		// Following, a signal is the normal way to stop.
+		fmt.Fprintf(w, "  stopped (SIGTERM or SIGINT) while following; positions saved in the checkpoint %s\n", cfg.CheckpointPath)
+	case sum.Interrupted && cfg.Follow:
+		fmt.Fprintf(w, "  stopped (SIGTERM or SIGINT) while following; no checkpoint (%s_CHECKPOINT (--checkpoint)): a restart reads every file from the start\n", envPrefix)
+	case sum.Interrupted:
 		fmt.Fprintln(w, "  interrupted before every input was read")
 		if sorter != nil {
 			fmt.Fprintf(w, "  the %d observations held for sorting by time were not written: run again\n", sorter.Held())
