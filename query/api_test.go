@@ -168,22 +168,7 @@ func (e *env) get(t *testing.T, path string, status int, header ...string) []byt
 // fetch is get, also returning the response's header.
 func (e *env) fetch(t *testing.T, path string, status int, header ...string) (http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, resp, body := e.do(t, http.MethodGet, path, header...)
 	if resp.StatusCode != status {
 		t.Fatalf("GET %s: status %d, want %d: %s", path, resp.StatusCode, status, body)
 	}
@@ -204,6 +189,29 @@ func (e *env) fetch(t *testing.T, path string, status int, header ...string) (ht
 		}
 	}
 	return resp.Header, body
+}
+
+// do sends method path with the header's name/value pairs and returns
+// the request, the response and its body.
+func (e *env) do(t *testing.T, method, path string, header ...string) (*http.Request, *http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, resp, body
 }
 
 func q(u string) string { return url.QueryEscape(u) }
