@@ -178,6 +178,12 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if reordered && obs.Changed == records.ChangeUnknown {
 		return false
 	}
+	if obs.Changed == records.ChangeUnknown && errorOrRedirect(obs.Status) {
+		// A 404 page, a server error or a redirect: its digest is of that
+		// response's body, not of the object's content, and must neither
+		// count as a change nor replace the content's digest.
+		return false
+	}
 	changed, known := false, true
 	var fp uint32
 	if obs.Digest != "" {
@@ -257,4 +263,11 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 		eff.ChangeShifts = append(eff.ChangeShifts, sh)
 	}
 	return true
+}
+
+// errorOrRedirect reports whether an HTTP status is a redirect or an error
+// (3xx except 304 Not Modified, 4xx, 5xx): a response that does not carry
+// the object's content.
+func errorOrRedirect(status int) bool {
+	return status >= 300 && status < 600 && status != 304
 }

@@ -98,8 +98,8 @@ const (
 	// Processor writes it to the late output).
 	Late
 	// NoInformation: a visit that says nothing about change (a failed fetch,
-	// no digest, no Last-Modified and no change flag); it only moved the
-	// object's clock.
+	// an error page or a redirect, no digest, no Last-Modified and no change
+	// flag); it only moved the object's clock.
 	NoInformation
 )
 

@@ -25,6 +25,12 @@ func visit(h float64, digest string) records.Observation {
 	return records.Observation{Object: "http://a.example/x", Time: at(h), Kind: records.KindVisit, Digest: digest}
 }
 
+// status returns o with its HTTP status set.
+func status(o records.Observation, s int) records.Observation {
+	o.Status = s
+	return o
+}
+
 func TestApplyChangeDetection(t *testing.T) {
 	m := DefaultModel()
 	lm := func(h float64) records.Observation {
@@ -52,6 +58,15 @@ func TestApplyChangeDetection(t *testing.T) {
 		{"a failed fetch and a visit without digest say nothing", []records.Observation{visit(0, "a"),
 			{Object: "http://a.example/x", Time: at(1), Kind: records.KindVisit, Status: -1, Digest: "zz"}, visit(2, ""), visit(3, "b")},
 			2, 1, []Outcome{Applied, NoInformation, NoInformation, Applied}},
+		// A Heritrix or WARC 404 page (or a redirect, a server error) has a
+		// digest of its own body: it says nothing about the content, and the
+		// content seen again after it is not a change (raeder.dk:81's four
+		// 404 pages of two sizes counted 3 changes). A 304, or an explicit
+		// flag, still counts.
+		{"error pages and redirects say nothing about the content", []records.Observation{visit(0, "a"),
+			status(visit(1, "e1"), 404), status(visit(2, "e2"), 404), status(visit(3, "r"), 301), status(visit(4, "s"), 503),
+			status(visit(5, "a"), 200), status(flag(6, records.Unchanged), 304), status(flag(7, records.Changed), 404)},
+			4, 1, []Outcome{Applied, NoInformation, NoInformation, NoInformation, NoInformation, Applied, Applied, Applied}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

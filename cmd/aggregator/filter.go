@@ -236,7 +236,7 @@ func (s summary) write(w io.Writer) {
 	p("reordered", s.st.Reordered, reorderNote)
 	p("late", s.st.Late, "beyond the allowed lateness; written to "+s.lateTo)
 	p("duplicates", s.st.Duplicates, "delivered again (same source position)")
-	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, no digest or Last-Modified,"+
+	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, error page or redirect, no digest or Last-Modified,"+
 		" or applied at a later time without a change flag)")
 	p("rejected", s.rejected(), s.rejectedNote())
 	if s.final {
