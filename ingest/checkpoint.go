@@ -25,6 +25,9 @@ type Position struct {
 	// Epoch counts truncations of a followed file (same inode, read again
 	// from the start); it is part of the observations' Source.
 	Epoch int64 `json:"epoch,omitempty"`
+	// Format is the input's format when the checkpoint's is FormatAuto
+	// (detected once: a resumed input keeps it).
+	Format string `json:"format,omitempty"`
 }
 
 type checkpointFile struct {

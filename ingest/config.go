@@ -61,6 +61,18 @@ const (
 	DefaultWriteRetryTimeout    = 30 * time.Second
 )
 
+// FormatAuto as Config.Format detects the format of each input (see
+// Config.Format); FormatUnknown is the format label (metrics, dead letters,
+// InputSummary.Format) of an input that no format accepts.
+const (
+	FormatAuto    = "auto"
+	FormatUnknown = "unknown"
+)
+
+// ReasonNoFormat rejects the lines of an input whose format was to be
+// detected (FormatAuto) and that no format accepts.
+const ReasonNoFormat = "no-format"
+
 // ErrConfig is wrapped by every Config.Validate error.
 var ErrConfig = errors.New("ingest: invalid config")
 
@@ -68,7 +80,21 @@ var ErrConfig = errors.New("ingest: invalid config")
 // Format and Paths (required) means its documented default (WithDefaults
 // fills them in); Validate lists every problem at once.
 type Config struct {
-	// Format is the input format (see parse.Formats). Required.
+	// Format is the input format (see parse.Formats), or FormatAuto.
+	// Required.
+	//
+	// With FormatAuto each input's format is detected on its own, from its
+	// first SampleLines non-blank lines (parse.Detect; stdin's are
+	// buffered, not re-read), logged ("format detected", with the input)
+	// and reported in InputSummary.Format; a followed file that is empty
+	// at first is detected once, when it first has lines. An input that
+	// no format accepts is logged as a warning naming it, with the formats
+	// closest to it, and each of its lines is rejected with reason
+	// ReasonNoFormat (metrics label FormatUnknown); the other inputs are
+	// read as usual. An input detected as a format that needs an option
+	// that Parse lacks (a zone) fails, naming the option (parse.ErrNeedsZone).
+	// The checkpoint records the format of each input with its position,
+	// and a resumed input keeps it. RunSource does not detect.
 	Format string
 	// Paths are the inputs: files, directories (every regular file below,
 	// in lexical order, except hidden ones), glob patterns, or "-" for
@@ -207,7 +233,7 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
 	}
-	known := false
+	known := d.Format == FormatAuto
 	for _, f := range parse.Formats() {
 		if f[0] == d.Format {
 			known = true
@@ -221,7 +247,7 @@ func (c Config) Validate() error {
 			}
 			names += f[0]
 		}
-		bad("Format %q is not one of %s", d.Format, names)
+		bad("Format %q is not one of %s, or %s", d.Format, names, FormatAuto)
 	}
 	if len(d.Paths) == 0 {
 		bad("Paths is empty (give files, directories, globs or -)")

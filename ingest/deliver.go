@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/internal/backoff"
+	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/stream"
 )
@@ -80,7 +82,10 @@ func newDeliverySink(next stream.Sink, c Config, logger *slog.Logger, m *metrics
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &DeliverySink{next: next, obsTopic: c.ObservationsTopic, dlT: c.DeadLetterTopic, format: c.Format,
-		initial: c.RetryBackoff, timeout: c.WriteRetryTimeout, log: logger, m: m, mObs: m.observations.WithLabelValues(c.Format)}
+		initial: c.RetryBackoff, timeout: c.WriteRetryTimeout, log: logger, m: m}
+	if c.Format != FormatAuto {
+		s.mObs = m.observations.WithLabelValues(c.Format)
+	}
 	s.forever.Store(c.Follow)
 	return s
 }
@@ -105,15 +110,15 @@ func (s *DeliverySink) Write(ctx context.Context, msgs ...stream.Message) error 
 	var rej *stream.RejectedError
 	if !errors.As(err, &rej) {
 		if err == nil {
-			s.countWritten(msgs, nil)
+			s.countWritten(ctx, msgs, nil)
 		}
 		return err
 	}
-	dls, err := s.replace(msgs, rej)
+	dls, err := s.replace(ctx, msgs, rej)
 	if err != nil {
 		return err
 	}
-	s.countWritten(msgs, rej)
+	s.countWritten(ctx, msgs, rej)
 	err = s.retry(ctx, dls)
 	if errors.As(err, &rej) {
 		s.log.Error("ingest: the dead letters of rejected messages were rejected too; stopping", "dead_letters", len(dls), "err", err)
@@ -127,28 +132,88 @@ func (s *DeliverySink) Write(ctx context.Context, msgs ...stream.Message) error 
 
 // countWritten counts the observations of msgs that rej (nil: none) does
 // not list.
-func (s *DeliverySink) countWritten(msgs []stream.Message, rej *stream.RejectedError) {
-	n := 0
-	for i := range msgs {
-		if msgs[i].Topic == s.obsTopic {
-			n++
+func (s *DeliverySink) countWritten(ctx context.Context, msgs []stream.Message, rej *stream.RejectedError) {
+	var refused map[int]bool
+	if rej != nil {
+		refused = make(map[int]bool, len(rej.Rejected))
+		for _, r := range rej.Rejected {
+			refused[r.Index] = true
 		}
 	}
-	if rej != nil {
-		for _, r := range rej.Rejected {
-			if msgs[r.Index].Topic == s.obsTopic {
-				n--
-			}
+	n := 0
+	for i := range msgs {
+		if msgs[i].Topic != s.obsTopic || refused[i] {
+			continue
+		}
+		n++
+		if s.format == FormatAuto {
+			s.m.observations.WithLabelValues(s.label(ctx, &msgs[i])).Inc()
 		}
 	}
 	s.written.Add(int64(n))
-	s.mObs.Add(float64(n))
+	if s.format != FormatAuto {
+		s.mObs.Add(float64(n))
+	}
+}
+
+// formatKey is the context key of the format of the messages of a write
+// (withFormat).
+type formatKey struct{}
+
+// withFormat returns ctx carrying format, the format of the input every
+// message of a write comes from (FormatAuto: Run's workers tell the
+// DeliverySink under them what to count the observations as).
+func withFormat(ctx context.Context, format string) context.Context {
+	return context.WithValue(ctx, formatKey{}, format)
+}
+
+// label is the format label of message m: its write's format (withFormat)
+// when Config.Format is FormatAuto; else, when its write mixes inputs (a
+// SortingSink's), the format the observation names if it is one
+// (an observation of a jsonl file that names another format counts as
+// that one), else FormatUnknown.
+func (s *DeliverySink) label(ctx context.Context, m *stream.Message) string {
+	if s.format != FormatAuto {
+		return s.format
+	}
+	if f, ok := ctx.Value(formatKey{}).(string); ok && f != "" {
+		return f
+	}
+	if m.Topic == s.obsTopic {
+		if f := observationFormat(m.Value); f != "" {
+			return f
+		}
+	}
+	return FormatUnknown
+}
+
+// observationFormat returns the "format" of an observation encoded by
+// AppendObservation if it is a known format, else "". The key cannot occur
+// inside a string value, whose quotes are escaped.
+func observationFormat(v []byte) string {
+	const key = `,"format":"`
+	i := bytes.Index(v, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	rest := v[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	f := string(rest[:j])
+	for _, k := range parse.Formats() {
+		if k[0] == f {
+			return k[0]
+		}
+	}
+	return ""
 }
 
 // replace returns the dead letters replacing the messages rej lists,
 // counting and logging each; it fails if one of them is a dead letter or
 // rej does not index msgs.
-func (s *DeliverySink) replace(msgs []stream.Message, rej *stream.RejectedError) ([]stream.Message, error) {
+func (s *DeliverySink) replace(ctx context.Context, msgs []stream.Message, rej *stream.RejectedError) ([]stream.Message, error) {
 	dls := make([]stream.Message, 0, len(rej.Rejected))
 	now := time.Now()
 	for _, r := range rej.Rejected {
@@ -174,7 +239,7 @@ func (s *DeliverySink) replace(msgs []stream.Message, rej *stream.RejectedError)
 		}
 		dls = append(dls, stream.Message{Topic: s.dlT, Key: []byte(pos), Value: v})
 		s.rejected.Add(1)
-		s.m.rejects.WithLabelValues(s.format, ReasonOutputRejected).Inc()
+		s.m.rejects.WithLabelValues(s.label(ctx, m), ReasonOutputRejected).Inc()
 	}
 	return dls, nil
 }

@@ -79,10 +79,16 @@ func sampleFile(path string, n int) ([][]byte, error) {
 		gz.Multistream(true)
 		r = gz
 	}
-	lr := newLineReader(bufio.NewReaderSize(io.LimitReader(r, 4<<20), 64<<10), sampleMaxLine, 0)
+	return sampleLines(io.LimitReader(r, 4<<20), n, true), nil
+}
+
+// sampleLines returns the first n non-blank lines of r as sampleFile does;
+// a last line without a newline only when final.
+func sampleLines(r io.Reader, n int, final bool) [][]byte {
+	lr := newLineReader(bufio.NewReaderSize(r, 64<<10), sampleMaxLine, 0)
 	var out [][]byte
 	for len(out) < n {
-		l, tooLong, err := lr.next(true)
+		l, tooLong, err := lr.next(final)
 		if err != nil {
 			break
 		}
@@ -90,7 +96,26 @@ func sampleFile(path string, n int) ([][]byte, error) {
 			out = append(out, append([]byte(nil), l...))
 		}
 	}
-	return out, nil
+	return out
+}
+
+// peekSample returns the first n non-blank lines of br (stdin) without
+// consuming them: it waits until br holds n lines, is full, or its stream
+// ends (or fails: the reading that follows reports it).
+func peekSample(br *bufio.Reader, n int) [][]byte {
+	end := false
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		if bytes.Count(buf, []byte{'\n'}) >= n || br.Buffered() >= br.Size() {
+			break
+		}
+		if _, err := br.Peek(br.Buffered() + 1); err != nil {
+			end = true
+			break
+		}
+	}
+	buf, _ := br.Peek(br.Buffered())
+	return sampleLines(bytes.NewReader(buf), n, end)
 }
 
 // sampleMaxLine is the longest line sampleFile returns.

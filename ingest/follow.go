@@ -3,11 +3,14 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/changerate/changerate/parse"
 )
 
 // Follow mode: every followed path has one reader (worker.follow). A file
@@ -382,6 +385,9 @@ func (w *worker) tail(ctx context.Context, name, key string, o *opened, start Po
 	lineNo := start.Lines
 	w.key = key
 	w.setSource(key, o, start.Epoch)
+	if r.cfg.Format == FormatAuto {
+		start.Format = w.format
+	}
 	r.cp.put(key, start)
 	rotated := finish
 	var mark, again []byte // the bytes before the read position, to notice a truncated file written again past it
@@ -392,6 +398,20 @@ func (w *worker) tail(ctx context.Context, name, key string, o *opened, start Po
 		line, tooLong, err := lr.next(rotated)
 		if err == nil {
 			lineNo++
+			if w.format == "" && r.cfg.Format == FormatAuto && !tooLong && len(bytes.TrimSpace(line)) > 0 {
+				// The first line of a file that was empty: detect its
+				// format from the complete lines it has now.
+				sample := sampleLines(io.NewSectionReader(o.f, 0, max(sizeOf(o), lr.off)), SampleLines, false)
+				if len(sample) == 0 {
+					sample = [][]byte{append([]byte(nil), line...)}
+				}
+				if err := w.detect(name, sample); err != nil {
+					return nil, err
+				}
+				if parse.IsRecordFormat(w.format) {
+					return nil, &inputError{fmt.Errorf("ingest: %s looks like %s, which is read once, not followed: give it without --follow", name, w.format)}
+				}
+			}
 			w.setPos(Position{Dev: o.dev, Ino: o.ino, Offset: lr.off, Lines: lineNo, Epoch: w.epoch})
 			w.offset = lr.off
 			if err := w.line(ctx, name, lineNo, line, tooLong); err != nil {

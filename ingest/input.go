@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
@@ -28,6 +31,14 @@ type worker struct {
 	p   parse.Parser
 	obs records.Observation
 	sum *InputSummary
+
+	// format is the format of the current input (its metrics label):
+	// Config.Format, or with FormatAuto the one detected ("" until then,
+	// FormatUnknown when none accepts the input, noFormat saying why);
+	// mLines and mBytes its series
+	format         string
+	noFormat       error
+	mLines, mBytes prometheus.Counter
 
 	// source and offset of the current line, written into observations
 	source string
@@ -63,7 +74,7 @@ func (w *worker) accountCanon() {
 		return
 	}
 	st := parse.Stats(w.statSrc)
-	m, f := w.r.m.canonical, w.r.format
+	m, f := w.r.m.canonical, w.label()
 	if d := st.Cache - w.lastStats.Cache; d > 0 {
 		m.WithLabelValues(f, "cache").Add(float64(d))
 	}
@@ -104,15 +115,115 @@ func (b *batch) reset() {
 func (r *runner) newWorker() (*worker, error) {
 	w := &worker{r: r, cur: &batch{msgs: make([]stream.Message, 0, r.cfg.BatchSize)},
 		spare: &batch{msgs: make([]stream.Message, 0, r.cfg.BatchSize)}}
-	if !parse.IsRecordFormat(r.cfg.Format) {
-		p, err := parse.New(r.cfg.Format, r.cfg.Parse)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-		w.p = p
-		w.setStatSource(p)
+	if r.cfg.Format == FormatAuto {
+		w.undetect()
+		return w, nil
+	}
+	if err := w.setFormat(r.cfg.Format); err != nil {
+		return nil, err
 	}
 	return w, nil
+}
+
+// label is the format label of the current input's metrics and dead
+// letters.
+func (w *worker) label() string {
+	if w.format == "" {
+		return FormatUnknown
+	}
+	return w.format
+}
+
+// setFormat makes format that of the current input: its parser (none for
+// a record format or FormatUnknown) and its metric series, created at 0.
+// Called between inputs, or before the first line of one is parsed.
+func (w *worker) setFormat(format string) error {
+	var p parse.Parser
+	if format != FormatUnknown && !parse.IsRecordFormat(format) {
+		np, err := parse.New(format, w.r.cfg.Parse)
+		if err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		p = np
+	}
+	w.setStatSource(p) // the counts so far under the old label
+	w.p, w.format = p, format
+	w.r.m.touch(format)
+	w.mLines, w.mBytes = w.r.m.lines.WithLabelValues(format), w.r.m.bytes.WithLabelValues(format)
+	return nil
+}
+
+// undetect forgets the format of the previous input (FormatAuto).
+func (w *worker) undetect() {
+	w.setStatSource(nil)
+	w.p, w.format, w.noFormat = nil, "", nil
+	w.mLines, w.mBytes = w.r.m.lines.WithLabelValues(FormatUnknown), w.r.m.bytes.WithLabelValues(FormatUnknown)
+}
+
+// detectInput sets the format of input name, opened as o (FormatAuto):
+// the one the checkpoint records for it (following: for its name, whatever
+// file it names now), else the one detected from its first lines. A
+// followed plain file without a line yet is left undetected: tail detects
+// it when it first has lines.
+func (w *worker) detectInput(name, key string, o *opened) error {
+	if name != "-" {
+		if p, ok := w.r.cp.get(key); ok && p.Format != "" && (w.r.cfg.Follow || (p.Dev == o.dev && p.Ino == o.ino)) {
+			w.r.log.Info("format detected", "input", name, "format", p.Format, "from", "checkpoint")
+			return w.setFormat(p.Format)
+		}
+	}
+	var sample [][]byte
+	if name == "-" {
+		sample = peekSample(o.br, SampleLines)
+	} else {
+		s, err := sampleFile(name, SampleLines)
+		if err != nil {
+			return &inputError{err}
+		}
+		sample = s
+	}
+	if len(sample) == 0 {
+		return nil // nothing to detect from (yet)
+	}
+	return w.detect(name, sample)
+}
+
+// detect sets the format of input name from its first lines (FormatAuto):
+// the best candidate of parse.Detect, logged; FormatUnknown, with a
+// warning naming the formats closest to it, when none accepts them. A
+// format that needs a zone that Config.Parse lacks fails the input.
+func (w *worker) detect(name string, sample [][]byte) error {
+	cands := parse.Detect(sample, w.r.cfg.Parse)
+	if len(cands) == 0 {
+		near := nearHint(parse.Nearest(sample, w.r.cfg.Parse))
+		w.noFormat = fmt.Errorf("no format's parser accepts the first %d lines of %s (closest: %s)", len(sample), name, near)
+		w.r.log.Warn("ingest: no format's parser accepts the first lines of an input; its lines are rejected (reason "+ReasonNoFormat+"), the other inputs are read",
+			"input", name, "sample_lines", len(sample), "closest", near)
+		return w.setFormat(FormatUnknown)
+	}
+	c := cands[0]
+	if c.NeedsZone {
+		return &inputError{fmt.Errorf("ingest: %s looks like %s, whose times carry no zone: give a zone (Config.Parse.Zone; ingest --zone, e.g. --zone=UTC): %w",
+			name, c.Format, parse.ErrNeedsZone)}
+	}
+	w.r.log.Info("format detected", "input", name, "format", c.Format, "accepted", fmt.Sprintf("%d of %d sample lines", c.Accepted, c.Lines))
+	return w.setFormat(c.Format)
+}
+
+// nearHint names the formats of parse.Nearest's candidates (at most 3),
+// with how many sample lines had their shape.
+func nearHint(cands []parse.Candidate) string {
+	if len(cands) == 0 {
+		return "none; see the formats of ingest -h"
+	}
+	var b strings.Builder
+	for i, c := range cands[:min(len(cands), 3)] {
+		if i > 0 {
+			b.WriteString(", or ")
+		}
+		fmt.Fprintf(&b, "--format=%s (%d of %d sample lines of its shape, %d accepted)", c.Format, c.Shaped, c.Lines, c.Accepted)
+	}
+	return b.String()
 }
 
 // input reads one input to its end (or, following, until ctx is done).
@@ -126,6 +237,7 @@ func (w *worker) input(ctx context.Context, name string) (InputSummary, error) {
 		err = ferr
 	}
 	w.sum = nil
+	sum.Format = w.format
 	var ie *inputError
 	if errors.As(err, &ie) {
 		sum.Err = ie.Error()
@@ -207,9 +319,6 @@ func (w *worker) open(name string) (*opened, error) {
 }
 
 func (w *worker) readInput(ctx context.Context, name string) error {
-	if parse.IsRecordFormat(w.r.cfg.Format) {
-		return w.readRecords(ctx, name)
-	}
 	o, err := w.open(name)
 	if err != nil {
 		return err
@@ -220,6 +329,15 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 		if abs, err := filepath.Abs(name); err == nil {
 			key = abs
 		}
+	}
+	if w.r.cfg.Format == FormatAuto {
+		w.undetect()
+		if err := w.detectInput(name, key, o); err != nil {
+			return err
+		}
+	}
+	if parse.IsRecordFormat(w.format) {
+		return w.readRecords(ctx, name, key, o)
 	}
 	if w.r.cfg.Follow && name != "-" && !o.gz {
 		err := w.follow(ctx, name, key, o)
@@ -322,6 +440,20 @@ func (w *worker) line(ctx context.Context, prefix string, lineNo int64, line []b
 		return w.deadLetter(ctx, prefix, lineNo, ReasonTooLong,
 			fmt.Errorf("line longer than %d bytes", w.r.cfg.MaxLineBytes), line)
 	}
+	if w.p == nil {
+		// FormatAuto: an input that no format accepts, or a line before
+		// any to detect the format from.
+		if len(bytes.TrimSpace(line)) == 0 {
+			w.sum.Skipped[parse.ReasonEmpty]++
+			w.r.m.skipped.WithLabelValues(w.label(), parse.ReasonEmpty).Inc()
+			return nil
+		}
+		why := w.noFormat
+		if why == nil {
+			why = fmt.Errorf("no line to detect the format of %s from", prefix)
+		}
+		return w.deadLetter(ctx, prefix, lineNo, ReasonNoFormat, why, line)
+	}
 	err := w.p.Parse(line, &w.obs)
 	if err == nil {
 		return w.emit(ctx)
@@ -329,7 +461,7 @@ func (w *worker) line(ctx context.Context, prefix string, lineNo int64, line []b
 	reason := parse.Reason(err)
 	if parse.IsSkip(err) {
 		w.sum.Skipped[reason]++
-		w.r.m.skipped.WithLabelValues(w.r.format, reason).Inc()
+		w.r.m.skipped.WithLabelValues(w.label(), reason).Inc()
 		return nil
 	}
 	return w.deadLetter(ctx, prefix, lineNo, reason, err, line)
@@ -353,5 +485,8 @@ func (w *worker) setSource(key string, o *opened, epoch int64) {
 
 // setPos records the position after the current line in the batch.
 func (w *worker) setPos(p Position) {
+	if w.r.cfg.Format == FormatAuto {
+		p.Format = w.format
+	}
 	w.cur.key, w.cur.pos, w.cur.dirtyPos = w.key, p, true
 }

@@ -37,7 +37,7 @@ func RegisterMetrics(reg prometheus.Registerer, format string) {
 // and ingest's own.
 var rejectReasons = func() []string {
 	r := slices.Clone(parse.RejectReasons)
-	for _, own := range []string{ReasonTooLong, ReasonTooLarge, ReasonCorrupt, ReasonOutputRejected} {
+	for _, own := range []string{ReasonTooLong, ReasonTooLarge, ReasonCorrupt, ReasonOutputRejected, ReasonNoFormat} {
 		if !slices.Contains(r, own) {
 			r = append(r, own)
 		}
@@ -50,6 +50,9 @@ var rejectReasons = func() []string {
 // each known reason) created at 0: an alert or dashboard on rate() sees
 // them before the first line, and a run whose every line is rejected moves
 // rejects_total up from 0 instead of making it appear at its final value.
+// With FormatAuto the series created are those of FormatUnknown (the lines
+// of inputs that no format accepts); each input's format gets its series
+// when it is detected (touch).
 func newMetrics(reg prometheus.Registerer, format string) *metrics {
 	m := &metrics{
 		lines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "changerate_ingest_lines_total",
@@ -79,13 +82,22 @@ func newMetrics(reg prometheus.Registerer, format string) *metrics {
 	if reg != nil {
 		m.register(reg)
 	}
+	if format == FormatAuto {
+		format = FormatUnknown
+	}
+	m.touch(format)
+	return m
+}
+
+// touch creates the series of format at 0 (lines, observations, bytes,
+// and rejects for each known reason), if they are not there yet.
+func (m *metrics) touch(format string) {
 	m.lines.WithLabelValues(format)
 	m.observations.WithLabelValues(format)
 	m.bytes.WithLabelValues(format)
 	for _, r := range rejectReasons {
 		m.rejects.WithLabelValues(format, r)
 	}
-	return m
 }
 
 // register registers m's collectors on reg, taking over those already

@@ -41,13 +41,13 @@ func (w *worker) emit(ctx context.Context) error {
 
 func (w *worker) deadLetter(ctx context.Context, prefix string, lineNo int64, reason string, err error, input []byte) error {
 	w.sum.Rejects[reason]++
-	w.r.m.rejects.WithLabelValues(w.r.format, reason).Inc()
+	w.r.m.rejects.WithLabelValues(w.label(), reason).Inc()
 	w.r.rejs.Add(1)
 	sep := ":"
 	if w.cur.claim != nil {
 		sep = "@" // topic/partition@offset
 	}
-	dl := records.NewDeadLetter(time.Now(), "ingest", w.r.format, prefix+sep+strconv.FormatInt(lineNo, 10), reason, err, input)
+	dl := records.NewDeadLetter(time.Now(), "ingest", w.label(), prefix+sep+strconv.FormatInt(lineNo, 10), reason, err, input)
 	v, merr := json.Marshal(dl)
 	if merr != nil {
 		return fmt.Errorf("ingest: encode dead letter: %w", merr)
@@ -140,7 +140,11 @@ func (w *worker) settle() error {
 
 func (w *worker) write(b *batch) error {
 	start := time.Now()
-	if err := w.r.sink.Write(w.r.writeCtx, b.msgs...); err != nil {
+	ctx := w.r.writeCtx
+	if w.r.cfg.Format == FormatAuto {
+		ctx = withFormat(ctx, w.label())
+	}
+	if err := w.r.sink.Write(ctx, b.msgs...); err != nil {
 		return fmt.Errorf("ingest: sink write: %w", err)
 	}
 	w.r.m.writeSeconds.Observe(time.Since(start).Seconds())
@@ -151,10 +155,10 @@ func (w *worker) write(b *batch) error {
 // ack records an acknowledged (or empty) batch: counters, checkpoint.
 func (w *worker) ack(b *batch) error {
 	if b.lines > 0 || b.obs > 0 {
-		w.r.mLines.Add(float64(b.lines))
+		w.mLines.Add(float64(b.lines))
 		// observations_total is counted by the DeliverySink, which knows
 		// those the sink refused.
-		w.r.mBytes.Add(float64(b.bytes))
+		w.mBytes.Add(float64(b.bytes))
 		w.r.lines.Add(b.lines)
 		w.r.obs.Add(b.obs)
 	}

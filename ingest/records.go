@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/changerate/changerate/parse"
 )
@@ -13,24 +12,13 @@ import (
 // readRecords reads a record format (WARC). Positions count records: a
 // checkpointed input is resumed by reading and dropping the records before
 // the checkpoint. Follow mode does not apply.
-func (w *worker) readRecords(ctx context.Context, name string) error {
-	o, err := w.open(name)
-	if err != nil {
-		return err
-	}
-	defer func() { o.closer() }()
-	rr, err := parse.NewRecordReader(w.r.cfg.Format, o.br, w.r.cfg.Parse, w.r.cfg.MaxRecordBytes)
+func (w *worker) readRecords(ctx context.Context, name, key string, o *opened) error {
+	rr, err := parse.NewRecordReader(w.format, o.br, w.r.cfg.Parse, w.r.cfg.MaxRecordBytes)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	w.setStatSource(rr)
 	defer w.setStatSource(nil)
-	key := name
-	if name != "-" {
-		if abs, err := filepath.Abs(name); err == nil {
-			key = abs
-		}
-	}
 	var start Position
 	if name != "-" {
 		if p, ok := w.r.cp.get(key); ok && p.Dev == o.dev && p.Ino == o.ino {
@@ -78,7 +66,7 @@ func (w *worker) readRecords(ctx context.Context, name string) error {
 		reason := parse.Reason(err)
 		if parse.IsSkip(err) {
 			w.sum.Skipped[reason]++
-			w.r.m.skipped.WithLabelValues(w.r.format, reason).Inc()
+			w.r.m.skipped.WithLabelValues(w.label(), reason).Inc()
 			continue
 		}
 		if err := w.deadLetter(ctx, prefix, rec, reason, err, input); err != nil {

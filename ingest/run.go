@@ -62,6 +62,10 @@ type InputSummary struct {
 	Rejects      map[string]int64
 	// Err is the input-level failure, if any ("" when read to its end).
 	Err string
+	// Format is the format the input was read as: Config.Format, or with
+	// FormatAuto the format detected (FormatUnknown when no format accepts
+	// it, "" when it had no line to detect it from).
+	Format string
 }
 
 // Totals sums the summary over inputs.
@@ -99,8 +103,6 @@ type runner struct {
 	// Run's context.
 	writeCtx context.Context
 	stop     func()
-	// per-format metric children, resolved once
-	mLines, mObs, mBytes prometheus.Counter
 }
 
 // Run reads every input of cfg and writes its observations and dead letters
@@ -202,9 +204,6 @@ func newRunner(ctx context.Context, c Config, sink stream.Sink, logger *slog.Log
 	if r.ds != nil {
 		r.w0, r.r0 = r.ds.Written(), r.ds.Rejected()
 	}
-	r.mLines = r.m.lines.WithLabelValues(c.Format)
-	r.mObs = r.m.observations.WithLabelValues(c.Format)
-	r.mBytes = r.m.bytes.WithLabelValues(c.Format)
 	// Writes outlive a cancellation by DrainTimeout, so that the batches in
 	// hand are delivered and checkpointed on SIGTERM.
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -43,6 +43,9 @@ func RunSource(ctx context.Context, cfg Config, src stream.Source, sink stream.S
 	if parse.IsRecordFormat(cfg.Format) {
 		return Summary{}, fmt.Errorf("%w: Format %q is a record format; a source delivers lines", ErrConfig, cfg.Format)
 	}
+	if cfg.Format == FormatAuto {
+		return Summary{}, fmt.Errorf("%w: Format %s detects the format of files; a source needs its format", ErrConfig, FormatAuto)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -19,6 +19,11 @@ type Candidate struct {
 	// NeedsZone says that the format's times carry no zone: the lines were
 	// accepted only with a zone assumed (UTC), so the user must give one.
 	NeedsZone bool
+	// Shaped counts the sample lines the parser accepted, skipped or
+	// rejected for their content (a time, URL, status, ...) rather than
+	// their shape (reasons fields, json, encoding): how close the format
+	// comes to lines that it does not accept (Nearest).
+	Shaped int
 }
 
 // Detect tries every format on the sample lines (the first lines of an
@@ -29,6 +34,25 @@ type Candidate struct {
 // version line. cfg's other settings (profile, base URL, Squid logformat)
 // are used as given.
 func Detect(sample [][]byte, cfg Config) []Candidate {
+	return candidates(sample, cfg, func(c Candidate) bool { return c.Accepted > 0 })
+}
+
+// Nearest returns, for sample lines that Detect finds no format for, the
+// formats that come closest: those with lines of their shape (Shaped >
+// 0), most first (then fewest rejected, then by name). WARC is not among
+// them.
+func Nearest(sample [][]byte, cfg Config) []Candidate {
+	out := candidates(sample, cfg, func(c Candidate) bool { return c.Shaped > 0 })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Shaped != out[j].Shaped {
+			return out[i].Shaped > out[j].Shaped
+		}
+		return false // candidates' order: accepted, fewest rejected, name
+	})
+	return out
+}
+
+func candidates(sample [][]byte, cfg Config, keep func(Candidate) bool) []Candidate {
 	var out []Candidate
 	for _, l := range sample {
 		if bytes.HasPrefix(l, []byte("WARC/")) {
@@ -69,12 +93,17 @@ func Detect(sample [][]byte, cfg Config) []Candidate {
 				case Reason(err) == ReasonNoZone:
 					noZone = true
 				}
+				if err == nil {
+					c.Shaped++
+				} else if r := Reason(err); r != ReasonFields && r != ReasonJSON && r != ReasonEncoding && r != ReasonOther {
+					c.Shaped++
+				}
 			}
 			if !noZone || cfg.Zone != nil {
 				break
 			}
 		}
-		if c.Accepted > 0 {
+		if keep(c) {
 			out = append(out, c)
 		}
 	}

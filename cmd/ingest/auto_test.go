@@ -35,7 +35,6 @@ func TestAutoDetection(t *testing.T) {
 	}{
 		{"only an empty file", []string{empty}, []string{"CHANGERATE_FORMAT (--format)=auto", "1 empty file"}},
 		{"missing file", []string{filepath.Join(dir, "nope.log")}, []string{"CHANGERATE_FORMAT (--format)=auto", "cannot read", "nope.log", "no such file"}},
-		{"stdin", []string{"-"}, []string{"CHANGERATE_FORMAT (--format)=auto", "stdin cannot be sampled"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -125,6 +124,59 @@ func TestHintJudgesAsTheParser(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), tc.not) {
 				t.Errorf("stderr lacks %q or has %q:\n%s", tc.want, tc.not, stderr.String())
+			}
+		})
+	}
+}
+
+// TestAutoEachFile: --format=auto detects each input on its own: stdin
+// from its first lines (buffered), a second file of another format is read
+// as its own, one that no format accepts is named in a warning with the
+// formats closest to it while the others are read, and a later file that
+// needs --zone stops the run naming the file and the option.
+func TestAutoEachFile(t *testing.T) {
+	dir := t.TempDir()
+	sq := filepath.Join(dir, "access.log")
+	os.WriteFile(sq, []byte(squid), 0o644)
+	clf := filepath.Join(dir, "apache.log")
+	os.WriteFile(clf, []byte(`127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /a.html HTTP/1.0" 200 2326`+"\n"), 0o644)
+	junk := filepath.Join(dir, "junk.txt")
+	os.WriteFile(junk, []byte("hello world\n"), 0o644)
+	wc := filepath.Join(dir, "wc.csv")
+	os.WriteFile(wc, []byte("1,30/Apr/1998,21:30:17,/english/index.html,200,1234\n"), 0o644)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		code  int
+		obs   int
+		want  []string
+	}{
+		{"two formats", []string{sq, clf}, "", 0, 3, []string{"format=squid", "format=clf", "input=" + clf, "squid: " + sq, "clf: " + clf}},
+		{"stdin", []string{"-"}, squid, 0, 2, []string{"input=- format=squid", "squid: -"}},
+		{"no format", []string{junk, sq}, "", 0, 2, []string{"WARN", "input=" + junk, "closest=", "no-format:1", "NO FORMAT ACCEPTS THEM"}},
+		{"needs zone", []string{sq, wc}, "", 2, 0, []string{wc, "worldcup-csv", "CHANGERATE_ZONE (--zone)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.stdin != "" {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				old := os.Stdin
+				os.Stdin = r
+				defer func() { os.Stdin = old }()
+				go func() { w.Write([]byte(tc.stdin)); w.Close() }()
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--format=auto", "--dead-letter=/dev/null", "--report"}, tc.args...), nil, &stdout, &stderr)
+			if n := strings.Count(stdout.String(), "\n"); code != tc.code || n != tc.obs {
+				t.Fatalf("exit %d, %d observations; want %d, %d; stderr:\n%s", code, n, tc.code, tc.obs, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
 			}
 		})
 	}

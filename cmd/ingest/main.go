@@ -61,7 +61,7 @@ const clientID = "changerate-ingest"
 // CHANGERATE_<envconfig name> and its flag the same name in lower case
 // with dashes (internal/cliconfig); flags win.
 type config struct {
-	Format               string             `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (detected from the first lines of the first file)"`
+	Format               string             `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (each input's detected from its first lines)"`
 	Out                  string             `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
 	DeadLetter           string             `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
 	Paths                []string           `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
@@ -175,13 +175,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.InTopic != "" {
 		paths = []string{"-"} // unused by RunSource; satisfies validation
 	}
-	if o.Format == "auto" {
-		f, err := resolveAuto(o, paths, logger)
-		if err != nil {
+	if o.Format == ingest.FormatAuto && o.InTopic == "" {
+		// Each input's format is detected when Run reads it; what can be
+		// found wrong with them is found now.
+		if err := checkAuto(o, paths); err != nil {
 			fmt.Fprintf(stderr, "ingest: invalid configuration: %v\n", err)
 			return 2
 		}
-		o.Format = f
 	}
 	cfg, err := ingestConfig(o, paths)
 	if err != nil {
@@ -346,13 +346,17 @@ func fmtMap(m map[string]int64) string {
 // writeReport prints one line per input and a total: lines read,
 // observations produced, skipped and rejected lines by reason.
 func writeReport(w io.Writer, sum ingest.Summary) {
-	fmt.Fprintf(w, "%-60s %9s %9s  %-30s %s\n", "input", "lines", "obs", "skipped", "rejects")
+	fmt.Fprintf(w, "%-60s %-13s %9s %9s  %-30s %s\n", "input", "format", "lines", "obs", "skipped", "rejects")
 	for _, in := range append(sum.Inputs, sum.Totals()) {
 		name := in.Name
 		if in.Err != "" {
 			name += " (FAILED: " + in.Err + ")"
 		}
-		fmt.Fprintf(w, "%-60s %9d %9d  %-30s %s\n", name, in.Lines, in.Observations, fmtMap(in.Skipped), fmtMap(in.Rejects))
+		f := in.Format
+		if f == "" {
+			f = "-"
+		}
+		fmt.Fprintf(w, "%-60s %-13s %9d %9d  %-30s %s\n", name, f, in.Lines, in.Observations, fmtMap(in.Skipped), fmtMap(in.Rejects))
 	}
 }
 
@@ -435,6 +439,9 @@ func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []s
 		if parse.IsRecordFormat(o.Format) {
 			return o, k, nil, cfgErr("%s_FORMAT (--format) %s is not a line format; --in-topic needs one (heritrix-json, jsonl, ...)", envPrefix, o.Format)
 		}
+		if o.Format == ingest.FormatAuto {
+			return o, k, nil, cfgErr("%s_FORMAT (--format)=auto detects the format of files; --in-topic needs the format of the topic's lines (heritrix-json, jsonl, ...)", envPrefix)
+		}
 		if err := k.Validate(); err != nil {
 			return o, k, nil, kafkaErr(err)
 		}
@@ -480,7 +487,7 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		ObservationsTopic:  o.Topics.Observations, DeadLetterTopic: o.Topics.DeadLetter,
 		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout, WriteRetryTimeout: o.WriteRetryTimeout,
 	}
-	known := false
+	known := o.Format == ingest.FormatAuto
 	var names []string
 	for _, f := range parse.Formats() {
 		names = append(names, f[0])

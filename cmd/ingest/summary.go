@@ -1,9 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
@@ -29,34 +30,49 @@ gave an observation. Every option is also an environment variable CHANGERATE_<NA
 formats:
 `
 
-// resolveAuto picks the format of --format=auto from the first lines of
-// the first file.
-func resolveAuto(o config, paths []string, logger *slog.Logger) (string, error) {
+// checkAuto checks, before reading, what --format=auto can find wrong
+// with the inputs (Run detects each input's format on its own): an input
+// that cannot be read, one that looks like a format that needs an option
+// not given (--zone), and, unless following, inputs of which none has a
+// line (nor is stdin). An input that no format accepts is not an error
+// here: Run warns about it and reads the others.
+func checkAuto(o config, paths []string) error {
 	pc := parse.Config{Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat}
 	if o.Zone != "" {
 		z, err := time.LoadLocation(o.Zone)
 		if err != nil {
-			return "", cfgErr("%s_ZONE (--zone): %v", envPrefix, err)
+			return cfgErr("%s_ZONE (--zone): %v", envPrefix, err)
 		}
 		pc.Zone = z
 	}
-	cands, in, err := ingest.DetectFormat(paths, pc)
+	inputs, err := ingest.Inputs(paths)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "ingest: ")
-		if in != "" {
-			msg = "cannot read " + in + " to detect the format: " + strings.TrimPrefix(msg, in+": ")
+		return cfgErr("%v", err)
+	}
+	sampled := false
+	for _, in := range inputs {
+		if in == "-" {
+			sampled = true // detected from its first lines when read
+			continue
 		}
-		return "", cfgErr("%s_FORMAT (--format)=auto: %s; or give the format (see ingest -h)", envPrefix, msg)
+		cands, _, err := ingest.DetectFormat([]string{in}, pc)
+		if errors.Is(err, ingest.ErrNothingToSample) {
+			continue
+		}
+		if err != nil {
+			msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "ingest: "), in+": ")
+			return cfgErr("%s_FORMAT (--format)=auto: cannot read %s to detect the format: %s; or give the format (see ingest -h)", envPrefix, in, msg)
+		}
+		sampled = true
+		if len(cands) > 0 && cands[0].NeedsZone {
+			return cfgErr("%s_FORMAT (--format)=auto: %s looks like %s, whose times carry no zone: give %s_ZONE (--zone), e.g. --zone=UTC", envPrefix, in, cands[0].Format, envPrefix)
+		}
 	}
-	if len(cands) == 0 {
-		return "", cfgErr("%s_FORMAT (--format)=auto: no format's parser accepts the first lines of %s; see ingest -h for the formats", envPrefix, in)
+	if !sampled && !o.Follow {
+		_, _, err := ingest.DetectFormat(paths, pc)
+		return cfgErr("%s_FORMAT (--format)=auto: %s; or give the format (see ingest -h)", envPrefix, strings.TrimPrefix(err.Error(), "ingest: "))
 	}
-	c := cands[0]
-	if c.NeedsZone {
-		return "", cfgErr("%s_FORMAT (--format)=auto: %s looks like %s, whose times carry no zone: give %s_ZONE (--zone), e.g. --zone=UTC", envPrefix, in, c.Format, envPrefix)
-	}
-	logger.Info("format detected", "input", in, "format", c.Format, "accepted", fmt.Sprintf("%d of %d sample lines", c.Accepted, c.Lines))
-	return c.Format, nil
+	return nil
 }
 
 // writeSummary prints the end-of-run summary on stderr: one screen.
@@ -74,7 +90,10 @@ func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, 
 		fmt.Fprintf(w, "   %d FAILED (see the log above)", failed)
 	}
 	fmt.Fprintln(w)
-	unit := inputUnit(cfg.Format)
+	if cfg.Format == ingest.FormatAuto {
+		writeFormats(w, o, sum)
+	}
+	unit := inputUnit(sumFormat(cfg, sum))
 	fmt.Fprintf(w, "  %-14s %10d\n", unit+" read", tot.Lines)
 	order := "in input order"
 	if sorter != nil {
@@ -113,6 +132,70 @@ func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, 
 			fmt.Fprintf(w, "  the %d observations held for sorting by time were not written: run again\n", sorter.Held())
 		}
 	}
+}
+
+// maxNamesShown is how many inputs of one format the summary names.
+const maxNamesShown = 5
+
+// writeFormats prints, for --format=auto, which format each input was read
+// as: one line per format, naming its inputs (at most maxNamesShown of
+// them; --report lists each).
+func writeFormats(w io.Writer, o config, sum ingest.Summary) {
+	byFormat := map[string][]string{}
+	var formats []string
+	for _, in := range sum.Inputs {
+		f := in.Format
+		switch {
+		case in.Err != "" && f == "":
+			f = "(failed)"
+		case f == "":
+			f = "(no line)"
+		case f == ingest.FormatUnknown:
+			f = "(no format)"
+		}
+		if _, ok := byFormat[f]; !ok {
+			formats = append(formats, f)
+		}
+		byFormat[f] = append(byFormat[f], in.Name)
+	}
+	sort.Strings(formats)
+	for _, f := range formats {
+		names := byFormat[f]
+		shown := names[:min(len(names), maxNamesShown)]
+		more := ""
+		if n := len(names) - len(shown); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
+			if !o.Report {
+				more += " (--report lists each)"
+			}
+		}
+		if f == "(no format)" {
+			f += " NO FORMAT ACCEPTS THEM (see the warnings above)"
+		}
+		fmt.Fprintf(w, "  %-14s %10d   %s: %s%s\n", "read as", len(names), f, strings.Join(shown, ", "), more)
+	}
+}
+
+// sumFormat is the one format of the run: Config.Format, or with auto the
+// format of every input when they share one ("auto" when they do not).
+func sumFormat(cfg ingest.Config, sum ingest.Summary) string {
+	if cfg.Format != ingest.FormatAuto {
+		return cfg.Format
+	}
+	f := ""
+	for _, in := range sum.Inputs {
+		if in.Format == "" {
+			continue
+		}
+		if f != "" && in.Format != f {
+			return cfg.Format
+		}
+		f = in.Format
+	}
+	if f == "" {
+		return cfg.Format
+	}
+	return f
 }
 
 // inputUnit is what the counts count: WARC files are read record by
@@ -159,7 +242,12 @@ func nothingUsable(sum ingest.Summary, o config, cfg ingest.Config) string {
 	if tot.Lines == 0 {
 		return "no line was read"
 	}
-	msg := fmt.Sprintf("none of the %d %s read gave an observation (%s)", tot.Lines, inputUnit(cfg.Format), fmtMap(tot.Rejects))
+	msg := fmt.Sprintf("none of the %d %s read gave an observation (%s)", tot.Lines, inputUnit(sumFormat(cfg, sum)), fmtMap(tot.Rejects))
+	if cfg.Format == ingest.FormatAuto {
+		// Each input's format was detected on its own, and those that no
+		// format accepts were named in the warnings.
+		return msg + "; see the format each input was read as in the summary, and the warnings above"
+	}
 	pc := cfg.Parse
 	cands, in, err := ingest.DetectFormat(cfg.Paths, pc)
 	if err != nil || len(cands) == 0 {
