@@ -91,6 +91,7 @@ const (
 	ReasonEmpty    = "empty"     // skipped: blank line
 	ReasonConnect  = "connect"   // skipped: CONNECT tunnel (no object URL)
 	ReasonNoObject = "no-object" // skipped: a record that names no object
+	ReasonDenied   = "denied"    // skipped: a request the proxy refused (Squid *_DENIED*): not an access of the object
 	ReasonOther    = "other"     // an error that is not an *Error (see Reason)
 )
 

@@ -27,7 +27,9 @@ import (
 // learn anything about the origin: plain accesses. CONNECT lines name a
 // tunnel, not an object, and are skipped (reason "connect"), as are
 // "error:..." pseudo-URLs of requests that never named one (reason
-// "no-object").
+// "no-object") and requests the proxy refused, *_DENIED* result codes (an
+// ACL or a 407 authentication challenge before the authenticated request:
+// the object was not served; reason "denied").
 //
 // A custom logformat (Config.SquidLogformat) is the name of one of Squid's
 // predefined formats ("squid" = native, "common", "combined", "referrer")
@@ -289,6 +291,9 @@ func (p *squidParser) finish(code []byte, status int, method, rawURL []byte, obs
 	}
 	if code != nil && !validSquidCode(code) {
 		return reject(ReasonStatus, "squid result code %q", trunc(code))
+	}
+	if bytes.Contains(code, []byte("_DENIED")) {
+		return skip(ReasonDenied)
 	}
 	obj, site, err := p.canon.Canonical(rawURL)
 	if err != nil {

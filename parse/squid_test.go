@@ -51,6 +51,9 @@ func TestSquidNative(t *testing.T) {
 		{name: "tabs and 7 fields", line: "1157689320.327\t1\t1.2.3.4\tTCP_MISS/200\t1\tGET\thttp://www.goonernews.com/",
 			want: obs(records.KindAccess, 0, 200, gn, "www.goonernews.com")},
 		{name: "connect", line: "1157689312.049   5006 10.105.21.199 TCP_MISS/200 19763 CONNECT login.yahoo.com:443 badeyek DIRECT/175.16.199.115 -", reason: ReasonConnect, skip: true},
+		// A 407 challenge (or an ACL refusal) did not serve the object.
+		{name: "denied 407", line: "1157689320.510      0 10.105.21.199 TCP_DENIED/407 1834 GET http://us.mcafee.com/apps/agent/submgr/appsync.asp - NONE/- text/html", reason: ReasonDenied, skip: true},
+		{name: "denied reply", line: "1157689320.510      0 10.105.21.199 TCP_DENIED_REPLY/403 1834 GET http://a.example/ - NONE/- text/html", reason: ReasonDenied, skip: true},
 		{name: "error url", line: "1157689312.049 0 1.2.3.4 NONE/000 0 NONE error:transaction-end-before-headers - HIER_NONE/- -", reason: ReasonNoObject, skip: true},
 		{name: "empty", line: "", reason: ReasonEmpty, skip: true},
 		{name: "comment", line: "# squid", reason: ReasonComment, skip: true},
