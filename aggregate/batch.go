@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -243,6 +244,17 @@ func (w *worker) prepare(ctx context.Context, msgs []stream.Message) (*batchWork
 	return b, nil
 }
 
+// retryRead runs f, one store read of the batch being prepared, until it
+// succeeds, fails with an error retrying cannot cure, or the claim ends
+// (errClaimEnded; w.hctx): a transient error (Redis unreachable) is
+// retried in place with backoff (retryStore, op "load") instead of ending
+// the handler, which would make the member rejoin the consumer group and
+// rebalance every member's partitions while the store is down. The
+// batches in flight go on meanwhile (their commits retry too).
+func (w *worker) retryRead(f func() error) error {
+	return w.p.retryStore(w.hctx, "load", w.log, f)
+}
+
 // rejectFuture appends the dead letter of m, an observation at t, further
 // ahead of the clock than Config.MaxFuture allows.
 func (w *worker) rejectFuture(out []stream.Message, m *stream.Message, t time.Time) []stream.Message {
@@ -328,6 +340,13 @@ func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 // kept in b.order) and points each object at the cache entry holding its
 // latest state: from the batches in flight or the cache first, then with
 // one store read for the misses, and the sites' states (site.go).
+//
+// A store read that fails transiently is retried in place (retryRead):
+// nothing has been applied yet (decode only filled b.obs and the reorder
+// buffer, once), and a failed read changes neither b, the cache nor the
+// reorder buffer, so the retry continues the batch exactly where the
+// failed read left it. It fails when the claim ends meanwhile
+// (errClaimEnded) or with an error retrying cannot cure.
 func (w *worker) load(ctx context.Context, b *batchWork) error {
 	p := w.p
 	// One cache lookup per observation: a cached object's first
@@ -366,12 +385,21 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 	p.metrics.cache.WithLabelValues("hit").Add(float64(hits))
 	p.metrics.cache.WithLabelValues("miss").Add(float64(len(b.misses)))
 	if len(b.misses) > 0 {
-		t0 := time.Now()
-		w.storeMu.Lock()
-		vals, err := p.store.Get(ctx, w.part, b.misses, b.vals[:0])
-		w.storeMu.Unlock()
-		b.vals = vals
-		p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+		var vals [][]byte
+		err := w.retryRead(func() (err error) {
+			t0 := time.Now()
+			w.storeMu.Lock()
+			vals, err = p.store.Get(ctx, w.part, b.misses, b.vals[:0])
+			w.storeMu.Unlock()
+			if vals != nil {
+				b.vals = vals
+			}
+			p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+			return err
+		})
+		if errors.Is(err, errClaimEnded) {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("aggregate: load %d objects of %s/%d: %w", len(b.misses), w.part.Topic, w.part.ID, err)
 		}

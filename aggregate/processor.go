@@ -176,7 +176,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	p.setOwned(part, true)
 	defer p.setOwned(part, false)
 
-	w := p.newWorker(part, c, next, log)
+	w := p.newWorker(ctx, part, c, next, log)
 	defer p.metrics.forget(part)
 	w.rb = rb
 	defer w.cache.close()
@@ -226,10 +226,11 @@ func (p *Processor) claim(ctx context.Context, part state.Partition, gen int64, 
 	return next, nil
 }
 
-// errClaimEnded is the error of claim and restoreReorder when ctx ended
-// before they could finish (during the takeover wait or a retry's backoff):
-// the claim was revoked or the process is stopping.
-var errClaimEnded = errors.New("aggregate: claim ended before the partition was loaded")
+// errClaimEnded is the error of claim, restoreReorder and a batch's
+// store reads (retryRead) when ctx ended before they could finish (during
+// the takeover wait or a retry's backoff): the claim was revoked or the
+// process is stopping. It ends the handler quietly (nil).
+var errClaimEnded = errors.New("aggregate: claim ended while the state store was being retried")
 
 // permanentStoreError reports whether a store error is one that retrying
 // cannot cure: fencing (state.ErrFenced: a newer epoch owns the partition),
@@ -242,7 +243,8 @@ func permanentStoreError(err error) bool {
 }
 
 // retryStore runs f, a store call that starts a claim (Claim, Takeover,
-// the initial load), until it succeeds, fails with an error that retrying
+// the initial load), reads a batch's states (retryRead) or checks a fenced
+// partition (checkLost), until it succeeds, fails with an error that retrying
 // cannot cure (permanentStoreError), or ctx ends (then it returns
 // errClaimEnded). A transient error is retried after RetryBackoff,
 // doubling up to 30s, with jitter, as commits are. A streak of failures is
@@ -255,7 +257,7 @@ func (p *Processor) retryStore(ctx context.Context, op string, log *slog.Logger,
 		err := f()
 		if err == nil {
 			if failures > 0 {
-				log.Info("state store answers again; partition claim continues", "op", op, "retries", failures)
+				log.Info("state store answers again; continuing", "op", op, "retries", failures)
 			}
 			return nil
 		}
@@ -401,7 +403,8 @@ func (w *worker) endOfInput(ctx context.Context) error {
 }
 
 // stopped maps a batch error to Handle's result: losing the partition
-// (fencing) or cancellation ends the claim quietly; anything else is
+// (fencing), cancellation or the end of the claim while a store read was
+// being retried (errClaimEnded) ends the claim quietly; anything else is
 // returned.
 func (w *worker) stopped(err error) error {
 	if errors.Is(err, state.ErrFenced) {
@@ -409,7 +412,7 @@ func (w *worker) stopped(err error) error {
 			return lerr
 		}
 	}
-	if errors.Is(err, state.ErrFenced) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, state.ErrFenced) || errors.Is(err, context.Canceled) || errors.Is(err, errClaimEnded) {
 		w.log.Info("stopped processing partition", "reason", err, "next_offset", w.next)
 		return nil
 	}
@@ -431,7 +434,12 @@ func (w *worker) stopped(err error) error {
 // are neither written nor committed, and the cache is dropped. Everything
 // but the write/commit goroutines runs on the handler's goroutine.
 type worker struct {
-	p      *Processor
+	p *Processor
+	// hctx is Handle's context: it ends when the claim is revoked or the
+	// process stops. Store reads retried in place (retryRead, checkLost)
+	// give up when it ends; the batches' own store calls use the batch
+	// context (run), which outlives it by DrainTimeout.
+	hctx   context.Context
 	part   state.Partition
 	claim  stream.Claim
 	gen    int64
@@ -466,9 +474,9 @@ type worker struct {
 	storeMu sync.Mutex
 }
 
-func (p *Processor) newWorker(part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
+func (p *Processor) newWorker(ctx context.Context, part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
 	cch := newCache(p.cfg.CacheObjects, p.budget)
-	return &worker{p: p, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
+	return &worker{p: p, hctx: ctx, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
 		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part), pools: newSitePools(p.cfg.Model.PoolSites),
 		det: newDetector(&p.cfg.Model)}
 }

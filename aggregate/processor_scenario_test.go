@@ -49,14 +49,22 @@ import (
 //	                     Store.Claim
 //	rebalance [p=N]      revoke p and assign it at the next generation
 //	revoke [p=N] [gen=G] revoke every claim of p, or only generation G
-//	fetch N [p] [gen] [nowait]   let the claim fetch N more messages and
-//	                     (unless nowait) wait until its handler waits for
-//	                     input again (or returned)
+//	fetch N [p] [gen] [nowait|wait-get]   let the claim fetch N more
+//	                     messages and (unless nowait) wait until its
+//	                     handler waits for input again (or returned); with
+//	                     wait-get, only until the handler called Store.Get
+//	                     (a batch's read)
 //	fail-fetch [p] [gen] the claim's next Fetch fails (not a context error)
 //	seal [p=N]           end p's input: Fetch returns io.EOF at its end
 //	store-claim [p=N] gen=G   claim p in the store at epoch G (another owner)
 //	fail-commit [n=N] err=transient|mismatch   the next N commits fail
-//	fail-get [n=N]       the next N store reads (Get) fail (default 1)
+//	fail-get [n=N] [err=transient|collision]   the next N store reads
+//	                     (Get) fail (default 1): transient (Redis
+//	                     unreachable, the default) or with
+//	                     state.ErrKeyCollision (permanent); n=0 ends the
+//	                     failures
+//	lose-state           the store loses every partition's state (a Redis
+//	                     restarted without persistence)
 //	fail-claim [n=N] err=transient|collision   the next N store claims
 //	                     (Claim) fail: transient (Redis unreachable) or
 //	                     with state.ErrKeyCollision (permanent)
@@ -71,6 +79,8 @@ import (
 //	                     store that lost its latest writes)
 //	idle                 wait until the handler's idle check reads the store
 //	cancel               cancel Run's context (SIGTERM)
+//	estimates            print the estimates written, in order: object,
+//	                     kind, observations, changes
 //	expect [p] [gen] key=value...   wait (at most 10s) until the state shows
 //	                     every key=value (keys: stored, epoch, position,
 //	                     committed, waiting (in Fetch), handler, run, or an
@@ -172,8 +182,17 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 		}
 		c := s.claim(t, d, p)
 		from := c.Position()
+		gets := s.store.gets()
 		c.Allow(n)
 		if d.HasArg("nowait") {
+			return "ok"
+		}
+		if d.HasArg("wait-get") {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.store.waitGets(ctx, gets+1); err != nil {
+				t.Fatalf("%s: the handler never read the store: %v", d.Pos, err)
+			}
 			return "ok"
 		}
 		s.waitIdle(t, c)
@@ -210,8 +229,28 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 	case "fail-get":
 		n := 1
 		d.MaybeScanArgs(t, "n", &n)
-		s.store.failGets(n, errors.New("redis: connection reset"))
+		kind := "transient"
+		d.MaybeScanArgs(t, "err", &kind)
+		err := errors.New("redis: connection reset")
+		if kind == "collision" {
+			err = fmt.Errorf("scripted: %w", state.ErrKeyCollision)
+		}
+		s.store.failGets(n, err)
 		return "ok"
+	case "lose-state":
+		s.store.loseState(t)
+		return "ok"
+	case "estimates":
+		var b strings.Builder
+		for _, m := range s.sink.mem.Messages(stream.TopicEstimates) {
+			var rec records.Estimate
+			if err := json.Unmarshal(m.Value, &rec); err != nil {
+				fmt.Fprintf(&b, "undecodable: %v\n", err)
+				continue
+			}
+			fmt.Fprintf(&b, "%s %s observations=%d changes=%d\n", rec.Object, rec.Kind, rec.Observations, rec.Changes)
+		}
+		return strings.TrimSuffix(b.String(), "\n")
 	case "fail-claim":
 		n := 1
 		d.MaybeScanArgs(t, "n", &n)
@@ -500,6 +539,7 @@ type scriptStore struct {
 	claimErr   error
 	gate       // closed: commits wait
 	nClaims    int64
+	nGets      int64
 	saved      map[state.Partition]state.PartitionSnapshot
 }
 
@@ -544,11 +584,27 @@ func (s *scriptStore) claims() int64 {
 	return s.nClaims
 }
 
+func (s *scriptStore) gets() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nGets
+}
+
 // waitClaims waits until Claim was called n times.
 func (s *scriptStore) waitClaims(ctx context.Context, n int64) error {
+	return s.wait(ctx, func() bool { return s.nClaims >= n })
+}
+
+// waitGets waits until Get was called n times.
+func (s *scriptStore) waitGets(ctx context.Context, n int64) error {
+	return s.wait(ctx, func() bool { return s.nGets >= n })
+}
+
+// wait waits until done (called with s.mu held) holds.
+func (s *scriptStore) wait(ctx context.Context, done func() bool) error {
 	for {
 		s.mu.Lock()
-		done, ch := s.nClaims >= n, s.changed
+		done, ch := done(), s.changed
 		s.mu.Unlock()
 		if done {
 			return nil
@@ -569,6 +625,18 @@ func (s *scriptStore) checkpoint(t *testing.T, p state.Partition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.saved[p] = snap
+}
+
+// loseState replaces the store by an empty one, as a Redis restarted
+// without persistence.
+func (s *scriptStore) loseState(t *testing.T) {
+	mem, err := state.NewMemory(state.MemoryConfig{Now: func() time.Time { return t0 }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mem = mem
 }
 
 // loseWrites replaces the store by one holding p's checkpoint (and, like
@@ -640,6 +708,9 @@ func (s *scriptStore) Get(ctx context.Context, p state.Partition, objects []stri
 		s.getFails--
 		err = s.getErr
 	}
+	s.nGets++
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	if err != nil {
 		return dst, err

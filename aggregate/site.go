@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -180,11 +181,18 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	t0 := time.Now()
-	w.storeMu.Lock()
-	vals, err := w.p.store.Get(ctx, w.part, keys, nil)
-	w.storeMu.Unlock()
-	w.p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+	var vals [][]byte
+	err := w.retryRead(func() (err error) { // transient errors retried in place (load)
+		t0 := time.Now()
+		w.storeMu.Lock()
+		vals, err = w.p.store.Get(ctx, w.part, keys, nil)
+		w.storeMu.Unlock()
+		w.p.metrics.storeLatency.WithLabelValues("get").Observe(time.Since(t0).Seconds())
+		return err
+	})
+	if errors.Is(err, errClaimEnded) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("aggregate: load %d site profiles of %s/%d: %w", len(keys), w.part.Topic, w.part.ID, err)
 	}

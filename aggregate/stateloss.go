@@ -138,16 +138,30 @@ func (p *Processor) stateLost(part state.Partition, evidence string, log *slog.L
 // commit on an unclaimed partition is refused the same way). Claiming
 // with w's generation tells them apart: it fails for a newer owner, and
 // returns no offset when the state vanished.
+//
+// A transient error of that Claim (Redis unreachable, or still loading
+// after the very restart that may have emptied it) is retried in place
+// (retryStore, op "claim") until the store answers or the claim ends:
+// taking it for a newer owner would end the handler quietly, leaving the
+// partition idle until the next rebalance with a loss of its state
+// unnoticed. Each attempt gets 10s; after the handler's context ended there
+// is one attempt only, as before.
 func (w *worker) checkLost() error {
 	if w.next <= 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w.storeMu.Lock()
-	stored, err := w.p.store.Claim(ctx, w.part, w.gen)
-	w.storeMu.Unlock()
+	var stored int64
+	err := w.p.retryStore(w.hctx, "claim", w.log, func() (err error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w.storeMu.Lock()
+		stored, err = w.p.store.Claim(ctx, w.part, w.gen)
+		w.storeMu.Unlock()
+		return err
+	})
 	if err != nil || stored >= 0 {
+		// a newer owner (ErrFenced), the claim ended, or another error
+		// retrying cannot cure: the partition is not this handler's
 		return nil
 	}
 	if err := w.p.stateLost(w.part, fmt.Sprintf("this handler committed up to offset %d", w.next), w.log); err != nil {
