@@ -79,6 +79,10 @@ func TestStoreLog(t *testing.T) {
 		{name: "release 304 memory only", line: "1162482979.825 RELEASE -1 FFFFFFFF 1F2DF2B172BFC106729005C912345363  304 1162482982        -1        -1 unknown -1/0 GET http://ca.archive.ubuntu.com/ubuntu/dists/dapper-backports/Release",
 			want: &records.Observation{Object: "http://ca.archive.ubuntu.com/ubuntu/dists/dapper-backports/Release", Site: "ca.archive.ubuntu.com",
 				Time: mustTime(t, "2006-11-02T15:56:19.825Z"), Kind: records.KindVisit, Changed: records.Unchanged, Status: 304, Format: "storelog"}},
+		// cnn.122.2o7.net in the 2006 snippet: Last-Modified a day after Date.
+		{name: "lm after date", line: "1162482895.688 SWAPOUT 00 0000015B F1EB414FFE30788C87B1019E3F885DC5 200 1162482895 1162569295 -1 image/gif 43/43 GET http://a.example/",
+			want: &records.Observation{Object: "http://a.example/", Site: "a.example", Time: mustTime(t, "2006-11-02T15:54:55.688Z"), Kind: records.KindVisit,
+				LastModified: time.Unix(1162482895, 0).UTC(), Status: 200, Format: "storelog"}},
 		{name: "question marks", line: "1162482895.688 SWAPOUT 00 0000015B F1EB414FFE30788C87B1019E3F885DC5 200 ? ? ? text/html ?/123 GET http://a.example/",
 			want: &records.Observation{Object: "http://a.example/", Site: "a.example", Time: mustTime(t, "2006-11-02T15:54:55.688Z"), Kind: records.KindVisit, Status: 200, Format: "storelog"}},
 		{name: "unparsable lm -2", line: "1162482895.688 SWAPOUT 00 0000015B F1EB414FFE30788C87B1019E3F885DC5 200 1162482895 -2 -1 text/html 1/1 GET http://a.example/",

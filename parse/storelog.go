@@ -16,7 +16,8 @@ import (
 // from the right), so versions with extra middle columns parse too. A store
 // event of content fetched from the origin is a visit (records.KindVisit)
 // at the event time, with LastModified when the Last-Modified column holds
-// a time ("-1" missing, "-2" unparsable and "?" are absent). Status 304
+// a time ("-1" missing, "-2" unparsable and "?" are absent; one later than
+// the Date column is the Date, RFC 9110 §8.8.2.1). Status 304
 // (revalidated, not modified) makes the visit Unchanged.
 //
 // Which events are visits: SWAPOUT (stored after a fetch), CREATE, and
@@ -66,7 +67,6 @@ func (p *storeLogParser) parse(line []byte, obs *records.Observation) error {
 	url, method, sizes := f[n-1], f[n-2], f[n-3]
 	lastMod, date, statusF := f[n-6], f[n-7], f[n-8]
 	_ = method
-	_ = date
 	if bytes.IndexByte(sizes, '/') < 0 {
 		return reject(ReasonFields, "store.log sizes %q are not expected/actual", trunc(sizes))
 	}
@@ -88,6 +88,12 @@ func (p *storeLogParser) parse(line []byte, obs *records.Observation) error {
 	lm, err := storeTime(lastMod)
 	if err != nil {
 		return err
+	}
+	// A Last-Modified later than the response's Date is the origin's
+	// clock error: RFC 9110 §8.8.2.1 has the origin send its Date instead,
+	// and so it is read here (an unreadable Date leaves it as it is).
+	if d, err := storeTime(date); err == nil && !d.IsZero() && lm.After(d) {
+		lm = d
 	}
 	obj, site, err := p.canon.Canonical(url)
 	if err != nil {
