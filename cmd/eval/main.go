@@ -43,6 +43,9 @@ type Env struct {
 	pooledSim, pooledPHP *pooledScore
 	// hier holds the site-prior-over-time candidates (pooled_hier.go).
 	hier []hierResult
+	// boundTest is the oracle bound on the pooledtime section's php test
+	// split (pooled_bound.go), computed by the pooled section.
+	boundTest *boundResult
 	// exactOnly skips the simulations of sections that also have exact
 	// results (tests).
 	exactOnly bool

@@ -179,6 +179,9 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 	} else {
 		r.P("**Outcome.** Meeting the target on both test sets: %s.", strings.Join(met, ", "))
 	}
+	if e.boundTest != nil {
+		r.P("%s", boundVsCandidates(e.boundTest, bt))
+	}
 	r.Verdict(fmt.Sprintf("Pooled, site prior over time (%s, w = %g chosen on the training split; test split)", b.name, b.w), "issue 16 target on both data sets",
 		fmt.Sprintf("simulated: %s; php/doc-en: %s", pooledOurs(b.testSim), pooledOurs(b.testPHP)), checks, hierCause(b))
 	return rs
