@@ -239,6 +239,14 @@ func (a *jsonAppender) remember(bits uint64, start int) {
 // outside 0–9999 or a zone offset of 24 hours or more is an error).
 func (a *jsonAppender) time(t time.Time) {
 	a.b = append(a.b, '"')
+	if t.Location() == time.UTC {
+		var ok bool
+		if a.b, ok = appendTimeUTC(a.b, t); !ok {
+			a.ok = false
+		}
+		a.b = append(a.b, '"')
+		return
+	}
 	n0 := len(a.b)
 	a.b = t.AppendFormat(a.b, time.RFC3339Nano)
 	b := a.b
@@ -270,6 +278,20 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// jsonSafeWord reports whether the 8 bytes of x (little endian) are all
+// written as they are in a JSON string (jsonSafe). It may say false for
+// some safe words (the subtractions borrow across bytes only after an
+// unsafe one), never true for an unsafe one.
+func jsonSafeWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	t := x | (x-ones*0x20)&^x // >= 0x80, < 0x20
+	for _, c := range [...]uint64{'"', '\\', '<', '>', '&'} {
+		y := x ^ (ones * c)
+		t |= (y - ones) &^ y // == c
+	}
+	return t&highs == 0
+}
+
 // AppendJSONString appends s as a JSON string, byte for byte as
 // encoding/json writes it (HTML-safe escaping, invalid UTF-8 replaced by
 // U+FFFD, U+2028 and U+2029 escaped). Ingest's observation encoder and the
@@ -278,6 +300,14 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Runs of bytes written as they are, 8 at a time.
+		for i+8 <= len(s) && jsonSafeWord(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if jsonSafe[c] {
 				i++
