@@ -80,6 +80,7 @@ type options struct {
 	liveVisits   int
 	liveRuns     int
 	liveLarge    int
+	liveHeld     int
 	liveHTTP     string
 	liveOnly     bool
 	pipelineOnly bool
@@ -126,6 +127,7 @@ func main() {
 	fs.IntVar(&o.liveVisits, "live-visits", 4, "daily visits per object in the live-crawl shape")
 	fs.IntVar(&o.liveRuns, "live-runs", 2, "live-crawl runs")
 	fs.IntVar(&o.liveLarge, "live-large-objects", 1_000_000, "objects of one more live-crawl run, for memory per object as the objects grow (0: none)")
+	fs.IntVar(&o.liveHeld, "live-held-runs", 2, "runs of the live shape with its estimates held back (EMIT_INTERVAL "+heldInterval+": each object publishes once), for the CPU budget table (0: none)")
 	fs.StringVar(&o.liveHTTP, "live-http", "127.0.0.1:18131", "HTTP address of the aggregator in the live runs (its /metrics is polled)")
 	fs.BoolVar(&o.pipelineOnly, "pipeline-only", false, "run only the pipeline and naive runs (the history-replay shape) and write only the throughput section")
 	fs.BoolVar(&o.liveOnly, "live-only", false, "run only the live-crawl sections (needs -aggregator) and write only them")
@@ -167,7 +169,8 @@ type report struct {
 	notes      []string
 	kept       string // keptSections of the previous report
 	live       []liveResult
-	liveLarge  *liveResult // the run with -live-large-objects
+	liveLarge  *liveResult  // the run with -live-large-objects
+	liveHeld   []liveResult // the runs with the estimates held back (-live-held-runs)
 	liveLat    []latResult
 }
 
@@ -425,6 +428,16 @@ func runLiveSections(ctx context.Context, e *env, o options, rep *report) error 
 		logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
 			lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
 		rep.live = append(rep.live, lr)
+	}
+	for i := 0; i < o.liveHeld; i++ {
+		logf("live crawl, estimates held back %d: EMIT_INTERVAL %s", i+1, heldInterval)
+		lr, err := runLive(ctx, e, o.aggregator, o.liveObjects, o.liveVisits, o.partitions, o.liveHTTP, append(env, "CHANGERATE_EMIT_INTERVAL="+heldInterval)...)
+		if err != nil {
+			return err
+		}
+		logf("live, held back: %.0f obs/s (kcat %.0f obs/s), %.0f estimates; CPU µs/obs aggregator %.2f broker %.2f redis %.2f",
+			lr.Rate, lr.KcatRate, lr.Estimates, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU)
+		rep.liveHeld = append(rep.liveHeld, lr)
 	}
 	if o.liveLarge > 0 && o.liveLarge != o.liveObjects {
 		logf("live crawl, memory at scale: %d objects x %d daily visits", o.liveLarge, o.liveVisits)

@@ -254,6 +254,9 @@ func writeLive(p func(string, ...any), r *report) {
 			p("* %s\n", l.Err)
 		}
 	}
+	if len(r.liveHeld) > 0 {
+		writeLiveBudget(p, r.live, r.liveHeld, r.machine.CPUs)
+	}
 	if lg := r.liveLarge; lg != nil {
 		writeLiveScale(p, r.live, lg)
 	}
