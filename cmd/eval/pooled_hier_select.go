@@ -174,12 +174,16 @@ func (r hierResult) meets() bool {
 	return true
 }
 
-// hierBest is the candidate the training split prefers: the fewest failed
+// hierBest is the candidate the training split prefers (sib without
+// leave-one-out is a comparison, not a candidate): the fewest failed
 // checks of its chosen w on the training sets (php/doc-en and simulated),
 // then the lowest worse ratio0 there.
 func hierBest(rs []hierResult) int {
 	bi, bf, bv := 0, math.MaxInt, math.Inf(1)
 	for i, r := range rs {
+		if r.sib != nil && !r.sib.loo {
+			continue // the page's own history in its prior: a comparison, not the deployment case
+		}
 		f := r.trainFailed()
 		v := math.Max(ratio0(r.trainPHP[r.w]), ratio0(r.trainSim[r.w]))
 		if f < bf || (f == bf && v < bv) {

@@ -124,7 +124,10 @@ func (s *sibSearch) trainScores(v sibVariant) (php, sim *pooledScore) {
 // with the median and with its point quantile, and that choice without
 // leave-one-out. The halves swapped repeat the choice on the php test
 // half (and the simulated training sites) and score it on the training
-// half; a fixed variant's swap is its training score.
+// half; a fixed variant's swap is its training score. The variants
+// without leave-one-out are comparisons (hierBest skips them): their
+// prior holds the page's own history, which the deployment case (a page
+// with one year of history) does not have.
 func sibCandidates(cfg *estimators.Config, d hierData) ([]hierResult, *sibSearch) {
 	simCache := map[sibVariant]*pooledScore{}
 	train := newSibSearch(cfg, d.phpTrain, d.simTrain, simCache)

@@ -117,3 +117,27 @@ func TestSimSpansAdd(t *testing.T) {
 		}
 	}
 }
+
+// hierBest never prefers a sib variant without leave-one-out (its prior
+// holds the page's own history): with the best training numbers it is
+// passed over for the leave-one-out one.
+func TestHierBestSkipsOwnSpan(t *testing.T) {
+	mk := func(ratio float64) *pooledScore {
+		s := newPooledScore()
+		for g := 0; g < 2; g++ {
+			s.errs[g]["pooled"] = []float64{ratio}
+			for _, k := range singleKeys {
+				s.errs[g][k] = []float64{1}
+			}
+			s.ciN[g], s.cov[g] = 100, 95
+		}
+		return s
+	}
+	r := func(ratio float64, v *sibVariant) hierResult {
+		return hierResult{sib: v, trainPHP: map[float64]*pooledScore{0: mk(ratio)}, trainSim: map[float64]*pooledScore{0: mk(ratio)}}
+	}
+	rs := []hierResult{r(0.8, nil), r(0.6, &sibVariant{years: 3}), r(0.7, &sibVariant{years: 3, loo: true})}
+	if got := hierBest(rs); got != 2 {
+		t.Errorf("chose %d, want 2 (the leave-one-out sib)", got)
+	}
+}
