@@ -173,9 +173,11 @@ func sibText(e *Env, cfg *estimators.Config, rs []hierResult, search *sibSearch,
 	r.P("What sib's prior gets right, on the php test split (diagnostics against the truth-fitted prior of the oracle bound; sib's site fit, %s): "+
 		"the spread. %d of the %d pages without a detected change are in a directory whose sib prior has a shape below 1, %d under the truth-fitted prior, %d "+
 		"under the observed year's. The level lags: log(sib prior mean / truth-fitted mean) has quartiles %s over directories × starts, and sib's shape "+
-		"with the truth's mean (a diagnostic using the truth) gives %s. The lag is not only the activity of other years: a weekly crawler sees at most one "+
-		"change a week, while the truth counts commits.",
-		dg.v.String(), dg.wideSib, dg.silent, dg.wideTruth, dg.wideObs, q(dg.shift), f3(ratio0(dg.truthMean)))
+		"with the truth's mean (a diagnostic using the truth) gives %s. The lag is not only the activity of other years: on the scored pages' observed "+
+		"year, log(evidence / truth × exposure) = %s, the sum of the activity, log(commits / truth × span) = %s, and the crawl, log(evidence / commits) = %s "+
+		"(a weekly crawler sees at most one change a week, the truth counts commits).",
+		dg.v.String(), dg.wideSib, dg.silent, dg.wideTruth, dg.wideObs, q(dg.shift), f3(ratio0(dg.truthMean)),
+		f2(math.Log(final.testPHP.sumX/final.testPHP.sumTE)), f2(math.Log(final.testPHP.sumC/final.testPHP.sumTC)), f2(math.Log(final.testPHP.sumX/final.testPHP.sumC)))
 
 	r.P("Leave-one-out without a prior (the page got the observed-year prior): %d of %d scored pages of the php test split, "+
 		"%d of %d simulated (%s); sites without a sib prior (scored with the observed-year prior): %d and %d.",
