@@ -124,6 +124,11 @@ func (p *PoolStats) Add(ev Evidence, w float64) {
 	p.X2E += w * x * x / e
 }
 
+// Remove undoes Add(ev, w): the sums without that object (a
+// leave-one-out prior in O(1)). Evidence that Add skipped is skipped here
+// too.
+func (p *PoolStats) Remove(ev Evidence, w float64) { p.Add(ev, -w) }
+
 // Decay multiplies every sum by f ∈ (0, 1]: an exponentially weighted sum
 // that follows the site's recent objects.
 func (p *PoolStats) Decay(f float64) {

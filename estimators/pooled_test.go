@@ -173,3 +173,25 @@ func TestPooledEstimateSmallShape(t *testing.T) {
 		}
 	}
 }
+
+// Remove undoes Add: the sums without one object equal the sums refitted
+// without it, floored evidence included.
+func TestPoolStatsRemove(t *testing.T) {
+	evs := []Evidence{{X: 3, E: 10}, {X: 0, E: 7}, {X: 5, E: 2}, {X: 2, E: 1, Floor: 2}, {X: 1, E: 4}}
+	for i := range evs {
+		var all, rest PoolStats
+		for j, ev := range evs {
+			all.Add(ev, 1)
+			if j != i {
+				rest.Add(ev, 1)
+			}
+		}
+		all.Remove(evs[i], 1)
+		for _, d := range [][2]float64{{all.N, rest.N}, {all.X, rest.X}, {all.E, rest.E}, {all.X2E, rest.X2E}, {all.F, rest.F}} {
+			if math.Abs(d[0]-d[1]) > 1e-12 {
+				t.Errorf("without %d: %+v, refitted %+v", i, all, rest)
+				break
+			}
+		}
+	}
+}

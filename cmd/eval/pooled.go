@@ -48,6 +48,11 @@ type pooledObj struct {
 	// hist is the evidence of the years before the observed one (a site
 	// prior over a longer history, phpProtocol.histYears).
 	hist []estimators.Evidence
+	// span, past are the evidence of longer windows crawled as one
+	// (pooled_sib.go): span[h−1] the observed window and the h windows
+	// before it, past[h−1] those h windows alone, laid end to end
+	// (h = 1 … len(hist)).
+	span, past []estimators.Evidence
 	// ocount is the number of changes in the observed windows (real
 	// pages: commits), what the crawler's evidence is a view of.
 	ocount int
@@ -148,7 +153,8 @@ type pooledScore struct {
 	// objs[i] (the oracle bound's leave-one-out prior, pooled_bound.go).
 	objPrior func(objs []pooledObj, i int, site estimators.GammaPrior) estimators.GammaPrior
 	// pointQ, when in (0, 1) and not ½, scores the posterior's pointQ
-	// quantile instead of its median (posteriorQuantile; the interval is
+	// quantile instead of its median (posteriorQuantile, or driftWiden's
+	// mixture with the drift in the prediction; the interval is
 	// the 95 % one): the oracle bound's scan of the point (pooled_bound.go).
 	pointQ float64
 	// site0 is the site index (0, 1, … in addSite order) of each object of
@@ -280,15 +286,14 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 			s.sumTC += o.truth * o.ospan
 		}
 		p, pok := o.ch.PooledEstimate(prior, cfg)
-		if pok && s.pointQ > 0 && s.pointQ < 1 && s.pointQ != 0.5 {
-			p.Rate, pok = posteriorQuantile(o.ch, prior, s.pointQ, cfg)
-		}
 		if s.nbOf != nil {
 			p, pok = estimators.PooledNB(nbSite, o.ev, 1, cfg)
 		}
 		post := p // the posterior of this period's rate (before the drift)
 		if tau2 > 0 && pok {
-			p, pok = driftWiden(p, tau2, cfg)
+			p, pok = driftWiden(p, tau2, s.pointQ, cfg)
+		} else if pok && s.pointQ > 0 && s.pointQ < 1 && s.pointQ != 0.5 {
+			p.Rate, pok = posteriorQuantile(o.ch, prior, s.pointQ, cfg)
 		}
 		if pok && o.changes == 0 && o.truth > 0 {
 			s.zeroTruth = append(s.zeroTruth, o.truth)
@@ -390,7 +395,8 @@ func (s *pooledScore) bestSingle(g int) (string, float64) {
 // regimeTable writes, for the objects with fewer than PooledMaxChanges
 // changes, the pooled estimate against the best single paper estimator of
 // each regime of r = truth/f. The ✓ marks compare the ratio with the
-// target's 0.85 and the coverage with 93–97 %; they are not part of the
+// target's 0.85 and the coverage with 93–97 % widened by its sampling
+// error (coverageBand); they are not part of the
 // verdict (the target is stated over all objects with few changes).
 func (s *pooledScore) regimeTable(r *Report, title string) {
 	var rows [][]string
@@ -409,6 +415,7 @@ func (s *pooledScore) regimeTable(r *Report, title string) {
 		pm := quantile(s.regErrs[i]["pooled"], 0.5)
 		ratio := pm / bv
 		cov := float64(s.regCov[i]) / float64(max(1, s.regCiN[i]))
+		cLo, cHi := coverageBand(s.regCiN[i])
 		mark := func(ok bool) string {
 			if ok {
 				return " ✓"
@@ -416,10 +423,10 @@ func (s *pooledScore) regimeTable(r *Report, title string) {
 			return " ✗"
 		}
 		rows = append(rows, []string{g.name, fmt.Sprint(n), f3(pm), bk + " " + f3(bv),
-			f3(ratio) + mark(ratio <= 0.85), pct(cov) + mark(cov >= 0.93 && cov <= 0.97), fmt.Sprint(s.regCiN[i])})
+			f3(ratio) + mark(ratio <= 0.85), pct(cov) + mark(s.regCiN[i] > 0 && cov >= cLo && cov <= cHi), fmt.Sprint(s.regCiN[i])})
 	}
 	r.P("%s", title)
-	r.Table([]string{"regime (r = truth/f)", "objects (< 5 changes)", "pooled median |log|", "best single (median |log|)", "ratio (target ≤ 0.85)", "coverage (target 93–97 %)", "intervals"}, rows)
+	r.Table([]string{"regime (r = truth/f)", "objects (< 5 changes)", "pooled median |log|", "best single (median |log|)", "ratio (target ≤ 0.85)", "coverage (target 93–97 % ± 2·√(0.95·0.05/n))", "intervals (n)"}, rows)
 }
 
 // predictiveCovers says whether the count k in truth windows of length T
@@ -559,15 +566,15 @@ func pooledChecks(s *pooledScore) []check {
 	}
 	if !counts {
 		return append(checks,
-			within("coverage of the 95 % intervals, < 5 changes", s.coverage(0), 0.93, 0.97, "the target 93–97 %"),
-			within("coverage of the 95 % intervals, ≥ 5 changes", s.coverage(1), 0.93, 0.97, "the target 93–97 %"))
+			coverageCheck("coverage of the 95 % intervals, < 5 changes", s.coverage(0), s.ciN[0], "the target 93–97 %"),
+			coverageCheck("coverage of the 95 % intervals, ≥ 5 changes", s.coverage(1), s.ciN[1], "the target 93–97 %"))
 	}
 	// A count truth k/T scatters around λ by its own Poisson noise, so a
 	// calibrated interval for λ covers it less than 95 % of the time; the
 	// observable form of the target is the predictive interval of k.
 	return append(checks,
-		within("truth counts inside the 95 % predictive intervals, < 5 changes", s.predCoverage(0), 0.93, 0.97, "the target 93–97 %, for a count truth"),
-		within("truth counts inside the 95 % predictive intervals, ≥ 5 changes", s.predCoverage(1), 0.93, 0.97, "the target 93–97 %, for a count truth"))
+		coverageCheck("truth counts inside the 95 % predictive intervals, < 5 changes", s.predCoverage(0), s.predN[0], "the target 93–97 %, for a count truth"),
+		coverageCheck("truth counts inside the 95 % predictive intervals, ≥ 5 changes", s.predCoverage(1), s.predN[1], "the target 93–97 %, for a count truth"))
 }
 
 func pooledSection(e *Env) {
@@ -762,6 +769,7 @@ func simSiteObjs(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, s
 			}
 			o := observeObject(ev, vt, lm, cfg)
 			o.truth, o.scored, o.f = lam, true, f
+			evs, vts := [][]float64{ev}, [][]float64{vt}
 			for h := 0; h < hist; h++ {
 				hr := sim.NewRand(e.Seed, stream+uint64(si)<<20+uint64(i)<<4+uint64(h)+1<<40)
 				hev := sim.Poisson{Rate: lam}.Events(hr, D+1, nil)
@@ -771,7 +779,9 @@ func simSiteObjs(e *Env, cfg *estimators.Config, nSites int, sLo, sHi float64, s
 					hx, _ = halfEvidence(hev, hvt, lm, cfg)
 				}
 				o.hist = append(o.hist, hx)
+				evs, vts = append(evs, hev), append(vts, hvt)
 			}
+			simSpans(&o, evs, vts, D, lm, cfg)
 			res[si] = append(res[si], o)
 		}
 	})

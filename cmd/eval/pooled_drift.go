@@ -80,9 +80,10 @@ func driftNodes(tau2 float64) []float64 {
 
 // driftWiden is the estimate of the next period's rate θ·e^η, η ~ N(0,
 // tau2), from the estimate of θ (its posterior taken as the gamma of
-// gammaFromQuantiles): the median and equal-tailed quantiles of the
-// mixture over driftNodes, by bisection in log λ.
-func driftWiden(est estimators.Estimate, tau2 float64, cfg *estimators.Config) (estimators.Estimate, bool) {
+// gammaFromQuantiles): the median (or the point quantile pointQ when in
+// (0, 1)) and equal-tailed quantiles of the mixture over driftNodes, by
+// bisection in log λ.
+func driftWiden(est estimators.Estimate, tau2, pointQ float64, cfg *estimators.Config) (estimators.Estimate, bool) {
 	pLo, pHi := (1-cfg.Level)/2, 1-(1-cfg.Level)/2
 	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi)
 	if !ok {
@@ -115,7 +116,10 @@ func driftWiden(est estimators.Estimate, tau2 float64, cfg *estimators.Config) (
 		return math.Exp((lo + hi) / 2)
 	}
 	out := est
-	out.Rate, out.Lo, out.Hi = q(0.5), q(pLo), q(pHi)
+	if !(pointQ > 0 && pointQ < 1) {
+		pointQ = 0.5
+	}
+	out.Rate, out.Lo, out.Hi = q(pointQ), q(pLo), q(pHi)
 	return out, true
 }
 

@@ -135,45 +135,71 @@ func hierSitePrior(objs []pooledObj, kind hierKind, w float64) sitePrior {
 }
 
 // hierPriors fits the candidate prior of every site; for three, each
-// site's mean is shrunk towards its group's level (eq. H3) with the
-// groups' spread of long-run levels ω² = var(ℓ_s) − mean(v_s) (clipped
-// at 0), by moments over the group's sites.
+// site's mean is shrunk towards its group's level (eq. H3, groupLevels).
 func hierPriors(sets [][]pooledObj, kind hierKind, w float64) map[*pooledObj]sitePrior {
 	out := map[*pooledObj]sitePrior{}
-	type acc struct{ n, s, s2, v float64 }
-	groups := map[int]*acc{}
+	var fitted []sitePrior
 	for _, objs := range sets {
 		if len(objs) == 0 {
 			continue
 		}
 		sp := hierSitePrior(objs, kind, w)
 		out[&objs[0]] = sp
-		if sp.ok {
-			a := groups[sp.group]
-			if a == nil {
-				a = &acc{}
-				groups[sp.group] = a
-			}
-			a.n++
-			a.s += sp.level
-			a.s2 += sp.level * sp.level
-			a.v += sp.v
-		}
+		fitted = append(fitted, sp)
 	}
 	if kind != hierThree {
 		return out
 	}
+	groups := groupLevels(fitted)
 	for k, sp := range out {
-		a := groups[sp.group]
-		if !sp.ok || a == nil || a.n < 2 {
+		if g, ok := groups[sp.group]; ok && sp.ok {
+			sp.prior = g.shrink(sp.prior, sp.level, sp.v)
+			out[k] = sp
+		}
+	}
+	return out
+}
+
+// groupLevel is eq. H3's population of one group (calendar): the level
+// of all its sites lg and the spread of their long-run levels ω².
+type groupLevel struct{ lg, omega2 float64 }
+
+// groupLevels fits each group's eq. H3 population by moments over the
+// sites with a prior: lg the mean of their levels ℓ_s, ω² = var(ℓ_s) −
+// mean(v_s) (clipped at 0). Groups with fewer than 2 such sites are
+// absent (their sites keep their own level).
+func groupLevels(sps []sitePrior) map[int]groupLevel {
+	type acc struct{ n, s, s2, v float64 }
+	accs := map[int]*acc{}
+	for _, sp := range sps {
+		if !sp.ok {
+			continue
+		}
+		a := accs[sp.group]
+		if a == nil {
+			a = &acc{}
+			accs[sp.group] = a
+		}
+		a.n++
+		a.s += sp.level
+		a.s2 += sp.level * sp.level
+		a.v += sp.v
+	}
+	out := map[int]groupLevel{}
+	for g, a := range accs {
+		if a.n < 2 {
 			continue
 		}
 		lg := a.s / a.n
-		omega2 := math.Max(0, (a.s2-a.n*lg*lg)/(a.n-1)-a.v/a.n)
-		sp.prior = sp.prior.WithMean(math.Exp(estimators.ShrinkLevel(sp.level, sp.v, lg, omega2)))
-		out[k] = sp
+		out[g] = groupLevel{lg, math.Max(0, (a.s2-a.n*lg*lg)/(a.n-1)-a.v/a.n)}
 	}
 	return out
+}
+
+// shrink is p with its mean moved to eq. H3's posterior level of a site
+// whose level is level with variance v.
+func (g groupLevel) shrink(p estimators.GammaPrior, level, v float64) estimators.GammaPrior {
+	return p.WithMean(math.Exp(estimators.ShrinkLevel(level, v, g.lg, g.omega2)))
 }
 
 // periodPairs are the moments of consecutive periods of the same objects

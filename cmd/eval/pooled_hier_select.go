@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -32,6 +33,20 @@ func hierCoverage(s *pooledScore, g int) float64 {
 	return s.coverage(g)
 }
 
+// hierCoverageN is the number of intervals hierCoverage is measured on.
+func hierCoverageN(s *pooledScore, g int) int {
+	if s.predN[0]+s.predN[1] > 0 {
+		return s.predN[g]
+	}
+	return s.ciN[g]
+}
+
+// coverageOK says whether hierCoverage of group g lies in the target's
+// band for its number of intervals (coverageBand).
+func coverageOK(s *pooledScore, g int) bool {
+	return coverageCheck("", hierCoverage(s, g), hierCoverageN(s, g), "").ok()
+}
+
 // hierChoose is the decay of the training split: the w whose worse data
 // set (the larger ratio0 of php and simulated) is best; ties to the
 // smaller w.
@@ -61,6 +76,38 @@ type hierResult struct {
 	// drift: the estimate is of the next period's rate under the site's
 	// drift (hierScoreDrift), w that of the candidate without it.
 	drift bool
+	// sib, when set, is a sib candidate's variant (pooled_sib.go): its
+	// hyper-parameters replace w (trainPHP and trainSim hold one score,
+	// at 0); swapSib is the variant the halves swapped chose.
+	sib, swapSib *sibVariant
+	// fallback: the sib candidate's test sites and objects that got the
+	// observed-year prior (php, simulated).
+	fallback [2]struct{ sites, objs int }
+}
+
+// param is the candidate's chosen hyper-parameter (w, or sib's variant).
+func (r hierResult) param() string {
+	if r.sib != nil {
+		return r.sib.String()
+	}
+	return fmt.Sprintf("w = %g", r.w)
+}
+
+// swapParam is param of the halves swapped.
+func (r hierResult) swapParam() string {
+	if r.swapSib != nil {
+		return r.swapSib.String()
+	}
+	return fmt.Sprintf("w = %g", r.swapW)
+}
+
+// scoreWith scores sets with the candidate at its chosen hyper-parameter
+// and the drift's τ² of tau2Of (nil: none).
+func (r hierResult) scoreWith(sets [][]pooledObj, cfg *estimators.Config, tau2Of func([]pooledObj) float64) *pooledScore {
+	if r.sib != nil {
+		return sibScoreWith(sets, cfg, *r.sib, tau2Of).pooledScore
+	}
+	return hierScoreWith(sets, cfg, r.kind, r.w, tau2Of)
 }
 
 // hierCandidates evaluates every candidate: w chosen on the training
@@ -127,12 +174,16 @@ func (r hierResult) meets() bool {
 	return true
 }
 
-// hierBest is the candidate the training split prefers: the fewest failed
+// hierBest is the candidate the training split prefers (sib without
+// leave-one-out is a comparison, not a candidate): the fewest failed
 // checks of its chosen w on the training sets (php/doc-en and simulated),
 // then the lowest worse ratio0 there.
 func hierBest(rs []hierResult) int {
 	bi, bf, bv := 0, math.MaxInt, math.Inf(1)
 	for i, r := range rs {
+		if r.sib != nil && !r.sib.loo {
+			continue // the page's own history in its prior: a comparison, not the deployment case
+		}
 		f := r.trainFailed()
 		v := math.Max(ratio0(r.trainPHP[r.w]), ratio0(r.trainSim[r.w]))
 		if f < bf || (f == bf && v < bv) {

@@ -31,7 +31,7 @@ func TestDriftWiden(t *testing.T) {
 	a, b := 5.0, 2.0
 	q := func(p float64) float64 { return mathext.GammaIncRegInv(a, p) / b }
 	est := estimators.Estimate{Rate: q(0.5), Lo: q(0.025), Hi: q(0.975), HasCI: true}
-	w, ok := driftWiden(est, 0.5, cfg)
+	w, ok := driftWiden(est, 0.5, 0, cfg)
 	if !ok {
 		t.Fatal("no estimate")
 	}
@@ -128,9 +128,7 @@ func TestRatio0Boot(t *testing.T) {
 // it towards the lasting rates' spread when it is finite; a site without
 // consecutive periods' moments has none.
 func TestPersistentPriorSpread(t *testing.T) {
-	e := &Env{Seed: 1, Procs: 2}
-	cfg := newEstConfig()
-	sets := simSiteObjs(e, cfg, 6, 0.3, 1.2, 99000, hierYears)
+	sets, _ := simHistSets(6, 99000)
 	n := 0
 	for _, objs := range sets {
 		h := hierSitePrior(objs, hierHist, 0.75)
@@ -215,13 +213,66 @@ func TestAllPages(t *testing.T) {
 	}
 }
 
-// The coverage check of n intervals can pass only when some k/n lies in
-// 93–97 %.
-func TestCoverageReachable(t *testing.T) {
-	for n, want := range map[int]bool{0: false, 1: false, 10: false, 15: true, 20: true, 29: true, 300: true} {
-		if got := coverageReachable(n); got != want {
-			t.Errorf("n = %d: %v, want %v", n, got, want)
+// A coverage measured on n intervals takes only the values k/n: its
+// check's band (coverageBand) must hold one of them for every n ≥ 1 (the
+// fixed 93–97 % holds none for n < 15), at least 1/n wide where it is not
+// clipped at 1, and no wider than the target's 93–97 % plus 4 binomial
+// standard errors.
+func TestCoverageBand(t *testing.T) {
+	if coverageReachable(0) {
+		t.Error("n = 0: reachable")
+	}
+	for n := 1; n <= 2000; n++ {
+		lo, hi := coverageBand(n)
+		if !coverageReachable(n) {
+			t.Errorf("n = %d: no k/n in [%g, %g]", n, lo, hi)
 		}
+		if hi < 1 && hi-lo < 1/float64(n) {
+			t.Errorf("n = %d: band [%g, %g] narrower than 1/n", n, lo, hi)
+		}
+		if se := math.Sqrt(0.95 * 0.05 / float64(n)); lo < 0.93-2*se-1e-12 || hi > 0.97+2*se+1e-12 || lo > 0.93 || hi < 0.97 {
+			t.Errorf("n = %d: band [%g, %g] is not 93–97 %% ± 2 standard errors", n, lo, hi)
+		}
+	}
+}
+
+// Every coverage check of the pooled sections uses the band of its own
+// number of intervals: 13 of 13 and 12 of 13 intervals pass (the former
+// fixed 93–97 % failed both), so does 1 of 1, and no interval fails.
+func TestPooledCoverageChecksUseBand(t *testing.T) {
+	s := newPooledScore()
+	for g := 0; g < 2; g++ {
+		s.errs[g]["pooled"], s.errs[g]["pooled_nb"] = []float64{0.5}, []float64{0.5}
+		for _, k := range singleKeys {
+			s.errs[g][k] = []float64{1}
+		}
+	}
+	s.ciN, s.cov = [4]int{13, 13}, [4]int{12, 13}
+	s.ciNNB, s.covNB = [4]int{13, 1}, [4]int{13, 1}
+	nb := pooledNBChecks(s)
+	rate := pooledChecks(s)
+	s.predN, s.predCov = [4]int{300, 1}, [4]int{285, 1}
+	pred := pooledChecks(s)
+	n := 0
+	for _, cs := range [][]check{rate, pred, nb} {
+		for _, c := range cs {
+			if !strings.Contains(c.name, "coverage") && !strings.Contains(c.name, "inside") {
+				continue
+			}
+			n++
+			if !c.ok() {
+				t.Errorf("%s", c)
+			}
+			if !strings.Contains(c.tol, "√(0.95·0.05/n)") {
+				t.Errorf("%s: the band's origin is not written next to it", c.name)
+			}
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d coverage checks, want 6", n)
+	}
+	if c := coverageCheck("none", 0, 0, ""); c.ok() {
+		t.Errorf("no interval passes: %s", c)
 	}
 }
 

@@ -17,8 +17,8 @@ func pooledNBChecks(s *pooledScore) []check {
 	return []check{
 		atMost(fmt.Sprintf("pooled_nb / best single (%s), < 5 changes", k0), p0/b0, 0.85, "the target: ≥ 15 % lower median |log|"),
 		atMost(fmt.Sprintf("pooled_nb / best single (%s), ≥ 5 changes", k1), p1/b1, 1.02, "no worse: within the 2 % sampling error of a median"),
-		within("coverage of the 95 % intervals, < 5 changes", s.coverageNB(0), 0.93, 0.97, "the target 93–97 %"),
-		within("coverage of the 95 % intervals, ≥ 5 changes", s.coverageNB(1), 0.93, 0.97, "the target 93–97 %"),
+		coverageCheck("coverage of the 95 % intervals, < 5 changes", s.coverageNB(0), s.ciNNB[0], "the target 93–97 %"),
+		coverageCheck("coverage of the 95 % intervals, ≥ 5 changes", s.coverageNB(1), s.ciNNB[1], "the target 93–97 %"),
 	}
 }
 
@@ -64,7 +64,7 @@ func pooledNBCause(yb, ctl *pooledScore) string {
 // (their cross-covariance) is the cause.
 func pooledNBSimCause(s, whole *pooledScore) string {
 	for g := 0; g < 2; g++ {
-		if c := whole.coverageNB(g); c < 0.93 || c > 0.97 {
+		if !coverageCheck("", whole.coverageNB(g), whole.ciNNB[g], "").ok() {
 			return ""
 		}
 	}

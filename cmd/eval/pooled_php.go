@@ -232,6 +232,9 @@ func phpObjSets(e *Env, pages map[string][]float64, cfg *estimators.Config, pr p
 				}
 				o.hist = append(o.hist, hx)
 			}
+			if pr.histYears > 0 && pr.contiguousObs() {
+				phpSpans(&o, ev, j.start, pr.histYears, cfg)
+			}
 			o.truth, o.f, o.group = truth, 1/(7*day), j.group
 			if !pr.control || pr.countTruth {
 				o.tcount, o.tspan = kt, spanT

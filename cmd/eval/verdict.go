@@ -62,6 +62,32 @@ func within(name string, ours, lo, hi float64, why string) check {
 	return check{name, ours, lo, hi, why}
 }
 
+// coverageBand is the accepted interval of a 95 % coverage measured on n
+// intervals: the target 93–97 % widened by twice the binomial standard
+// error of a 95 % coverage measured on n intervals, √(0.95·0.05/n), and
+// clipped to [0, 1]. With few intervals the coverage takes only the values
+// k/n, and the fixed 93–97 % contains none of them for n < 15 (13
+// intervals: 12/13 = 92.3 %, 13/13 = 100 %); the band keeps a calibrated
+// estimator's coverage inside it about 95 % of the time.
+func coverageBand(n int) (lo, hi float64) {
+	if n <= 0 {
+		return 0.93, 0.97
+	}
+	se := math.Sqrt(0.95 * 0.05 / float64(n))
+	return math.Max(0, 0.93-2*se), math.Min(1, 0.97+2*se)
+}
+
+// coverageCheck: the coverage ours, measured on n intervals, inside
+// coverageBand(n); the band's origin is written next to it (what: the
+// target's wording). No interval (n = 0) never passes.
+func coverageCheck(name string, ours float64, n int, what string) check {
+	lo, hi := coverageBand(n)
+	if n <= 0 {
+		ours = math.NaN()
+	}
+	return check{name, ours, lo, hi, fmt.Sprintf("%s, widened by 2·√(0.95·0.05/n), the binomial sampling error of a coverage on n = %d intervals", what, n)}
+}
+
 // atMost: ours ≤ bound.
 func atMost(name string, ours, bound float64, why string) check {
 	return check{name, ours, math.Inf(-1), bound, why}
