@@ -324,3 +324,21 @@ func TestHierBestFewestFailed(t *testing.T) {
 		t.Errorf("chose %d, want 2 (all checks pass, lower ratio than 1)", got)
 	}
 }
+
+// A candidate that meets the checks but fails a robustness check
+// gets a cause naming it; one that passes everything gets none.
+func TestRobustCause(t *testing.T) {
+	pass := []check{atMost("ratio", 0.7, 0.85, "target")}
+	b := hierResult{phpChecks: pass, simCheck: pass}
+	if c := robustCause(b, []check{atMost("halves swapped", 0.8, 0.85, "x")}); c != "" {
+		t.Errorf("all pass: cause %q", c)
+	}
+	c := robustCause(b, []check{atMost("halves swapped", 0.905, 0.85, "x"), atMost("calibrated", 0.5, 0.85, "y")})
+	if !strings.Contains(c, "halves swapped is 0.905") || strings.Contains(c, "calibrated is") {
+		t.Errorf("cause %q", c)
+	}
+	b.phpChecks = []check{atMost("ratio", 0.9, 0.85, "target")}
+	if c := robustCause(b, []check{atMost("halves swapped", 0.905, 0.85, "x")}); c != "" {
+		t.Errorf("issue's checks fail: the robustness cause should leave it to hierCause, got %q", c)
+	}
+}
