@@ -234,17 +234,13 @@ func writeLive(p func(string, ...any), r *report) {
 	p("| run | obs/s | kcat obs/s | ÷ kcat | estimates | aggregator µs/obs | broker µs/obs | redis µs/obs | total µs/obs | aggregator peak RSS | RSS / object | heap in use at end / cached object | cache accounted / object |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, l := range r.live {
-		ratio := 0.0
-		if l.KcatRate > 0 {
-			ratio = l.Rate / l.KcatRate
-		}
 		perCached := func(x float64) float64 {
 			if l.Cached <= 0 {
 				return 0
 			}
 			return x / l.Cached
 		}
-		p("| l%d | **%.0f** | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f MiB | **%.0f B** | %.0f B | %.0f B |\n", i+1, l.Rate, l.KcatRate, ratio, l.Estimates,
+		p("| l%d | **%.0f** | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f MiB | **%.0f B** | %.0f B | %.0f B |\n", i+1, l.Rate, l.KcatRate, ratio(l.Rate, l.KcatRate), l.Estimates,
 			l.AggCPU, l.BrokerCPU, l.RedisCPU, l.AggCPU+l.BrokerCPU+l.RedisCPU, float64(l.PeakRSS)/(1<<20), float64(l.PeakRSS)/float64(l.Objects),
 			perCached(l.HeapInuse), perCached(l.CacheBytes))
 	}

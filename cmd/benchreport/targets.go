@@ -21,7 +21,7 @@ func (r *report) targets() []target {
 	if len(r.live) > 0 {
 		rates, ratios := make([]float64, len(r.live)), make([]float64, len(r.live))
 		for i, l := range r.live {
-			rates[i], ratios[i] = l.Rate, l.Rate/l.KcatRate
+			rates[i], ratios[i] = l.Rate, ratio(l.Rate, l.KcatRate)
 		}
 		m, q := median(rates), median(ratios)
 		ts = append(ts,
