@@ -279,9 +279,9 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 }()
 
 // jsonSafeWord reports whether the 8 bytes of x (little endian) are all
-// written as they are in a JSON string (jsonSafe). It may say false for
-// some safe words (the subtractions borrow across bytes only after an
-// unsafe one), never true for an unsafe one.
+// written as they are in a JSON string (jsonSafe), exactly: a subtraction
+// borrows across bytes only below a byte < 0x20 or equal to the byte
+// compared with, and such a byte is unsafe itself (FuzzJSONSafeWord).
 func jsonSafeWord(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	t := x | (x-ones*0x20)&^x // >= 0x80, < 0x20
