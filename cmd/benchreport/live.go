@@ -39,7 +39,7 @@ const liveTopic = "observations-live"
 // brokerChild runs a kfake broker for the live runs: it prints its address
 // on stdout and serves until stdin is closed. With BENCH_BROKER_CPUPROFILE
 // set to a file name it writes a CPU profile of its whole life there (how
-// kfake's memFS copies were found, third_party/kfake/PATCH.md).
+// kfake's memFS copies were found, docs/upstream/kfake-memfs-copy.md).
 func brokerChild(args []string) {
 	parts := 12
 	if len(args) > 0 {
