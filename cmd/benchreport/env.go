@@ -134,39 +134,12 @@ func (e *env) produceAll(ctx context.Context, msgs []message) (float64, error) {
 	return float64(len(msgs)) / time.Since(start).Seconds(), nil
 }
 
-// murmur2 is Kafka's (Java client's) key hash.
-func murmur2(data []byte) int32 {
-	const seed, m, r = uint32(0x9747b28c), uint32(0x5bd1e995), 24
-	n := len(data)
-	h := seed ^ uint32(n)
-	for i := 0; i+4 <= n; i += 4 {
-		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := n &^ 3
-	switch n % 4 {
-	case 3:
-		h ^= uint32(data[tail+2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(data[tail+1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(data[tail])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h)
-}
-
 func partitionOf(key string, parts int) int32 {
-	return int32((murmur2([]byte(key)) & 0x7fffffff) % int32(parts))
+	ids := make([]int, parts)
+	for i := range ids {
+		ids[i] = i
+	}
+	return int32(stream.PartitionOf([]byte(key), ids))
 }
 
 // machine describes the host for the report.
