@@ -209,7 +209,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s",
 		"CHANGERATE_IDLE_RELEASE=500ms", // the reorder buffers release the end of the stream soon
 		// Seasonal access profiles are learned per site and partition, so
-		// the access windows depend on the partitioning (README, "Alerts");
+		// the access windows depend on the partitioning (docs/alerts.md);
 		// the byte-for-byte comparison with the one-partition filter path
 		// (step 7) runs without them. TestFaults covers them with Kafka and
 		// Redis against an in-process oracle.
