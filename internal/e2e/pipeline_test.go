@@ -26,6 +26,7 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/kafkatest"
+	"github.com/changerate/changerate/internal/recordschema"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/internal/sample"
 	"github.com/changerate/changerate/records"
@@ -367,6 +368,21 @@ func TestPipelineEndToEnd(t *testing.T) {
 	}
 	if errs[len(errs)/2] > 0.3 {
 		t.Errorf("median |log(estimate/true)| = %.3f, want < 0.3", errs[len(errs)/2])
+	}
+
+	// Every record on every output topic, as a non-Go client reads it, is
+	// what its JSON Schema (api/records) says.
+	for _, topic := range []string{"observations", "estimates", "access-reports", "alerts", "dead-letter", "late"} {
+		kind, _ := recordschema.ForTopic(topic)
+		recs := kafkatest.RunKcat(t, "-b", kc.Addr(), "-C", "-t", topic, "-e", "-o", "beginning", "-q", "-f", "%s\n")
+		n := 0
+		for _, line := range strings.Split(recs, "\n") {
+			if line != "" {
+				recordschema.Check(t, kind, []byte(line))
+				n++
+			}
+		}
+		t.Logf("%s: %d records valid against the %s schema", topic, n, kind)
 	}
 
 	// 6. The bad line reached the dead-letter topic with its reason.
