@@ -1,4 +1,4 @@
-package query
+package records
 
 import (
 	"bufio"
@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// goldenEstimates returns the encoded estimate records of aggregate's
+// goldenEstimateRecords returns the encoded estimate records of aggregate's
 // golden file (tab-separated: name, key, record).
-func goldenEstimates(t testing.TB) [][]byte {
+func goldenEstimateRecords(t testing.TB) [][]byte {
 	f, err := os.Open("../aggregate/testdata/estimates.golden")
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +34,8 @@ func goldenEstimates(t testing.TB) [][]byte {
 // TestScanEstimateGolden: every golden estimate record is read by
 // scanEstimate (no fallback) exactly as json.Unmarshal reads it.
 func TestScanEstimateGolden(t *testing.T) {
-	for _, rec := range goldenEstimates(t) {
-		var got, want indexedEstimate
+	for _, rec := range goldenEstimateRecords(t) {
+		var got, want EstimateHead
 		if err := json.Unmarshal(rec, &want); err != nil {
 			t.Fatalf("golden record does not decode: %v", err)
 		}
@@ -57,12 +57,12 @@ func TestScanEstimateFallsBack(t *testing.T) {
 		`{"ci95":[1,2,3]}`, `{"as_of":"yesterday"}`, `{"object":"a"} x`, `{"object":"a",}`, `{"site":null}`,
 		`{"object":"é"}`,
 	} {
-		var ie indexedEstimate
+		var ie EstimateHead
 		if scanEstimate([]byte(in), &ie) {
 			t.Errorf("scanEstimate accepted %s: %+v", in, ie)
 		}
 	}
-	var ie indexedEstimate
+	var ie EstimateHead
 	if !scanEstimate([]byte(`{"window":{"a":[1,{"b":"}"}]},"object":"x"}`), &ie) || ie.Object != "x" {
 		t.Errorf("scanEstimate did not skip a nested value holding a brace: %+v", ie)
 	}
@@ -71,7 +71,7 @@ func TestScanEstimateFallsBack(t *testing.T) {
 // FuzzScanEstimate: where scanEstimate reads a record and encoding/json
 // accepts it, both read the same fields.
 func FuzzScanEstimate(f *testing.F) {
-	for _, rec := range goldenEstimates(f) {
+	for _, rec := range goldenEstimateRecords(f) {
 		f.Add(rec)
 	}
 	f.Add([]byte(`{"object":"a","rate_per_s":null,"ci95":null,"next_visit":null,"x":[{"y":"\""}]}`))
@@ -79,7 +79,7 @@ func FuzzScanEstimate(f *testing.F) {
 		f.Add([]byte(`{"object":"a","kind":"change","changes":` + c + `}`))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var got, want indexedEstimate
+		var got, want EstimateHead
 		if !scanEstimate(b, &got) {
 			return
 		}

@@ -1,21 +1,53 @@
-package query
+package records
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// EstimateHead holds the fields of an encoded Estimate that a reader of
+// the estimates topic needs to rank and plan (the query API's index): all
+// but the estimators' maps and the window, which are most of a record.
+type EstimateHead struct {
+	Object    string      `json:"object"`
+	Site      string      `json:"site"`
+	Kind      string      `json:"kind"`
+	AsOf      time.Time   `json:"as_of"`
+	RatePerS  *float64    `json:"rate_per_s"`
+	CI95      *[2]float64 `json:"ci95"`
+	NextVisit *time.Time  `json:"next_visit"`
+	Changes   int64       `json:"changes"`
+}
+
+// DecodeEstimateHead reads the head of an encoded estimate record: by
+// scanning it without decoding the rest when it is in the form
+// AppendEstimateJSON writes, else with encoding/json (whose result the scan
+// equals wherever both apply: FuzzScanEstimate).
+func DecodeEstimateHead(b []byte) (EstimateHead, error) {
+	var h EstimateHead
+	if scanEstimate(b, &h) {
+		return h, nil
+	}
+	h = EstimateHead{}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return EstimateHead{}, fmt.Errorf("records: estimate: %w", err)
+	}
+	return h, nil
+}
+
 // scanEstimate fills ie from the top-level fields of an encoded estimate
-// record that the index reads, skipping the others without decoding them
-// (the estimators' maps are most of a record). It reads the records as the
-// aggregator writes them (records.AppendEstimateJSON); ok is false for
-// anything else it is not sure to read as encoding/json would (escaped
-// strings, keys in another case, malformed values), and the caller then
-// decodes with encoding/json. Where ok is true and encoding/json accepts
-// the input, the result equals json.Unmarshal's (FuzzScanEstimate).
-func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
+// record that EstimateHead holds, skipping the others without decoding
+// them. It reads the records as the aggregator writes them
+// (AppendEstimateJSON); ok is false for anything else it is not sure to
+// read as encoding/json would (escaped strings, keys in another case,
+// malformed values), and DecodeEstimateHead then decodes with
+// encoding/json. Where ok is true and encoding/json accepts the input, the
+// result equals json.Unmarshal's (FuzzScanEstimate).
+func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
