@@ -15,8 +15,8 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/recordschema"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 )
 
 // goldenRelTol is how far a published number may move from the golden

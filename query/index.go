@@ -136,7 +136,7 @@ func (c IndexConfig) Validate() error {
 // a pointer, so the garbage collector has nothing to mark: about 170 to
 // 185 bytes of heap per object with a 47 to 53-byte name
 // (BenchmarkIndexEstimatesLive measures it, and docs/query-bench.md from
-// cmd/benchreport).
+// research/cmd/benchreport).
 type Index struct {
 	cfg IndexConfig
 

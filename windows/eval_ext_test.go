@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // An honest evaluation of the window estimators — data not drawn

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // cgm63 replicates CGM §6.3 on php/doc-en: daily change history over a

@@ -7,7 +7,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // simHistSets are n simulated sites (simSiteObjs of stream) with

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/windows"
 )
 

@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/mathext"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // The truth fit's variance is the truths' sample variance less their

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/windows"
 )
 

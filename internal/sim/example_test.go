@@ -3,7 +3,7 @@ package sim_test
 import (
 	"fmt"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // A crawler visiting daily a page that changes every 2 days on average.

@@ -3,7 +3,7 @@ package main
 import (
 	"math"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/windows"
 )
 

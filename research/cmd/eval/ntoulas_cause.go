@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/plan"
-	"github.com/changerate/changerate/sim"
 )
 
 // Cause experiments for the Cho & Ntoulas figures whose levels differ from

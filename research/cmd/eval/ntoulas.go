@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/plan"
-	"github.com/changerate/changerate/sim"
 )
 
 // bitWorld: page p of site i changes in cycle c with probability rho[i],

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/mathext"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // singleKeys are the single paper estimators the pooled one is compared

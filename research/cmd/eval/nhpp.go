@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/windows"
 )
 

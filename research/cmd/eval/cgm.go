@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // countCurve precomputes key's estimate for every X in 0..n (regular visits).

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // malcolmScenario is one row of Malcolm & Armitage Table 2.

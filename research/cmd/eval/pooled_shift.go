@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // The activity shift of a protocol, measured on the change counts alone

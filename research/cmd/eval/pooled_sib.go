@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // Siblings' long-run rates: a site prior with the spread of multi-year

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // phpProtocol says how php/doc-en pages are selected, observed and

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // cgmTableI simulates the §6.4 crawler: uniform weekly visits against

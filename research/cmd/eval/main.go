@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/changerate/changerate/internal/realdata"
 )
 
 // Env is what every section gets.
@@ -275,19 +277,6 @@ func run(o options, stderr io.Writer) error {
 	return nil
 }
 
-// defaultDataDir is ../shared/data relative to the repository root (the
-// directory holding go.mod), found from the working directory upwards.
-func defaultDataDir() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "../shared/data"
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "..", "shared", "data")
-		}
-		if filepath.Dir(d) == d {
-			return "../shared/data"
-		}
-	}
-}
+// defaultDataDir is ../shared/data beside the repository root (or
+// $CHANGERATE_DATA).
+func defaultDataDir() string { return realdata.DefaultDir() }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/aggregate"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
