@@ -72,7 +72,8 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 				}
 			}
 			rec := records.Estimate{Object: ie.Object, Site: ie.Site, Kind: ie.Kind, AsOf: ie.AsOf,
-				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes}
+				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes,
+				Estimator: ie.Estimator, Observations: ie.Observations, TTLS: ie.TTLS}
 			t.idx.AddEstimate(&rec)
 			continue
 		}
@@ -98,6 +99,10 @@ type indexedEstimate struct {
 	CI95      *[2]float64 `json:"ci95"`
 	NextVisit *time.Time  `json:"next_visit"`
 	Changes   int64       `json:"changes"`
+	// Shown by /v1/top and / (Index.TopRecords).
+	Estimator    string   `json:"estimator"`
+	Observations int64    `json:"observations"`
+	TTLS         *float64 `json:"ttl_s"`
 }
 
 // Close closes the inner sink.

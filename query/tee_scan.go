@@ -35,7 +35,7 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 		}
 		i = skipSpace(b, i+1)
 		switch key {
-		case "object", "site", "kind":
+		case "object", "site", "kind", "estimator":
 			if i < len(b) && b[i] == 'n' {
 				return false // null: leaves the field as it was; not written by the aggregator
 			}
@@ -48,6 +48,8 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 				ie.Object = s
 			case "site":
 				ie.Site = s
+			case "estimator":
+				ie.Estimator = s
 			default:
 				ie.Kind = s
 			}
@@ -73,17 +75,21 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 				}
 			}
 			i = j
-		case "rate_per_s":
+		case "rate_per_s", "ttl_s":
+			dst := &ie.RatePerS
+			if key == "ttl_s" {
+				dst = &ie.TTLS
+			}
 			if bytes.HasPrefix(b[i:], []byte("null")) {
-				ie.RatePerS, i = nil, i+4
+				*dst, i = nil, i+4
 				break
 			}
 			v, j, ok := scanNumber(b, i)
 			if !ok {
 				return false
 			}
-			ie.RatePerS, i = &v, j
-		case "changes":
+			*dst, i = &v, j
+		case "changes", "observations":
 			j := i
 			if j < len(b) && b[j] == '-' {
 				j++
@@ -98,7 +104,12 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 			if err != nil {
 				return false
 			}
-			ie.Changes, i = n, j
+			if key == "changes" {
+				ie.Changes = n
+			} else {
+				ie.Observations = n
+			}
+			i = j
 		case "ci95":
 			if bytes.HasPrefix(b[i:], []byte("null")) {
 				ie.CI95, i = nil, i+4
@@ -127,7 +138,7 @@ func scanEstimate(b []byte, ie *indexedEstimate) (ok bool) {
 			ci[0], ci[1] = lo, hi
 			ie.CI95, i = &ci, j+1
 		default:
-			for _, k := range [...]string{"object", "site", "kind", "as_of", "next_visit", "rate_per_s", "ci95", "changes"} {
+			for _, k := range [...]string{"object", "site", "kind", "estimator", "as_of", "next_visit", "rate_per_s", "ttl_s", "ci95", "changes", "observations"} {
 				if strings.EqualFold(key, k) {
 					return false // encoding/json matches keys case-insensitively
 				}

@@ -92,10 +92,7 @@ func TestMisconfiguredServiceRefusesToStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "aggregator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAggregator(t)
 	httpAddr := freeAddr(t)
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CHANGERATE_HTTP_ADDR=" + httpAddr}
 	cases := []struct {
@@ -146,4 +143,15 @@ func TestMisconfiguredServiceRefusesToStart(t *testing.T) {
 			t.Errorf("the demo's output does not start with its heading:\n%s", out)
 		}
 	})
+}
+
+// buildAggregator builds this command into a temporary directory and
+// returns the binary's path.
+func buildAggregator(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "aggregator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
