@@ -136,7 +136,8 @@ func (x *refIndex) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *refIndex) AddEstimate(rec *records.Estimate) {
-	sc, next := recordScore(rec)
+	f := recordFacts(rec)
+	sc, next := f.sc, f.next
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.addEstimate(rec.Object, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
@@ -150,7 +151,8 @@ func (x *refIndex) IndexEstimates(ests []aggregate.PublishedEstimate) {
 	defer x.mu.Unlock()
 	for i := range ests {
 		pe := &ests[i]
-		sc, next := publishedScore(pe)
+		f := publishedFacts(pe)
+		sc, next := f.sc, f.next
 		x.addEstimate(pe.Object, pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
 	}
 }

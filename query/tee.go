@@ -68,7 +68,8 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 				continue
 			}
 			rec := records.Estimate{Object: ie.Object, Site: ie.Site, Kind: ie.Kind, AsOf: ie.AsOf,
-				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes}
+				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes,
+				Estimator: ie.Estimator, Observations: ie.Observations, TTLS: ie.TTLS}
 			t.idx.AddEstimate(&rec)
 			continue
 		}

@@ -21,6 +21,10 @@ type EstimateHead struct {
 	CI95      *[2]float64 `json:"ci95"`
 	NextVisit *time.Time  `json:"next_visit"`
 	Changes   int64       `json:"changes"`
+	// Shown by the query API's /v1/top and / (query.Index.TopRecords).
+	Estimator    string   `json:"estimator"`
+	Observations int64    `json:"observations"`
+	TTLS         *float64 `json:"ttl_s"`
 }
 
 // DecodeEstimateHead reads the head of an encoded estimate record: by
@@ -67,7 +71,7 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 		}
 		i = skipSpace(b, i+1)
 		switch key {
-		case "object", "site", "kind":
+		case "object", "site", "kind", "estimator":
 			if i < len(b) && b[i] == 'n' {
 				return false // null: leaves the field as it was; not written by the aggregator
 			}
@@ -80,6 +84,8 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 				ie.Object = s
 			case "site":
 				ie.Site = s
+			case "estimator":
+				ie.Estimator = s
 			default:
 				ie.Kind = s
 			}
@@ -105,17 +111,21 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 				}
 			}
 			i = j
-		case "rate_per_s":
+		case "rate_per_s", "ttl_s":
+			dst := &ie.RatePerS
+			if key == "ttl_s" {
+				dst = &ie.TTLS
+			}
 			if bytes.HasPrefix(b[i:], []byte("null")) {
-				ie.RatePerS, i = nil, i+4
+				*dst, i = nil, i+4
 				break
 			}
 			v, j, ok := scanNumber(b, i)
 			if !ok {
 				return false
 			}
-			ie.RatePerS, i = &v, j
-		case "changes":
+			*dst, i = &v, j
+		case "changes", "observations":
 			j := i
 			if j < len(b) && b[j] == '-' {
 				j++
@@ -130,7 +140,12 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 			if err != nil {
 				return false
 			}
-			ie.Changes, i = n, j
+			if key == "changes" {
+				ie.Changes = n
+			} else {
+				ie.Observations = n
+			}
+			i = j
 		case "ci95":
 			if bytes.HasPrefix(b[i:], []byte("null")) {
 				ie.CI95, i = nil, i+4
@@ -159,7 +174,7 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 			ci[0], ci[1] = lo, hi
 			ie.CI95, i = &ci, j+1
 		default:
-			for _, k := range [...]string{"object", "site", "kind", "as_of", "next_visit", "rate_per_s", "ci95", "changes"} {
+			for _, k := range [...]string{"object", "site", "kind", "estimator", "as_of", "next_visit", "rate_per_s", "ttl_s", "ci95", "changes", "observations"} {
 				if strings.EqualFold(key, k) {
 					return false // encoding/json matches keys case-insensitively
 				}

@@ -25,7 +25,7 @@ type config struct {
 	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines, plain or gzip) from this file, or - for stdin, instead of Kafka"`
 	Out  string `envconfig:"OUT" desc:"write estimates (JSON lines) to this file, or - for stdout, instead of the estimates topic"`
 	Emit string `envconfig:"EMIT" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
-	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
+	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (also run when no option is set but the demo's; any other without KAFKA_BROKERS or IN is an error)"`
 
 	Store   string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
 	IdleTTL time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations, or up to 1/16 later (an expiry is refreshed at most once per 1/16 of it); 0: never"`
