@@ -292,8 +292,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sum.Written, sum.OutputRejected = ds.Written(), ds.Rejected() // the sorter's writes too
 	writeSummary(stderr, o, cfg, sum, sorter)
 	if err != nil {
-		logger.Error("ingest failed", "err", err)
-		if !errors.Is(err, ingest.ErrInput) {
+		if errors.Is(err, ingest.ErrInput) {
+			logger.Error("ingest failed", "err", err)
+		} else {
+			// Said once, with the remedy (it was also logged before).
 			// The summary counts what was read, not what was written.
 			hint := ""
 			if o.Out == "kafka" && strings.Contains(err.Error(), "kafka") {
