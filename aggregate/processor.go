@@ -454,6 +454,8 @@ type worker struct {
 	gauges partitionGauges
 	rb     *reorderBuf
 	rated  bool // appendEstimates published a rate (see countRated)
+	// ratedAbove0: a rate above 0
+	ratedAbove0 bool
 
 	seq       uint64       // the last prepared batch
 	committed uint64       // the last committed batch

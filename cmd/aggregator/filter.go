@@ -202,6 +202,9 @@ type summary struct {
 	final    bool
 	lateTo   string
 	sortNote string
+	// minIntervals is the intervals an object needs for a best estimate
+	// (estimators.Config.MinIntervals).
+	minIntervals int
 }
 
 // write prints the summary, one screen.
@@ -241,7 +244,13 @@ func (s summary) write(w io.Writer) {
 	p("rejected", s.rejected(), s.rejectedNote())
 	if s.final {
 		p("objects", s.st.FinalObjects, "")
-		p("objects with a rate", s.st.FinalWithRate, "")
+		// The three kinds of objects add up to the objects; each is said
+		// in the words of the estimates' JSON (rate_per_s).
+		p("objects with a rate", s.st.FinalWithRate, "a best change or access rate above 0 (rate_per_s > 0)")
+		p("objects rated 0", s.st.FinalZeroRate, "informative visits but no change seen (rate_per_s 0)")
+		p("objects without a rate", s.st.FinalObjects-s.st.FinalWithRate-s.st.FinalZeroRate,
+			fmt.Sprintf("fewer than %d intervals (informative visits after the first, or accesses after the first): "+
+				"each estimator's value, no best one (no rate_per_s)", s.minIntervals))
 	} else {
 		p("new objects", s.st.Objects, "")
 		p("estimates published", s.st.ChangeEstimates+s.st.AccessEstimates, "")
@@ -279,7 +288,7 @@ func (s summary) verdict() error {
 		return fmt.Errorf("%w: the input had no observations (empty)", errNothingUsable)
 	case s.st.Observations == 0 && rej > 0:
 		return fmt.Errorf("%w: every one of the %d input lines was rejected (%s)", errNothingUsable, rej, s.rejectedNote())
-	case s.st.Observations > 0 && s.final && s.st.FinalWithRate == 0,
+	case s.st.Observations > 0 && s.final && s.st.FinalWithRate+s.st.FinalZeroRate == 0,
 		s.st.Observations > 0 && !s.final && s.st.RatedEstimates == 0:
 		why := "too few informative visits or accesses per object"
 		if s.st.Late > 0 {
@@ -437,7 +446,8 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	if cfg.LateOut != "-" {
 		lateTo = cfg.LateOut
 	}
-	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo,
+		minIntervals: cfg.processorConfig().Model.Estimators.WithDefaults().MinIntervals}
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): say what was done, not "context canceled".
 		sum.write(stderr)
