@@ -7,11 +7,11 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/changerate/changerate/internal/sample"
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
 )
 
@@ -89,20 +89,20 @@ func printEstimates(w io.Writer, change, access []records.Estimate, truth map[st
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		header(tw, len(rows), cols(truth != nil, "OBJECT", "TRUE MEAN TIME", "MEAN TIME BETWEEN CHANGES", "95% INTERVAL", "CACHE TTL", "ESTIMATOR", "VISITS", "CHANGES SEEN", "WINDOW"))
 		for _, e := range rows {
-			u := unitOf(1 / *e.RatePerS)
+			u := query.UnitOf(1 / *e.RatePerS)
 			tru := "?"
 			if tp, ok := truth[e.Object]; ok && tp.ChangeRate > 0 {
-				tru = u.format(1 / tp.ChangeRate)
+				tru = u.Format(1 / tp.ChangeRate)
 				errs = append(errs, math.Abs(math.Log(*e.RatePerS/tp.ChangeRate)))
 			}
 			ttl, win := "-", "-"
 			if e.TTLS != nil {
-				ttl = u.format(*e.TTLS)
+				ttl = u.Format(*e.TTLS)
 			}
 			if e.Window != nil {
 				win = e.Window.State
 			}
-			fmt.Fprint(tw, cols(truth != nil, elide(e.Object, maxObjectWidth), tru, u.format(1 / *e.RatePerS), u.interval(ciOf(e)), ttl,
+			fmt.Fprint(tw, cols(truth != nil, elide(e.Object, maxObjectWidth), tru, u.Format(1 / *e.RatePerS), u.Interval(ciOf(e)), ttl,
 				e.Estimator, fmt.Sprint(e.Observations), fmt.Sprint(e.Changes), win))
 		}
 		if err := tw.Flush(); err != nil {
@@ -124,12 +124,12 @@ func printEstimates(w io.Writer, change, access []records.Estimate, truth map[st
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		header(tw, len(rows), cols(truth != nil, "OBJECT", "TRUE MEAN TIME", "MEAN TIME BETWEEN ACCESSES", "95% INTERVAL", "ESTIMATOR", "ACCESSES"))
 		for _, e := range rows {
-			u := unitOf(1 / *e.RatePerS)
+			u := query.UnitOf(1 / *e.RatePerS)
 			tru := "?"
 			if tp, ok := truth[e.Object]; ok && tp.AccessRate > 0 {
-				tru = u.format(1 / tp.AccessRate)
+				tru = u.Format(1 / tp.AccessRate)
 			}
-			fmt.Fprint(tw, cols(truth != nil, elide(e.Object, maxObjectWidth), tru, u.format(1 / *e.RatePerS), u.interval(ciOf(e)),
+			fmt.Fprint(tw, cols(truth != nil, elide(e.Object, maxObjectWidth), tru, u.Format(1 / *e.RatePerS), u.Interval(ciOf(e)),
 				e.Estimator, fmt.Sprint(e.Observations)))
 		}
 		if err := tw.Flush(); err != nil {
@@ -220,57 +220,4 @@ func elide(s string, n int) string {
 	head := (n - 1) * 2 / 3
 	tail := n - 1 - head
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
-}
-
-// timeUnit is the unit of one table row's durations.
-type timeUnit struct {
-	name string
-	s    float64
-}
-
-// unitOf is the unit in which the duration d (seconds) reads best: s under
-// 2 min, min under 2 h, h under 2 d, d under 2 years, then years.
-func unitOf(d float64) timeUnit {
-	switch {
-	case d < 120:
-		return timeUnit{"s", 1}
-	case d < 2*3600:
-		return timeUnit{"min", 60}
-	case d < 2*86400:
-		return timeUnit{"h", 3600}
-	case d < 2*365.25*86400:
-		return timeUnit{"d", 86400}
-	}
-	return timeUnit{"y", 365.25 * 86400}
-}
-
-// format writes the duration d (seconds) in u, with the unit.
-func (u timeUnit) format(d float64) string { return u.number(d) + " " + u.name }
-
-// number writes d (seconds) in u without the unit: at most 4 digits
-// before the point, bounds beyond them as "<0.001" and ">9999".
-func (u timeUnit) number(d float64) string {
-	x := d / u.s
-	switch {
-	case math.IsInf(x, 1) || math.IsNaN(x):
-		return "∞"
-	case x >= 9999.5:
-		return ">9999"
-	case x >= 99.95:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case x >= 0.1:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case x >= 0.001:
-		return strconv.FormatFloat(x, 'g', 2, 64)
-	}
-	return "<0.001"
-}
-
-// interval writes the interval of durations of the rate interval ci
-// ([1/hi, 1/lo]) in u; "-" when there is none.
-func (u timeUnit) interval(ci *[2]float64) string {
-	if ci == nil {
-		return "-"
-	}
-	return "[" + u.number(1/ci[1]) + ", " + u.number(1/ci[0]) + "] " + u.name
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
 )
 
@@ -58,9 +59,9 @@ func TestFilterTable(t *testing.T) {
 		t.Fatal(err, stderr.String())
 	}
 	out := tab.String()
-	u := unitOf(1 / *e.RatePerS)
-	want := []string{"OBJECT", "MEAN TIME BETWEEN CHANGES", "95% INTERVAL", "CACHE TTL", "http://a.example/", e.Estimator, u.format(1 / *e.RatePerS),
-		u.interval(e.CI95), u.format(*e.TTLS), "above 0 for 1 of the 1 objects with a change estimate"}
+	u := query.UnitOf(1 / *e.RatePerS)
+	want := []string{"OBJECT", "MEAN TIME BETWEEN CHANGES", "95% INTERVAL", "CACHE TTL", "http://a.example/", e.Estimator, u.Format(1 / *e.RatePerS),
+		u.Interval(e.CI95), u.Format(*e.TTLS), "above 0 for 1 of the 1 objects with a change estimate"}
 	for _, w := range want {
 		if !strings.Contains(out, w) {
 			t.Errorf("table lacks %q:\n%s", w, out)
