@@ -37,6 +37,8 @@ var errNothingUsable = errors.New("nothing could be used")
 // inputStats counts the filter input before the processor sees it.
 type inputStats struct {
 	lines, blank, rejected int64
+	// tooLong counts the lines longer than maxInputLine (dead letters).
+	tooLong int64
 	// corrupt is 1 when a compressed input broke off (truncated or
 	// corrupt gzip): the rest of it was abandoned.
 	corrupt int64
@@ -127,20 +129,37 @@ func knownRecord(line []byte) string {
 // memory bytes the sort spills sorted runs to dir.
 func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter func([]byte) error, st *inputStats) (io.Reader, func() error, error) {
 	s := extsort.New(ingest.CompareSortRecords, memory, dir)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	lines := newBoundedLines(in, maxInputLine)
 	var rec []byte
-	for sc.Scan() {
+	for {
+		line, tooLong, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.Close()
+			return nil, nil, fmt.Errorf("read %s (line %d): %w", name, st.lines+1, err)
+		}
 		st.lines++
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 && !tooLong {
 			st.blank++
 			continue
 		}
-		o, err := records.DecodeObservation(line)
+		reason := "decode"
+		var o records.Observation
+		if tooLong {
+			// As ingest: the line is dead-lettered, the run goes on.
+			reason, err = ingest.ReasonTooLong, fmt.Errorf("line longer than %d bytes", maxInputLine)
+		} else {
+			o, err = records.DecodeObservation(line)
+		}
 		if err != nil {
-			st.rejected++
-			dl := records.NewDeadLetter(time.Now(), "aggregator", "observations", fmt.Sprintf("%s:%d", name, st.lines), "decode", err, line)
+			if tooLong {
+				st.tooLong++
+			} else {
+				st.rejected++
+			}
+			dl := records.NewDeadLetter(time.Now(), "aggregator", "observations", fmt.Sprintf("%s:%d", name, st.lines), reason, err, line)
 			v, _ := json.Marshal(dl)
 			if err := deadLetter(v); err != nil {
 				s.Close()
@@ -153,10 +172,6 @@ func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter f
 			s.Close()
 			return nil, nil, fmt.Errorf("sort the input by event time: %w (set %s_SORT_DIR (--sort-dir) to a directory with room, or %s_SORT_MEMORY (--sort-memory) higher)", err, envPrefix, envPrefix)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		s.Close()
-		return nil, nil, fmt.Errorf("read %s (line %d): %w", name, st.lines+1, err)
 	}
 	st.sorted, st.runs = true, s.Runs()
 	it := s.Sorted()
@@ -260,7 +275,9 @@ func (s summary) write(w io.Writer) {
 
 // rejected is the input lines not used as observations: undecodable,
 // ahead of the clock (MAX_FUTURE) or the rest of a corrupt input.
-func (s summary) rejected() int64 { return s.in.rejected + s.in.corrupt + s.st.Rejected + s.st.Future }
+func (s summary) rejected() int64 {
+	return s.in.rejected + s.in.tooLong + s.in.corrupt + s.st.Rejected + s.st.Future
+}
 
 // rejectedNote gives the rejected lines by reason (all dead letters).
 func (s summary) rejectedNote() string {
@@ -268,7 +285,7 @@ func (s summary) rejectedNote() string {
 	for _, r := range []struct {
 		reason string
 		n      int64
-	}{{"decode", s.in.rejected + s.st.Rejected}, {aggregate.ReasonFuture, s.st.Future}, {ingest.ReasonCorrupt, s.in.corrupt}} {
+	}{{"decode", s.in.rejected + s.st.Rejected}, {ingest.ReasonTooLong, s.in.tooLong}, {aggregate.ReasonFuture, s.st.Future}, {ingest.ReasonCorrupt, s.in.corrupt}} {
 		if r.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %d", r.reason, r.n))
 		}
@@ -392,7 +409,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	defer sink.Close()
 	httpOn := cfg.httpSet && cfg.HTTP.Addr != ""
 	var api *query.Server
-	var opts []aggregate.Option
+	opts := []aggregate.Option{aggregate.WithLocalInput()}
 	if httpOn {
 		q, err := newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger)
 		if err != nil {

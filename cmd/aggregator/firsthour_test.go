@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +66,53 @@ func TestSummaryObjectsWithARate(t *testing.T) {
 	// Every object rated 0 still used something: exit 0.
 	if _, stderr, err := filter(t, []byte(visitsJSONL("http://static.example/", irregular, "S", "S", "S", "S"))); err != nil {
 		t.Errorf("rated 0 only: %v\n%s", err, stderr)
+	}
+}
+
+// boundedLines cuts a line at max bytes and says so, skips the rest of
+// it, and reads the lines after it; line endings \n and \r\n, and a last
+// line without one.
+func TestBoundedLines(t *testing.T) {
+	long := strings.Repeat("x", 200_000) // beyond the 64 KiB buffer
+	in := "a\r\nbb\n" + strings.Repeat("y", 10) + "\n" + strings.Repeat("z", 11) + "\n" + long + "\nlast"
+	b := newBoundedLines(strings.NewReader(in), 10)
+	type got struct {
+		line    string
+		tooLong bool
+	}
+	want := []got{{"a", false}, {"bb", false}, {strings.Repeat("y", 10), false}, {strings.Repeat("z", 10), true}, {strings.Repeat("x", 10), true}, {"last", false}}
+	for i, w := range want {
+		l, tl, err := b.next()
+		if err != nil || string(l) != w.line || tl != w.tooLong {
+			t.Fatalf("line %d: %q %v %v, want %q %v", i+1, l, tl, err, w.line, w.tooLong)
+		}
+	}
+	if _, _, err := b.next(); err != io.EOF {
+		t.Fatalf("after the last line: %v", err)
+	}
+}
+
+// A line over 1 MiB is dead-lettered with reason too-long, as ingest
+// does, and the run goes on (it aborted with "bufio.Scanner: token too
+// long" and no summary); filter mode does not log the Kafka-only
+// "partition claimed ... next_offset=-1" at info (issue 32 item 11).
+func TestFilterLongLineDeadLettered(t *testing.T) {
+	in := visitsJSONL("http://a.example/", nil, "A", "B") +
+		`{"object":"http://a.example/","time":"2026-03-10T00:00:00Z","kind":"visit","digest":"sha1:` + strings.Repeat("L", 1<<21) + "\"}\n" +
+		visitsJSONL("http://b.example/", nil, "A", "B", "C")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"--in=-", "--store=memory", "--out=-", "--emit=final", "--log-level=info"}, strings.NewReader(in), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	e := stderr.String()
+	if !strings.Contains(e, `"reason":"too-long"`) || !strings.Contains(e, `"position":"stdin:3"`) || !strings.Contains(e, "too-long: 1 (dead letters)") {
+		t.Errorf("the long line is not dead-lettered and counted:\n%.3000s", e)
+	}
+	if got := summaryCount(t, e, "observations"); got != 5 {
+		t.Errorf("%d observations, want the 5 other lines", got)
+	}
+	if strings.Contains(e, "partition claimed") {
+		t.Errorf("filter mode logs the claim of its input:\n%.3000s", e)
 	}
 }
