@@ -28,6 +28,14 @@ import (
 // (kfake), the in-memory store, and generated sample logs with known rates,
 // through the real ingest → Kafka → aggregator → Kafka path.
 func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
+	if cfg.DemoExit && !cfg.httpSet {
+		// It exits after printing: nothing would be served, and a port
+		// in use (:8080) must not fail it. HTTP_ADDR given still serves
+		// while it runs.
+		c := *cfg
+		c.HTTP.Addr = ""
+		cfg = &c
+	}
 	topics := []string{cfg.Topics.Observations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topics...),
 		kfake.SeedTopics(1, cfg.Topics.DeadLetter, cfg.TopicLate))

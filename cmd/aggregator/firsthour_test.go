@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +116,30 @@ func TestFilterLongLineDeadLettered(t *testing.T) {
 	}
 	if strings.Contains(e, "partition claimed") {
 		t.Errorf("filter mode logs the claim of its input:\n%.3000s", e)
+	}
+}
+
+// --demo-exit prints the estimates and exits: it does not bind the
+// default HTTP address, so :8080 in use does not fail it (issue 32 item
+// 11). The test holds :8080 itself when it is free.
+func TestDemoExitBindsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an in-process Kafka broker")
+	}
+	t.Setenv("CHANGERATE_HTTP_ADDR", "") // unset below: the default applies
+	os.Unsetenv("CHANGERATE_HTTP_ADDR")
+	if ln, err := net.Listen("tcp", ":8080"); err == nil {
+		defer ln.Close()
+	} // else :8080 is in use by another process: the same test
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"--demo-exit", "--demo-pages=1", "--demo-days=2", "--log-level=warn", "--partitions=1",
+		"--kafka-session-timeout=6s", "--kafka-heartbeat=500ms"}, strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("demo with :8080 in use: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "change rates") || strings.Contains(stdout.String(), "Serving http") {
+		t.Errorf("demo output:\n%s", stdout.String())
 	}
 }
