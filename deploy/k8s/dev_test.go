@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/changerate/changerate/internal/sample"
 )
@@ -328,4 +331,43 @@ func admits(t *testing.T, nps []*networkingv1.NetworkPolicy, ns string, target m
 		}
 	}
 	return false
+}
+
+// TestKubectlKustomize: `kubectl kustomize` (the kustomize built into the kubectl that `kubectl apply -k`
+// runs, older than the library the tests render with) renders every overlay into the same objects (kind,
+// namespace, name) as the tests' renderer. Skipped without kubectl.
+func TestKubectlKustomize(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("no kubectl (apt-get install kubectl)")
+	}
+	forEachOverlay(t, func(t *testing.T, m *manifests) {
+		out, err := exec.Command(kubectl, "kustomize", m.name).Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("kubectl kustomize %s: %v\n%s", m.name, err, stderr)
+		}
+		var got []string
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			var o map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatalf("kubectl kustomize %s: %v", m.name, err)
+			}
+			if len(o) > 0 {
+				got = append(got, object{m: o}.String())
+			}
+		}
+		var want []string
+		for _, o := range m.objs {
+			want = append(want, object{m: o.m}.String())
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("kubectl kustomize %s renders\n%s\nthe tests' renderer\n%s", m.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
 }
