@@ -391,6 +391,11 @@ func (s *Server) object(q url.Values) (string, error) {
 	if err != nil {
 		return "", badRequest("url %q is not a URL ingest would accept: %v", raw, err)
 	}
+	if aggregate.Site(obj) == "" {
+		// javascript:alert(1), mailto:…: canonical, but no object of a
+		// log or crawl has no host.
+		return "", badRequest("url %q names no host: objects are http:// or https:// URLs (or a crawler's dns:HOST lookups)", raw)
+	}
 	return obj, nil
 }
 

@@ -140,7 +140,7 @@ func (c IndexConfig) Validate() error {
 // BenchmarkIndexEstimatesLive at 200,000 objects, 171.9 before the
 // records' fields were kept)
 // (BenchmarkIndexEstimatesLive measures it, and docs/query-bench.md from
-// cmd/benchreport).
+// research/cmd/benchreport).
 type Index struct {
 	cfg IndexConfig
 

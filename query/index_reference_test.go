@@ -67,7 +67,7 @@ func refLessRanked(x, y refRanked) bool {
 // per-site order of the three rankings; 16 bytes, the lower bound held in
 // the tree): about 390 bytes of heap per object with a 47-byte
 // name and both kinds of estimate (docs/query-bench.md, from
-// cmd/benchreport, has the measured figure).
+// research/cmd/benchreport, has the measured figure).
 type refIndex struct {
 	cfg IndexConfig
 

@@ -136,7 +136,7 @@ func TestAPITokenFile(t *testing.T) {
 }
 
 // TestSecretsHaveFiles: every secret option (a password, a token) has its
-// *_FILE twin, as README says.
+// *_FILE twin, as docs/configuration.md says.
 func TestSecretsHaveFiles(t *testing.T) {
 	c := newConfig()
 	opts := cliconfig.Options(envPrefix, &c)

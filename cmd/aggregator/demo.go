@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,6 +29,14 @@ import (
 // (kfake), the in-memory store, and generated sample logs with known rates,
 // through the real ingest → Kafka → aggregator → Kafka path.
 func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
+	if cfg.DemoExit && !cfg.httpSet {
+		// It exits after printing: nothing would be served, and a port
+		// in use (:8080) must not fail it. HTTP_ADDR given still serves
+		// while it runs.
+		c := *cfg
+		c.HTTP.Addr = ""
+		cfg = &c
+	}
 	topics := []string{cfg.Topics.Observations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topics...),
 		kfake.SeedTopics(1, cfg.Topics.DeadLetter, cfg.TopicLate))
@@ -290,72 +297,6 @@ func printAlerts(w io.Writer, sc sample.Config, raw [][]byte) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3g\n", a.AsOf.UTC().Format(time.RFC3339), a.Object, a.Kind,
 			gap(a.RateBefore), gap(a.RateAfter), cp, sev, a.PValue)
-	}
-	return tw.Flush()
-}
-
-// printEstimates prints change estimates (intervals in h/d, CI, estimator,
-// window, TTL) and access estimates as tables; truth, when it knows an
-// object, adds its true interval (the demo). Filter mode's
-// --out-format=table uses it with no truth.
-func printEstimates(w io.Writer, change, access []records.Estimate, truth map[string]sample.Page) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// Without truth (filter mode) the TRUE columns are left out.
-	cols := func(cells ...string) string {
-		if truth == nil {
-			cells = append(cells[:1], cells[2:]...)
-		}
-		return strings.Join(cells, "\t") + "\n"
-	}
-	fmt.Fprint(tw, cols("OBJECT", "TRUE INTERVAL", "ESTIMATED", "95% CI", "ESTIMATOR", "VISITS", "CHANGES", "WINDOW", "TTL"))
-	var errs []float64
-	for _, e := range change {
-		est, ci := "-", "-"
-		if e.RatePerS != nil && *e.RatePerS > 0 {
-			est = human(1 / *e.RatePerS)
-			if tp, ok := truth[e.Object]; ok {
-				errs = append(errs, math.Abs(math.Log(*e.RatePerS/tp.ChangeRate)))
-			}
-		}
-		if e.CI95 != nil {
-			ci = "[" + human(1/e.CI95[1]) + ", " + human(1/e.CI95[0]) + "]"
-		}
-		tru := "?"
-		if tp, ok := truth[e.Object]; ok {
-			tru = human(1 / tp.ChangeRate)
-		}
-		win, ttl := "-", "-"
-		if e.Window != nil {
-			win = e.Window.State
-		}
-		if e.TTLS != nil {
-			ttl = human(*e.TTLS)
-		}
-		fmt.Fprint(tw, cols(e.Object, tru, est, ci, e.Estimator, fmt.Sprint(e.Observations), fmt.Sprint(e.Changes), win, ttl))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(errs) > 0 {
-		sort.Float64s(errs)
-		fmt.Fprintf(w, "\nmedian |log(estimated/true rate)| over %d objects: %.3f (0 is perfect; 0.1 is about 10%% off)\n",
-			len(errs), errs[len(errs)/2])
-	}
-	fmt.Fprintln(w, "\naccess rates:")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, cols("OBJECT", "TRUE MEAN GAP", "ESTIMATED", "ESTIMATOR", "ACCESSES"))
-	for _, e := range access {
-		est := "-"
-		if e.RatePerS != nil && *e.RatePerS > 0 {
-			est = human(1 / *e.RatePerS)
-		}
-		tru := "?"
-		if tp, ok := truth[e.Object]; ok && tp.AccessRateAfter > 0 {
-			tru = human(1/tp.AccessRateAfter) + " (since " + tp.SurgeAt.Format("Jan 2") + ")" // the current rate
-		} else if ok && tp.AccessRate > 0 {
-			tru = human(1 / tp.AccessRate)
-		}
-		fmt.Fprint(tw, cols(e.Object, tru, est, e.Estimator, fmt.Sprint(e.Observations)))
 	}
 	return tw.Flush()
 }

@@ -21,7 +21,7 @@ import (
 //
 //   - the printed output ends with an alert: the sample's one true shift
 //     (a tenfold access surge, sample.Surge) confirmed by the detector;
-//   - the README's /v1/plan example answer is what the README's /v1/plan
+//   - docs/api.md's /v1/plan example answer is what its /v1/plan
 //     command returns from this demo (issue 32: it showed budget 5 and a
 //     site for a command with budget 500 and no site).
 func TestDemoFirstRun(t *testing.T) {
@@ -80,26 +80,26 @@ func TestDemoFirstRun(t *testing.T) {
 		t.Errorf("the demo's output shows no alert of the sample's access surge:\n%s", printed)
 	}
 
-	// The README's /v1/plan command and the answer shown below it.
-	readme, err := os.ReadFile("../../README.md")
+	// docs/api.md's /v1/plan command and the answer shown below it.
+	readme, err := os.ReadFile("../../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := regexp.MustCompile(`curl -s '(localhost:8080)(/v1/plan\?[^']*)'`).FindSubmatchIndex(readme)
 	if cmd == nil {
-		t.Fatal("README.md has no curl command of /v1/plan")
+		t.Fatal("docs/api.md has no curl command of /v1/plan")
 	}
 	path := string(readme[cmd[4]:cmd[5]])
 	rest := readme[cmd[1]:]
 	i := bytes.Index(rest, []byte("```json\n"))
 	if i < 0 {
-		t.Fatal("README.md has no ```json block after the /v1/plan command")
+		t.Fatal("docs/api.md has no ```json block after the /v1/plan command")
 	}
 	block := rest[i+len("```json\n"):]
 	block = block[:bytes.Index(block, []byte("```"))]
 	var shown map[string]any
 	if err := json.Unmarshal(block, &shown); err != nil {
-		t.Fatalf("README.md's /v1/plan answer is not JSON: %v\n%s", err, block)
+		t.Fatalf("docs/api.md's /v1/plan answer is not JSON: %v\n%s", err, block)
 	}
 	resp, err := http.Get(base + path)
 	if err != nil {
@@ -114,7 +114,7 @@ func TestDemoFirstRun(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	// The README shows the first visit, then "...".
+	// docs/api.md shows the first visit, then "...".
 	visits, _ := got["visits"].([]any)
 	if len(visits) == 0 {
 		t.Fatalf("GET %s: no visits: %s", path, body)
@@ -122,6 +122,6 @@ func TestDemoFirstRun(t *testing.T) {
 	got["visits"] = []any{visits[0], "..."}
 	if !reflect.DeepEqual(shown, got) {
 		want, _ := json.Marshal(got)
-		t.Errorf("README.md's answer of `curl -s 'localhost:8080%s'` differs from the demo's; the demo answers (first visit, then \"...\"):\n%s", path, want)
+		t.Errorf("docs/api.md's answer of `curl -s 'localhost:8080%s'` differs from the demo's; the demo answers (first visit, then \"...\"):\n%s", path, want)
 	}
 }
