@@ -38,11 +38,13 @@ var demoOptions = []string{
 	"ALERT_PERIOD", "ALERT_FDR", "ALERT_MIN_RATIO", "ALERT_MIN_EVENTS", "ALERT_SITE_OBJECTS", "ALERT_SITE_TOP",
 }
 
-// demoTuning are options of service mode that the demo also reads (its
-// in-process consumer group's timeouts): accepted with an explicit --demo,
-// but, being service settings, never enough to guess the demo.
+// demoTuning are the other Kafka timeouts, options of service mode that
+// the demo also reads (its in-process consumer group's): accepted with an
+// explicit --demo, but, being service settings, never enough to guess the
+// demo (the session timeout and heartbeat, which the tests set, are
+// demoOptions).
 var demoTuning = []string{
-	"KAFKA_SESSION_TIMEOUT", "KAFKA_HEARTBEAT", "KAFKA_REBALANCE_TIMEOUT", "KAFKA_REQUEST_TIMEOUT",
+	"KAFKA_REBALANCE_TIMEOUT", "KAFKA_REQUEST_TIMEOUT",
 	"KAFKA_FETCH_TIMEOUT_SLACK", "KAFKA_FETCH_LINGER", "KAFKA_FETCH_MIN_BYTES", "KAFKA_FETCH_MAX_BYTES",
 	"KAFKA_JOIN_TIMEOUT", "KAFKA_ORPHAN_TIMEOUT", "KAFKA_FETCH_STALL_TIMEOUT",
 }

@@ -50,9 +50,9 @@ func TestChooseMode(t *testing.T) {
 			mode: modeService, unknown: true},
 		{name: "demo with service settings", args: []string{"--demo", "--kafka-brokers=k:9092", "--kafka-heartbeat=1s"},
 			errHas: []string{"would ignore CHANGERATE_KAFKA_BROKERS:"}},
-		{name: "explicit demo with its consumer's timeouts", args: []string{"--demo", "--kafka-session-timeout=6s"}, mode: modeDemo},
-		{name: "Kafka timeouts alone are no demo", args: []string{"--kafka-session-timeout=6s"},
-			errHas: []string{"(CHANGERATE_KAFKA_SESSION_TIMEOUT), but no mode"}},
+		{name: "explicit demo with its consumer's timeouts", args: []string{"--demo", "--kafka-rebalance-timeout=6s"}, mode: modeDemo},
+		{name: "other Kafka timeouts alone are no demo", args: []string{"--kafka-rebalance-timeout=6s"},
+			errHas: []string{"(CHANGERATE_KAFKA_REBALANCE_TIMEOUT), but no mode"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
