@@ -38,6 +38,17 @@ var demoOptions = []string{
 	"ALERT_PERIOD", "ALERT_FDR", "ALERT_MIN_RATIO", "ALERT_MIN_EVENTS", "ALERT_SITE_OBJECTS", "ALERT_SITE_TOP",
 }
 
+// demoTuning are the other Kafka timeouts, options of service mode that
+// the demo also reads (its in-process consumer group's): accepted with an
+// explicit --demo, but, being service settings, never enough to guess the
+// demo (the session timeout and heartbeat, which the tests set, are
+// demoOptions).
+var demoTuning = []string{
+	"KAFKA_REBALANCE_TIMEOUT", "KAFKA_REQUEST_TIMEOUT",
+	"KAFKA_FETCH_TIMEOUT_SLACK", "KAFKA_FETCH_LINGER", "KAFKA_FETCH_MIN_BYTES", "KAFKA_FETCH_MAX_BYTES",
+	"KAFKA_JOIN_TIMEOUT", "KAFKA_ORPHAN_TIMEOUT", "KAFKA_FETCH_STALL_TIMEOUT",
+}
+
 // given lists the options set in the environment (lookup) or on the
 // command line (fs, parsed), as variables with the prefix, in field order.
 func given(cfg *config, fs *flag.FlagSet, lookup cliconfig.Lookup) []cliconfig.Option {
@@ -57,8 +68,9 @@ func given(cfg *config, fs *flag.FlagSet, lookup cliconfig.Lookup) []cliconfig.O
 // environment (options.Unknown):
 //
 //   - filter with IN, service with KAFKA_BROKERS (not both: validate);
-//   - the demo when asked for: DEMO=true (--demo), or nothing given at all
-//     but the demo's own options (demoOptions), as `go run ./cmd/aggregator`;
+//   - the demo when asked for: DEMO=true (--demo, which also accepts the
+//     Kafka timeouts of demoTuning), or nothing given at all but the
+//     demo's own options (demoOptions), as `go run ./cmd/aggregator`;
 //   - otherwise an error naming what was given: a process configured for
 //     service mode that lost its brokers to a typo must not pretend, with
 //     the fake demo data, to be the service.
@@ -78,11 +90,14 @@ func chooseMode(cfg *config, set []cliconfig.Option, unknown []string) (string, 
 		return "", errors.New("config: " + strings.Join(problems, "; ") +
 			" (a misspelt option would be ignored: fix or unset it; -h lists the options)")
 	}
-	var foreign []string // given options the demo does not read
+	var foreign, ignored []string // given options not the demo's own; those the demo does not read
 	for _, o := range set {
 		name := strings.TrimPrefix(o.Env, envPrefix+"_")
 		if !slices.Contains(demoOptions, name) {
 			foreign = append(foreign, o.Env)
+			if !slices.Contains(demoTuning, name) {
+				ignored = append(ignored, o.Env)
+			}
 		}
 	}
 	switch {
@@ -90,10 +105,10 @@ func chooseMode(cfg *config, set []cliconfig.Option, unknown []string) (string, 
 		return modeFilter, nil
 	case len(cfg.Kafka.Brokers) > 0 && !cfg.Demo:
 		return modeService, nil
-	case cfg.Demo && len(foreign) > 0:
+	case cfg.Demo && len(ignored) > 0:
 		return "", fmt.Errorf("config: %s asks for the demo, which runs its own in-process Kafka broker and the in-memory store "+
 			"and would ignore %s: unset them for the demo, or drop %[1]s for service mode (with %[3]s) or filter mode (with %[4]s)",
-			options.Name("DEMO"), strings.Join(foreign, ", "), options.Name("KAFKA_BROKERS"), options.Name("IN"))
+			options.Name("DEMO"), strings.Join(ignored, ", "), options.Name("KAFKA_BROKERS"), options.Name("IN"))
 	case cfg.Demo:
 		return modeDemo, nil
 	case len(foreign) == 0 && len(unknown) == 0:

@@ -48,8 +48,11 @@ func TestChooseMode(t *testing.T) {
 			errHas: []string{"unknown variables set (CHANGERATE_NOT_AN_OPTION_OF_ANY_KIND)"}, unknown: true},
 		{name: "far unknown variable in service mode is a warning", env: map[string]string{"CHANGERATE_KAFKA_BROKERS": "k:9092", "CHANGERATE_NOT_AN_OPTION_OF_ANY_KIND": "1"},
 			mode: modeService, unknown: true},
-		{name: "demo with service settings", args: []string{"--demo", "--kafka-brokers=k:9092"},
-			errHas: []string{"would ignore CHANGERATE_KAFKA_BROKERS"}},
+		{name: "demo with service settings", args: []string{"--demo", "--kafka-brokers=k:9092", "--kafka-heartbeat=1s"},
+			errHas: []string{"would ignore CHANGERATE_KAFKA_BROKERS:"}},
+		{name: "explicit demo with its consumer's timeouts", args: []string{"--demo", "--kafka-rebalance-timeout=6s"}, mode: modeDemo},
+		{name: "other Kafka timeouts alone are no demo", args: []string{"--kafka-rebalance-timeout=6s"},
+			errHas: []string{"(CHANGERATE_KAFKA_REBALANCE_TIMEOUT), but no mode"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
