@@ -85,6 +85,12 @@ type AlertConfig struct {
 	// 1.2 kB each, key AlertsKey), so this also bounds that value. Default
 	// 1000; ≥ 1.
 	MaxPending int
+	// SilencePValue is the level a page's silence must cross to become a
+	// candidate: the p-value of no change since its last one under its
+	// established change rate (SilenceP, Established), tested at each
+	// visit. Default 1e-6 (the FDR default's Bonferroni level over 10⁴
+	// objects); in (0, 1).
+	SilencePValue float64
 }
 
 // Validate reports every invalid field of c.WithDefaults() at once.
@@ -109,6 +115,9 @@ func (c AlertConfig) Validate() error {
 	if c.SiteTop < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.SiteTop must be at least 1, got %d", c.SiteTop))
 	}
+	if !(c.SilencePValue > 0 && c.SilencePValue < 1) {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.SilencePValue must be in (0, 1), got %g", c.SilencePValue))
+	}
 	if c.MaxPending < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.MaxPending must be at least 1, got %d", c.MaxPending))
 	}
@@ -123,9 +132,12 @@ const (
 	outcomeSmallEffect  = "small_effect"
 	outcomeNotDiscovery = "not_discovery"
 	outcomeOverflow     = "overflow"
+	// outcomeNotEstablished: a drop against a rate that was not
+	// established (Established).
+	outcomeNotEstablished = "not_established"
 )
 
-var candidateOutcomes = []string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow}
+var candidateOutcomes = []string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow, outcomeNotEstablished}
 
 // candidateCount is a count by kind and outcome.
 type candidateCount struct{ kind, outcome string }
@@ -142,18 +154,31 @@ type Candidate struct {
 
 // ShiftAlert builds the alert record of a confirmed shift of object's kind
 // stream, with its window in real time: site is the profile whose
-// operational time the stream ran on (nil: real time). ok is false when
-// the shift fails the effect-size or event filters of cfg.
-func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cfg *AlertConfig) (records.Alert, bool) {
-	a := Alert(object, kind, sh)
+// operational time the stream ran on (nil: real time), now the real time
+// at which the shift was confirmed (the observation that confirmed it, at
+// the partition's clock). ok is false when the shift fails the filters of
+// cfg; why then names the filter (outcomeSmallEffect or
+// outcomeNotEstablished).
+//
+// The alert's window runs from the change point to now: for accesses and
+// Last-Modified dates now is the update point that confirmed the shift; for
+// existence-of-change visits the update point is the middle of the last
+// visit interval (001 §1.2), which lies before the visit that saw it, and
+// the window is extended to the visit, its expected count with it (at the
+// rate before the change point). So as_of = window_end = now ≥ the start of
+// the testing period the alert is adjusted in (period_start).
+func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, now float64, cfg *AlertConfig) (a records.Alert, ok bool, why string) {
+	a = Alert(object, kind, sh)
 	a.Scope = records.AlertScopeObject
 	a.Baseline = "flat"
 	toReal := func(l float64) float64 { return l }
+	toOp := func(t float64) float64 { return t }
 	if site != nil && site.Active() {
 		a.Baseline = "seasonal"
-		toReal = site.Real
+		toReal, toOp = site.Real, site.At
 	}
-	start, end := toReal(sh.After.Start), toReal(sh.At)
+	start := toReal(sh.After.Start)
+	end := math.Max(toReal(sh.At), now)
 	// the alert's times are real times
 	a.AsOf = timeOf(end)
 	a.Before.Start = timeOf(toReal(sh.Before.Start))
@@ -161,27 +186,105 @@ func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cf
 	a.Before.NextUpdate, a.After.NextUpdate = nil, nil
 	a.WindowStart, a.WindowEnd = ptr(timeOf(start)), ptr(timeOf(end))
 	a.Observed = sh.Pending
-	if sh.Expected > 0 && finite(sh.Expected) {
-		a.Expected = ptr(sh.Expected)
-		r := float64(sh.Pending) / sh.Expected
+	if span := sh.At - sh.After.Start; sh.Expected > 0 && finite(sh.Expected) && span > 0 {
+		// μ at the rate before the change point over the window to now
+		exp := sh.Expected
+		if opEnd := toOp(end); opEnd > sh.At {
+			exp *= (opEnd - sh.After.Start) / span
+		}
+		a.Expected = ptr(exp)
+		r := float64(sh.Pending) / exp
 		a.Ratio = ptr(r)
 		if d := end - start; d > 0 {
 			a.ObservedRate = ptr(float64(sh.Pending) / d)
-			a.ExpectedRate = ptr(sh.Expected / d)
+			a.ExpectedRate = ptr(exp / d)
 		}
 	}
 	up := sh.Test == "cusum-binomial-up"
 	if a.Ratio == nil {
-		return a, false
+		return a, false, outcomeSmallEffect
 	}
 	r := *a.Ratio
 	if up && (r < cfg.MinRatio || sh.Pending < cfg.MinEvents) {
-		return a, false
+		return a, false, outcomeSmallEffect
 	}
-	if !up && (r > 1/cfg.MinRatio || sh.Expected < float64(cfg.MinEvents)) {
-		return a, false
+	if !up && (r > 1/cfg.MinRatio || *a.Expected < float64(cfg.MinEvents)) {
+		return a, false, outcomeSmallEffect
 	}
-	return a, true
+	if !up && !Established(sh.Before.Points, sh.After.Start-sh.Before.Start, sh.At-sh.After.Start, cfg) {
+		return a, false, outcomeNotEstablished
+	}
+	return a, true, ""
+}
+
+// Established reports whether a rate seen as points update points over a
+// span (in the stream's clock) is an established rate that a drop lasting
+// gap can be alerted against: at least cfg.MinEvents points (the rate's
+// relative standard error 1/√n is then ≤ 35 %, so a halving is about two
+// standard errors away), over a span at least as long as the gap. The
+// second condition is what a first burst of edits lacks: a rate seen for
+// five hours says nothing about what is normal over eleven days, and any
+// bursty process (a file edited in sessions) shows a "drop" after every
+// session when its short sessions are taken as its rate.
+func Established(points int64, span, gap float64, cfg *AlertConfig) bool {
+	return points >= cfg.MinEvents && span >= gap && span > 0
+}
+
+// SilenceTest is the test name of a silence alert: an object whose changes
+// stopped (see SilenceAlert).
+const SilenceTest = "silence"
+
+// SilenceP is the p-value of no update point in (last, now] of a window of
+// points update points in (origin, last] (stream clock): under a common
+// rate, given the points in (origin, now], each falls in the gap with
+// probability q = (now − last)/(now − origin), so P(none) = (1 − q)^points,
+// the conditional binomial test of windows.Segmenter with k = 0.
+func SilenceP(points int64, origin, last, now float64) float64 {
+	if points <= 0 || !(now > last) || !(last > origin) {
+		return 1
+	}
+	return math.Pow((last-origin)/(now-origin), float64(points))
+}
+
+// SilenceAlert builds the candidate of a page that stopped changing: its
+// change window w (stream clock; prof converts it to real time, nil: real
+// time) had points update points over (origin, last] and none since, and
+// the silence test's p-value crossed cfg.SilencePValue between the
+// object's previous observation prevOp and this one at now (real) / nowOp
+// (stream clock), so a silence is a candidate once. ok is false when the
+// rate was not established (Established) or the p-value did not cross.
+func SilenceAlert(object string, sum windows.Summary, last, prevOp, nowOp, now float64, prof *windows.Profile, cfg *AlertConfig) (records.Alert, bool) {
+	origin := sum.Start
+	span, gap := last-origin, nowOp-last
+	if !Established(sum.Points, span, gap, cfg) {
+		return records.Alert{}, false
+	}
+	p := SilenceP(sum.Points, origin, last, nowOp)
+	if p > cfg.SilencePValue || SilenceP(sum.Points, origin, last, prevOp) <= cfg.SilencePValue {
+		return records.Alert{}, false
+	}
+	toReal := func(l float64) float64 { return l }
+	a := records.Alert{Object: object, Site: Site(object), Kind: records.EstimateChange, Test: SilenceTest, PValue: p}
+	a.Scope, a.Baseline = records.AlertScopeObject, "flat"
+	if prof != nil && prof.Active() {
+		a.Baseline, toReal = "seasonal", prof.Real
+	}
+	rate := float64(sum.Points) / span // per stream second
+	exp := rate * gap
+	realLast := toReal(last)
+	a.AsOf = timeOf(now)
+	a.WindowStart, a.WindowEnd = ptr(timeOf(realLast)), ptr(timeOf(now))
+	a.Expected, a.Ratio = ptr(exp), ptr(0.0)
+	if d := now - realLast; d > 0 {
+		a.ObservedRate, a.ExpectedRate = ptr(0.0), ptr(exp/d)
+	}
+	if d := realLast - toReal(origin); d > 0 {
+		a.RateBefore = float64(sum.Points) / d
+	}
+	a.Before = *WindowRecord(sum)
+	a.Before.Start, a.Before.NextUpdate, a.Before.RatePerS = timeOf(toReal(origin)), nil, ptr(a.RateBefore)
+	a.After = records.Window{State: windows.Forming.String(), Start: timeOf(realLast)}
+	return a, exp >= float64(cfg.MinEvents)
 }
 
 // alertBook holds one partition's candidates until their testing period

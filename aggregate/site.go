@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/changerate/changerate/records"
@@ -98,28 +99,62 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	if se != nil {
 		st = &se.st
 	}
+	lastPoint := obj.ChangeWin.Last()
 	oc := obj.ApplyAt(obs, d.m, st, eff)
 	now := seconds(obs.Time.UnixMilli())
+	// the partition's clock: a reordered observation is confirmed when the
+	// partition sees it, not before its testing period
+	det := math.Max(now, float64(d.book.period*d.book.cfg.Period.Milliseconds())/1e3)
+	var chProf *windows.Profile
+	if st != nil {
+		chProf = &st.Change
+	}
 	for _, sh := range eff.ChangeShifts {
-		var prof *windows.Profile
-		if st != nil {
-			prof = &st.Change
-		}
-		d.candidate(name, records.EstimateChange, sh, prof, now)
+		d.candidate(name, records.EstimateChange, sh, chProf, now, det)
 	}
 	for _, sh := range eff.AccessShifts {
 		var prof *windows.Profile
 		if st != nil {
 			prof = &st.Access
 		}
-		d.candidate(name, records.EstimateAccess, sh, prof, now)
+		d.candidate(name, records.EstimateAccess, sh, prof, now, det)
+	}
+	if eff.Visits && obj.ChangeWin.Last() == lastPoint && !prev.IsZero() {
+		// a visit that saw no change: is the page's silence significant?
+		d.silence(name, obj, chProf, seconds(prev.UnixMilli()), now, det)
 	}
 	return oc
 }
 
+// silence holds a silence candidate when the object's change window, an
+// established rate, has had no update point for long enough that the
+// silence test's p-value crossed Alerts.SilencePValue between the object's
+// previous observation (prev) and this one (now; det the partition's clock).
+func (d *detector) silence(name string, obj *Object, prof *windows.Profile, prev, now, det float64) {
+	if _, ok := obj.ChangeWin.Origin(); !ok {
+		return
+	}
+	toOp := func(t float64) float64 { return t }
+	if prof != nil && prof.Active() {
+		toOp = prof.At
+	}
+	if prof != nil && prof.Started() && !prof.Learned(now, &d.m.Seasonal) {
+		return // the change baseline is still being learned
+	}
+	sum := obj.ChangeWin.Current(obj.ChangeWin.Last(), &d.m.Windows)
+	if prof != nil && prof.Active() && prof.Real(sum.Start) < prof.Since() {
+		return // the window mixes the two clocks (see candidate)
+	}
+	a, ok := SilenceAlert(name, sum, obj.ChangeWin.Last(), toOp(prev), toOp(now), det, prof, &d.m.Alerts)
+	if ok {
+		d.book.Add(a)
+	}
+}
+
 // candidate filters a confirmed shift of kind's stream (run on prof's
-// operational time; nil: real time) and holds it in the book.
-func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.Profile, now float64) {
+// operational time; nil: real time) and holds it in the book; now is the
+// observation's time and det the partition's clock when it was confirmed.
+func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.Profile, now, det float64) {
 	count := func(outcome string) { d.book.counts[candidateCount{kind, outcome}]++ }
 	// A profile that has started learning gates the alerts until its
 	// learning period is over (a change profile starts with the site's
@@ -136,10 +171,10 @@ func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.
 		count(outcomeMixedClock)
 		return
 	}
-	if a, ok := ShiftAlert(name, kind, sh, prof, &d.m.Alerts); ok {
+	if a, ok, why := ShiftAlert(name, kind, sh, prof, det, &d.m.Alerts); ok {
 		d.book.Add(a)
 	} else {
-		count(outcomeSmallEffect)
+		count(why)
 	}
 }
 
@@ -284,7 +319,7 @@ func (w *worker) flushAlerts(ctx context.Context) error {
 		w.log.Info("rate shifts confirmed in this input and what became of them",
 			"alerted", t[outcomeAlerted], "learning_period", t[outcomeLearning], "mixed_clock", t[outcomeMixedClock],
 			"below_min_ratio_or_events", t[outcomeSmallEffect], "not_discoveries_at_fdr", t[outcomeNotDiscovery],
-			"overflow", t[outcomeOverflow])
+			"overflow", t[outcomeOverflow], "drops_against_rates_not_established", t[outcomeNotEstablished])
 	}
 	if len(out) == 0 {
 		return nil

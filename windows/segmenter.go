@@ -109,6 +109,10 @@ type Segmenter struct {
 // and whether the stream has started.
 func (s *Segmenter) Origin() (float64, bool) { return s.w.origin, s.started }
 
+// Last returns the current window's latest update point t(n) (in the
+// stream's time; the origin when the window has no point yet).
+func (s *Segmenter) Last() float64 { return s.w.origin + float64(s.w.x) }
+
 // Shifted reports whether the current window was opened by a confirmed
 // rate shift (rather than at the stream's first point): its rate then
 // describes the regime after the change point.
