@@ -137,7 +137,19 @@ const (
 	outcomeNotEstablished = "not_established"
 )
 
-var candidateOutcomes = []string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow, outcomeNotEstablished}
+var candidateOutcomes = [numOutcomes]string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow, outcomeNotEstablished}
+
+const numOutcomes = 7
+
+// outcomeIndex returns the index of an outcome in candidateOutcomes.
+func outcomeIndex(o string) int {
+	for i := range candidateOutcomes {
+		if candidateOutcomes[i] == o {
+			return i
+		}
+	}
+	panic("aggregate: unknown candidate outcome " + o)
+}
 
 // candidateCount is a count by kind and outcome.
 type candidateCount struct{ kind, outcome string }

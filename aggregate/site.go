@@ -300,10 +300,15 @@ func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
 	for k, n := range w.det.book.counts {
 		w.p.metrics.candidates.WithLabelValues(k.kind, k.outcome).Add(float64(n))
 		w.det.totals[k.outcome] += n
+		w.p.stats.candidates[outcomeIndex(k.outcome)].Add(int64(n))
 		delete(w.det.book.counts, k)
 	}
 	for _, a := range w.det.take() {
 		w.p.metrics.alerts.WithLabelValues(a.Kind).Inc()
+		w.p.stats.alerts.Add(1)
+		if a.Scope == records.AlertScopeSite {
+			w.p.stats.siteAlerts.Add(1)
+		}
 		out = append(out, w.encode(w.p.cfg.AlertsTopic, AlertKey(&a), a))
 	}
 	return out
