@@ -85,12 +85,18 @@ type AlertConfig struct {
 	// 1.2 kB each, key AlertsKey), so this also bounds that value. Default
 	// 1000; ≥ 1.
 	MaxPending int
-	// SilencePValue is the level a page's silence must cross to become a
-	// candidate: the p-value of no change since its last one under its
-	// established change rate (SilenceP, Established), tested at each
-	// visit. Default 1e-6 (the FDR default's Bonferroni level over 10⁴
-	// objects); in (0, 1).
-	SilencePValue float64
+	// StrictPValue is the level of the tests that are repeated at every
+	// point, where a nominal p-value is far from the error rate: the scan
+	// confirmation of rises in access windows (windows.Config.ScanPValue:
+	// an excursion's window is tested at each of its points) and the
+	// silence test of change windows (a page's silence, SilenceP, is tested
+	// at each visit; it becomes a candidate when its p-value crosses the
+	// level). Default FDR/10⁴ (1e-6 with the FDR default): the FDR's
+	// Bonferroni level over 10⁴ tests, a week of an object's windows at
+	// 1,400 requests a day, or 10⁴ objects in a testing period (a candidate
+	// at this level is a Benjamini–Hochberg discovery in any period of up
+	// to 10⁴ objects). In (0, 1); at most windows' MaxPValue.
+	StrictPValue float64
 }
 
 // Validate reports every invalid field of c.WithDefaults() at once.
@@ -115,8 +121,8 @@ func (c AlertConfig) Validate() error {
 	if c.SiteTop < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.SiteTop must be at least 1, got %d", c.SiteTop))
 	}
-	if !(c.SilencePValue > 0 && c.SilencePValue < 1) {
-		errs = append(errs, fmt.Errorf("aggregate: Alerts.SilencePValue must be in (0, 1), got %g", c.SilencePValue))
+	if !(c.StrictPValue > 0 && c.StrictPValue < 1) {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.StrictPValue must be in (0, 1), got %g", c.StrictPValue))
 	}
 	if c.MaxPending < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.MaxPending must be at least 1, got %d", c.MaxPending))
@@ -261,7 +267,7 @@ func SilenceP(points int64, origin, last, now float64) float64 {
 // SilenceAlert builds the candidate of a page that stopped changing: its
 // change window w (stream clock; prof converts it to real time, nil: real
 // time) had points update points over (origin, last] and none since, and
-// the silence test's p-value crossed cfg.SilencePValue between the
+// the silence test's p-value crossed cfg.StrictPValue between the
 // object's previous observation prevOp and this one at now (real) / nowOp
 // (stream clock), so a silence is a candidate once. ok is false when the
 // rate was not established (Established) or the p-value did not cross.
@@ -272,7 +278,7 @@ func SilenceAlert(object string, sum windows.Summary, last, prevOp, nowOp, now f
 		return records.Alert{}, false
 	}
 	p := SilenceP(sum.Points, origin, last, nowOp)
-	if p > cfg.SilencePValue || SilenceP(sum.Points, origin, last, prevOp) <= cfg.SilencePValue {
+	if p > cfg.StrictPValue || SilenceP(sum.Points, origin, last, prevOp) <= cfg.StrictPValue {
 		return records.Alert{}, false
 	}
 	toReal := func(l float64) float64 { return l }

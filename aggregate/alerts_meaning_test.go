@@ -131,7 +131,7 @@ func runWith(det *detector, obs []records.Observation) []records.Alert {
 // TestSilenceAlert: a page crawled every hour (digests), changing at 4 a
 // day for 20 days, then not at all for 20 days, gives one silence alert:
 // no alert while it changes, and the alert's p-value, recomputed from the
-// record (points before, their span, the silence), is ≤ SilencePValue
+// record (points before, their span, the silence), is ≤ StrictPValue
 // while one hour earlier it was above: the crossing hour.
 func TestSilenceAlert(t *testing.T) {
 	t0 := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -161,12 +161,12 @@ func TestSilenceAlert(t *testing.T) {
 	origin, now := a.Before.Start.Sub(t0).Seconds(), a.AsOf.Sub(t0).Seconds()
 	p := SilenceP(a.Before.Points, origin, last, now)
 	pBefore := SilenceP(a.Before.Points, origin, last, now-3600)
-	if math.Abs(p-a.PValue) > 1e-3*a.PValue || p > m.Alerts.SilencePValue || pBefore <= m.Alerts.SilencePValue {
-		t.Errorf("p-value %g (record %g), an hour earlier %g: not the crossing of %g", p, a.PValue, pBefore, m.Alerts.SilencePValue)
+	if math.Abs(p-a.PValue) > 1e-3*a.PValue || p > m.Alerts.StrictPValue || pBefore <= m.Alerts.StrictPValue {
+		t.Errorf("p-value %g (record %g), an hour earlier %g: not the crossing of %g", p, a.PValue, pBefore, m.Alerts.StrictPValue)
 	}
 	// the analytic crossing: (span/(span+g))^n = α
 	n, span := float64(a.Before.Points), last-origin
-	g := span * (math.Pow(m.Alerts.SilencePValue, -1/n) - 1)
+	g := span * (math.Pow(m.Alerts.StrictPValue, -1/n) - 1)
 	if got := now - last; math.Abs(got-g) > 3600 {
 		t.Errorf("silence alerted after %.1f h, the test crosses its level after %.1f h (±1 h)", got/3600, g/3600)
 	}

@@ -303,11 +303,9 @@ const (
 	defaultAlertSiteObjects = 3
 	defaultAlertSiteTop     = 5
 	defaultAlertMaxPending  = 1000
-	// defaultSilencePValue is the Bonferroni level of the FDR default over
-	// 10⁴ objects tested in a period (0.01/10⁴): a silence candidate at it
-	// is a discovery of the Benjamini–Hochberg step in any period with up
-	// to 10⁴ objects observed.
-	defaultSilencePValue = 1e-6
+	// defaultStrictTests is the number of tests the strict level is the
+	// Bonferroni level of the FDR over: StrictPValue = FDR/10⁴.
+	defaultStrictTests = 1e4
 )
 
 // WithDefaults returns c with every zero field set to its documented
@@ -320,7 +318,7 @@ func (c AlertConfig) WithDefaults() AlertConfig {
 	orDefault(&c.SiteObjects, defaultAlertSiteObjects)
 	orDefault(&c.SiteTop, defaultAlertSiteTop)
 	orDefault(&c.MaxPending, defaultAlertMaxPending)
-	orDefault(&c.SilencePValue, defaultSilencePValue)
+	orDefault(&c.StrictPValue, c.FDR/defaultStrictTests)
 	return c
 }
 

@@ -128,7 +128,7 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 
 // silence holds a silence candidate when the object's change window, an
 // established rate, has had no update point for long enough that the
-// silence test's p-value crossed Alerts.SilencePValue between the object's
+// silence test's p-value crossed Alerts.StrictPValue between the object's
 // previous observation (prev) and this one (now; det the partition's clock).
 func (d *detector) silence(name string, obj *Object, prof *windows.Profile, prev, now, det float64) {
 	if _, ok := obj.ChangeWin.Origin(); !ok {

@@ -204,8 +204,16 @@ func (s *Segmenter) Event(t float64, cfg *Config) (Shift, bool) {
 		s.ca = float32(float64(s.ca) + float64(s.k)*math.Log(y/(xn-float64(s.tau))))
 	}
 	s.k++
-	if float64(s.s) < cfg.Threshold || int(s.k) < cfg.MinPoints {
+	if int(s.k) < cfg.MinPoints {
 		return Shift{}, false
+	}
+	if float64(s.s) < cfg.Threshold {
+		if s.dir != dirUp || !(cfg.ScanAlarms > 0) {
+			return Shift{}, false
+		}
+		if !s.scan(cfg) { // the scan confirmation (Config.ScanAlarms)
+			return Shift{}, false
+		}
 	}
 	p, ratio := s.pvalue()
 	if p > cfg.MaxPValue || (s.dir == dirUp && ratio < cfg.MinRatio) || (s.dir == dirDown && ratio > 1/cfg.MinRatio) {
@@ -312,6 +320,40 @@ func (s *Segmenter) score(x float64, cfg *Config) {
 		return
 	}
 	s.tau, s.apre = w.x, w.a
+}
+
+// secPerWeekScan is the horizon of Config.ScanAlarms, seconds.
+const secPerWeekScan = 7 * 86400
+
+// scanRatios are the rises the scan's likelihood-ratio mixture is over.
+var scanRatios = [...]float64{2, 4, 8}
+
+// scan reports whether the pending upward excursion is confirmed by the
+// scan (Config.ScanAlarms): ln M ≥ ln(λ̂·1 week/ScanAlarms), with
+// ln M = ln ⅓·Σ_ρ exp(k·ln ρ − (ρ−1)·μ) computed stably.
+func (s *Segmenter) scan(cfg *Config) bool {
+	p := s.pre()
+	if p.n == 0 || !(p.x > 0) {
+		return false
+	}
+	rate := float64(p.n) / float64(p.x)
+	mu := rate * (float64(s.w.x) - float64(s.tau))
+	k := float64(s.k)
+	if !(mu > 0) || k <= mu {
+		return false
+	}
+	var l [len(scanRatios)]float64
+	mx := math.Inf(-1)
+	for i, r := range scanRatios {
+		l[i] = k*math.Log(r) - (r-1)*mu
+		mx = math.Max(mx, l[i])
+	}
+	sum := 0.0
+	for _, v := range l {
+		sum += math.Exp(v - mx)
+	}
+	lnM := mx + math.Log(sum/float64(len(scanRatios)))
+	return lnM >= math.Log(rate*secPerWeekScan/cfg.ScanAlarms)
 }
 
 // pre returns the window up to τ (without Duane sums).
