@@ -97,6 +97,23 @@ type AlertConfig struct {
 	// at this level is a Benjamini–Hochberg discovery in any period of up
 	// to 10⁴ objects). In (0, 1); at most windows' MaxPValue.
 	StrictPValue float64
+	// ScanAlarms is windows.Config.ScanAlarms of the access windows: the
+	// scan confirmation of rises, with at most ScanAlarms expected false
+	// confirmations per object and week (Ville's inequality). Default FDR
+	// (the false-discovery level taken as the per-object weekly budget);
+	// ScanOff disables the scan (the 2× CUSUM alone). ≥ 0 or ScanOff.
+	ScanAlarms float64
+}
+
+// ScanOff as AlertConfig.ScanAlarms disables the scan confirmation.
+const ScanOff = -1.0
+
+// scanAlarms is the windows' ScanAlarms of c (0: off).
+func (c *AlertConfig) scanAlarms() float64 {
+	if c.ScanAlarms == ScanOff {
+		return 0
+	}
+	return c.ScanAlarms
 }
 
 // Validate reports every invalid field of c.WithDefaults() at once.
@@ -123,6 +140,9 @@ func (c AlertConfig) Validate() error {
 	}
 	if !(c.StrictPValue > 0 && c.StrictPValue < 1) {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.StrictPValue must be in (0, 1), got %g", c.StrictPValue))
+	}
+	if !(c.ScanAlarms >= 0 || c.ScanAlarms == ScanOff) || math.IsInf(c.ScanAlarms, 0) {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.ScanAlarms must be ≥ 0 or ScanOff, got %g", c.ScanAlarms))
 	}
 	if c.MaxPending < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.MaxPending must be at least 1, got %d", c.MaxPending))

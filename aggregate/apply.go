@@ -133,11 +133,10 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 		site.Observe(ts, &m.Seasonal)
 		restartBefore(&o.AccessWin, site)
 	}
-	// rises are also confirmed by the scan test, with at most FDR false
-	// confirmations a week by the union bound (a copy of the windows'
-	// config: m's fields may be set after its defaults)
+	// rises are also confirmed by the scan (Alerts.ScanAlarms; a copy of
+	// the windows' config: m's fields may be set after its defaults)
 	wc := m.Windows
-	wc.ScanAlarms = m.Alerts.FDR
+	wc.ScanAlarms = m.Alerts.scanAlarms()
 	if sh, ok := o.AccessWin.Event(op, &wc); ok {
 		eff.AccessShifts = append(eff.AccessShifts, sh)
 	}

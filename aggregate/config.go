@@ -319,6 +319,7 @@ func (c AlertConfig) WithDefaults() AlertConfig {
 	orDefault(&c.SiteTop, defaultAlertSiteTop)
 	orDefault(&c.MaxPending, defaultAlertMaxPending)
 	orDefault(&c.StrictPValue, c.FDR/defaultStrictTests)
+	orDefault(&c.ScanAlarms, c.FDR)
 	return c
 }
 
