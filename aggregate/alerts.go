@@ -205,7 +205,7 @@ type Candidate struct {
 // the window is extended to the visit, its expected count with it (at the
 // rate before the change point). So as_of = window_end = now ≥ the start of
 // the testing period the alert is adjusted in (period_start).
-func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, now float64, cfg *AlertConfig) (a records.Alert, ok bool, why string) {
+func ShiftAlert(object, kind string, sh windows.Shift, site opClock, now float64, cfg *AlertConfig) (a records.Alert, ok bool, why string) {
 	a = Alert(object, kind, sh)
 	a.Scope = records.AlertScopeObject
 	a.Baseline = "flat"
@@ -213,6 +213,9 @@ func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, no
 	toOp := func(t float64) float64 { return t }
 	if site != nil && site.Active() {
 		a.Baseline = "seasonal"
+		if _, own := site.(*objClock); own {
+			a.Baseline = "object"
+		}
 		toReal, toOp = site.Real, site.At
 	}
 	start := toReal(sh.After.Start)
@@ -291,7 +294,7 @@ func SilenceP(points int64, origin, last, now float64) float64 {
 // object's previous observation prevOp and this one at now (real) / nowOp
 // (stream clock), so a silence is a candidate once. ok is false when the
 // rate was not established (Established) or the p-value did not cross.
-func SilenceAlert(object string, sum windows.Summary, last, prevOp, nowOp, now float64, prof *windows.Profile, cfg *AlertConfig) (records.Alert, bool) {
+func SilenceAlert(object string, sum windows.Summary, last, prevOp, nowOp, now float64, prof opClock, cfg *AlertConfig) (records.Alert, bool) {
 	origin := sum.Start
 	span, gap := last-origin, nowOp-last
 	if !Established(sum.Points, span, gap, cfg) {

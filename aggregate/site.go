@@ -112,12 +112,23 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	for _, sh := range eff.ChangeShifts {
 		d.candidate(name, records.EstimateChange, sh, chProf, now, det)
 	}
+	var acProf *windows.Profile
+	if st != nil {
+		acProf = &st.Access
+	}
 	for _, sh := range eff.AccessShifts {
-		var prof *windows.Profile
-		if st != nil {
-			prof = &st.Access
+		switch {
+		case obj.Rhythm.Active():
+			// the window runs on the object's own clock (rhythm.go)
+			d.shiftCandidate(name, records.EstimateAccess, sh, obj.clock(acProf, d.m), det)
+			continue
+		case obj.Rhythm.Started():
+			// the object is learning its own rhythm: its baseline is not
+			// known yet (the site's may be another rhythm)
+			d.book.counts[candidateCount{records.EstimateAccess, outcomeLearning}]++
+			continue
 		}
-		d.candidate(name, records.EstimateAccess, sh, prof, now, det)
+		d.candidate(name, records.EstimateAccess, sh, acProf, now, det)
 	}
 	if eff.Visits && obj.ChangeWin.Last() == lastPoint && !prev.IsZero() {
 		// a visit that saw no change: is the page's silence significant?
@@ -145,7 +156,7 @@ func (d *detector) silence(name string, obj *Object, prof *windows.Profile, prev
 	if prof != nil && prof.Active() && prof.Real(sum.Start) < prof.Since() {
 		return // the window mixes the two clocks (see candidate)
 	}
-	a, ok := SilenceAlert(name, sum, obj.ChangeWin.Last(), toOp(prev), toOp(now), det, prof, &d.m.Alerts)
+	a, ok := SilenceAlert(name, sum, obj.ChangeWin.Last(), toOp(prev), toOp(now), det, profClock(prof), &d.m.Alerts)
 	if ok {
 		d.book.Add(a)
 	}
@@ -171,11 +182,25 @@ func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.
 		count(outcomeMixedClock)
 		return
 	}
-	if a, ok, why := ShiftAlert(name, kind, sh, prof, det, &d.m.Alerts); ok {
+	d.shiftCandidate(name, kind, sh, profClock(prof), det)
+}
+
+// shiftCandidate holds a shift whose baseline is known (on clock clk; nil:
+// real time) in the book if it passes ShiftAlert's filters.
+func (d *detector) shiftCandidate(name, kind string, sh windows.Shift, clk opClock, det float64) {
+	if a, ok, why := ShiftAlert(name, kind, sh, clk, det, &d.m.Alerts); ok {
 		d.book.Add(a)
 	} else {
-		count(why)
+		d.book.counts[candidateCount{kind, why}]++
 	}
+}
+
+// profClock returns p as an opClock (nil for nil).
+func profClock(p *windows.Profile) opClock {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // flush closes the current period (end of a finite input).

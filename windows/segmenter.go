@@ -152,6 +152,10 @@ func (s *Segmenter) scanStep(x float64) bool {
 // the next discrepant point.
 func (s *Segmenter) ClearScan() { s.sc = scanExcursion{} }
 
+// Span returns the current window's number of points and its length
+// x_n (stream time) up to its last point.
+func (s *Segmenter) Span() (int64, float64) { return int64(s.w.n), float64(s.w.x) }
+
 // Origin returns the current window's origin t(0) (in the stream's time)
 // and whether the stream has started.
 func (s *Segmenter) Origin() (float64, bool) { return s.w.origin, s.started }
