@@ -190,8 +190,7 @@ func writeIssue36(p func(string, ...any)) {
 	}
 	p("| after | %d | %d (%d) | %d | %d | %d |\n\n", len(as), down, downCrit, up, sil, inconsistent)
 	p("Of the %d shifts confirmed (after), %d drops were held back as against a rate not established. A drop is alerted\n", det.totals[outcomeAlerted]+det.totals[outcomeNotEstablished]+det.totals[outcomeSmallEffect]+det.totals[outcomeNotDiscovery], det.totals[outcomeNotEstablished])
-	p("only against an **established rate**:")
-	p("\n")
+	p("only against an **established rate**: ")
 	p("at least `MinEvents` (8) update points before the change point (the rate's relative standard error 1/√n ≤ 35 %%, so\n")
 	p("a halving is two standard errors away) over a span at least as long as the drop's window (`Established`). A new\n")
 	p("file's first burst of edits — the 888 drops of before, raised when a burst of a few edits in hours ended and the\n")
