@@ -11,6 +11,9 @@ import "math"
 // point of a short burst is near its start.
 const scanShiftRatio = 4
 
+// lnScanShift is ln scanShiftRatio.
+const lnScanShift = 1.3862943611198906
+
 // scanExcursion is the pending excursion of the scan's CUSUM of rises of
 // scanShiftRatio: its change point τ (local time, the point before the
 // excursion) and its k pending points (0: none). Its discrepancy is not
@@ -32,13 +35,13 @@ func (s *Segmenter) scanStep(x float64) bool {
 	if e := &s.sc; e.k > 0 {
 		if e.k < w.n && e.tau > 0 {
 			rate := float64(w.n-e.k) / float64(e.tau)
-			if float64(e.k+1)*math.Log(scanShiftRatio)-(scanShiftRatio-1)*rate*(x-float64(e.tau)) > 0 {
+			if float64(e.k+1)*lnScanShift-(scanShiftRatio-1)*rate*(x-float64(e.tau)) > 0 {
 				return true
 			}
 		}
 		*e = scanExcursion{}
 	}
-	if w.x > 0 && math.Log(scanShiftRatio)-(scanShiftRatio-1)*float64(w.n)/float64(w.x)*(x-float64(w.x)) > 0 {
+	if w.x > 0 && lnScanShift-(scanShiftRatio-1)*float64(w.n)/float64(w.x)*(x-float64(w.x)) > 0 {
 		s.sc.tau = w.x
 		return true
 	}
@@ -79,6 +82,9 @@ const secPerWeekScan = 7 * 86400
 // scanRatios are the rises the scan's likelihood-ratio mixture is over.
 var scanRatios = [...]float64{2, 4, 8}
 
+// lnScanRatios are their logarithms.
+var lnScanRatios = [...]float64{math.Ln2, 2 * math.Ln2, 3 * math.Ln2}
+
 // scan reports whether the excursion of k points after τ (local time) is
 // confirmed by the scan (Config.ScanAlarms): ln M ≥ ln(λ̂·1 week/ScanAlarms),
 // λ̂ = (n−k)/τ the rate of the window up to τ, μ = λ̂·(x_n − τ), and
@@ -96,13 +102,18 @@ func (s *Segmenter) scan(tau float32, k uint32, cfg *Config) bool {
 	var l [len(scanRatios)]float64
 	mx := math.Inf(-1)
 	for i, r := range scanRatios {
-		l[i] = kf*math.Log(r) - (r-1)*mu
+		l[i] = kf*lnScanRatios[i] - (r-1)*mu
 		mx = math.Max(mx, l[i])
+	}
+	// ln M ≤ max_ρ ln L_ρ: most points stop here, before any exp
+	thr := math.Log(rate * secPerWeekScan / cfg.ScanAlarms)
+	if mx < thr {
+		return false
 	}
 	sum := 0.0
 	for _, v := range l {
 		sum += math.Exp(v - mx)
 	}
 	lnM := mx + math.Log(sum/float64(len(scanRatios)))
-	return lnM >= math.Log(rate*secPerWeekScan/cfg.ScanAlarms)
+	return lnM >= thr
 }
