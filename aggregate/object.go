@@ -81,6 +81,8 @@ type Object struct {
 	Access    estimators.Access
 	ChangeWin windows.Segmenter
 	AccessWin windows.Segmenter
+	// Rhythm is the object's own daily access profile (rhythm.go).
+	Rhythm Rhythm
 }
 
 // Outcome says what Apply did with an observation.
@@ -185,6 +187,13 @@ type Model struct {
 	// multiple-testing adjustment (alerts.go).
 	Seasonal windows.SeasonalConfig
 	Alerts   AlertConfig
+	// ObjectRhythm lets an object busy enough (RhythmMinWeekly accesses a
+	// week) learn its own daily access profile and run its access window
+	// on it (rhythm.go; issue 36), instead of its site's. Off by default:
+	// the rhythm adds about 57 bytes to a busy object's value (24 counts,
+	// 24 quantised factors, times), beyond the 188-byte state budget
+	// (size_test.go: p99 232 bytes for proxy histories with it on).
+	ObjectRhythm bool
 }
 
 // hash32 is FNV-1a, 32 bits, never 0 (0 means "none").

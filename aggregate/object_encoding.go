@@ -14,7 +14,9 @@ import (
 // parts in flag order: dedup (uint32 source hash, varint offset), uint32
 // digest fingerprint, varint Last-Modified, access period (varint index,
 // uvarint count), and the Change, ChangeWin, Access and AccessWin
-// encodings, each with lastTime as its reference time (AppendBinaryAt).
+// encodings, each with lastTime as its reference time (AppendBinaryAt);
+// then, for an object learning or using its own rhythm, the rhythm section
+// (Rhythm.appendBinary: its own tag and version).
 func (o *Object) AppendBinary(dst []byte) []byte {
 	dst = append(dst, encodingVersion, o.flags)
 	dst = binary.AppendVarint(dst, o.lastTime)
@@ -45,6 +47,11 @@ func (o *Object) AppendBinary(dst []byte) []byte {
 	}
 	if o.flags&hasAccessWin != 0 {
 		dst = o.AccessWin.AppendBinaryAt(dst, ref)
+	}
+	if o.Rhythm.Started() {
+		// a separate, versioned section (issue 36): a decoder without
+		// it would report trailing bytes
+		dst = o.Rhythm.appendBinary(dst, o.lastTime)
 	}
 	return dst
 }
@@ -99,6 +106,11 @@ func (o *Object) DecodeBinary(src []byte) error {
 	}
 	if err := decodeSub(&d, o.flags&hasAccessWin != 0, "access window", ref, o.AccessWin.DecodeBinaryAt); err != nil {
 		return err
+	}
+	if rest := d.Rest(); len(rest) != 0 && rest[0] == rhythmTag {
+		if err := o.Rhythm.decodeBinary(&d, o.lastTime); err != nil {
+			return err
+		}
 	}
 	if rest := len(d.Rest()); rest != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, rest)

@@ -40,23 +40,39 @@ type Stats struct {
 	// RatedEstimates counts the published estimates that carry a rate.
 	RatedEstimates                             int64
 	FinalObjects, FinalWithRate, FinalZeroRate int64
+	// Alerts counts the published alert records, SiteAlerts those of
+	// them that are site alerts; Candidates counts the confirmed rate
+	// shifts and silences by what became of them (the outcome labels of
+	// changerate_aggregator_alert_candidates_total: "alerted",
+	// "learning", "not_established", …).
+	Alerts, SiteAlerts int64
+	Candidates         map[string]int64
 }
 
 type statCounters struct {
 	messages, rejected, future, observations, applied, duplicates, noInfo, late, reordered, atLatest atomic.Int64
 	objects, changeEst, accessEst, rated, finalObjects, finalWithRate, finalZeroRate                 atomic.Int64
+	alerts, siteAlerts                                                                               atomic.Int64
+	candidates                                                                                       [numOutcomes]atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
 func (p *Processor) Stats() Stats {
 	s := &p.stats
-	return Stats{
+	st := Stats{
 		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Future: s.future.Load(), Observations: s.observations.Load(),
 		Applied: s.applied.Load(), Duplicates: s.duplicates.Load(), NoInformation: s.noInfo.Load(),
 		Late: s.late.Load(), Reordered: s.reordered.Load(), AppliedAtLatest: s.atLatest.Load(), Objects: s.objects.Load(),
 		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
 		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(), FinalZeroRate: s.finalZeroRate.Load(),
+		Alerts: s.alerts.Load(), SiteAlerts: s.siteAlerts.Load(), Candidates: map[string]int64{},
 	}
+	for i, o := range candidateOutcomes {
+		if n := s.candidates[i].Load(); n > 0 {
+			st.Candidates[o] = n
+		}
+	}
+	return st
 }
 
 // countOutcomes adds one batch's outcome counts.

@@ -216,6 +216,7 @@ type summary struct {
 	st       aggregate.Stats
 	final    bool
 	lateTo   string
+	alertsTo string // the alerts' output ("" not written)
 	sortNote string
 	// minIntervals is the intervals an object needs for a best estimate
 	// (estimators.Config.MinIntervals).
@@ -271,6 +272,39 @@ func (s summary) write(w io.Writer) {
 		p("estimates published", s.st.ChangeEstimates+s.st.AccessEstimates, "")
 		p("estimates with a rate", s.st.RatedEstimates, "")
 	}
+	p("alerts", s.st.Alerts, s.alertsNote())
+}
+
+// alertsNote says where the alerts went and what became of the confirmed
+// rate shifts and silences that did not become alerts.
+func (s summary) alertsNote() string {
+	where := "not written (set " + opt("ALERTS_OUT") + ")"
+	if s.alertsTo != "" {
+		where = "written to " + s.alertsTo
+	}
+	note := fmt.Sprintf("%s: %d object, %d site alerts", where, s.st.Alerts-s.st.SiteAlerts, s.st.SiteAlerts)
+	var total int64
+	for _, n := range s.st.Candidates {
+		total += n
+	}
+	if total == 0 {
+		return note + "; no rate shift confirmed"
+	}
+	var held []string
+	for _, r := range []struct{ outcome, what string }{
+		{"learning", "in a learning period"}, {"mixed_clock", "across a profile's start"},
+		{"small_effect", "below the least ratio or events"}, {"not_established", "drops against a rate not established"},
+		{"not_discovery", "not discoveries at the FDR"}, {"overflow", "over the pending bound"},
+	} {
+		if n := s.st.Candidates[r.outcome]; n > 0 {
+			held = append(held, fmt.Sprintf("%d %s", n, r.what))
+		}
+	}
+	note += fmt.Sprintf("; %d shifts and silences confirmed", total)
+	if len(held) > 0 {
+		note += ", held back: " + strings.Join(held, ", ")
+	}
+	return note
 }
 
 // rejected is the input lines not used as observations: undecodable,
@@ -463,7 +497,11 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	if cfg.LateOut != "-" {
 		lateTo = cfg.LateOut
 	}
-	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo,
+	alertsTo := cfg.AlertsOut
+	if alertsTo == "-" {
+		alertsTo = "stdout"
+	}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo, alertsTo: alertsTo,
 		minIntervals: cfg.processorConfig().Model.Estimators.WithDefaults().MinIntervals}
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): say what was done, not "context canceled".
