@@ -180,7 +180,11 @@ func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Es
 	if w.p.index == nil {
 		return pub
 	}
-	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, Changes: rec.Changes, out: int32(i)}
+	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, Changes: rec.Changes,
+		Estimator: rec.Estimator, Observations: rec.Observations, out: int32(i)}
+	if rec.TTLS != nil {
+		pe.TTL, pe.HasTTL = *rec.TTLS, true
+	}
 	if rec.RatePerS != nil {
 		pe.Rate, pe.HasRate = *rec.RatePerS, true
 	}

@@ -182,6 +182,7 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	w := p.newWorker(ctx, part, c, next, log)
 	defer p.metrics.forget(part)
 	w.rb = rb
+	w.gauges.claimed(next, rb)
 	defer w.cache.close()
 	return w.run(ctx)
 }

@@ -25,6 +25,10 @@ const (
 	ReasonTooLong  = "too-long"  // a line longer than MaxLineBytes
 	ReasonTooLarge = "too-large" // an input beyond MaxDecompressedBytes, or a WARC record beyond MaxRecordBytes
 	ReasonCorrupt  = "corrupt"   // compressed input that does not decompress (bad or truncated gzip)
+	// ReasonUnencodable: an observation JSON cannot hold (a time outside
+	// years 0-9999, a non-finite number); records.Observation.Validate
+	// rejects the same, so a parser that validates never produces one.
+	ReasonUnencodable = "unencodable"
 )
 
 // MaxMessageBytes caps one encoded observation (key and value); a larger

@@ -122,7 +122,6 @@ type siteTop struct {
 const defaultPageSites = 20
 
 func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	q := r.URL.Query()
 	if err := params(q, "sites"); err != nil {
 		s.pageError(w, r, err)
@@ -151,22 +150,9 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	ranked := s.idx.ranked(ByChangeRate)
 	for _, sc := range all {
-		top, err := s.top(ctx, ByChangeRate, sc.Site, 5)
-		if err != nil {
-			s.pageError(w, r, err)
-			return
-		}
-		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Ranked: ranked[sc.Site], Top: top})
+		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Ranked: ranked[sc.Site], Top: s.top(ByChangeRate, sc.Site, 5)})
 	}
-	var err error
-	if m.Access, err = s.top(ctx, ByAccessRate, "", 10); err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	if m.Shift, err = s.top(ctx, ByShift, "", 10); err != nil {
-		s.pageError(w, r, err)
-		return
-	}
+	m.Access, m.Shift = s.top(ByAccessRate, "", 10), s.top(ByShift, "", 10)
 	for _, raw := range s.idx.Alerts(time.Time{}, "", 20) {
 		var a records.Alert
 		if json.Unmarshal(raw, &a) == nil {

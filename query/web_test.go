@@ -94,7 +94,7 @@ func sortObs(obs []records.Observation) {
 // sites none of whose objects has a change rate (an empty list read
 // "None."), more sites than listed (no note), an object without a TTL
 // ("– s"), a URL typed without a scheme (object not found, no hint), and
-// the lookup errors (HTML, as the README says). Golden files hold the
+// the lookup errors (HTML, as docs/api.md says). Golden files hold the
 // whole pages (go test ./query -run TestPages -update-pages rewrites them).
 func TestPages(t *testing.T) {
 	e := pageEnv(t)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/changerate/changerate/query"
@@ -54,6 +55,10 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	defer os.RemoveAll(dir)
 	sc := sample.Default()
 	sc.PerClass, sc.Duration = cfg.DemoPages, time.Duration(cfg.DemoDays)*24*time.Hour
+	// One proxied page's accesses rise tenfold two thirds into the
+	// traffic, after the seasonal learning period (SEASONAL_LEARNING, 7
+	// days) with the default 30 days: the alert the demo shows.
+	sc.Surge = &sample.Surge{At: sc.Duration * 2 / 3, Factor: 10}
 	crawlLog, squidLog := filepath.Join(dir, "crawl.log"), filepath.Join(dir, "access.log")
 	if err := writeFile(crawlLog, sc.WriteCrawlLog); err != nil {
 		return err
@@ -109,7 +114,11 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 		if err != nil {
 			return err
 		}
-		if err := printDemo(stdout, sc, latest); err != nil {
+		alerts, err := readAll(gctx, kc.Brokers[0], cfg.TopicAlerts)
+		if err != nil {
+			return err
+		}
+		if err := printDemo(stdout, sc, latest, alerts); err != nil {
 			return err
 		}
 		if srv != nil && !cfg.DemoExit {
@@ -167,17 +176,32 @@ func endOffsets(ctx context.Context, broker, topic string) (int64, error) {
 // readLatest reads topic from the beginning to its end and returns the last
 // value of every key: what the compacted estimates topic converges to.
 func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := readTopic(ctx, broker, topic, func(m kafka.Message) { out[string(m.Key)] = m.Value })
+	return out, err
+}
+
+// readAll returns every value of topic, partition by partition in offset
+// order.
+func readAll(ctx context.Context, broker, topic string) ([][]byte, error) {
+	var out [][]byte
+	err := readTopic(ctx, broker, topic, func(m kafka.Message) { out = append(out, m.Value) })
+	return out, err
+}
+
+// readTopic reads topic from the beginning to its end, calling f with
+// each message.
+func readTopic(ctx context.Context, broker, topic string, f func(kafka.Message)) error {
 	client := &kafka.Client{Addr: kafka.TCP(broker)}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return nil, fmt.Errorf("demo: metadata: %w", err)
+		return fmt.Errorf("demo: metadata: %w", err)
 	}
-	out := map[string][]byte{}
 	for _, t := range md.Topics {
 		for _, p := range t.Partitions {
 			res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(p.ID)}}})
 			if err != nil {
-				return nil, fmt.Errorf("demo: list offsets: %w", err)
+				return fmt.Errorf("demo: list offsets: %w", err)
 			}
 			end := res.Topics[topic][0].LastOffset
 			if end == 0 {
@@ -188,9 +212,9 @@ func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, e
 				m, err := r.ReadMessage(ctx)
 				if err != nil {
 					r.Close()
-					return nil, fmt.Errorf("demo: read %s/%d: %w", topic, p.ID, err)
+					return fmt.Errorf("demo: read %s/%d: %w", topic, p.ID, err)
 				}
-				out[string(m.Key)] = m.Value
+				f(m)
 				if m.Offset+1 >= end {
 					break
 				}
@@ -198,15 +222,15 @@ func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, e
 			r.Close()
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // human formats seconds as a short duration.
 func human(s float64) string { return query.FormatSeconds(s) }
 
 // printDemo prints the change estimates next to the truth, then the access
-// estimates.
-func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
+// estimates, then the alerts (rawAlerts: the alerts topic's values).
+func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte, rawAlerts [][]byte) error {
 	truth := map[string]sample.Page{}
 	for _, p := range append(sc.Pages(), sc.ProxyPages()...) {
 		truth[p.URL] = p
@@ -229,5 +253,50 @@ func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
 	fmt.Fprintf(w, "\nchangerate demo: %d crawled pages (Heritrix crawl.log, hourly visits) and %d proxied pages (Squid access.log,\n"+
 		"revalidations at irregular times), %s of simulated traffic; true change intervals are known.\n\n",
 		len(sc.Pages()), len(sc.ProxyPages()), human(sc.Duration.Seconds()))
-	return printEstimates(w, change, access, truth)
+	if err := printEstimates(w, change, access, truth); err != nil {
+		return err
+	}
+	return printAlerts(w, sc, rawAlerts)
+}
+
+// printAlerts prints the demo's rate-shift alerts, oldest first, and says
+// which shift the sample holds: the surge page's (sample.Surge).
+func printAlerts(w io.Writer, sc sample.Config, raw [][]byte) error {
+	var alerts []records.Alert
+	for _, v := range raw {
+		var a records.Alert
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("demo: decode alert: %w", err)
+		}
+		alerts = append(alerts, a)
+	}
+	sort.SliceStable(alerts, func(i, j int) bool { return alerts[i].AsOf.Before(alerts[j].AsOf) })
+	fmt.Fprintf(w, "\nalerts (rate shifts confirmed by the detector, as on the alerts topic and at /v1/alerts): %d\n", len(alerts))
+	if sc.Surge != nil {
+		fmt.Fprintf(w, "(the sample's true shift: the accesses of http://%s%s rise %gx at %s)\n",
+			sc.ProxyHost, sample.SurgePath, sc.Surge.Factor, sc.Start.Add(sc.Surge.At).Format(time.RFC3339))
+	}
+	if len(alerts) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "AS OF\tOBJECT\tKIND\tMEAN GAP BEFORE\tMEAN GAP AFTER\tCHANGE POINT\tSEVERITY\tP-VALUE\n")
+	for _, a := range alerts {
+		cp, sev := "-", a.Severity
+		if a.WindowStart != nil {
+			cp = a.WindowStart.UTC().Format(time.RFC3339)
+		}
+		if sev == "" {
+			sev = "-"
+		}
+		gap := func(rate float64) string {
+			if rate <= 0 {
+				return "-"
+			}
+			return human(1 / rate)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3g\n", a.AsOf.UTC().Format(time.RFC3339), a.Object, a.Kind,
+			gap(a.RateBefore), gap(a.RateAfter), cp, sev, a.PValue)
+	}
+	return tw.Flush()
 }
