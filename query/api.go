@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -360,55 +359,6 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.cfg.Token))
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
-}
-
-// params checks that q holds only the allowed parameters, each once.
-func params(q url.Values, allowed ...string) error {
-	for k, v := range q {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || k == a
-		}
-		if !ok {
-			return badRequest("unknown parameter %q (allowed: %s)", k, strings.Join(allowed, ", "))
-		}
-		if len(v) > 1 {
-			return badRequest("parameter %q given %d times", k, len(v))
-		}
-	}
-	return nil
-}
-
-// object canonicalises the url parameter as ingest does.
-func (s *Server) object(q url.Values) (string, error) {
-	raw := strings.TrimSpace(q.Get("url"))
-	if raw == "" {
-		return "", badRequest("parameter url is required")
-	}
-	s.canonMu.Lock()
-	obj, _, err := s.canon.Canonical([]byte(raw))
-	s.canonMu.Unlock()
-	if err != nil {
-		return "", badRequest("url %q is not a URL ingest would accept: %v", raw, err)
-	}
-	if aggregate.Site(obj) == "" {
-		// javascript:alert(1), mailto:…: canonical, but no object of a
-		// log or crawl has no host.
-		return "", badRequest("url %q names no host: objects are http:// or https:// URLs (or a crawler's dns:HOST lookups)", raw)
-	}
-	return obj, nil
-}
-
-func (s *Server) limit(q url.Values) (int, error) {
-	v := q.Get("limit")
-	if v == "" {
-		return s.cfg.DefaultLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > s.cfg.MaxLimit {
-		return 0, badRequest("limit must be an integer in [1, %d], got %q", s.cfg.MaxLimit, v)
-	}
-	return n, nil
 }
 
 // handleObject is GET /v1/objects?url=&kind=.
