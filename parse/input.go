@@ -13,3 +13,8 @@ func StartInput(p Parser) {
 		r.resetInput()
 	}
 }
+
+// PerObjectOrdered reports whether an input of format lists each object's
+// observations in time order, whatever the order across objects: a
+// capture index (cdx, cdxj) is sorted by URL key, then capture time.
+func PerObjectOrdered(format string) bool { return format == "cdx" || format == "cdxj" }
