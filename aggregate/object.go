@@ -217,6 +217,7 @@ func fingerprint(obs *records.Observation) uint32 {
 	binary.LittleEndian.PutUint64(b[:], uint64(obs.LastEvent.UnixNano()))
 	h.Write(b[:])
 	h.Write([]byte(obs.Event))
+	h.Write([]byte(obs.ChangeFreq))
 	v := h.Sum32()
 	if v == 0 {
 		v = 1

@@ -60,6 +60,10 @@ func AppendObservation(dst []byte, o *records.Observation) []byte {
 		dst = append(dst, `,"event":`...)
 		dst = appendString(dst, string(o.Event))
 	}
+	if o.ChangeFreq != "" {
+		dst = append(dst, `,"changefreq":`...)
+		dst = appendString(dst, o.ChangeFreq)
+	}
 	if o.Format != "" {
 		dst = append(dst, `,"format":`...)
 		dst = appendString(dst, o.Format)
