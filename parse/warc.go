@@ -42,8 +42,11 @@ const (
 // maxRecordBytes caps one record's block (0: 256 MiB); bigger records are
 // rejected with reason "too-large" and skipped without being buffered.
 func NewRecordReader(format string, r io.Reader, cfg Config, maxRecordBytes int64) (RecordReader, error) {
+	if format == "sitemap" {
+		return nil, fmt.Errorf("%w: use NewSitemapReader", ErrNoFetchTime)
+	}
 	if format != "warc" {
-		return nil, fmt.Errorf("%w %q (record formats: warc)", ErrUnknownFormat, format)
+		return nil, fmt.Errorf("%w %q (record formats: warc, sitemap)", ErrUnknownFormat, format)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
