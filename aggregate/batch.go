@@ -444,9 +444,16 @@ func (w *worker) apply(b *batchWork) {
 		}
 		if w.effs.SitemapUse != SitemapNone {
 			p.metrics.sitemap.WithLabelValues(w.effs.SitemapUse.String()).Inc()
+			p.stats.sitemapUse[w.effs.SitemapUse].Add(1)
 		}
 		if w.effs.SitemapCheck != verdictNone {
 			p.metrics.sitemapCheck.WithLabelValues(verdictNames[w.effs.SitemapCheck]).Inc()
+			switch w.effs.SitemapCheck {
+			case verdictAgree:
+				p.stats.sitemapAgree.Add(1)
+			case verdictDisagree:
+				p.stats.sitemapDisagree.Add(1)
+			}
 		}
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++

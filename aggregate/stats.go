@@ -36,11 +36,19 @@ type Stats struct {
 	// RatedEstimates counts the published estimates that carry a rate.
 	RatedEstimates              int64
 	FinalObjects, FinalWithRate int64
+	// SitemapUse counts the sitemap lastmods by what became of them
+	// (index SitemapEvidence, SitemapCrawled, SitemapUntrusted) and
+	// SitemapAgree, SitemapDisagree the checks of lastmods against visits
+	// that were decided (sitemap_trust.go).
+	SitemapUse                    [4]int64
+	SitemapAgree, SitemapDisagree int64
 }
 
 type statCounters struct {
 	messages, rejected, future, observations, applied, duplicates, noInfo, late, reordered, atLatest atomic.Int64
 	objects, changeEst, accessEst, rated, finalObjects, finalWithRate                                atomic.Int64
+	sitemapUse                                                                                       [4]atomic.Int64
+	sitemapAgree, sitemapDisagree                                                                    atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
@@ -52,6 +60,8 @@ func (p *Processor) Stats() Stats {
 		Late: s.late.Load(), Reordered: s.reordered.Load(), AppliedAtLatest: s.atLatest.Load(), Objects: s.objects.Load(),
 		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
 		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(),
+		SitemapUse:   [4]int64{0, s.sitemapUse[1].Load(), s.sitemapUse[2].Load(), s.sitemapUse[3].Load()},
+		SitemapAgree: s.sitemapAgree.Load(), SitemapDisagree: s.sitemapDisagree.Load(),
 	}
 }
 
