@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -186,5 +188,34 @@ func TestWARCMatchesCDX(t *testing.T) {
 			same++
 		}
 		t.Logf("%s vs %s: %d of %d observations identical (%d revisits without a status in the index)", c.index, c.warc, same, len(x.obs), statusOnly)
+	}
+}
+
+// TestCDXGzip: a gzip capture index is detected and read as the plain one.
+func TestCDXGzip(t *testing.T) {
+	dir := cdxDir(t)
+	for _, name := range []string{"wayback-cdx-api-edgi.cdx", "pywb-iana.cdxj"} {
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gzPath := filepath.Join(t.TempDir(), name+".gz")
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(raw)
+		zw.Close()
+		if err := os.WriteFile(gzPath, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := readAll(t, FormatAuto, filepath.Join(dir, name))
+		zipped, in := readAll(t, FormatAuto, gzPath)
+		if len(plain.obs) == 0 || len(zipped.obs) != len(plain.obs) || !strings.HasPrefix(in.Format, "cdx") {
+			t.Fatalf("%s: gzip %d observations as %s, plain %d", name, len(zipped.obs), in.Format, len(plain.obs))
+		}
+		for i := range plain.obs {
+			if captureOf(plain.obs[i]) != captureOf(zipped.obs[i]) {
+				t.Fatalf("%s: observation %d differs: %+v / %+v", name, i, plain.obs[i], zipped.obs[i])
+			}
+		}
 	}
 }
