@@ -84,6 +84,21 @@ func (m *metrics) forget(p state.Partition) {
 	m.eventLag.forget(p)
 }
 
+// claimed sets, when the partition is claimed, the gauges that describe
+// its stored state: next_offset to the stored next offset (next; none
+// when it is -1, a partition never committed) and the newest event time to
+// the stored reorder position's (rb), so that after a restart whose stored
+// offsets are at the end of the input they read what is stored, not 0 and
+// absent until the first new commit.
+func (g partitionGauges) claimed(next int64, rb *reorderBuf) {
+	if next >= 0 {
+		g.next.Set(float64(next))
+	}
+	if rb != nil && rb.hasMax {
+		g.committed(0, rb.maxSeen)
+	}
+}
+
 // committed records the newest event time of a committed batch: of its
 // applied observations (appliedNs, Unix ns; 0: none) and of those its
 // reorder buffer holds (seenMs, Unix ms; committed with the batch as the
@@ -166,7 +181,7 @@ type eventLagCollector struct {
 func newEventLagCollector(ns string, now func() time.Time) *eventLagCollector {
 	return &eventLagCollector{
 		desc: prometheus.NewDesc(ns+"_event_time_lag_seconds",
-			"Wall clock minus the newest observation time committed, per owned partition (absent until the partition's first commit).",
+			"Wall clock minus the newest observation time committed, per owned partition (from the claim when the store holds the partition's reorder position, else absent until its first commit).",
 			[]string{"topic", "partition"}, nil),
 		now: now, parts: map[state.Partition]*atomic.Int64{},
 	}
@@ -222,7 +237,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		sinkLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "output_write_seconds", Help: "Time to write one batch's outputs (Kafka produce latency).", Buckets: lat}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "store_seconds", Help: "State store latency by operation.", Buckets: lat}, []string{"op"}),
 		stateBytes:   prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "state_bytes", Help: "Encoded size of written object states.", Buckets: prometheus.LinearBuckets(16, 16, 20)}),
-		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition."}, []string{"topic", "partition"}),
+		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition (the stored one from the claim on)."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
 		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),
 		eventLag:     newEventLagCollector(ns, time.Now),

@@ -261,8 +261,13 @@ func (o *Object) HasChange() bool { return o.flags&hasChange != 0 }
 // HasAccess reports whether the object has seen accesses or access snapshots.
 func (o *Object) HasAccess() bool { return o.flags&hasAccess != 0 }
 
-// Site returns the host part of an object URL ("" when it has none).
+// Site returns the host part of an object URL ("" when it has none); the
+// site of a crawler's DNS lookup "dns:host" is host, as the parsers give
+// it (parse: heritrix, warc).
 func Site(object string) string {
+	if strings.HasPrefix(object, "dns:") {
+		return object[len("dns:"):]
+	}
 	i := strings.Index(object, "://")
 	if i < 0 {
 		return ""

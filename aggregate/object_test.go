@@ -249,6 +249,7 @@ func TestSite(t *testing.T) {
 		"https://u:p@b.example:8443/?q": "b.example:8443",
 		"https://c.example":             "c.example",
 		"urn:isbn:123":                  "",
+		"dns:www.kb.dk":                 "www.kb.dk", // a crawler's DNS lookup (Heritrix crawl.log)
 	} {
 		if got := Site(in); got != want {
 			t.Errorf("Site(%q) = %q, want %q", in, got, want)

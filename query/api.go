@@ -391,6 +391,11 @@ func (s *Server) object(q url.Values) (string, error) {
 	if err != nil {
 		return "", badRequest("url %q is not a URL ingest would accept: %v", raw, err)
 	}
+	if aggregate.Site(obj) == "" {
+		// javascript:alert(1), mailto:…: canonical, but no object of a
+		// log or crawl has no host.
+		return "", badRequest("url %q names no host: objects are http:// or https:// URLs (or a crawler's dns:HOST lookups)", raw)
+	}
 	return obj, nil
 }
 
@@ -482,31 +487,23 @@ func (s *Server) handleTop(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.top(r.Context(), by, strings.ToLower(q.Get("site")), limit)
+	return s.top(by, strings.ToLower(q.Get("site")), limit), nil
 }
 
-func (s *Server) top(ctx context.Context, by, site string, limit int) (*TopResult, error) {
+// top answers /v1/top (and the tables of /) from the index alone: the
+// records are the index's (Index.TopRecords), so that it reads no store
+// and answers while Redis is away.
+func (s *Server) top(by, site string, limit int) *TopResult {
 	res := &TopResult{By: by, Site: site, Objects: []*records.Estimate{}, Ranking: []Ranked{}}
-	for _, rk := range s.idx.Top(by, site, limit) {
-		o, site, err := s.load(ctx, rk.Object)
-		if errors.Is(err, errNotFound) {
-			continue // expired since it was indexed
+	ranked, recs := s.idx.TopRecords(by, site, limit)
+	for i, rk := range ranked {
+		if recs[i] == nil {
+			continue // ranked by a shift of a kind whose estimate is not indexed
 		}
-		if err != nil {
-			return nil, err
-		}
-		change, access := s.estimates(o, site, rk.Object)
-		rec := change
-		if rk.Kind == records.EstimateAccess {
-			rec = access
-		}
-		if rec == nil {
-			continue
-		}
-		res.Objects = append(res.Objects, rec)
+		res.Objects = append(res.Objects, recs[i])
 		res.Ranking = append(res.Ranking, rk)
 	}
-	return res, nil
+	return res
 }
 
 // handlePlan is GET /v1/plan?budget=&period=&site=&policy=&start=.

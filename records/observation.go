@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -182,6 +183,14 @@ func (o *Observation) Validate() error {
 	}
 	if o.Changed < ChangeUnknown || o.Changed > Unchanged {
 		return fmt.Errorf("%w: changed has no meaning %d", ErrInvalid, o.Changed)
+	}
+	for _, t := range [...]time.Time{o.Time, o.LastModified, o.LastEvent} {
+		if y := t.Year(); !t.IsZero() && (y < 0 || y > 9999) {
+			return fmt.Errorf("%w: time %s outside years 0-9999", ErrInvalid, t.Format(time.RFC3339))
+		}
+	}
+	if math.IsNaN(o.PeriodS) || math.IsInf(o.PeriodS, 0) || o.PeriodS < 0 {
+		return fmt.Errorf("%w: period_s %v is not a positive finite number", ErrInvalid, o.PeriodS)
 	}
 	if o.Kind == KindSnapshot {
 		if !(o.PeriodS > 0) {

@@ -468,7 +468,7 @@ func summarize(w *win, mse *[numModels]float32, mseN uint32, asOf float64, cfg *
 		// For a power-law process λ(t) = β·N(t)/t, so a fitted rate more
 		// than MaxRateRatio times above or below the intuitive N(t)/t
 		// means a shape outside [1/MaxRateRatio, MaxRateRatio]: an
-		// extrapolation of a burst, not a rate (cmd/eval saw Weibull
+		// extrapolation of a burst, not a rate (research/cmd/eval saw Weibull
 		// rates 10⁶ times the truth after a window ending in a burst).
 		if ri, iok := w.rate(modelIntuitive, x); iok && (r > MaxRateRatio*ri || r*MaxRateRatio < ri) {
 			ok = false

@@ -144,7 +144,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"TRUE INTERVAL", "news.example.org/two-hourly/story-00.html", "shop.example.com/weekly/item-00",
+	for _, want := range []string{"TRUE MEAN TIME", "news.example.org/two-hourly/story-00.html", "shop.example.com/weekly/item-00",
 		"median |log(estimated/true rate)| over", "access rates"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
