@@ -74,6 +74,11 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 	}()
 
 	outcome := Applied
+	if obs.Format == "sitemap" && obs.Kind == records.KindVisit && !obs.LastModified.IsZero() && !o.sitemap(obs, site, eff) {
+		// A site's lastmod that is no evidence (sitemap_trust.go): checked
+		// against the visits, not applied.
+		return NoInformation
+	}
 	switch obs.Kind {
 	case records.KindSnapshot:
 		s := estimators.Snapshot{Time: ts, Period: obs.PeriodS}
@@ -105,6 +110,10 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 		}
 		if !o.visit(obs, ts, reordered, m, p, eff) && !obs.Kind.IsAccess() {
 			outcome = NoInformation
+		}
+		if obs.Format != "sitemap" && site != nil && (eff.SitemapCheck == verdictAgree || eff.SitemapCheck == verdictDisagree) {
+			site.Sitemap.count(eff.SitemapCheck) // a visit judged a sitemap's standing claim
+			eff.SiteChanged = true
 		}
 	}
 	return outcome
@@ -260,6 +269,9 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	}
 	if !known {
 		return false
+	}
+	if obs.Format != "sitemap" && (fp != 0 || obs.Changed != records.ChangeUnknown) {
+		eff.SitemapCheck = o.sm.crawl(int64(ts), changed) // what the sitemap checks compare with
 	}
 	v := estimators.Visit{Time: ts, Changed: changed}
 	if hasLM {

@@ -31,6 +31,8 @@ func (m *metrics) observation(k records.Kind) {
 type metrics struct {
 	observations *prometheus.CounterVec // by kind
 	outcomes     *prometheus.CounterVec // applied, duplicate, late, no_information
+	sitemap      *prometheus.CounterVec // sitemap lastmods by use, checks by verdict (sitemap_trust.go)
+	sitemapCheck *prometheus.CounterVec
 	late         *prometheus.CounterVec // reordered (applied at the latest time), dropped
 	deadLetters  *prometheus.CounterVec // by reason
 	rejected     *prometheus.CounterVec // outputs the sink rejected, by topic and reason
@@ -157,6 +159,12 @@ func (m *metrics) initLabels(cfg Config) {
 	for _, r := range []string{"hit", "miss"} {
 		m.cache.WithLabelValues(r)
 	}
+	for _, u := range sitemapUseNames[1:] {
+		m.sitemap.WithLabelValues(u)
+	}
+	for _, v := range verdictNames[1:] {
+		m.sitemapCheck.WithLabelValues(v)
+	}
 }
 
 // eventLagCollector exports changerate_aggregator_event_time_lag_seconds:
@@ -233,10 +241,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
 		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),
 		eventLag:     newEventLagCollector(ns, time.Now),
+		sitemap: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sitemap_lastmods_total",
+			Help: "Sitemap lastmods (observations of format sitemap) by use: evidence (counted as Last-Modified), crawled (not counted: the URL's visits have digests), untrusted (not counted: the site's lastmods disagree with its visits)."}, []string{"use"}),
+		sitemapCheck: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sitemap_checks_total",
+			Help: "Checks of a sitemap lastmod against the visits of its URL: agree, disagree (moved without a digest change, or a digest change without a move), undecided."}, []string{"verdict"}),
 	}
 	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.candidates, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
-		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag, m.held} {
+		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag, m.held, m.sitemap, m.sitemapCheck} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("aggregate: register metrics: %w", err)
 		}

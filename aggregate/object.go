@@ -42,6 +42,11 @@ var ErrCorrupt = errors.New("aggregate: corrupt state")
 // sub-states carry their own older layouts, are still decoded.
 const encodingVersion = 2
 
+// encodingVersionSitemap is the version of an object with sitemap state:
+// version 2's layout, then the sitemap state (sitemap_trust.go). Objects
+// never seen in a sitemap keep version 2, byte for byte.
+const encodingVersionSitemap = 3
+
 // presence flags of the encoding.
 const (
 	hasChange    = 1 << 0 // Change has seen a visit or a modification snapshot
@@ -83,6 +88,10 @@ type Object struct {
 	AccessWin windows.Segmenter
 	// Rhythm is the object's own daily access profile (rhythm.go).
 	Rhythm Rhythm
+
+	// sm is the memory of the sitemap checks (sitemap_trust.go); zero
+	// for an object never seen in a sitemap.
+	sm sitemapState
 }
 
 // Outcome says what Apply did with an observation.
@@ -130,6 +139,13 @@ type Effects struct {
 	// Due says that the object's estimate is due for publication: its
 	// previous one is at least Model.EmitInterval older (event time).
 	Due bool
+	// SitemapUse says what became of a sitemap observation's lastmod and
+	// SitemapCheck what its check against the visits found
+	// (sitemap_trust.go); SiteChanged that the site's state changed
+	// otherwise than through a visit or an access (a check counted).
+	SitemapUse   SitemapUse
+	SitemapCheck sitemapVerdict
+	SiteChanged  bool
 }
 
 // Period is one completed access reporting period.
@@ -146,6 +162,7 @@ func (e *Effects) Reset() {
 	e.Periods = e.Periods[:0]
 	e.Reordered = 0
 	e.Visits, e.Accesses, e.Due = false, false, false
+	e.SitemapUse, e.SitemapCheck, e.SiteChanged = SitemapNone, verdictNone, false
 }
 
 // Model holds the configuration Apply and the estimate builders need. The
@@ -226,6 +243,7 @@ func fingerprint(obs *records.Observation) uint32 {
 	binary.LittleEndian.PutUint64(b[:], uint64(obs.LastEvent.UnixNano()))
 	h.Write(b[:])
 	h.Write([]byte(obs.Event))
+	h.Write([]byte(obs.ChangeFreq))
 	v := h.Sum32()
 	if v == 0 {
 		v = 1

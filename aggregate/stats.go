@@ -47,6 +47,12 @@ type Stats struct {
 	// "learning", "not_established", …).
 	Alerts, SiteAlerts int64
 	Candidates         map[string]int64
+	// SitemapUse counts the sitemap lastmods by what became of them
+	// (index SitemapEvidence, SitemapCrawled, SitemapUntrusted) and
+	// SitemapAgree, SitemapDisagree the checks of lastmods against visits
+	// that were decided (sitemap_trust.go).
+	SitemapUse                    [4]int64
+	SitemapAgree, SitemapDisagree int64
 }
 
 type statCounters struct {
@@ -54,6 +60,8 @@ type statCounters struct {
 	objects, changeEst, accessEst, rated, finalObjects, finalWithRate, finalZeroRate                 atomic.Int64
 	alerts, siteAlerts                                                                               atomic.Int64
 	candidates                                                                                       [numOutcomes]atomic.Int64
+	sitemapUse                                                                                       [4]atomic.Int64
+	sitemapAgree, sitemapDisagree                                                                    atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
@@ -66,6 +74,8 @@ func (p *Processor) Stats() Stats {
 		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
 		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(), FinalZeroRate: s.finalZeroRate.Load(),
 		Alerts: s.alerts.Load(), SiteAlerts: s.siteAlerts.Load(), Candidates: map[string]int64{},
+		SitemapUse:   [4]int64{0, s.sitemapUse[1].Load(), s.sitemapUse[2].Load(), s.sitemapUse[3].Load()},
+		SitemapAgree: s.sitemapAgree.Load(), SitemapDisagree: s.sitemapDisagree.Load(),
 	}
 	for i, o := range candidateOutcomes {
 		if n := s.candidates[i].Load(); n > 0 {

@@ -129,6 +129,10 @@ type Observation struct {
 	LastEvent time.Time `json:"last_event,omitzero"`
 	// Event says which time LastEvent is (snapshots only).
 	Event Event `json:"event,omitempty"`
+	// ChangeFreq is the change frequency a site claims for the object
+	// (a sitemap's <changefreq>: always, hourly, daily, weekly, monthly,
+	// yearly or never), carried as the site's claim, not as evidence.
+	ChangeFreq string `json:"changefreq,omitempty"`
 	// Format is the input format the observation came from ("squid", ...).
 	Format string `json:"format,omitempty"`
 	// Source identifies the input the observation was read from (for
@@ -173,6 +177,9 @@ func (o *Observation) Validate() error {
 	}
 	if !o.Kind.Valid() {
 		return fmt.Errorf("%w: kind %q is not access, visit, revalidation or snapshot", ErrInvalid, o.Kind)
+	}
+	if !ValidChangeFreq(o.ChangeFreq) {
+		return fmt.Errorf("%w: changefreq %q is not always, hourly, daily, weekly, monthly, yearly or never", ErrInvalid, o.ChangeFreq)
 	}
 	if o.Changed < ChangeUnknown || o.Changed > Unchanged {
 		return fmt.Errorf("%w: changed has no meaning %d", ErrInvalid, o.Changed)

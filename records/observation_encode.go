@@ -55,6 +55,10 @@ func AppendObservationJSON(dst []byte, o *Observation) (_ []byte, ok bool) {
 		a.raw(`,"event":`)
 		a.str(string(o.Event))
 	}
+	if o.ChangeFreq != "" {
+		a.raw(`,"changefreq":`)
+		a.str(o.ChangeFreq)
+	}
 	if o.Format != "" {
 		a.raw(`,"format":`)
 		a.str(o.Format)

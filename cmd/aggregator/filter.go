@@ -258,6 +258,10 @@ func (s summary) write(w io.Writer) {
 	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, error page or redirect, no digest or Last-Modified,"+
 		" or applied at a later time without a change flag)")
 	p("rejected", s.rejected(), s.rejectedNote())
+	if u := s.st.SitemapUse; u[1]+u[2]+u[3] > 0 {
+		p("sitemap lastmods", u[1]+u[2]+u[3], fmt.Sprintf("%d evidence, %d checks only (crawled URLs), %d of untrusted sites; checks against visits: %d agree, %d disagree",
+			u[aggregate.SitemapEvidence], u[aggregate.SitemapCrawled], u[aggregate.SitemapUntrusted], s.st.SitemapAgree, s.st.SitemapDisagree))
+	}
 	if s.final {
 		p("objects", s.st.FinalObjects, "")
 		// The three kinds of objects add up to the objects; each is said

@@ -85,7 +85,7 @@ type config struct {
 	options.HTTP
 	options.Log
 	Report bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
-	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
+	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT, and for capture indexes, cdx and cdxj, whose captures of each object are in time order)"`
 	options.ExternalSort
 	InTopic string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
@@ -423,7 +423,7 @@ func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []s
 	switch o.Order {
 	case "":
 		o.Order = "time"
-		if streaming {
+		if streaming || capturesInOrder(o.Format, paths) {
 			o.Order = "input"
 		}
 	case "input":

@@ -209,6 +209,9 @@ func inputUnit(format string) string {
 	if format == "warc" {
 		return "records"
 	}
+	if format == "sitemap" {
+		return "entries" // <url> and <sitemap> elements
+	}
 	return "lines"
 }
 

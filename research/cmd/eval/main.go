@@ -78,6 +78,7 @@ var sections = []section{
 	{"ntoulas", ntoulasSection},
 	{"realphp", phpSection},
 	{"nasa", nasaSection},
+	{"wayback", waybackSection},
 	{"pooled", pooledSection},
 	{"pooledtime", pooledTimeSection},
 	{"best", bestSection},
