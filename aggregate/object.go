@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/changerate/changerate/estimators"
@@ -270,23 +269,5 @@ func (o *Object) HasChange() bool { return o.flags&hasChange != 0 }
 // HasAccess reports whether the object has seen accesses or access snapshots.
 func (o *Object) HasAccess() bool { return o.flags&hasAccess != 0 }
 
-// Site returns the host part of an object URL ("" when it has none); the
-// site of a crawler's DNS lookup "dns:host" is host, as the parsers give
-// it (parse: heritrix, warc).
-func Site(object string) string {
-	if strings.HasPrefix(object, "dns:") {
-		return object[len("dns:"):]
-	}
-	i := strings.Index(object, "://")
-	if i < 0 {
-		return ""
-	}
-	rest := object[i+3:]
-	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-		rest = rest[:j]
-	}
-	if k := strings.LastIndexByte(rest, '@'); k >= 0 {
-		rest = rest[k+1:]
-	}
-	return rest
-}
+// Site is the object's site (records.SiteOf, its one definition).
+func Site(object string) string { return records.SiteOf(object) }

@@ -49,6 +49,11 @@ func (s *countingSink) Write(_ context.Context, msgs ...stream.Message) error {
 		if err != nil && s.bad == nil {
 			s.bad = fmt.Errorf("%s: %w", m.Value, err)
 		}
+		// The observation's site is the one the aggregator keys the
+		// object's site state by (issue 37: raeder.dk against raeder.dk:83).
+		if err == nil && o.Site != records.SiteOf(o.Object) && s.bad == nil {
+			s.bad = fmt.Errorf("%s: site %q, the aggregator's %q", m.Value, o.Site, records.SiteOf(o.Object))
+		}
 		s.obs++
 		s.kinds[o.Kind]++
 		s.changed[o.Changed]++

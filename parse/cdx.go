@@ -220,20 +220,11 @@ func (p *cdxParser) fill(obs *records.Observation, format string, t time.Time, s
 		p.urlBuf = unSURT(p.urlBuf[:0], key)
 		u = p.urlBuf
 	}
-	var obj, site string
-	var err error
-	if bytes.HasPrefix(u, []byte("dns:")) {
-		obj, _, err = p.canon.Canonical(u)
-		if err == nil {
-			site = obj[4:]
-		}
-	} else {
-		obj, site, err = p.canon.Canonical(u)
-	}
+	obj, _, err := p.canon.Canonical(u) // a dns: object's site is its host (records.SiteOf)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format, obs.Status = obj, site, t, records.KindVisit, format, status
+	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format, obs.Status = obj, records.SiteOf(obj), t, records.KindVisit, format, status
 	if !isDash(digest) {
 		if len(digest) > maxDigestBytes {
 			*obs = records.Observation{}

@@ -199,11 +199,11 @@ func (s *sitemapReader) fill(obs *records.Observation, f *sitemapFields) error {
 	if lm.After(s.fetched.Add(24 * time.Hour)) {
 		return reject(ReasonTime, "<lastmod> %s is after the sitemap's fetch time %s", lm.Format(time.RFC3339), s.fetched.Format(time.RFC3339))
 	}
-	obj, site, err := s.canon.Canonical(f.loc)
+	obj, _, err := s.canon.Canonical(f.loc)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, site, s.fetched, records.KindVisit, "sitemap"
+	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, records.SiteOf(obj), s.fetched, records.KindVisit, "sitemap"
 	obs.LastModified, obs.ChangeFreq = lm, cf
 	return nil
 }

@@ -273,19 +273,12 @@ func (w *warcReader) Next(obs *records.Observation) ([]byte, error) {
 	if len(uri) > 1 && uri[0] == '<' && uri[len(uri)-1] == '>' {
 		uri = uri[1 : len(uri)-1]
 	}
-	var obj, site string
-	if bytes.HasPrefix(uri, []byte("dns:")) {
-		obj, _, err = w.canon.Canonical(uri)
-		if err == nil {
-			site = obj[4:]
-		}
-	} else {
-		obj, site, err = w.canon.Canonical(uri)
-	}
+	var obj string
+	obj, _, err = w.canon.Canonical(uri) // a dns: object's site is its host (records.SiteOf)
 	if err != nil {
 		return w.hdr, err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, site, t, records.KindVisit, "warc"
+	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, records.SiteOf(obj), t, records.KindVisit, "warc"
 	obs.Status, obs.LastModified = status, lastMod
 	if len(h.payload) > maxDigestBytes {
 		*obs = records.Observation{}

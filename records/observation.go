@@ -105,7 +105,9 @@ const (
 type Observation struct {
 	// Object is the canonical URL (or other identity) of the object.
 	Object string `json:"object"`
-	// Site is the object's site (host), kept for per-site statistics.
+	// Site is the object's site, SiteOf(Object): the same for ingest, the
+	// aggregator's per-site state and every record (a reader may ignore
+	// it and call SiteOf).
 	Site string `json:"site,omitempty"`
 	// Time is when the access, visit or poll happened.
 	Time time.Time `json:"time"`
