@@ -189,8 +189,8 @@ const migrateChunk = 256
 
 // migrate moves p's per-object keys of the previous release (compact
 // format: the tag followed by the hash, 14 bytes) into p's buckets, each
-// with the stamp its remaining TTL implies (IdleTTL + IdleTTL/16 was the
-// TTL of its last refresh), in fenced scripts of migrateChunk keys, and
+// stamped so that it lives as long as its remaining TTL said (now + TTL −
+// IdleTTL; now without a TTL), in fenced scripts of migrateChunk keys, and
 // records in the meta hash that the layout is current. A crash midway
 // leaves the keys not yet moved where they were; the next claim moves
 // them.
@@ -207,10 +207,7 @@ func (r *Redis) migrate(ctx context.Context, p Partition, epoch int64, nb int) (
 		node = n
 	}
 	tag := r.tag(p)
-	ttl := int64(0)
-	if r.cfg.IdleTTL > 0 {
-		ttl = (r.cfg.IdleTTL + expiryGrace(r.cfg.IdleTTL)).Milliseconds()
-	}
+	ttl := r.cfg.IdleTTL.Milliseconds()
 	var cursor uint64
 	var old []string
 	moved := 0

@@ -91,7 +91,7 @@ var bcommitScript = redis.NewScript(bcommitLua)
 
 // migrateScript: KEYS[1] meta, KEYS[2..1+n] per-object keys of the
 // previous release, then bucket keys; ARGV[1] epoch, ARGV[2] n, ARGV[3]
-// now (Unix ms), ARGV[4] the old TTL in ms (0: none), then per key its
+// now (Unix ms), ARGV[4] IdleTTL in ms (0: none), then per key its
 // field and the index of its bucket among the bucket keys (from 1), then
 // "1" to record the layout as current (meta "l2" = "next"). Returns
 // {code, stored epoch, keys moved}.

@@ -20,8 +20,8 @@ for i = 1, n do
     local ms = now
     if ttl > 0 then
       local pt = call('PTTL', k)
-      if pt > 0 and pt < ttl then
-        ms = now - (ttl - pt)
+      if pt > 0 then
+        ms = now + pt - ttl
       end
     end
     call('HSET', keys[n + 1 + tonumber(argv[4 + 2 * i])], argv[3 + 2 * i], stamp(ms) .. v)
