@@ -250,6 +250,7 @@ func writeLive(p func(string, ...any), r *report) {
 			p("* %s\n", l.Err)
 		}
 	}
+	writeFloor(p, append(append([]liveResult{}, r.live...), liveLargeList(r.liveLarge)...))
 	if len(r.liveHeld) > 0 {
 		writeLiveBudget(p, r.live, r.liveHeld, r.machine.CPUs)
 	}
@@ -458,4 +459,12 @@ func spliceSection(report []byte, heading string, section []byte) ([]byte, bool)
 	out.WriteString("\n\n")
 	out.Write(report[end:])
 	return out.Bytes(), true
+}
+
+// liveLargeList returns the large live run as a list (none if nil).
+func liveLargeList(lg *liveResult) []liveResult {
+	if lg == nil {
+		return nil
+	}
+	return []liveResult{*lg}
 }
