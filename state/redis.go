@@ -21,7 +21,12 @@ import (
 //
 // Layout: every key of partition p starts with one hash tag, so all of them
 // hash to one Cluster slot and one Lua script can touch them atomically.
-// With the readable key format (RedisConfig.KeyFormat):
+// With the default key format, "buckets" (redis_buckets.go,
+// docs/state-layout.md), p's objects are fields of a fixed number of
+// hashes, each value stamped with its commit's time, and idle objects are
+// deleted by the owner's sweep inside its commits (no Redis TTL). The
+// per-object formats of the previous release (RedisConfig.KeyFormat),
+// still selectable, are:
 //
 //	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset),
 //	                        "prev" and "pe" (from and epoch of the last
@@ -30,14 +35,14 @@ import (
 //	                        ExpiryGrace (KEEPTTL for a Write with
 //	                        KeepExpiry, if the key exists)
 //
-// With the compact key format (the default) the tag is 2-4
+// With the compact key format the tag is 2-4
 // characters, the meta hash also holds "owner" (KeyPrefix+topic:id, to
 // detect two partitions with the same tag), and an object's key is the tag
 // followed by 8-10 bytes of SHA-256 of its name, 14 bytes in all.
 //
 // Claim and Commit are Lua scripts (EVALSHA, falling back to EVAL when the
 // script is not cached), so each is one atomic step on one node. Get is one
-// MGET. Values are opaque bytes. While a Cluster slot migrates, commits to
+// MGET (per-object formats) or one HMGET per bucket. Values are opaque bytes. While a Cluster slot migrates, commits to
 // its partitions may fail (TRYAGAIN/ASK); they changed nothing then and may
 // be retried.
 //
@@ -51,7 +56,7 @@ import (
 // Redis must not evict keys (maxmemory-policy noeviction): eviction would
 // drop state silently. NewRedis logs a warning otherwise.
 //
-// Expired objects are counted from keyspace notifications
+// With the per-object formats, expired objects are counted from keyspace notifications
 // (__keyevent@<db>__:expired) by one background subscription per master
 // (see RedisConfig.ExpiryEvents). Limits: notifications are fire-and-forget,
 // so expiries while a subscription is down (reconnects, failovers) are not
