@@ -116,7 +116,7 @@ func TestMemoryUsage(t *testing.T) {
 //
 //	go test -bench MemoryPerObject -benchtime=1x -run '^$' ./state
 func BenchmarkMemoryPerObject(b *testing.B) {
-	for _, format := range []string{state.KeyFormatReadable, state.KeyFormatCompact} {
+	for _, format := range []string{state.KeyFormatReadable, state.KeyFormatCompact, state.KeyFormatBuckets} {
 		b.Run(format, func(b *testing.B) {
 			res := memoryResult(b, format)
 			for b.Loop() {
@@ -212,19 +212,25 @@ func resetStats(b *testing.B, st state.Store) {
 	}
 }
 
-// benchStores are the stores benchmarked: Memory and a fresh Redis.
+// benchStores are the stores benchmarked: Memory, a fresh Redis with the
+// bucketed layout (the default) and one with the previous release's
+// compact per-object keys.
 func benchStores(b *testing.B) map[string]state.Store {
 	m, err := state.NewMemory(state.MemoryConfig{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := redistest.Start(b)
-	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{IdleTTL: time.Hour, ExpiryEvents: state.ExpiryEventsOff}, nil, prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
+	out := map[string]state.Store{"memory": m}
+	for name, format := range map[string]string{"redis": state.KeyFormatBuckets, "redis-compact": state.KeyFormatCompact} {
+		s := redistest.Start(b)
+		r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyFormat: format, IdleTTL: time.Hour, ExpiryEvents: state.ExpiryEventsOff}, nil, prometheus.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = r.Close() })
+		out[name] = r
 	}
-	b.Cleanup(func() { _ = r.Close() })
-	return map[string]state.Store{"memory": m, "redis": r}
+	return out
 }
 
 // BenchmarkCommit1000 commits batches of 1000 objects with 180-byte

@@ -528,7 +528,7 @@ func TestKeepExpiry(t *testing.T) {
 			if g := e.store.ExpiryGrace(); g != 0 {
 				t.Fatalf("ExpiryGrace = %v; want 0 (expiry from every write)", g)
 			}
-			return // TestSweepExpiry
+			return // the sweep: TestExpiry, TestSweepZombieAndCrash, TestSweepLateness
 		}
 		if g := e.store.ExpiryGrace(); g != ttl/16 {
 			t.Fatalf("ExpiryGrace = %v; want %v", g, ttl/16)
