@@ -174,3 +174,44 @@ func floorAfterRun(ctx context.Context, e *env, lp *liveProcs, res *liveResult, 
 		res.Err = strings.TrimSpace(res.Err + " " + err.Error())
 	}
 }
+
+// floorTargets are issue 35's targets, judged on the live runs (medians of
+// per-run values) and, for memory, on the large run: Redis CPU per
+// observation, Redis used_memory per object at the large run's objects,
+// the rate against kcat's read of the same topic, and the pipeline's CPU
+// against the floor's.
+func floorTargets(live []liveResult, large *liveResult) []target {
+	var red, q, fl []float64
+	for _, l := range live {
+		red = append(red, l.RedisCPU)
+		q = append(q, ratio(l.Rate, l.KcatRate))
+		if l.Floor != nil {
+			fl = append(fl, ratio(l.AggCPU+l.BrokerCPU+l.RedisCPU, l.Floor.total()))
+		}
+	}
+	out := []target{
+		{"redis CPU per observation, live shape (median)", "≤ 1.0 µs", fmt.Sprintf("%.2f µs", median(red)), median(red) <= 1.0},
+		{"live shape ÷ kcat reading the same topic (median of per-run ratios)", "≥ 0.45", fmt.Sprintf("%.2f", median(q)), median(q) >= 0.45},
+	}
+	if len(fl) > 0 {
+		out = append(out, target{"pipeline CPU ÷ I/O floor CPU per observation, all processes (median)", "≤ 2", fmt.Sprintf("%.2f", median(fl)), median(fl) <= 2})
+	}
+	if large != nil && large.Floor != nil {
+		u := large.Floor.UsedPerObject
+		out = append(out, target{fmt.Sprintf("redis used_memory growth per object, %d objects", large.Objects), "≤ 150 B", fmt.Sprintf("%.0f B", u), u <= 150})
+	}
+	return out
+}
+
+// writeFloorTargets writes floorTargets as a table.
+func writeFloorTargets(p func(string, ...any), live []liveResult, large *liveResult) {
+	p("\n**Issue 35's targets** (this session's live runs; the naive design's ratio is the throughput section's):\n\n")
+	p("| target | wanted | measured | verdict |\n|---|---|---:|---|\n")
+	for _, t := range floorTargets(live, large) {
+		v := "✗ missed"
+		if t.met {
+			v = "✓ met"
+		}
+		p("| %s | %s | %s | %s |\n", t.what, t.bound, t.measured, v)
+	}
+}

@@ -251,6 +251,7 @@ func writeLive(p func(string, ...any), r *report) {
 		}
 	}
 	writeFloor(p, append(append([]liveResult{}, r.live...), liveLargeList(r.liveLarge)...))
+	writeFloorTargets(p, r.live, r.liveLarge)
 	if len(r.liveHeld) > 0 {
 		writeLiveBudget(p, r.live, r.liveHeld, r.machine.CPUs)
 	}
