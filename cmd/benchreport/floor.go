@@ -94,10 +94,11 @@ func floorPublish(ctx context.Context, lp *liveProcs, n float64, f *floorResult)
 	return nil
 }
 
-// floorState sends writes HSETs of valueBytes-byte values over parts
+// floorState sends writes HSETs of valueBytes-byte values of objects
+// objects (fields cycling over them, as the run's updates do) over parts
 // partitions' 1024 buckets, pipelined, and measures Redis's CPU and this
 // process's; n is the observations of the run. Redis is flushed after.
-func floorState(ctx context.Context, e *env, writes int64, valueBytes, parts int, n float64, f *floorResult) error {
+func floorState(ctx context.Context, e *env, writes int64, objects, valueBytes, parts int, n float64, f *floorResult) error {
 	f.StateWrites, f.StateValueBytes = writes, valueBytes
 	value := bytes.Repeat([]byte{'s'}, valueBytes+6)
 	const nb, batch = 1024, 1000
@@ -110,10 +111,11 @@ func floorState(ctx context.Context, e *env, writes int64, valueBytes, parts int
 	for i := int64(0); i < writes; {
 		pipe := e.rc.Pipeline()
 		for j := 0; j < batch && i < writes; j, i = j+1, i+1 {
-			// An object's field: a different one per write, as objects
-			// are (10 bytes, like a compact field).
-			strconv.AppendInt(field[:0], i%int64(1e9)+1e9, 10)
-			pipe.HSet(ctx, keys[int(i)%len(keys)], string(field), value)
+			// An object's field (10 bytes, like a compact field) in its
+			// bucket; the writes cycle over the objects.
+			o := i % int64(objects)
+			strconv.AppendInt(field[:0], o+1e9, 10)
+			pipe.HSet(ctx, keys[int(o)%len(keys)], string(field), value)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("floor: HSET pipeline: %w", err)
@@ -170,7 +172,7 @@ func floorAfterRun(ctx context.Context, e *env, lp *liveProcs, res *liveResult, 
 	if err := floorPublish(ctx, lp, n, f); err != nil {
 		res.Err = strings.TrimSpace(res.Err + " " + err.Error())
 	}
-	if err := floorState(ctx, e, writes, valueBytes, 12, n, f); err != nil {
+	if err := floorState(ctx, e, writes, res.Objects, valueBytes, 12, n, f); err != nil {
 		res.Err = strings.TrimSpace(res.Err + " " + err.Error())
 	}
 }
