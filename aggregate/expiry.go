@@ -1,8 +1,38 @@
 package aggregate
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
 
-// The store refreshes an object's expiry (IdleTTL ahead) on a write unless
+	"github.com/changerate/changerate/state"
+)
+
+// Idle objects of a store with the bucketed layout (state.Sweeper) are
+// deleted by sweeps that run inside the partition owner's commits, a few
+// buckets each, fenced like every commit. A partition with input commits
+// every batch; one without gets an empty commit at its idle check when the
+// store says a sweep is due, so that a whole pass still takes about
+// IdleTTL/16 (plus up to IdleCheck).
+
+// sweepIdle commits an empty batch at the partition's next offset when
+// the store has a sweep due. No batch may be in flight (idle drained
+// them).
+func (w *worker) sweepIdle(ctx context.Context) error {
+	sw, ok := w.p.store.(state.Sweeper)
+	if !ok || w.next < 0 || !sw.SweepDue(w.part) {
+		return nil
+	}
+	w.storeMu.Lock()
+	err := w.p.store.Commit(ctx, w.part, w.gen, w.next, w.next, nil)
+	w.storeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("aggregate: sweep %s/%d at offset %d: %w", w.part.Topic, w.part.ID, w.next, err)
+	}
+	return nil
+}
+
+// A per-object Redis layout refreshes an object's expiry (IdleTTL ahead) on a write unless
 // the write says KeepExpiry, which is allowed within the store's
 // ExpiryGrace of the last write that did refresh it (state.Store). In
 // Redis a refresh is about a third of a SET's cost, so an object written

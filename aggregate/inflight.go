@@ -201,7 +201,8 @@ func (w *worker) popOldest() error {
 
 // idle is the work of a partition that has had no input for quiet: after
 // IdleRelease it applies what the reorder buffer holds; with IdleCheck set
-// it then drains the batches in flight and verifies the stored offset. A
+// it then drains the batches in flight, verifies the stored offset and
+// lets the store sweep idle objects if a sweep is due (sweepIdle). A
 // store that lost writes (Redis restarted from an AOF without its last
 // second) rewinds offsets and states together; only a replay repairs it,
 // and without new input no commit would notice.
@@ -219,6 +220,9 @@ func (w *worker) idle(ctx context.Context, quiet time.Duration) error {
 		return err
 	}
 	err := w.verifyStoredOffset(ctx)
+	if err == nil {
+		err = w.sweepIdle(ctx)
+	}
 	if err != nil && !permanentStoreError(err) {
 		// The store cannot be reached: the check is skipped, not failed.
 		// Ending the handler would make the member rejoin the group and

@@ -10,11 +10,15 @@ import (
 )
 
 // TestRedisConfigDefaults pins the defaults that the zero value means; the
-// key format agrees with cmd/aggregator's (compact).
+// key format agrees with cmd/aggregator's (buckets).
 func TestRedisConfigDefaults(t *testing.T) {
 	got := state.RedisConfig{}.WithDefaults()
+	if got.Now == nil {
+		t.Errorf("Now has no default")
+	}
+	got.Now = nil
 	want := state.RedisConfig{
-		Addrs: []string{"localhost:6379"}, KeyPrefix: "cr:", KeyFormat: state.KeyFormatCompact,
+		Addrs: []string{"localhost:6379"}, KeyPrefix: "cr:", KeyFormat: state.KeyFormatBuckets, Buckets: state.DefaultBuckets,
 		ExpiryEvents: state.ExpiryEventsConfig, ExpiryScope: state.ExpiryScopeOwned, ExpiryEventsRecheck: time.Minute,
 		DialTimeout: 5 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
 	}
@@ -33,11 +37,11 @@ func TestRedisConfigDefaults(t *testing.T) {
 
 // TestRedisConfigValidateAll: Validate reports every problem at once.
 func TestRedisConfigValidateAll(t *testing.T) {
-	err := state.RedisConfig{DB: -1, KeyPrefix: "{", PoolSize: -1, KeyFormat: "tiny", ReadTimeout: -1}.Validate()
+	err := state.RedisConfig{DB: -1, KeyPrefix: "{", PoolSize: -1, KeyFormat: "tiny", ReadTimeout: -1, Buckets: -1}.Validate()
 	if err == nil {
 		t.Fatal("Validate = nil; want errors")
 	}
-	for _, field := range []string{"DB", "KeyPrefix", "PoolSize", "KeyFormat", "ReadTimeout"} {
+	for _, field := range []string{"DB", "KeyPrefix", "PoolSize", "KeyFormat", "ReadTimeout", "Buckets"} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("Validate = %v; does not name %s", err, field)
 		}

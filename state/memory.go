@@ -14,11 +14,15 @@ import (
 // MemoryConfig configures a Memory store. The zero value of every field
 // means its documented default (WithDefaults fills them in).
 type MemoryConfig struct {
-	// IdleTTL is how long an object lives at least after its last Commit
-	// before it expires (as with Redis: IdleTTL + ExpiryGrace after the
-	// last Commit that refreshed its expiry). Default 0: objects never
-	// expire.
+	// IdleTTL is how long an object lives after its last Commit: Get and
+	// Snapshot no longer see it from then on, and the partition's sweep
+	// deletes (and counts) it within about IdleTTL/16 more, as with Redis's
+	// bucketed layout. Default 0: objects never expire.
 	IdleTTL time.Duration
+	// Buckets is the number of buckets per partition, fixed by the
+	// partition's first Claim or Commit (as Redis stores it in the
+	// partition's meta). Default DefaultBuckets.
+	Buckets int
 	// Now is the clock that expiry is measured with. Default time.Now.
 	// Tests inject a fake clock to move time deterministically.
 	Now func() time.Time
@@ -29,6 +33,9 @@ func (c MemoryConfig) WithDefaults() MemoryConfig {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Buckets == 0 {
+		c.Buckets = DefaultBuckets
+	}
 	return c
 }
 
@@ -38,14 +45,18 @@ func (c MemoryConfig) Validate() error {
 	if c.IdleTTL < 0 {
 		errs = append(errs, fmt.Errorf("state: MemoryConfig.IdleTTL: %v is negative", c.IdleTTL))
 	}
+	if c.Buckets < 0 || c.Buckets > maxBuckets {
+		errs = append(errs, fmt.Errorf("state: MemoryConfig.Buckets: %d is not in [0, %d]", c.Buckets, maxBuckets))
+	}
 	return errors.Join(errs...)
 }
 
-// Memory is an in-memory Store with the same semantics as Redis: epochs,
-// offsets, compare-and-set commits and idle expiry measured on the
-// configured clock. Expired objects are removed lazily, when a call touches
-// them, or by Sweep, and counted then (like Redis, which counts a key when
-// it deletes it, lazily on access or in its active expiry cycle).
+// Memory is an in-memory Store with the same semantics as Redis with the
+// bucketed layout: epochs, offsets, compare-and-set commits and idle
+// expiry measured on the configured clock. An object idle for IdleTTL is
+// invisible at once and deleted (and counted) by the sweep of its bucket,
+// which runs inside the partition's commits with the same plan as Redis's
+// (layout.go), or by Sweep.
 //
 // It is safe for concurrent use. Values passed to Commit and returned by
 // Get are copied.
@@ -66,12 +77,13 @@ type memPart struct {
 	prev     int64 // from of the last commit
 	prevEp   int64 // epoch of the last commit
 	hasPrev  bool
-	objects  map[string]memEntry
+	buckets  []map[string]memEntry // by bucketOf; nil maps until used
+	sweep    sweep
 }
 
 type memEntry struct {
-	value   []byte
-	expires int64 // Unix nanoseconds; 0: never
+	value []byte
+	stamp int64 // Unix ms of the commit that wrote it
 }
 
 // NewMemory returns an empty Memory store. Metrics (commit batch sizes,
@@ -93,22 +105,24 @@ var _ Store = (*Memory)(nil)
 func (m *Memory) part(p Partition) *memPart {
 	mp := m.parts[p]
 	if mp == nil {
-		mp = &memPart{next: -1, objects: map[string]memEntry{}}
+		nb := m.cfg.Buckets
+		mp = &memPart{next: -1, buckets: make([]map[string]memEntry, nb), sweep: sweep{nb: nb}}
 		m.parts[p] = mp
 	}
 	return mp
 }
 
-// live returns the entry of object if it exists and has not expired at
-// now; it deletes and counts an expired one.
+// bucket returns the bucket map of object (nil if it has none yet).
+func (mp *memPart) bucket(object string) *map[string]memEntry {
+	h := objectHash(object)
+	return &mp.buckets[bucketOf(&h, len(mp.buckets))]
+}
+
+// live returns the entry of object if it exists and is not idle at now
+// (Unix ms). An idle entry stays until a sweep deletes it, as in Redis.
 func (m *Memory) live(mp *memPart, object string, now int64) (memEntry, bool) {
-	e, ok := mp.objects[object]
-	if !ok {
-		return e, false
-	}
-	if e.expires != 0 && now >= e.expires {
-		delete(mp.objects, object)
-		m.countExpired(1)
+	e, ok := (*mp.bucket(object))[object]
+	if !ok || idleAt(e.stamp, now, m.cfg.IdleTTL.Milliseconds()) {
 		return memEntry{}, false
 	}
 	return e, true
@@ -134,6 +148,9 @@ func (m *Memory) Claim(ctx context.Context, p Partition, epoch int64) (int64, er
 		m.metrics.rejected.WithLabelValues(reasonFenced).Inc()
 		return 0, fmt.Errorf("state: claim %v with epoch %d, stored epoch %d: %w", p, epoch, mp.epoch, ErrFenced)
 	}
+	if !mp.hasEpoch || mp.epoch != epoch {
+		mp.sweep = mp.sweep.restart(unixMS(m.now()))
+	}
 	mp.epoch, mp.hasEpoch = epoch, true
 	return mp.next, nil
 }
@@ -149,6 +166,9 @@ func (m *Memory) Takeover(ctx context.Context, p Partition, epoch int64) (int64,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mp := m.part(p)
+	if !mp.hasEpoch || mp.epoch != epoch {
+		mp.sweep = mp.sweep.restart(unixMS(m.now()))
+	}
 	mp.epoch, mp.hasEpoch = epoch, true
 	return mp.next, nil
 }
@@ -161,7 +181,7 @@ func (m *Memory) Get(ctx context.Context, p Partition, objects []string, dst [][
 	if err := ctx.Err(); err != nil {
 		return dst, fmt.Errorf("state: get %v: %w", p, err)
 	}
-	now := m.now().UnixNano()
+	now := unixMS(m.now())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mp := m.parts[p]
@@ -188,7 +208,7 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("state: commit %v: %w", p, err)
 	}
-	now := m.now().UnixNano()
+	now := unixMS(m.now())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mp := m.part(p)
@@ -204,46 +224,71 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 		m.metrics.rejected.WithLabelValues(reasonMismatch).Inc()
 		return fmt.Errorf("state: commit %v from offset %d, stored %d: %w", p, from, mp.next, ErrOffsetMismatch)
 	}
-	var expires int64
-	if m.cfg.IdleTTL > 0 {
-		expires = now + int64(m.cfg.IdleTTL+m.ExpiryGrace())
-	}
 	for _, w := range writes {
-		old, ok := m.live(mp, w.Object, now) // counts an expired predecessor, as Redis does
+		b := mp.bucket(w.Object)
 		if w.Value == nil {
-			delete(mp.objects, w.Object)
+			delete(*b, w.Object)
 			continue
 		}
-		e := memEntry{value: clone(w.Value), expires: expires}
-		if ok && w.KeepExpiry {
-			e.expires = old.expires
+		if *b == nil {
+			*b = map[string]memEntry{}
 		}
-		mp.objects[w.Object] = e
+		(*b)[w.Object] = memEntry{value: clone(w.Value), stamp: now}
 	}
+	ttl := m.cfg.IdleTTL.Milliseconds()
+	st := mp.sweep.plan(now, ttl)
+	n := 0
+	for i := 0; i < st.k; i++ {
+		n += sweepBucket(mp.buckets[(st.first+i)%len(mp.buckets)], now, ttl)
+	}
+	mp.sweep = st.after
+	m.countExpired(n)
 	mp.next, mp.prev, mp.prevEp, mp.hasPrev = to, from, epoch, true
 	m.metrics.batch.Observe(float64(len(writes)))
 	return nil
 }
 
-// ExpiryGrace implements Store.
-func (m *Memory) ExpiryGrace() time.Duration { return expiryGrace(m.cfg.IdleTTL) }
+// sweepBucket deletes the entries of b idle at now and returns how many.
+func sweepBucket(b map[string]memEntry, now, ttl int64) int {
+	n := 0
+	for o, e := range b {
+		if idleAt(e.stamp, now, ttl) {
+			delete(b, o)
+			n++
+		}
+	}
+	return n
+}
+
+// SweepDue implements Sweeper.
+func (m *Memory) SweepDue(p Partition) bool {
+	now := unixMS(m.now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mp := m.parts[p]
+	return mp != nil && mp.sweep.due(now, m.cfg.IdleTTL.Milliseconds())
+}
+
+// ExpiryGrace implements Store: 0, since Memory's expiry is measured from
+// every write (Write.KeepExpiry changes nothing).
+func (m *Memory) ExpiryGrace() time.Duration { return 0 }
 
 // Close implements Store; it does nothing.
 func (m *Memory) Close() error { return nil }
 
-// Sweep removes every object that has expired at the clock's current time
-// and returns how many it removed (they are counted as expired).
+// Sweep deletes every object idle at the clock's current time, in every
+// partition, and returns how many it deleted (they are counted as
+// expired). Commits sweep a few buckets each; Sweep is for a Memory store
+// whose partitions nobody commits to (RunSweeper).
 func (m *Memory) Sweep() int {
-	now := m.now().UnixNano()
+	now := unixMS(m.now())
+	ttl := m.cfg.IdleTTL.Milliseconds()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, mp := range m.parts {
-		for o, e := range mp.objects {
-			if e.expires != 0 && now >= e.expires {
-				delete(mp.objects, o)
-				n++
-			}
+		for _, b := range mp.buckets {
+			n += sweepBucket(b, now, ttl)
 		}
 	}
 	m.countExpired(n)
@@ -274,7 +319,9 @@ func (m *Memory) Len() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, mp := range m.parts {
-		n += len(mp.objects)
+		for _, b := range mp.buckets {
+			n += len(b)
+		}
 	}
 	return n
 }
@@ -294,7 +341,7 @@ func (m *Memory) Snapshot(ctx context.Context, p Partition) (PartitionSnapshot, 
 	if err := ctx.Err(); err != nil {
 		return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: %w", p, err)
 	}
-	now := m.now().UnixNano()
+	now := unixMS(m.now())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := PartitionSnapshot{Next: -1, Epoch: -1, Objects: map[string][]byte{}}
@@ -306,9 +353,12 @@ func (m *Memory) Snapshot(ctx context.Context, p Partition) (PartitionSnapshot, 
 	if mp.hasEpoch {
 		s.Epoch = mp.epoch
 	}
-	for o := range mp.objects {
-		if e, ok := m.live(mp, o, now); ok {
-			s.Objects[o] = clone(e.value)
+	ttl := m.cfg.IdleTTL.Milliseconds()
+	for _, b := range mp.buckets {
+		for o, e := range b {
+			if !idleAt(e.stamp, now, ttl) {
+				s.Objects[o] = clone(e.value)
+			}
 		}
 	}
 	return s, nil

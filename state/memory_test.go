@@ -11,12 +11,14 @@ import (
 	"github.com/changerate/changerate/state"
 )
 
-// TestMemoryIdleTTL: every commit of an object restarts its TTL, on the
-// injected clock; expiry is counted once, whether found by Get, Commit,
-// Snapshot or Sweep.
+// TestMemoryIdleTTL: an object lives exactly IdleTTL after its last
+// commit on the injected clock (Get and Snapshot stop seeing it then); it
+// is deleted and counted once, by the sweep of its bucket inside a commit
+// or by Sweep, never by a read.
 func TestMemoryIdleTTL(t *testing.T) {
 	clk := &fakeClock{now: time.Unix(1000, 0)}
-	m, err := state.NewMemory(state.MemoryConfig{IdleTTL: 10 * time.Second, Now: clk.Now}, nil)
+	const ttl = 16 * time.Second // sweep period 1 s; 4 buckets: a pass in 1 s
+	m, err := state.NewMemory(state.MemoryConfig{IdleTTL: ttl, Now: clk.Now, Buckets: 4}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,34 +35,38 @@ func TestMemoryIdleTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	commit(-1, 1, "a", "b", "c", "d") // t=0: all expire at 10.625s (IdleTTL + ExpiryGrace)
+	commit(-1, 1, "a", "b", "c", "d") // t=0: live until 16 s
 	clk.Add(6 * time.Second)          // t=6
-	commit(1, 2, "b")                 // b now expires at 16.625
-	clk.Add(4625 * time.Millisecond)  // t=10.625: a, c, d expire exactly now
+	commit(1, 1)                      // a sweep of 4 buckets (a pass), nothing idle
+	if m.Expired() != 0 || m.Len() != 4 {
+		t.Fatalf("t=6: expired %d, len %d", m.Expired(), m.Len())
+	}
+	commit(1, 2, "b") // b now lives until 22
+	clk.Add(10*time.Second - time.Millisecond)
+	if g := get(t, m, part, "a", "b"); string(g[0]) != "a" || string(g[1]) != "b" {
+		t.Fatalf("t=15.999: %q; want [a b]", g)
+	}
+	clk.Add(time.Millisecond) // t=16: a, c, d idle now
 	if g := get(t, m, part, "a", "b"); g[0] != nil || string(g[1]) != "b" {
-		t.Fatalf("t=10.625: %q; want [nil b]", g)
+		t.Fatalf("t=16: %q; want [nil b]", g)
 	}
-	if n := m.Expired(); n != 1 {
-		t.Fatalf("expired after Get = %d; want 1 (a)", n)
+	if n := m.Expired(); n != 0 || m.Len() != 4 {
+		t.Fatalf("a read deleted: expired %d, len %d", n, m.Len())
 	}
-	commit(2, 3, "c") // overwriting an expired c counts it, then stores a new c
+	commit(2, 3, "c") // rewrites c (no count: it was not swept), sweeps a pass: a, d
 	if n := m.Expired(); n != 2 {
-		t.Fatalf("expired after Commit = %d; want 2", n)
+		t.Fatalf("expired after a sweeping commit = %d; want 2 (a, d)", n)
 	}
-	if n := m.Sweep(); n != 1 { // d
-		t.Fatalf("Sweep = %d; want 1", n)
-	}
-	clk.Add(5*time.Second + time.Nanosecond) // t=15.625+: b alive until 16.625, c until 21.25
 	snap, err := m.Snapshot(ctx, part)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(snap.Objects) != 2 || snap.Next != 3 {
-		t.Fatalf("snapshot at t=15.625 = %v", snap)
+		t.Fatalf("snapshot at t=16 = %v", snap)
 	}
-	clk.Add(time.Second) // t=16.625+: b expired
-	if n := m.Sweep(); n != 1 || m.Expired() != 4 {
-		t.Fatalf("Sweep = %d, total %d; want 1, 4", n, m.Expired())
+	clk.Add(6 * time.Second) // t=22: b idle
+	if n := m.Sweep(); n != 1 || m.Expired() != 3 {
+		t.Fatalf("Sweep = %d, total %d; want 1, 3", n, m.Expired())
 	}
 	if ps := m.Partitions(); len(ps) != 1 || ps[0] != part {
 		t.Fatalf("Partitions = %v", ps)

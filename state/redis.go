@@ -21,7 +21,12 @@ import (
 //
 // Layout: every key of partition p starts with one hash tag, so all of them
 // hash to one Cluster slot and one Lua script can touch them atomically.
-// With the readable key format (RedisConfig.KeyFormat):
+// With the default key format, "buckets" (redis_buckets.go,
+// docs/state-layout.md), p's objects are fields of a fixed number of
+// hashes, each value stamped with its commit's time, and idle objects are
+// deleted by the owner's sweep inside its commits (no Redis TTL). The
+// per-object formats of the previous release (RedisConfig.KeyFormat),
+// still selectable, are:
 //
 //	{cr:obs:3}:meta         hash: "epoch" (owner), "next" (next offset),
 //	                        "prev" and "pe" (from and epoch of the last
@@ -30,14 +35,14 @@ import (
 //	                        ExpiryGrace (KEEPTTL for a Write with
 //	                        KeepExpiry, if the key exists)
 //
-// With the compact key format (the default) the tag is 2-4
+// With the compact key format the tag is 2-4
 // characters, the meta hash also holds "owner" (KeyPrefix+topic:id, to
 // detect two partitions with the same tag), and an object's key is the tag
 // followed by 8-10 bytes of SHA-256 of its name, 14 bytes in all.
 //
 // Claim and Commit are Lua scripts (EVALSHA, falling back to EVAL when the
 // script is not cached), so each is one atomic step on one node. Get is one
-// MGET. Values are opaque bytes. While a Cluster slot migrates, commits to
+// MGET (per-object formats) or one HMGET per bucket. Values are opaque bytes. While a Cluster slot migrates, commits to
 // its partitions may fail (TRYAGAIN/ASK); they changed nothing then and may
 // be retried.
 //
@@ -51,7 +56,7 @@ import (
 // Redis must not evict keys (maxmemory-policy noeviction): eviction would
 // drop state silently. NewRedis logs a warning otherwise.
 //
-// Expired objects are counted from keyspace notifications
+// With the per-object formats, expired objects are counted from keyspace notifications
 // (__keyevent@<db>__:expired) by one background subscription per master
 // (see RedisConfig.ExpiryEvents). Limits: notifications are fire-and-forget,
 // so expiries while a subscription is down (reconnects, failovers) are not
@@ -71,9 +76,15 @@ type Redis struct {
 	ownsC   bool // Close closes c
 	cfg     RedisConfig
 	ttlMS   string
-	compact bool
+	compact bool // compact tags (KeyFormatCompact and KeyFormatBuckets)
+	buckets bool // the bucketed layout (redis_buckets.go)
+	now     func() time.Time
 	log     *slog.Logger
 	metrics *metrics
+
+	partMu   sync.Mutex
+	parts    map[Partition]*rpart // bucketed layout: bucket counts and sweep plans
+	migrated atomic.Uint64
 
 	expired atomic.Uint64
 	ownMu   sync.RWMutex
@@ -128,7 +139,8 @@ func newRedis(c redis.UniversalClient, owned bool, cfg RedisConfig, logger *slog
 	}
 	m.initRedis()
 	r := &Redis{c: c, ownsC: owned, owned: map[string]bool{}, cfg: cfg, ttlMS: strconv.FormatInt((cfg.IdleTTL + expiryGrace(cfg.IdleTTL)).Milliseconds(), 10),
-		compact: cfg.KeyFormat == KeyFormatCompact, done: make(chan struct{}), log: logger.With("component", "state.redis"), metrics: m}
+		compact: cfg.KeyFormat != KeyFormatReadable, buckets: cfg.KeyFormat == KeyFormatBuckets, now: cfg.Now,
+		parts: map[Partition]*rpart{}, done: make(chan struct{}), log: logger.With("component", "state.redis"), metrics: m}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout+cfg.ReadTimeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -208,6 +220,9 @@ func (r *Redis) claim(ctx context.Context, op string, script *redis.Script, p Pa
 	if err := p.validate(); err != nil {
 		return 0, err
 	}
+	if r.buckets {
+		return r.claimBuckets(ctx, op, p, epoch)
+	}
 	start := time.Now()
 	v, err := script.Run(ctx, r.c, []string{r.MetaKey(p)}, strconv.FormatInt(epoch, 10), r.owner(p)).Result()
 	r.observe(op, start, err)
@@ -248,7 +263,15 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 	if len(objects) == 0 {
 		return dst, nil
 	}
-	tag := r.tag(p)
+	if r.buckets {
+		return r.getBuckets(ctx, p, objects, dst)
+	}
+	return r.getKeys(ctx, p, r.tag(p), objects, dst)
+}
+
+// getKeys reads objects in the per-object layout with one MGET (all keys
+// are in one slot).
+func (r *Redis) getKeys(ctx context.Context, p Partition, tag string, objects []string, dst [][]byte) ([][]byte, error) {
 	keys := make([]string, len(objects))
 	for i, o := range objects {
 		keys[i] = r.objectKey(tag, o)
@@ -275,8 +298,14 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 	return dst, nil
 }
 
-// ExpiryGrace implements Store.
-func (r *Redis) ExpiryGrace() time.Duration { return expiryGrace(r.cfg.IdleTTL) }
+// ExpiryGrace implements Store: IdleTTL/16 for the per-object layouts; 0
+// for the bucketed layout, whose expiry is measured from every write.
+func (r *Redis) ExpiryGrace() time.Duration {
+	if r.buckets {
+		return 0
+	}
+	return expiryGrace(r.cfg.IdleTTL)
+}
 
 // Commit implements Store with one Lua script (EVALSHA) per call. On an
 // error other than ErrFenced and ErrOffsetMismatch (e.g. a timeout) the
@@ -284,6 +313,9 @@ func (r *Redis) ExpiryGrace() time.Duration { return expiryGrace(r.cfg.IdleTTL) 
 func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error {
 	if err := checkCommit(p, from, to); err != nil {
 		return err
+	}
+	if r.buckets {
+		return r.commitBuckets(ctx, p, epoch, from, to, writes)
 	}
 	tag := r.tag(p)
 	keys := make([]string, 1, len(writes)+1)
@@ -318,12 +350,17 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 	if err != nil {
 		return err
 	}
+	return r.commitResult(p, epoch, from, to, len(writes), code, storedEpoch, next)
+}
+
+// commitResult turns a commit script's reply into Commit's result.
+func (r *Redis) commitResult(p Partition, epoch, from, to int64, writes int, code int64, storedEpoch, next string) error {
 	switch code {
 	case codeOK:
-		r.metrics.batch.Observe(float64(len(writes)))
+		r.metrics.batch.Observe(float64(writes))
 		return nil
 	case codeFenced:
-		r.own(tag, false)
+		r.own(r.tag(p), false)
 		r.metrics.rejected.WithLabelValues(reasonFenced).Inc()
 		if storedEpoch == "" {
 			return fencedError(p, epoch, false, 0)
@@ -349,6 +386,9 @@ func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, 
 func (r *Redis) MemoryUsage(ctx context.Context, p Partition, object string) (int64, error) {
 	if err := p.validate(); err != nil {
 		return 0, err
+	}
+	if r.buckets {
+		return r.memoryUsageBuckets(ctx, p, object)
 	}
 	start := time.Now()
 	n, err := r.c.MemoryUsage(ctx, r.ObjectKey(p, object), 0).Result()
@@ -390,6 +430,9 @@ func (r *Redis) Snapshot(ctx context.Context, p Partition) (snap PartitionSnapsh
 				return PartitionSnapshot{}, fmt.Errorf("state: snapshot %v: meta %q: %w", p, s, err)
 			}
 		}
+	}
+	if r.buckets {
+		return r.snapshotBuckets(ctx, p, snap)
 	}
 	tag := r.tag(p)
 	prefix := tag + ":o:"

@@ -13,8 +13,10 @@ import (
 // subscribes to. It grants no CONFIG: with it, set ExpiryEvents to
 // "subscribe" (or "off") and configure notify-keyspace-events Ex on the
 // server; and no administrative, blocking or keyspace-wide command (KEYS,
-// FLUSH*, SCAN: Snapshot and MemoryUsage are tools for tests and reports,
-// not for the aggregator).
+// FLUSH*; SCAN only with the bucketed layout, whose Claim scans the
+// partition's tag for keys of the previous release to migrate: Snapshot
+// and MemoryUsage are tools for tests and reports, not for the
+// aggregator).
 //
 // Keys: readable keys all start with "{" + KeyPrefix, so the rule is one
 // prefix pattern. Compact keys are "{tag}hash" with a 2-4 character tag
@@ -23,7 +25,7 @@ import (
 func RedisACLRules(cfg RedisConfig) string {
 	cfg = cfg.WithDefaults()
 	var keys []string
-	if cfg.KeyFormat == KeyFormatCompact {
+	if cfg.KeyFormat != KeyFormatReadable {
 		keys = []string{"~{??}*", "~{???}*", "~{????}*"}
 	} else {
 		keys = []string{"~" + escapeGlob("{"+cfg.KeyPrefix) + "*"}
@@ -39,6 +41,12 @@ func RedisACLRules(cfg RedisConfig) string {
 		"+evalsha", "+eval", "+hset", "+set", "+mset", "+del",
 		// expired-key notifications
 		"+psubscribe", "+punsubscribe",
+	}
+	if cfg.KeyFormat == KeyFormatBuckets {
+		// the bucketed commit's deletes and sweep; the migration of the
+		// previous release's keys at Claim (SCAN of the partition's tag
+		// on its node, GET, PTTL)
+		cmds = append(cmds, "+hdel", "+hgetall", "+scan", "+get", "+pttl")
 	}
 	if cfg.DB != 0 {
 		cmds = append(cmds, "+select")

@@ -241,3 +241,63 @@ func startSentinel(t *testing.T, masterAddr string) string {
 	})
 	return addr
 }
+
+// TestLeastPrivilegeACLBuckets runs the bucketed layout as a user with
+// exactly its RedisACLRules: the migration of the previous release's keys
+// at Claim (SCAN, GET, PTTL, HSET, DEL in a script), commits with their
+// sweep (HSET, HDEL, HGETALL), reads (HMGET); KEYS and CONFIG stay denied.
+func TestLeastPrivilegeACLBuckets(t *testing.T) {
+	clk := &fakeClock{now: time.Now()}
+	cfg := state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatBuckets, ExpiryEvents: state.ExpiryEventsOff, IdleTTL: time.Hour, Buckets: 16, Now: clk.Now}
+	rules := state.RedisACLRules(cfg)
+	s := redistest.Start(t, redistest.WithUser("changerate", "pa55", rules))
+	cfg.Addrs, cfg.Username, cfg.Password = []string{s.Addr}, "changerate", "pa55"
+	// The previous release's keys, written by a compact store whose rules
+	// are a subset of these.
+	oldCfg := cfg
+	oldCfg.KeyFormat = state.KeyFormatCompact
+	old, err := state.NewRedis(oldCfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	p := state.Partition{Topic: "observations", ID: 3}
+	if _, err := old.Claim(ctx, p, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Commit(ctx, p, 1, -1, 10, []state.Write{{Object: "http://a.example/", Value: []byte("v1")}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := state.NewRedis(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if next, err := r.Claim(ctx, p, 2); err != nil || next != 10 || r.Migrated() != 1 {
+		t.Fatalf("Claim = %d, %v, migrated %d; want 10, 1", next, err, r.Migrated())
+	}
+	if err := r.Commit(ctx, p, 2, 10, 11, []state.Write{{Object: "http://b.example/", Value: []byte("v2")}, {Object: "http://c.example/"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(ctx, p, []string{"http://a.example/", "http://b.example/"}, nil)
+	if err != nil || string(got[0]) != "v1" || string(got[1]) != "v2" {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+	clk.Add(2 * time.Hour) // both idle; a commit sweeps its 8 buckets per commit
+	for i := 0; i < 2; i++ {
+		clk.Add(time.Hour / 16)
+		if err := r.Commit(ctx, p, 2, 11, 11, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.Expired(); n != 2 {
+		t.Fatalf("swept %d; want 2", n)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "changerate", Password: "pa55"})
+	defer c.Close()
+	for _, cmd := range [][]any{{"KEYS", "*"}, {"CONFIG", "GET", "maxmemory-policy"}, {"FLUSHALL"}, {"HSET", "other:key", "f", "x"}} {
+		if err := c.Do(ctx, cmd...).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Errorf("%v as the restricted user: %v, want NOPERM", cmd, err)
+		}
+	}
+}

@@ -44,8 +44,14 @@ type RedisConfig struct {
 	// are "{<KeyPrefix><topic>:<id>}:meta" and "{...}:o:<object>". It may
 	// not contain '{' or '}'. Default "cr:".
 	KeyPrefix string
-	// KeyFormat selects the object key layout (see Redis):
-	//   "compact" (default): 14 bytes, "{<tag>}<hash>", where tag (2-4 characters)
+	// KeyFormat selects the layout (see Redis):
+	//   "buckets" (default): each partition's objects in Buckets Redis
+	//              hashes keyed by the compact tag, the field the compact
+	//              key's hash bytes, no Redis TTL (the owner sweeps idle
+	//              objects inside its commits); a partition's per-object
+	//              compact keys of the previous release are migrated into
+	//              its buckets at Claim (docs/state-layout.md).
+	//   "compact": the previous release's per-object layout, 14 bytes, "{<tag>}<hash>", where tag (2-4 characters)
 	//              is one character for KeyPrefix+topic and the partition
 	//              ID in base 64, and hash the first 8-10 bytes of
 	//              SHA-256(object) (10 for IDs < 64, 9 below 4096), so that
@@ -55,11 +61,21 @@ type RedisConfig struct {
 	//   "readable": "{<KeyPrefix><topic>:<id>}:o:<object>", for reading
 	//              the store with redis-cli.
 	KeyFormat string
-	// IdleTTL is how long an object lives at least after its last Commit
-	// (SET ... PX IdleTTL + ExpiryGrace, or KEEPTTL within the grace: see
+	// Buckets is the bucket count of a partition first claimed with the
+	// "buckets" format (a partition keeps the count its first claim
+	// stored). Default DefaultBuckets.
+	Buckets int
+	// IdleTTL is how long an object lives after its last Commit. Buckets:
+	// Get no longer returns it from then on, and the owner's sweep deletes
+	// it within about IdleTTL/16 more. Per-object formats: SET ... PX
+	// IdleTTL + ExpiryGrace, or KEEPTTL within the grace (see
 	// Store.ExpiryGrace). Default 0: objects never expire. At least 1ms
 	// when set.
 	IdleTTL time.Duration
+	// Now is the clock of the bucketed layout's stamps and sweeps (the
+	// per-object formats use Redis's own clock for TTLs). Default
+	// time.Now; tests inject a fake clock.
+	Now func() time.Time
 	// ExpiryEvents selects how expired objects are counted:
 	//   "config" (default): add "Ex" to notify-keyspace-events with CONFIG
 	//            SET on every master (keeping the flags already set), then
@@ -121,6 +137,7 @@ const (
 const (
 	KeyFormatReadable = "readable"
 	KeyFormatCompact  = "compact"
+	KeyFormatBuckets  = "buckets"
 )
 
 // Expiry event modes of RedisConfig.ExpiryEvents.
@@ -139,7 +156,13 @@ func (c RedisConfig) WithDefaults() RedisConfig {
 		c.KeyPrefix = "cr:"
 	}
 	if c.KeyFormat == "" {
-		c.KeyFormat = KeyFormatCompact
+		c.KeyFormat = KeyFormatBuckets
+	}
+	if c.Buckets == 0 {
+		c.Buckets = DefaultBuckets
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.ExpiryEvents == "" {
 		c.ExpiryEvents = ExpiryEventsConfig
@@ -188,9 +211,12 @@ func (c RedisConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("IdleTTL: %v must be 0 (never) or at least 1ms", c.IdleTTL))
 	}
 	switch c.KeyFormat {
-	case KeyFormatReadable, KeyFormatCompact:
+	case KeyFormatReadable, KeyFormatCompact, KeyFormatBuckets:
 	default:
-		errs = append(errs, fmt.Errorf("KeyFormat: %q is not readable or compact", c.KeyFormat))
+		errs = append(errs, fmt.Errorf("KeyFormat: %q is not buckets, compact or readable", c.KeyFormat))
+	}
+	if c.Buckets < 0 || c.Buckets > maxBuckets {
+		errs = append(errs, fmt.Errorf("Buckets: %d is not in [1, %d]", c.Buckets, maxBuckets))
 	}
 	switch c.ExpiryEvents {
 	case ExpiryEventsConfig, ExpiryEventsSubscribe, ExpiryEventsOff:

@@ -419,7 +419,7 @@ func TestExpiredCountsOnlyOwnPrefix(t *testing.T) {
 func TestExpiryCountedAcrossRestart(t *testing.T) {
 	s := redistest.Start(t)
 	reg := prometheus.NewRegistry()
-	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{IdleTTL: 100 * time.Millisecond, ExpiryEventsRecheck: 50 * time.Millisecond}, nil, reg)
+	r, err := state.NewRedisFromClient(s.Client, state.RedisConfig{KeyFormat: state.KeyFormatCompact, IdleTTL: 100 * time.Millisecond, ExpiryEventsRecheck: 50 * time.Millisecond}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,8 +522,8 @@ func TestRedisMetrics(t *testing.T) {
 func TestExpiryScopeOwned(t *testing.T) {
 	s := redistest.Start(t)
 	const ttl = 50 * time.Millisecond
-	a := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", IdleTTL: ttl})
-	b := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", IdleTTL: ttl})
+	a := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatCompact, IdleTTL: ttl})
+	b := newRedisStore(t, s.Client, state.RedisConfig{KeyPrefix: "cr:", KeyFormat: state.KeyFormatCompact, IdleTTL: ttl})
 	p0, p1 := state.Partition{Topic: "obs", ID: 0}, state.Partition{Topic: "obs", ID: 1}
 	write := func(st *state.Redis, p state.Partition, epoch, from, to int64, n int) error {
 		var w []state.Write

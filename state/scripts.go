@@ -19,6 +19,7 @@ const (
 	codeMismatch = 2
 	codeOwner    = 3
 	codeRepeat   = 4 // offset mismatch: the batch is the last one applied
+	codeLayout   = 5 // bucketed commit: the stored bucket count differs
 )
 
 // claimScript: KEYS[1] meta; ARGV[1] epoch, ARGV[2] owner (compact keys:
@@ -64,3 +65,38 @@ func parseReply(v any) (code int64, epoch, next string, err error) {
 	}
 	return code, epoch, next, nil
 }
+
+// bclaimScript (bucketed layout): KEYS[1] meta; ARGV[1] epoch, ARGV[2]
+// owner (as for claimScript), ARGV[3] the bucket count to store if none
+// is, ARGV[4] "1" for a takeover (no epoch check). Returns {code, stored
+// epoch or owner, next, nb, sw, l2}; "" for none.
+//
+//go:embed lua/bclaim.lua
+var bclaimLua string
+
+var bclaimScript = redis.NewScript(bclaimLua)
+
+// bcommitScript (bucketed layout): KEYS[1] meta, KEYS[2..1+nw] the
+// buckets written, then the buckets to sweep; ARGV[1] epoch, ARGV[2]
+// from, ARGV[3] to, ARGV[4] owner, ARGV[5] the bucket count, ARGV[6] nw,
+// ARGV[7] the sweep's cutoff (Unix ms; "" no sweep), ARGV[8] the sweep
+// cursor after it, then per written bucket: the number of sets s and of
+// deletes d, s field-value pairs, d fields. Returns {code, stored epoch,
+// owner or bucket count, stored next, fields swept}.
+//
+//go:embed lua/bcommit.lua
+var bcommitLua string
+
+var bcommitScript = redis.NewScript(bcommitLua)
+
+// migrateScript: KEYS[1] meta, KEYS[2..1+n] per-object keys of the
+// previous release, then bucket keys; ARGV[1] epoch, ARGV[2] n, ARGV[3]
+// now (Unix ms), ARGV[4] IdleTTL in ms (0: none), then per key its
+// field and the index of its bucket among the bucket keys (from 1), then
+// "1" to record the layout as current (meta "l2" = "next"). Returns
+// {code, stored epoch, keys moved}.
+//
+//go:embed lua/migrate.lua
+var migrateLua string
+
+var migrateScript = redis.NewScript(migrateLua)

@@ -15,10 +15,12 @@
 // did not happen, and a consumer that lost its partition cannot write.
 //
 // Redis layout, scripts, durability (AOF), expiry counting and their limits
-// are documented on the Redis type; RedisConfig documents every option and
-// its default. Memory budget: with RedisConfig.KeyFormat "compact" an
-// object with a 180-byte value takes 248 bytes by MEMORY USAGE (312 with
-// readable keys of ~70 bytes); see BenchmarkMemoryPerObject.
+// are documented on the Redis type and in docs/state-layout.md;
+// RedisConfig documents every option and its default. Memory budget: with
+// RedisConfig.KeyFormat "compact" an object with a 180-byte value takes
+// 248 bytes by MEMORY USAGE (312 with readable keys of ~70 bytes); see
+// BenchmarkMemoryPerObject. The default "buckets" saves the key and the
+// expiry per object (docs/bench.md measures used_memory per object).
 package state
 
 import (
@@ -117,8 +119,10 @@ type Store interface {
 	// time: a Commit sets an object's expiry IdleTTL + ExpiryGrace ahead
 	// unless its Write has KeepExpiry. An object therefore lives at least
 	// IdleTTL and at most IdleTTL + ExpiryGrace after its last write. It
-	// is IdleTTL/16 (expiryGrace), and 0 when objects never expire (then
-	// KeepExpiry changes nothing).
+	// is IdleTTL/16 (expiryGrace) for Redis's per-object formats, and 0
+	// when objects never expire or when the store measures expiry from
+	// every write (the bucketed layout, Memory): KeepExpiry changes
+	// nothing then.
 	ExpiryGrace() time.Duration
 	// Close releases the store's connections.
 	Close() error

@@ -28,6 +28,27 @@ type env struct {
 	expired func(t *testing.T, n uint64) uint64
 	// name maps an object to its name in Snapshot.
 	name func(p state.Partition, object string) string
+	// sweeps: expiry is the bucketed layout's (Memory and the "buckets"
+	// format): idle objects are invisible at once and deleted, and
+	// counted, by the sweeps inside commits (sweepPass), on a fake clock.
+	// Otherwise a Redis TTL deletes them.
+	sweeps bool
+}
+
+// suiteBuckets is the bucket count of the sweeping stores under test: a
+// pass of the sweep takes suiteBuckets/8 commits.
+const suiteBuckets = 16
+
+// sweepPass makes e's store sweep every bucket of p once, with empty
+// commits at next, each after IdleTTL/16 of its clock.
+func sweepPass(t *testing.T, e env, p state.Partition, epoch, next int64, ttl time.Duration) {
+	t.Helper()
+	for i := 0; i < suiteBuckets/8; i++ {
+		e.advance(ttl / 16)
+		if err := e.store.Commit(ctx, p, epoch, next, next, nil); err != nil {
+			t.Fatalf("sweep commit: %v", err)
+		}
+	}
 }
 
 // impl builds an env for a test; ttl 0 means no expiry.
@@ -53,14 +74,12 @@ func memoryImpl() impl {
 	return impl{name: "memory", open: func(t *testing.T, ttl time.Duration) env {
 		clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		reg := prometheus.NewRegistry()
-		m, err := state.NewMemory(state.MemoryConfig{IdleTTL: ttl, Now: clk.Now}, reg)
+		m, err := state.NewMemory(state.MemoryConfig{IdleTTL: ttl, Now: clk.Now, Buckets: suiteBuckets}, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return env{store: m, reg: reg, advance: clk.Add, name: func(_ state.Partition, o string) string { return o }, expired: func(t *testing.T, n uint64) uint64 {
-			m.Sweep()
-			return m.Expired()
-		}}
+		return env{store: m, reg: reg, advance: clk.Add, sweeps: true, name: func(_ state.Partition, o string) string { return o },
+			expired: func(t *testing.T, n uint64) uint64 { return m.Expired() }}
 	}}
 }
 
@@ -84,17 +103,22 @@ func redisImpl(name, format string, client func(t *testing.T) redisClient) impl 
 	return impl{name: name, open: func(t *testing.T, ttl time.Duration) env {
 		reg := prometheus.NewRegistry()
 		c := client(t)
-		if format == state.KeyFormatCompact {
+		if format != state.KeyFormatReadable {
 			// Compact keys do not carry the prefix: with many prefixes on
 			// one server, tags would collide (ErrKeyCollision). Tests run
 			// one at a time, so start each from an empty server.
 			flushAll(t, c)
 		}
-		r, err := state.NewRedisFromClient(c, state.RedisConfig{KeyPrefix: uniquePrefix(t), IdleTTL: ttl, KeyFormat: format}, nil, reg)
+		clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		r, err := state.NewRedisFromClient(c, state.RedisConfig{KeyPrefix: uniquePrefix(t), IdleTTL: ttl, KeyFormat: format, Buckets: suiteBuckets, Now: clk.Now}, nil, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = r.Close() })
+		if format == state.KeyFormatBuckets {
+			return env{store: r, reg: reg, advance: clk.Add, sweeps: true, name: r.SnapshotName,
+				expired: func(t *testing.T, n uint64) uint64 { return r.Expired() }}
+		}
 		return env{store: r, reg: reg, advance: time.Sleep, name: r.SnapshotName, expired: func(t *testing.T, n uint64) uint64 {
 			return waitExpired(t, r, n)
 		}}
@@ -113,8 +137,9 @@ func waitExpired(t *testing.T, r *state.Redis, n uint64) uint64 {
 
 type redisClient = redis.UniversalClient
 
-// impls returns the implementations under test: Memory, a standalone Redis
-// and a 3-master Redis Cluster (shared by the package's tests).
+// impls returns the implementations under test: Memory, and a standalone
+// Redis and a 3-master Redis Cluster (shared by the package's tests) in
+// each key format.
 func impls() []impl {
 	return []impl{
 		memoryImpl(),
@@ -122,6 +147,8 @@ func impls() []impl {
 		redisImpl("cluster", state.KeyFormatReadable, func(t *testing.T) redisClient { return sharedCluster(t).Client }),
 		redisImpl("redis-compact", state.KeyFormatCompact, func(t *testing.T) redisClient { return sharedServer(t).Client }),
 		redisImpl("cluster-compact", state.KeyFormatCompact, func(t *testing.T) redisClient { return sharedCluster(t).Client }),
+		redisImpl("redis-buckets", state.KeyFormatBuckets, func(t *testing.T) redisClient { return sharedServer(t).Client }),
+		redisImpl("cluster-buckets", state.KeyFormatBuckets, func(t *testing.T) redisClient { return sharedCluster(t).Client }),
 	}
 }
 
@@ -455,11 +482,26 @@ func TestExpiry(t *testing.T) {
 		if g := get(t, e.store, part, names[0]); string(g[0]) != "v" {
 			t.Fatalf("before TTL: %q", g[0])
 		}
-		e.advance(ttl + 50*time.Millisecond)
+		if e.sweeps {
+			// The sweep's buckets: an object lives exactly IdleTTL.
+			e.advance(ttl - time.Millisecond)
+			if g := get(t, e.store, part, names[0]); string(g[0]) != "v" {
+				t.Fatalf("1 ms before IdleTTL: %q", g[0])
+			}
+			e.advance(time.Millisecond)
+		} else {
+			e.advance(ttl + 50*time.Millisecond)
+		}
 		for i, v := range get(t, e.store, part, names...) {
 			if v != nil {
 				t.Fatalf("%s alive after TTL: %q", names[i], v)
 			}
+		}
+		if e.sweeps {
+			if got := e.expired(t, 0); got != 0 {
+				t.Fatalf("expired before a sweep = %d; want 0", got)
+			}
+			sweepPass(t, e, part, 1, 1, ttl)
 		}
 		if got := e.expired(t, n); got != n {
 			t.Fatalf("expired = %d; want %d", got, n)
@@ -482,6 +524,12 @@ func TestExpiry(t *testing.T) {
 func TestKeepExpiry(t *testing.T) {
 	const ttl = 800 * time.Millisecond
 	forEachImpl(t, ttl, func(t *testing.T, e env) {
+		if e.sweeps {
+			if g := e.store.ExpiryGrace(); g != 0 {
+				t.Fatalf("ExpiryGrace = %v; want 0 (expiry from every write)", g)
+			}
+			return // the sweep: TestExpiry, TestSweepZombieAndCrash, TestSweepLateness
+		}
 		if g := e.store.ExpiryGrace(); g != ttl/16 {
 			t.Fatalf("ExpiryGrace = %v; want %v", g, ttl/16)
 		}

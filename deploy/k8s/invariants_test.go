@@ -509,7 +509,7 @@ func TestRedisACLMatchesCode(t *testing.T) {
 		t.Run(tc.dir, func(t *testing.T) {
 			prod := render(t, "overlays/prod")
 			e := prod.aggregatorEnv(t)
-			cfg := state.RedisConfig{KeyPrefix: setting(e, "CHANGERATE_REDIS_KEY_PREFIX", "cr:"), KeyFormat: setting(e, "CHANGERATE_REDIS_KEY_FORMAT", "compact"),
+			cfg := state.RedisConfig{KeyPrefix: setting(e, "CHANGERATE_REDIS_KEY_PREFIX", "cr:"), KeyFormat: setting(e, "CHANGERATE_REDIS_KEY_FORMAT", "buckets"),
 				ExpiryEvents: setting(e, "CHANGERATE_REDIS_EXPIRY_EVENTS", "config"), Cluster: tc.cluster}
 			m := render(t, tc.dir)
 			sec, ok := m.find("Secret", "redis", tc.secret)

@@ -88,7 +88,7 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 		t.Errorf("topics %+v, sort %+v", a.Topics, a.ExternalSort)
 	}
 	// The commands' own defaults.
-	if rc.KeyFormat != state.KeyFormatCompact || !a.Redis.RequireDurable || kc.Linger.String() != "5ms" || a.Log != (Log{"info", "text"}) {
+	if rc.KeyFormat != state.KeyFormatBuckets || !a.Redis.RequireDurable || kc.Linger.String() != "5ms" || a.Log != (Log{"info", "text"}) {
 		t.Errorf("command defaults: KeyFormat %q, RequireDurable %v, Linger %v, Log %+v", rc.KeyFormat, a.Redis.RequireDurable, kc.Linger, a.Log)
 	}
 	if err := kc.Validate(); !strings.Contains(err.Error(), "Brokers") {

@@ -25,9 +25,8 @@ type Redis struct {
 	// RequireDurable is the command's: the library only reports
 	// (state.Redis.CheckDurability).
 	RequireDurable bool `envconfig:"REDIS_REQUIRE_DURABLE" default:"true" desc:"refuse to start unless every Redis master has maxmemory-policy noeviction and appendonly yes (false: for tests and development only)"`
-	// KeyFormat's default is the command's, compact, where the library's
-	// is readable.
-	KeyFormat string `envconfig:"REDIS_KEY_FORMAT" desc:"object key layout: compact (14-byte hashed keys, keeps an object within 256 bytes of Redis memory) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
+	// KeyFormat's default is the library's, buckets.
+	KeyFormat string `envconfig:"REDIS_KEY_FORMAT" desc:"state layout: buckets (each partition's objects in 1024 Redis hashes, no Redis TTL; the owner sweeps idle objects; migrates a partition's compact keys at its claim), compact (the previous release's: one 14-byte hashed key per object with a TTL) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
 }
 
 // DefaultRedisKeyPrefix is state.RedisConfig's default KeyPrefix, which
@@ -40,7 +39,7 @@ func DefaultRedis() Redis {
 	return Redis{
 		KeyPrefix:    DefaultRedisKeyPrefix,
 		ExpiryEvents: state.ExpiryEventsConfig,
-		KeyFormat:    state.KeyFormatCompact,
+		KeyFormat:    state.KeyFormatBuckets,
 	}
 }
 

@@ -57,7 +57,7 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 		return res, err
 	}
 	reg := prometheus.NewRegistry()
-	store, err := state.NewRedisFromClient(e.rc, storeConfig(state.KeyFormatCompact), nil, reg)
+	store, err := state.NewRedisFromClient(e.rc, storeConfig(state.KeyFormatBuckets), nil, reg)
 	if err != nil {
 		return res, err
 	}

@@ -79,6 +79,10 @@ type liveResult struct {
 	HeapInuse, CacheBytes float64 // at the end: go_memstats_heap_inuse_bytes, changerate_aggregator_cache_bytes
 	Cached                float64 // changerate_aggregator_cached_objects, summed over partitions
 	Err                   string
+	// The I/O floor measured after the run (floor.go); the kcat read's
+	// CPU seconds and the broker's during it.
+	Floor                  *floorResult
+	kcatCPU, kcatBrokerCPU float64
 }
 
 // liveWorkload encodes visits daily crawls of objects URLs, in event-time
@@ -304,15 +308,18 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 	var kout bytes.Buffer
 	kc.Stdout = &kout
 	t0 = time.Now()
+	brkK := procCPU(lp.broker.Process.Pid)
 	if err := kc.Run(); err != nil {
 		res.Err = fmt.Sprintf("kcat: %v", err)
 	} else if n := bytes.Count(kout.Bytes(), []byte{'\n'}); n > 0 {
 		res.KcatRate = float64(n) / time.Since(t0).Seconds()
 	}
+	res.kcatCPU, res.kcatBrokerCPU = childCPU(kc), procCPU(lp.broker.Process.Pid)-brkK
 
 	if err := lp.startAggregator(ctx, e, aggBin, parts, httpAddr, env...); err != nil {
 		return res, err
 	}
+	usedBefore, _ := usedMemory(ctx, e)
 	tFirst, err := lp.waitClaim()
 	if err != nil {
 		return res, err
@@ -340,6 +347,7 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 			res.HeapInuse = lp.metric("go_memstats_heap_inuse_bytes")
 			res.CacheBytes = lp.metric("changerate_aggregator_cache_bytes")
 			res.Cached = lp.metric("changerate_aggregator_cached_objects")
+			floorAfterRun(ctx, e, lp, &res, usedBefore)
 			return res, nil
 		}
 		time.Sleep(pollWait(c, want, time.Since(tFirst)))

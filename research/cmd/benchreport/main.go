@@ -427,6 +427,7 @@ func runLiveSections(ctx context.Context, e *env, o options, rep *report) error 
 		}
 		logf("live: %.0f obs/s (kcat %.0f obs/s); CPU µs/obs aggregator %.2f broker %.2f redis %.2f; peak RSS %d B (%.0f B/object)",
 			lr.Rate, lr.KcatRate, lr.AggCPU, lr.BrokerCPU, lr.RedisCPU, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
+		logFloor(lr)
 		rep.live = append(rep.live, lr)
 	}
 	for i := 0; i < o.liveHeld; i++ {
@@ -446,6 +447,7 @@ func runLiveSections(ctx context.Context, e *env, o options, rep *report) error 
 			return err
 		}
 		logf("live (%d objects): %.0f obs/s; peak RSS %d B (%.0f B/object)", o.liveLarge, lr.Rate, lr.PeakRSS, float64(lr.PeakRSS)/float64(lr.Objects))
+		logFloor(lr)
 		rep.liveLarge = &lr
 	}
 	if o.skipLatency || (len(rep.live) == 0 && o.liveLatRate <= 0) {
@@ -470,4 +472,15 @@ func runLiveSections(ctx context.Context, e *env, o options, rep *report) error 
 		rep.liveLat = append(rep.liveLat, lr)
 	}
 	return nil
+}
+
+// logFloor logs a live run's I/O floor (floor.go).
+func logFloor(l liveResult) {
+	f := l.Floor
+	if f == nil {
+		return
+	}
+	logf("floor: µs/obs kcat read %.2f, kcat produce %.2f (%d records), HSET client %.2f (%d writes of %d B), broker %.2f, redis %.2f; pipeline ÷ floor: aggregator %.2f broker %.2f redis %.2f total %.2f; redis used_memory %.0f B/object; %s",
+		f.ReadClient, f.PubClient, f.Published, f.StateClient, f.StateWrites, f.StateValueBytes, f.broker(), f.StateRedis,
+		ratio(l.AggCPU, f.client()), ratio(l.BrokerCPU, f.broker()), ratio(l.RedisCPU, f.StateRedis), ratio(l.AggCPU+l.BrokerCPU+l.RedisCPU, f.total()), f.UsedPerObject, l.Err)
 }

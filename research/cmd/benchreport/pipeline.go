@@ -85,7 +85,7 @@ func runPipeline(ctx context.Context, e *env, name string, want int64, mutate fu
 		return runResult{}, err
 	}
 	reg := prometheus.NewRegistry()
-	store, err := state.NewRedisFromClient(e.rc, storeConfig(state.KeyFormatCompact), nil, reg)
+	store, err := state.NewRedisFromClient(e.rc, storeConfig(state.KeyFormatBuckets), nil, reg)
 	if err != nil {
 		return runResult{}, err
 	}

@@ -250,6 +250,8 @@ func writeLive(p func(string, ...any), r *report) {
 			p("* %s\n", l.Err)
 		}
 	}
+	writeFloor(p, append(append([]liveResult{}, r.live...), liveLargeList(r.liveLarge)...))
+	writeFloorTargets(p, r.live, r.liveLarge)
 	if len(r.liveHeld) > 0 {
 		writeLiveBudget(p, r.live, r.liveHeld, r.machine.CPUs)
 	}
@@ -311,8 +313,8 @@ func writeThroughput(p func(string, ...any), r *report) {
 	p("## Throughput (end to end)\n\n")
 	p("Pipeline: the real `stream.KafkaSource` (consumer group, one handler per partition) → `aggregate.Processor` (default\n")
 	p("configuration: batches of up to %d messages and a sixth of the in-flight budget of %d MiB at the bytes per message of the batches\n", batchOr(o.batch), inflightOr(o.inflight)>>20)
-	p("before, the fetch-ahead buffer as large as that budget, EmitInterval 10m, cache of 200000 objects per partition) → `state.Redis` (compact keys,\n")
-	p("IdleTTL 720h; one MGET per batch for cache misses, one Lua compare-and-set commit per batch) and `stream.KafkaSink`\n")
+	p("before, the fetch-ahead buffer as large as that budget, EmitInterval 10m, cache of 200000 objects per partition) → `state.Redis` (bucketed layout,\n")
+	p("IdleTTL 720h; one HMGET per touched bucket, pipelined, for a batch's cache misses, one Lua compare-and-set commit per batch) and `stream.KafkaSink`\n")
 	p("(a batch's estimates, access reports and alerts are acknowledged before its commit; batch N+1 is applied while batch N\n")
 	p("is written and committed). Each run starts from an empty Redis and a new\n")
 	p("consumer group and ends when every observation is committed; the rate is measured from the first partition claim.\n\n")
@@ -458,4 +460,12 @@ func spliceSection(report []byte, heading string, section []byte) ([]byte, bool)
 	out.WriteString("\n\n")
 	out.Write(report[end:])
 	return out.Bytes(), true
+}
+
+// liveLargeList returns the large live run as a list (none if nil).
+func liveLargeList(lg *liveResult) []liveResult {
+	if lg == nil {
+		return nil
+	}
+	return []liveResult{*lg}
 }

@@ -83,3 +83,27 @@ func TestPollWait(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorTargets: issue 35's verdicts follow the numbers at their
+// bounds (median of the runs; memory of the large run).
+func TestFloorTargets(t *testing.T) {
+	f := &floorResult{ReadClient: 0.5, PubClient: 1, StateClient: 0.5, ReadBroker: 0.5, PubBroker: 0.5, StateRedis: 1, UsedPerObject: 150}
+	l := liveResult{Rate: 45, KcatRate: 100, RedisCPU: 1.0, AggCPU: 6, BrokerCPU: 1, Floor: f} // total 8 = 2 × floor 4
+	got := floorTargets([]liveResult{l, l, l}, &liveResult{Objects: 1000000, Floor: f})
+	if len(got) != 4 {
+		t.Fatalf("%d targets; want 4", len(got))
+	}
+	for _, x := range got {
+		if !x.met {
+			t.Errorf("%s: %s against %s not met at the bound", x.what, x.measured, x.bound)
+		}
+	}
+	l.RedisCPU, l.Rate = 1.01, 44
+	f2 := *f
+	f2.UsedPerObject = 151
+	for _, x := range floorTargets([]liveResult{l}, &liveResult{Objects: 1000000, Floor: &f2}) {
+		if x.met {
+			t.Errorf("%s: %s against %s met beyond the bound", x.what, x.measured, x.bound)
+		}
+	}
+}
