@@ -194,8 +194,12 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if hasLM {
 		lm = obs.LastModified.Unix()
 	}
+	// A change event of a complete history (records.KindChange; records
+	// written before that kind existed carry changes-tsv's visits) is a
+	// change, whatever else the record holds.
+	complete := obs.Kind == records.KindChange || (obs.Format == "changes-tsv" && obs.Kind == records.KindVisit && obs.Changed == records.Changed)
 	switch {
-	case obs.Changed == records.Changed:
+	case complete, obs.Changed == records.Changed:
 		changed = true
 	case obs.Changed == records.Unchanged:
 		changed = false
@@ -214,7 +218,7 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if !known {
 		return false
 	}
-	v := estimators.Visit{Time: ts, Changed: changed}
+	v := estimators.Visit{Time: ts, Changed: changed, Complete: complete}
 	if hasLM {
 		v.LastModified, v.HasLastModified = float64(lm), true
 	}

@@ -6,12 +6,16 @@ import "math"
 // seconds since the Unix epoch. Changed says whether the object changed
 // since the previous visit (ignored on the first, baseline visit).
 // LastModified, when HasLastModified, is the object's last-modification
-// time as reported at this visit.
+// time as reported at this visit. Complete says that the visit is one
+// change event of a complete record of the object's changes (every change
+// is reported, at its time: a version-control log), not a visit that
+// samples the change process; see KeyPoissonEvents.
 type Visit struct {
 	Time            float64
 	Changed         bool
 	LastModified    float64
 	HasLastModified bool
+	Complete        bool
 }
 
 // Change is the O(1) state of every change-rate estimator for one object.
@@ -44,6 +48,11 @@ type Change struct {
 	ageSum int64
 
 	mat matloffState
+
+	// events counts the accepted visits (baseline included) that were
+	// complete change events (Visit.Complete); the history is complete
+	// when every accepted visit was one (Complete).
+	events int64
 }
 
 // millis converts a time or duration in seconds (|t| < MaxTime) to whole
@@ -81,6 +90,9 @@ func (c *Change) Visit(v Visit) {
 	}
 	if c.visits == 0 {
 		c.visits, c.first, c.last = 1, t, t
+		if v.Complete {
+			c.events = 1
+		}
 		if hasLM {
 			c.ageN++
 			c.ageSum = addSat(c.ageSum, age)
@@ -91,7 +103,13 @@ func (c *Change) Visit(v Visit) {
 	if iv <= 0 {
 		return
 	}
+	if v.Complete {
+		v.Changed = true // every event of a complete history is a change
+	}
 	c.visits++
+	if v.Complete {
+		c.events++
+	}
 	ivs := seconds(iv)
 	c.sumSq = float32(float64(c.sumSq) + ivs*ivs)
 	if v.Changed {
@@ -123,6 +141,18 @@ func (c *Change) Visits() int64 { return c.visits }
 
 // Changes is the number of visit intervals with a detected change (X).
 func (c *Change) Changes() int64 { return c.changes }
+
+// Events is the number of accepted visits that were complete change
+// events (Visit.Complete), the baseline included.
+func (c *Change) Events() int64 { return c.events }
+
+// Complete reports whether the object's history is a complete record of
+// its changes: at least one visit, every accepted visit a complete change
+// event. Then X is the exact number of changes after the baseline in the
+// span T, the data of a Poisson process observed continuously, and the
+// visit-based estimators (which assume at most one change seen per
+// visit interval) do not apply.
+func (c *Change) Complete() bool { return c.visits > 0 && c.events == c.visits }
 
 // Snapshots is the number of accepted Matloff snapshots.
 func (c *Change) Snapshots() int64 { return c.mat.n }
@@ -229,6 +259,9 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 
 // estimate is Estimate for out != nil with the quantile memo mq (nil: none).
 func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
+	if c.Complete() {
+		return c.completeEstimate(cfg, out, mq)
+	}
 	out.Reset()
 	var v visitEstimates
 	for k, est := range visitEstimators {
@@ -285,6 +318,12 @@ func (v *visitEstimates) of(k int, c *Change, cfg *Config, withCI bool) (Estimat
 // interval of the chosen estimator. pre, when not nil, holds the
 // candidates already computed.
 func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates) (Estimate, bool) {
+	if c.Complete() {
+		if c.Intervals() < int64(cfg.MinIntervals) {
+			return Estimate{}, false
+		}
+		return c.poissonEventsEst(cfg, withCI, nil)
+	}
 	if e, ok := c.smallCountBest(cfg, withCI, pre); ok {
 		return e, true
 	}

@@ -41,6 +41,8 @@
 //	matloff_kernel      b̂(0) = #(0,h)/(nh), h = τ/10 (eq. 27)                     Garwood interval of #(0,h), divided by nh
 //	malcolm_lastmod     visits/Σ ages (inverse of the eq. 2 mean age)          none: ages at successive visits share one change, not independent
 //	malcolm_nolastmod   1/avgChgInterval' of eq. 3                             none
+//	poisson_events      (N+½)/(T+τ₀) on a complete history (events.go, E3;      equal-tailed Gamma(N+½, T+τ₀) posterior interval (E4)
+//	                    Kolobov et al. 2019); naive is then N/T exactly
 //	pooled              beyond the papers: median of the Gamma(α+x, β+e) posterior  equal-tailed posterior (credible) interval
 //	                    under a site prior fitted by moments (pooled.go; the
 //	                    aggregator adds it, Change.Estimate does not)
@@ -80,6 +82,10 @@
 //
 // # The best estimate
 //
+// A complete history (every accepted visit a Visit.Complete change event,
+// events.go) publishes naive and poisson_events only, and poisson_events
+// is its best estimate: the visit-based estimators below assume at most
+// one change seen per visit interval and do not apply. Otherwise
 // Change.Estimate names one best estimate, in this order:
 //
 //  0. Small counts on regular visits (best.go): with Last-Modified, naive

@@ -205,7 +205,7 @@ func factories() map[string]factory {
 		"snapshot":      {doc: "snapshot lines of indirect data (Matloff): object poll_time period last_event|- access|modification", line: newSnapshot},
 		"nasa-tsv":      {doc: "Indeed's TSV of the NASA-HTTP trace (host logname time method url response bytes ...)", line: newNASATSV},
 		"worldcup-csv":  {doc: "WorldCup98 CSV (ClientID,DD/Mon/YYYY,HH:MM:SS,URL,Status,Bytes); needs a zone (UTC)", line: newWorldCupCSV, needsZone: true},
-		"changes-tsv":   {doc: "path<TAB>unix-time lines of true change times (git history): a visit that saw a change", line: newChangesTSV},
+		"changes-tsv":   {doc: "path<TAB>unix-time lines of true change times (git history): every change, a complete history", line: newChangesTSV},
 		"warc":          {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (read record by record, not by line)", isRec: true},
 	}
 }
