@@ -6,6 +6,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/windows"
 )
 
 // TestCompleteEventsPublishPoisson: change events of a complete history
@@ -50,5 +51,51 @@ func TestCompleteEventsPublishPoisson(t *testing.T) {
 				t.Errorf("ci95 %v", rec.CI95)
 			}
 		})
+	}
+}
+
+// TestWindowRatesMeaningful: fitted window rates are published in
+// estimates only with MinPoints points and within windows.MaxRateRatio of
+// N(t)/t (issue 31: a Duane rate 337 × (changes+1)/span from 3 points).
+// Three daily changes then a year's quiet gave a Weibull rate 1/14 of
+// N(t)/t.
+func TestWindowRatesMeaningful(t *testing.T) {
+	m := DefaultModel()
+	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	var o Object
+	const day = 24 * time.Hour
+	at := []time.Duration{0, day, 2 * day, 3 * day, 400 * day}
+	for i, d := range at {
+		obs := records.Observation{Object: "http://a.example/", Time: t0.Add(d), Kind: records.KindVisit, Digest: string(rune('a' + i))}
+		var eff Effects
+		o.Apply(&obs, &m, &eff)
+	}
+	var scratch estimators.Estimates
+	rec, ok := o.ChangeEstimate("http://a.example/", &m, &scratch)
+	if !ok || rec.Window == nil {
+		t.Fatalf("estimate %+v", rec)
+	}
+	intuitive, ok := rec.Estimates["intuitive"]
+	if !ok {
+		t.Fatalf("no intuitive rate: %+v", rec.Estimates)
+	}
+	for _, k := range []string{"weibull", "duane"} {
+		v, ok := rec.Estimates[k]
+		if !ok {
+			continue
+		}
+		if rec.Window.Points < int64(m.Windows.MinPoints) || v > windows.MaxRateRatio*intuitive || v*windows.MaxRateRatio < intuitive {
+			t.Errorf("%s = %.3g published: %d points, %.1f × N(t)/t", k, v, rec.Window.Points, v/intuitive)
+		}
+	}
+	// The rule itself.
+	sum := windows.Summary{Points: 10}
+	sum.Rates, sum.HasRates = [3]float64{1e-8, 2e-8, 3.37e-6}, [3]bool{true, true, true}
+	if !meaningfulWindowRate(1, sum, &m) || meaningfulWindowRate(2, sum, &m) {
+		t.Error("ratio 2 must pass, ratio 337 must not")
+	}
+	sum.Points = 3
+	if meaningfulWindowRate(1, sum, &m) || !meaningfulWindowRate(0, sum, &m) {
+		t.Error("3 points: only the intuitive rate")
 	}
 }

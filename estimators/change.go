@@ -252,7 +252,7 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 	_ = asOf
 	if out == nil {
 		mat, matOK := c.mat.estimates(cfg, nil)
-		return sane(c.best(cfg, mat, matOK, true, nil))
+		return sane(c.best(cfg, mat, matOK, true, nil, nil))
 	}
 	return c.estimate(cfg, out, out.quantiles())
 }
@@ -271,7 +271,7 @@ func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best E
 		}
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, mat, matOK, true, &v))
+	return sane(c.best(cfg, mat, matOK, true, &v, mq))
 }
 
 // The visit-based estimators, by their index in visitEstimators, which is
@@ -317,31 +317,16 @@ func (v *visitEstimates) of(k int, c *Change, cfg *Config, withCI bool) (Estimat
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
 // interval of the chosen estimator. pre, when not nil, holds the
 // candidates already computed.
-func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates) (Estimate, bool) {
+func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates, mq *quantileMemo) (Estimate, bool) {
 	if c.Complete() {
 		if c.Intervals() < int64(cfg.MinIntervals) {
 			return Estimate{}, false
 		}
 		return c.poissonEventsEst(cfg, withCI, nil)
 	}
-	if e, ok := c.smallCountBest(cfg, withCI, pre); ok {
-		return e, true
-	}
 	minN := int64(cfg.MinIntervals)
-	n := c.Intervals()
-	if c.lmN >= minN && c.hasLastMod(cfg) {
-		e, ok := pre.of(visitLastMod, c, cfg, withCI)
-		if ok {
-			return e, true
-		}
-	}
-	if n >= minN {
-		if !c.Regular(cfg) {
-			if e, ok := pre.of(visitIrregular, c, cfg, withCI); ok {
-				return e, true
-			}
-		}
-		if e, ok := pre.of(visitImproved, c, cfg, withCI); ok {
+	if c.Intervals() >= minN {
+		if e, ok := c.chooseVisit(cfg, withCI, pre, mq); ok {
 			return e, true
 		}
 	}
@@ -359,7 +344,7 @@ func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := sane(c.best(cfg, mat, matOK, false, nil))
+	e, ok := sane(c.best(cfg, mat, matOK, false, nil, nil))
 	return e.Rate, ok
 }
 

@@ -282,3 +282,54 @@ func TestRealPHPDocCompleteEvents(t *testing.T) {
 		t.Errorf("poisson_events published for %d of %d files", byEstimator["poisson_events"], len(ratios))
 	}
 }
+
+// TestRealHeritrixSparseWellConditioned: the NetarchiveSuite Heritrix
+// logs (jobs of 2006, 2012 and 2015) through ingest and the aggregator.
+// http://www.raeder.dk/ (3 visits nine years apart, 1 change) published
+// cgm_irregular_mle with ci95 [1.77e-42, 1.03e+27] /s (issue 31); a
+// published interval wider than a single Poisson event's (Garwood, ratio
+// G ≈ 220 at 95 %; estimators/best.go B5) is not chosen while another
+// estimator of the record has a narrower one.
+func TestRealHeritrixSparseWellConditioned(t *testing.T) {
+	dir := "heritrix-crawl-logs-netarchivesuite/"
+	var paths []string
+	for _, f := range []string{"crawl-h1-2006-job5.log.gz", "crawl-h1-2006-job11.log.gz", "idna-crawl-h1.14.4-2012.log.gz", "crawl-h3-2015.log.gz"} {
+		paths = append(paths, realData(t, dir+f))
+	}
+	out, stderr, err := filter(t, ingestFiles(t, "heritrix", nil, paths...))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	const G = 220.0 // Garwood 95 % interval of one event: 5.572/0.02532
+	ratio := func(iv [2]float64) float64 {
+		if !(iv[0] > 0) {
+			return math.Inf(1)
+		}
+		return iv[1] / iv[0]
+	}
+	seen := false
+	for _, e := range estimates(t, out) {
+		if e.CI95 == nil {
+			continue
+		}
+		r := ratio(*e.CI95)
+		if e.Object == "http://www.raeder.dk/" {
+			seen = true
+			t.Logf("raeder.dk: %s %.3g /s, ci95 [%.3g, %.3g] (ratio %.1f)", e.Estimator, *e.RatePerS, e.CI95[0], e.CI95[1], r)
+			if r > G {
+				t.Errorf("raeder.dk: %s ci95 %v spans %.3g", e.Estimator, *e.CI95, r)
+			}
+		}
+		if r <= G || (e.CI95[0] == 0 && *e.RatePerS == 0) {
+			continue
+		}
+		for k, iv := range e.Intervals {
+			if ratio(iv) < r {
+				t.Errorf("%s: published %s with ci95 ratio %.3g while %s has %.3g", e.Object, e.Estimator, r, k, ratio(iv))
+			}
+		}
+	}
+	if !seen {
+		t.Error("no estimate with an interval for http://www.raeder.dk/")
+	}
+}
