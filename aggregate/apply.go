@@ -178,6 +178,19 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if reordered && obs.Changed == records.ChangeUnknown {
 		return false
 	}
+	if gone(obs.Status) {
+		// 404 Not Found, 410 Gone: the object is not there (deleted, or
+		// never existed). Whatever the source says of the response's
+		// change, it is of an error page: the object is reported gone
+		// (records.Estimate.Gone) until a later visit sees content.
+		if reordered {
+			return false
+		}
+		o.Change.MarkGone()
+		o.flags |= hasChange
+		eff.Visits = true
+		return true
+	}
 	if obs.Changed == records.ChangeUnknown && errorOrRedirect(obs.Status) {
 		// A 404 page, a server error or a redirect: its digest is of that
 		// response's body, not of the object's content, and must neither
@@ -275,3 +288,7 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 func errorOrRedirect(status int) bool {
 	return status >= 300 && status < 600 && status != 304
 }
+
+// gone reports whether an HTTP status says that the object is not there:
+// 404 Not Found or 410 Gone.
+func gone(status int) bool { return status == 404 || status == 410 }

@@ -115,6 +115,11 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 			best, bok = estimators.Estimate{Key: rec.Estimator, Rate: *rec.RatePerS}, true
 		}
 	}
+	if o.Change.Gone() {
+		rec.Gone = true
+		rec.RatePerS, rec.Estimator, rec.CI95 = nil, "", nil
+		return rec, true
+	}
 	if t, ok := o.Change.NextVisitFrom(asOf, &m.Estimators, best, bok); ok && finite(t) {
 		rec.NextVisit = st.time(timeOf(t))
 	}

@@ -99,3 +99,50 @@ func TestWindowRatesMeaningful(t *testing.T) {
 		t.Error("3 points: only the intuitive rate")
 	}
 }
+
+// TestGonePages: a page that only answers 404 is published as gone (it
+// had no record); a page deleted after two visits is gone without a
+// rate, whatever the source says of its error page's change (Heritrix
+// JSON gives 404s a digest and a change flag); content seen again ends it.
+func TestGonePages(t *testing.T) {
+	m := DefaultModel()
+	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	visit := func(o *Object, day int, status int, digest string, ch records.ChangeFlag) {
+		obs := records.Observation{Object: "http://a.example/x", Time: t0.Add(time.Duration(day) * 24 * time.Hour), Kind: records.KindVisit, Status: status, Digest: digest, Changed: ch}
+		var eff Effects
+		if out := o.Apply(&obs, &m, &eff); out != Applied {
+			t.Fatalf("day %d: %v", day, out)
+		}
+	}
+	var scratch estimators.Estimates
+	var only404 Object
+	visit(&only404, 0, 404, "sha1:E1", records.ChangeUnknown)
+	visit(&only404, 7, 404, "sha1:E2", records.ChangeUnknown)
+	rec, ok := only404.ChangeEstimate("http://a.example/x", &m, &scratch)
+	if !ok || !rec.Gone || rec.RatePerS != nil || len(rec.Estimates) != 0 || rec.TTLS != nil {
+		t.Fatalf("404-only: %v %+v", ok, rec)
+	}
+	var deleted Object
+	visit(&deleted, 0, 200, "sha1:A", records.ChangeUnknown)
+	visit(&deleted, 1, 200, "sha1:B", records.ChangeUnknown)
+	for d := 2; d < 6; d++ {
+		visit(&deleted, d, 404, "sha1:E"+string(rune('0'+d)), records.Changed)
+	}
+	rec, ok = deleted.ChangeEstimate("http://a.example/x", &m, &scratch)
+	if !ok || !rec.Gone || rec.RatePerS != nil || rec.NextVisit != nil || rec.Changes != 1 || rec.Observations != 2 {
+		t.Fatalf("deleted: %v %+v", ok, rec)
+	}
+	visit(&deleted, 9, 200, "sha1:C", records.ChangeUnknown)
+	rec, _ = deleted.ChangeEstimate("http://a.example/x", &m, &scratch)
+	if rec.Gone || rec.RatePerS == nil || rec.Observations != 3 {
+		t.Fatalf("back: %+v", rec)
+	}
+	// The state round-trips with the mark.
+	var g Object
+	visit(&g, 0, 410, "", records.ChangeUnknown)
+	b := g.AppendBinary(nil)
+	var d Object
+	if err := d.DecodeBinary(b); err != nil || !d.Change.Gone() {
+		t.Fatalf("decode: %v gone %v", err, d.Change.Gone())
+	}
+}

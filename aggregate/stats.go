@@ -36,11 +36,14 @@ type Stats struct {
 	// RatedEstimates counts the published estimates that carry a rate.
 	RatedEstimates              int64
 	FinalObjects, FinalWithRate int64
+	// FinalGone counts, for EmitFinal, the objects published as gone
+	// (records.Estimate.Gone: their latest visits answered 404 or 410).
+	FinalGone int64
 }
 
 type statCounters struct {
 	messages, rejected, future, observations, applied, duplicates, noInfo, late, reordered, atLatest atomic.Int64
-	objects, changeEst, accessEst, rated, finalObjects, finalWithRate                                atomic.Int64
+	objects, changeEst, accessEst, rated, finalObjects, finalWithRate, finalGone                     atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
@@ -51,7 +54,7 @@ func (p *Processor) Stats() Stats {
 		Applied: s.applied.Load(), Duplicates: s.duplicates.Load(), NoInformation: s.noInfo.Load(),
 		Late: s.late.Load(), Reordered: s.reordered.Load(), AppliedAtLatest: s.atLatest.Load(), Objects: s.objects.Load(),
 		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
-		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(),
+		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(), FinalGone: s.finalGone.Load(),
 	}
 }
 

@@ -53,6 +53,9 @@ type Change struct {
 	// complete change events (Visit.Complete); the history is complete
 	// when every accepted visit was one (Complete).
 	events int64
+	// gone counts the answers "gone" (HTTP 404, 410) since the latest
+	// accepted visit (MarkGone), saturating.
+	gone uint32
 }
 
 // millis converts a time or duration in seconds (|t| < MaxTime) to whole
@@ -103,6 +106,7 @@ func (c *Change) Visit(v Visit) {
 	if iv <= 0 {
 		return
 	}
+	c.gone = 0
 	if v.Complete {
 		v.Changed = true // every event of a complete history is a change
 	}
@@ -141,6 +145,20 @@ func (c *Change) Visits() int64 { return c.visits }
 
 // Changes is the number of visit intervals with a detected change (X).
 func (c *Change) Changes() int64 { return c.changes }
+
+// MarkGone records that the object answered "gone" (HTTP 404 or 410) at
+// a visit: it is reported gone (Gone) until a later visit sees content.
+// The answer is not a visit: an error page's content says nothing about
+// the object's changes.
+func (c *Change) MarkGone() {
+	if c.gone < math.MaxUint32 {
+		c.gone++
+	}
+}
+
+// Gone reports whether the object's latest answers were "gone" (MarkGone
+// since the latest accepted visit).
+func (c *Change) Gone() bool { return c.gone > 0 }
 
 // Events is the number of accepted visits that were complete change
 // events (Visit.Complete), the baseline included.

@@ -124,16 +124,46 @@ func TestEventsEncoding(t *testing.T) {
 	if _, err := d.DecodeBinaryAt(b, ref); err != nil || d != c || !d.Complete() {
 		t.Fatalf("round trip: %v, %+v", err, d)
 	}
-	// The last byte is the events count (3); 4 > visits is corrupt.
+	// The last two bytes are the events count (3) and the gone count (0);
+	// 4 events > visits is corrupt.
 	bad := append([]byte(nil), b...)
-	bad[len(bad)-1] = 4
+	bad[len(bad)-2] = 4
 	if _, err := d.DecodeBinaryAt(bad, ref); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("events > visits: err = %v", err)
 	}
 	// The same state without the events section is a sampled history.
-	old := append([]byte(nil), b[:len(b)-1]...)
-	old[0] &^= secEvents
+	old := append([]byte(nil), b[:len(b)-2]...)
+	old[0] &^= secExtra
 	if _, err := d.DecodeBinaryAt(old, ref); err != nil || d.Complete() || d.Events() != 0 {
 		t.Errorf("old state: err %v, complete %v (%s)", err, d.Complete(), hex.EncodeToString(old))
+	}
+}
+
+// TestGone: "gone" answers mark the object gone until a later visit sees
+// content; the mark round-trips through the encoding, also for an object
+// that never answered with content.
+func TestGone(t *testing.T) {
+	var c Change
+	c.MarkGone()
+	c.MarkGone()
+	if !c.Gone() || c.Visits() != 0 {
+		t.Fatalf("gone %v visits %d", c.Gone(), c.Visits())
+	}
+	var d Change
+	if _, err := d.DecodeBinaryAt(c.AppendBinaryAt(nil, 0), 0); err != nil || d != c {
+		t.Fatalf("round trip: %v %+v", err, d)
+	}
+	c.Visit(Visit{Time: 1e9})
+	c.Visit(Visit{Time: 1e9 + 86400, Changed: true})
+	c.MarkGone()
+	if !c.Gone() {
+		t.Fatal("not gone after a 404")
+	}
+	if _, err := d.DecodeBinaryAt(c.AppendBinaryAt(nil, 1e9+86400), 1e9+86400); err != nil || d != c {
+		t.Fatalf("round trip: %v %+v", err, d)
+	}
+	c.Visit(Visit{Time: 1e9 + 2*86400})
+	if c.Gone() {
+		t.Fatal("gone after content was seen again")
 	}
 }

@@ -242,6 +242,7 @@ func (s summary) write(w io.Writer) {
 	if s.final {
 		p("objects", s.st.FinalObjects, "")
 		p("objects with a rate", s.st.FinalWithRate, "")
+		p("objects gone", s.st.FinalGone, "their latest visits answered 404 or 410: published with gone, without a rate")
 	} else {
 		p("new objects", s.st.Objects, "")
 		p("estimates published", s.st.ChangeEstimates+s.st.AccessEstimates, "")

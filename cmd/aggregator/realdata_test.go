@@ -333,3 +333,60 @@ func TestRealHeritrixSparseWellConditioned(t *testing.T) {
 		t.Error("no estimate with an interval for http://www.raeder.dk/")
 	}
 }
+
+// TestRealHeritrixGone: objects of the NetarchiveSuite crawl logs whose
+// every fetch answered 404 were counted in the summary but had no record
+// (issue 31); they are published with gone and no rate, and the summary
+// counts them.
+func TestRealHeritrixGone(t *testing.T) {
+	dir := "heritrix-crawl-logs-netarchivesuite/"
+	var paths []string
+	for _, f := range []string{"crawl-h1-2006-job5.log.gz", "crawl-h1-2006-job11.log.gz", "idna-crawl-h1.14.4-2012.log.gz", "crawl-h3-2015.log.gz"} {
+		paths = append(paths, realData(t, dir+f))
+	}
+	obs := ingestFiles(t, "heritrix", nil, paths...)
+	// The objects whose every observation is a 404, from the observations.
+	statuses := map[string]map[int]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(obs)), "\n") {
+		var o records.Observation
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatal(err)
+		}
+		if statuses[o.Object] == nil {
+			statuses[o.Object] = map[int]bool{}
+		}
+		statuses[o.Object][o.Status] = true
+	}
+	want := map[string]bool{}
+	for obj, st := range statuses {
+		if len(st) == 1 && st[404] {
+			want[obj] = true
+		}
+	}
+	out, stderr, err := filter(t, obs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	gone := 0
+	for _, e := range estimates(t, out) {
+		if e.Gone {
+			gone++
+			if e.RatePerS != nil || e.TTLS != nil || e.NextVisit != nil {
+				t.Errorf("%s: gone with a rate, TTL or next visit", e.Object)
+			}
+		}
+		if want[e.Object] && e.Kind == records.EstimateChange {
+			if !e.Gone {
+				t.Errorf("%s: only 404s, not gone", e.Object)
+			}
+			delete(want, e.Object)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("%d objects with only 404s have no record", len(want))
+	}
+	if got := summaryCount(t, stderr, "objects gone"); got != int64(gone) || gone == 0 {
+		t.Errorf("summary: %d objects gone, records %d", got, gone)
+	}
+	t.Logf("%d objects published as gone", gone)
+}
