@@ -31,13 +31,15 @@ import (
 const nyMuMin = 0.01
 
 // nyPredictors are the predictors compared, in table order.
-var nyPredictors = []string{"published", "naive", "nutch", "global", "oracle"}
+var nyPredictors = []string{"published", "naive", "nutch", "global", "oracle", "pooled"}
 
 // nyPage is one page's predictions in one design and year.
 type nyPage struct {
 	seen   int64 // changes the design saw in the training year
 	y      int64 // true changes in the test year
-	rate   [5]float64
+	rate   [6]float64
+	ev     estimators.Evidence
+	evOK   bool
 	lo, hi float64 // the published estimate's 95 % interval (hasCI)
 	hasCI  bool
 	key    string // the published estimator
@@ -77,7 +79,7 @@ func nutchRate(events []float64, t0, t1, start float64) float64 {
 
 // nyDesign observes one page's training year and returns the published
 // estimate (with interval), naive, and the changes seen.
-func nyDesign(cfg *estimators.Config, events []float64, t0, t1, interval float64) (pub estimators.Estimate, pubOK bool, naive float64, seen int64) {
+func nyDesign(cfg *estimators.Config, events []float64, t0, t1, interval float64) (pub estimators.Estimate, pubOK bool, naive float64, seen int64, ev estimators.Evidence, evOK bool) {
 	if interval == 0 { // exact events: (E3) with the year as exposure
 		for _, x := range events {
 			if x > t0 && x <= t1 {
@@ -87,7 +89,8 @@ func nyDesign(cfg *estimators.Config, events []float64, t0, t1, interval float64
 		T := t1 - t0
 		a, b := float64(seen)+estimators.EventPriorShape, T+cfg.EventPriorExposure
 		g := distuv.Gamma{Alpha: a, Beta: b}
-		return estimators.Estimate{Key: estimators.KeyPoissonEvents, Rate: a / b, Lo: g.Quantile(0.025), Hi: g.Quantile(0.975), HasCI: true}, true, float64(seen) / T, seen
+		return estimators.Estimate{Key: estimators.KeyPoissonEvents, Rate: a / b, Lo: g.Quantile(0.025), Hi: g.Quantile(0.975), HasCI: true}, true, float64(seen) / T, seen,
+			estimators.Evidence{X: float64(seen), E: T}, true
 	}
 	var c estimators.Change
 	c.Visit(estimators.Visit{Time: t0})
@@ -108,7 +111,8 @@ func nyDesign(cfg *estimators.Config, events []float64, t0, t1, interval float64
 	if nv, ok := out.Get(estimators.KeyNaive); ok {
 		naive = nv.Rate
 	}
-	return pub, pubOK, naive, c.Changes()
+	ev, evOK = c.Evidence(cfg)
+	return pub, pubOK, naive, c.Changes(), ev, evOK
 }
 
 // deviance is (N1).
@@ -193,7 +197,8 @@ func nextYearSection(e *Env) {
 		"(changes seen / T); Apache Nutch's **AdaptiveFetchSchedule** on its own visits (starting at the crawler's interval, ×0.8 after a "+
 		"change, ×1.4 otherwise, within [1, 365] days; rate 1/interval; for the exact design it starts weekly); one **global** rate (all "+
 		"changes seen / all exposure of the design) for every page; the **oracle**, the training year's exact count / T (what no crawler "+
-		"sees). Buckets: changes the design saw in the training year. Deviance ratios carry a 95 %% bootstrap interval (%d resamples of "+
+		"sees); the **pooled** estimate (`estimators.Pooled`: the posterior median under a Gamma prior fitted by moments to every page's "+
+		"evidence in the design, the candidate of issue 31's item 3, not published by default). Buckets: changes the design saw in the training year. Deviance ratios carry a 95 %% bootstrap interval (%d resamples of "+
 		"the bucket's pages). Coverage: the share of pages whose next-year count lies in the 95 %% predictive interval "+
 		"[Q(0.025; lo·T), Q(0.975; hi·T)] of the published estimate's interval [lo, hi] (Q the Poisson quantile).",
 		nyMuMin, e.reps(400, 100))
@@ -208,7 +213,7 @@ func nextYearSection(e *Env) {
 	if e.Quick {
 		years = []int{2022}
 	}
-	var checks []check
+	var checks, pooledChecks []check
 	rng := rand.New(rand.NewPCG(e.Seed, 31))
 	for _, d := range designs {
 		r.H(3, d.name)
@@ -216,7 +221,7 @@ func nextYearSection(e *Env) {
 		for _, p := range nyPredictors {
 			header = append(header, "dev. "+p)
 		}
-		header = append(header, "pub./naive", "pub./global", "med. |log| pub.", "med. |log| naive", "coverage pub.")
+		header = append(header, "pub./naive", "pub./global", "pooled/naive", "pooled/global", "med. |log| pub.", "med. |log| naive", "coverage pub.")
 		var rows [][]string
 		for _, y := range years {
 			t0 := float64(time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Unix())
@@ -227,7 +232,7 @@ func nextYearSection(e *Env) {
 				if len(ev) == 0 || ev[0] >= t0 {
 					continue
 				}
-				pub, ok, naive, seen := nyDesign(cfg, ev, t0, t1, d.interval)
+				pub, ok, naive, seen, evd, evOK := nyDesign(cfg, ev, t0, t1, d.interval)
 				if !ok {
 					continue
 				}
@@ -246,15 +251,33 @@ func nextYearSection(e *Env) {
 				if start == 0 {
 					start = 7 * day
 				}
-				p.rate = [5]float64{pub.Rate, naive, nutchRate(ev, t0, t1, start), 0, float64(truth) / year}
+				p.rate = [6]float64{pub.Rate, naive, nutchRate(ev, t0, t1, start), 0, float64(truth) / year, 0}
+				p.ev, p.evOK = evd, evOK
 				p.lo, p.hi, p.hasCI, p.key = pub.Lo, pub.Hi, pub.HasCI, pub.Key
 				sumSeen += float64(seen)
 				sumT += year
 				ps = append(ps, p)
 			}
 			global := sumSeen / sumT
+			// The pooled estimate (estimators/pooled.go): a Gamma prior
+			// fitted by moments to every page's evidence in the design
+			// (the population: php/doc-en is one site), then each page's
+			// posterior median. Pages without evidence keep naive.
+			var pool estimators.PoolStats
+			for _, p := range ps {
+				if p.evOK {
+					pool.Add(p.ev, 1)
+				}
+			}
+			prior, priorOK := pool.Prior()
 			for i := range ps {
 				ps[i].rate[3] = global
+				ps[i].rate[5] = ps[i].rate[1]
+				if priorOK && ps[i].evOK {
+					if e, ok := estimators.Pooled(prior, ps[i].ev, cfg); ok {
+						ps[i].rate[5] = e.Rate
+					}
+				}
 			}
 			for b := 0; b < 3; b++ {
 				var in []nyPage
@@ -267,7 +290,7 @@ func nextYearSection(e *Env) {
 					continue
 				}
 				keys := map[string]int{}
-				var dev [5]float64
+				var dev [6]float64
 				var lp, ln []float64
 				cov, covN := 0, 0
 				for _, p := range in {
@@ -289,6 +312,8 @@ func nextYearSection(e *Env) {
 				}
 				rn, rnLo, rnHi := nyRatioCI(in, 0, 1, year, rng, B)
 				rg, rgLo, rgHi := nyRatioCI(in, 0, 3, year, rng, B)
+				pn, pnLo, pnHi := nyRatioCI(in, 5, 1, year, rng, B)
+				pg, pgLo, pgHi := nyRatioCI(in, 5, 3, year, rng, B)
 				covShare := math.NaN()
 				if covN > 0 {
 					covShare = float64(cov) / float64(covN)
@@ -298,14 +323,17 @@ func nextYearSection(e *Env) {
 					row = append(row, f3(dev[k]))
 				}
 				row = append(row, fmt.Sprintf("%s [%s, %s]", f3(rn), f3(rnLo), f3(rnHi)), fmt.Sprintf("%s [%s, %s]", f3(rg), f3(rgLo), f3(rgHi)),
+					fmt.Sprintf("%s [%s, %s]", f3(pn), f3(pnLo), f3(pnHi)), fmt.Sprintf("%s [%s, %s]", f3(pg), f3(pgLo), f3(pgHi)),
 					f3(medianOf(lp)), f3(medianOf(ln)), pct(covShare))
 				rows = append(rows, row)
 				tag := fmt.Sprintf("%s %d bucket %s", d.name, y, nyBucketNames[b])
 				switch b {
 				case 0:
 					checks = append(checks, atMost(tag+": deviance published/global", rg, 1, "issue 31: no worse than one global rate for pages seen not to change"))
+					pooledChecks = append(pooledChecks, atMost(tag+": deviance pooled/global", pg, 1, "issue 31: no worse than one global rate for pages seen not to change"))
 				case 1:
 					checks = append(checks, atMost(tag+": deviance published/naive", rn, 1, "issue 31: no worse than naive for pages seen to change 1–4 times"))
+					pooledChecks = append(pooledChecks, atMost(tag+": deviance pooled/naive", pn, 1, "issue 31: no worse than naive for pages seen to change 1–4 times"))
 				}
 				checks = append(checks, atLeast(tag+": coverage of next-year counts", covShare, 0.90, "issue 31: 95 % predictive intervals cover ≥ 90 % of next-period counts"))
 			}
@@ -314,6 +342,8 @@ func nextYearSection(e *Env) {
 	}
 	r.Verdict("next-year deviance and coverage (php/doc-en)", "issue 31's targets (no worse than naive at 1–4 changes, than a global rate at 0; coverage ≥ 90 %)",
 		"the published estimate of each design", checks, "")
+	r.Verdict("next-year deviance of the pooled estimate (php/doc-en)", "issue 31's targets for sparse pages (item 3)",
+		"the pooled (empirical-Bayes) estimate with one prior fitted to the design's pages", pooledChecks, "")
 }
 
 // absLog is |log(est/truth)|, +Inf for an estimate of 0.

@@ -63,7 +63,10 @@ func TestNYDesignExact(t *testing.T) {
 	cfg := newEstConfig()
 	const year = 365 * 86400.0
 	ev := []float64{-5, 10, 20, 30, year + 1}
-	pub, ok, naive, seen := nyDesign(cfg, ev, 0, year, 0)
+	pub, ok, naive, seen, evd, evOK := nyDesign(cfg, ev, 0, year, 0)
+	if !evOK || evd.X != 3 || evd.E != year {
+		t.Errorf("evidence %+v %v", evd, evOK)
+	}
 	if !ok || seen != 3 || math.Abs(naive-3/year) > 1e-20 || math.Abs(pub.Rate-3.5/(year+43200)) > 1e-20 || !(pub.Lo < pub.Rate && pub.Rate < pub.Hi) {
 		t.Fatalf("%+v %v %g %d", pub, ok, naive, seen)
 	}
