@@ -103,7 +103,16 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 		if site != nil {
 			p = &site.Change
 		}
-		if !o.visit(obs, ts, reordered, m, p, eff) && !obs.Kind.IsAccess() {
+		var before estimators.Evidence
+		had := false
+		if site != nil && o.HasChange() {
+			before, had = o.Change.Evidence(&m.Estimators)
+		}
+		if o.visit(obs, ts, reordered, m, p, eff) {
+			if site != nil {
+				site.foldPrior(before, had, o, m)
+			}
+		} else if !obs.Kind.IsAccess() {
 			outcome = NoInformation
 		}
 	}

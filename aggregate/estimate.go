@@ -104,6 +104,10 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 	scratch.Reset()
 	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch, st)
+	if e, ok := o.sitePrior(m, site); ok {
+		publishPrior(&rec, st, e)
+		best, bok = e, true
+	}
 	if o.flags&hasChangeWin != 0 {
 		var p *windows.Profile
 		if site != nil {
