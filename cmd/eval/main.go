@@ -80,6 +80,7 @@ var sections = []section{
 	{"pooledtime", pooledTimeSection},
 	{"best", bestSection},
 	{"nextyear", nextYearSection},
+	{"heldout", heldOutSection},
 }
 
 // sectionNames lists the names of sections in report order.
