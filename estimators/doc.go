@@ -45,7 +45,9 @@
 //	                    Kolobov et al. 2019); naive is then N/T exactly
 //	pooled              beyond the papers: median of the Gamma(α+x, β+e) posterior  equal-tailed posterior (credible) interval
 //	                    under a site prior fitted by moments (pooled.go; the
-//	                    aggregator adds it, Change.Estimate does not)
+//	                    aggregator adds it from the site's stored prior and
+//	                    publishes it below PooledMaxChanges changes,
+//	                    aggregate/siteprior.go; Change.Estimate does not)
 //
 // Details and edge cases:
 //   - naive and cgm_improved/bayes_beta need n ≥ 1 and T > 0; cgm_improved
