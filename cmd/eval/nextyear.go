@@ -198,7 +198,9 @@ func nextYearSection(e *Env) {
 		"change, ×1.4 otherwise, within [1, 365] days; rate 1/interval; for the exact design it starts weekly); one **global** rate (all "+
 		"changes seen / all exposure of the design) for every page; the **oracle**, the training year's exact count / T (what no crawler "+
 		"sees); the **pooled** estimate (`estimators.Pooled`: the posterior median under a Gamma prior fitted by moments to every page's "+
-		"evidence in the design, the candidate of issue 31's item 3, not published by default). Buckets: changes the design saw in the training year. Deviance ratios carry a 95 %% bootstrap interval (%d resamples of "+
+		"evidence in the design). The aggregator publishes **published** for an object without a site prior, and **pooled** for an "+
+		"object with fewer than 5 changes whose site has one (`aggregate/siteprior.go`: the site's stored prior, here one site of all "+
+		"pages); this section computes both from the estimators directly, not through ingest and the aggregator. Buckets: changes the design saw in the training year. Deviance ratios carry a 95 %% bootstrap interval (%d resamples of "+
 		"the bucket's pages). Coverage: the share of pages whose next-year count lies in the 95 %% predictive interval "+
 		"[Q(0.025; lo·T), Q(0.975; hi·T)] of the published estimate's interval [lo, hi] (Q the Poisson quantile).",
 		nyMuMin, e.reps(400, 100))
