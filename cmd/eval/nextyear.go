@@ -215,6 +215,13 @@ func nextYearSection(e *Env) {
 	if e.Quick {
 		years = []int{2022}
 	}
+	// Pages in name order: the bootstrap resamples by index, so the report
+	// is the same at every run.
+	names := make([]string, 0, len(pages))
+	for k := range pages {
+		names = append(names, k)
+	}
+	sort.Strings(names)
 	var checks, pooledChecks []check
 	rng := rand.New(rand.NewPCG(e.Seed, 31))
 	for _, d := range designs {
@@ -230,7 +237,8 @@ func nextYearSection(e *Env) {
 			t1, t2 := t0+year, t0+2*year
 			var ps []nyPage
 			var sumSeen, sumT float64
-			for _, ev := range pages {
+			for _, name := range names {
+				ev := pages[name]
 				if len(ev) == 0 || ev[0] >= t0 {
 					continue
 				}
