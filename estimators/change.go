@@ -444,9 +444,16 @@ func (c *Change) irregularEst(cfg *Config, withCI bool, m *quantileMemo) (Estima
 	if withCI {
 		switch {
 		case l > 0 && info > 0:
-			// λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))).
+			// λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))). The Wald interval is a
+			// large-sample approximation: when it is wider than the exact
+			// interval of a single Poisson event (ratio G, best.go B5) the
+			// data carry less information than one event and the normal
+			// approximation of log λ̂ means nothing (raeder.dk: 10⁶⁹), so
+			// there is no interval.
 			w := cfg.z() / (l * math.Sqrt(info))
-			e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
+			if 2*w <= math.Log(garwoodSpan(cfg, m)) {
+				e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
+			}
 		case l == 0:
 			pLo, pHi := cfg.tails()
 			_, hi := garwood(0, pLo, pHi, m)

@@ -33,7 +33,7 @@
 //	naive               X/T (CGM §4.1)                                         Garwood exact Poisson interval of X, divided by T
 //	cgm_improved        r̂ = −log((X̄+0.5)/(n+0.5)), λ̂ = r̂f (§4.2, App. B)        Clopper–Pearson for θ = 1−e^{−r}, mapped by −f·log(1−θ); none at X = n (unbounded)
 //	bayes_beta          θ̂ = (X+α)/(n+α+β), λ̂ = −f log(1−θ̂) (App. B)             equal-tailed Beta(X+α, n−X+β) posterior interval, mapped likewise
-//	cgm_irregular_mle   root of Σ t_ci/(e^{λt_ci}−1) = U (eq. 2, App. C)          Wald on log λ with the observed information Σ t²e^{λt}/(e^{λt}−1)²; X = 0: λ̂ = 0, upper bound −ln(0.025)/U
+//	cgm_irregular_mle   root of Σ t_ci/(e^{λt_ci}−1) = U (eq. 2, App. C)          Wald on log λ with the observed information Σ t²e^{λt}/(e^{λt}−1)² (none when wider than one event's Garwood interval, best.go B5); X = 0: λ̂ = 0, upper bound −ln(0.025)/U
 //	cgm_lastmod         X'/T, X' = (X−1) − X/(N log(1−X/N)) (Fig. 10, 13)         Garwood interval of X over exposure T (the Fig. 10 likelihood is exactly λ^X e^{−λT})
 //	matloff_count       λ̌ = −(1/τ) ln(1 − M_n/n) (eq. 3)                           λ̌ ± z·SE, SE of eq. 14, clipped at 0; none when M_n = 0
 //	matloff_lastmod     λ̂: r(λ̂) = W̄, r(t) = τ/(1−e^{−tτ}) − 1/t (eq. 5, 6)       λ̂ ± z·SE, SE of eq. 15 (= 1/sqrt(m·r'(λ̂))), clipped at 0

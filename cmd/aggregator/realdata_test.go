@@ -390,3 +390,33 @@ func TestRealHeritrixGone(t *testing.T) {
 	}
 	t.Logf("%d objects published as gone", gone)
 }
+
+// TestRealHeritrixNoWaldOverOneEvent: no published interval of
+// cgm_irregular_mle (a Wald interval, a large-sample approximation) is
+// wider than the exact interval of one Poisson event (ratio G ≈ 220):
+// raeder.dk's was [1.77e-42, 1.03e+27]; its estimate stays, without one.
+func TestRealHeritrixNoWaldOverOneEvent(t *testing.T) {
+	dir := "heritrix-crawl-logs-netarchivesuite/"
+	var paths []string
+	for _, f := range []string{"crawl-h1-2006-job5.log.gz", "crawl-h1-2006-job11.log.gz", "idna-crawl-h1.14.4-2012.log.gz", "crawl-h3-2015.log.gz"} {
+		paths = append(paths, realData(t, dir+f))
+	}
+	out, stderr, err := filter(t, ingestFiles(t, "heritrix", nil, paths...))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, e := range estimates(t, out) {
+		// (An estimate of 0 has the one-sided bound [0, −ln(0.025)/U].)
+		if iv, ok := e.Intervals["cgm_irregular_mle"]; ok && iv[0] > 0 && iv[1]/iv[0] > 220.5 {
+			t.Errorf("%s: cgm_irregular_mle interval %v", e.Object, iv)
+		}
+		if e.Object == "http://www.raeder.dk/" {
+			if _, ok := e.Intervals["cgm_irregular_mle"]; ok {
+				t.Errorf("raeder.dk: cgm_irregular_mle interval %v", e.Intervals["cgm_irregular_mle"])
+			}
+			if _, ok := e.Estimates["cgm_irregular_mle"]; !ok {
+				t.Error("raeder.dk: cgm_irregular_mle estimate dropped with its interval")
+			}
+		}
+	}
+}
