@@ -108,7 +108,16 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 		if site != nil {
 			p = &site.Change
 		}
-		if !o.visit(obs, ts, reordered, m, p, eff) && !obs.Kind.IsAccess() {
+		var before estimators.Evidence
+		had := false
+		if site != nil && o.HasChange() {
+			before, had = o.Change.Evidence(&m.Estimators)
+		}
+		if o.visit(obs, ts, reordered, m, p, eff) {
+			if site != nil {
+				site.foldPrior(before, had, o, m)
+			}
+		} else if !obs.Kind.IsAccess() {
 			outcome = NoInformation
 		}
 		if obs.Format != "sitemap" && site != nil && (eff.SitemapCheck == verdictAgree || eff.SitemapCheck == verdictDisagree) {
@@ -234,6 +243,19 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if reordered && obs.Changed == records.ChangeUnknown {
 		return false
 	}
+	if gone(obs.Status) {
+		// 404 Not Found, 410 Gone: the object is not there (deleted, or
+		// never existed). Whatever the source says of the response's
+		// change, it is of an error page: the object is reported gone
+		// (records.Estimate.Gone) until a later visit sees content.
+		if reordered {
+			return false
+		}
+		o.Change.MarkGone()
+		o.flags |= hasChange
+		eff.Visits = true
+		return true
+	}
 	if obs.Changed == records.ChangeUnknown && errorOrRedirect(obs.Status) {
 		// A 404 page, a server error or a redirect: its digest is of that
 		// response's body, not of the object's content, and must neither
@@ -250,8 +272,12 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if hasLM {
 		lm = obs.LastModified.Unix()
 	}
+	// A change event of a complete history (records.KindChange; records
+	// written before that kind existed carry changes-tsv's visits) is a
+	// change, whatever else the record holds.
+	complete := obs.Kind == records.KindChange || (obs.Format == "changes-tsv" && obs.Kind == records.KindVisit && obs.Changed == records.Changed)
 	switch {
-	case obs.Changed == records.Changed:
+	case complete, obs.Changed == records.Changed:
 		changed = true
 	case obs.Changed == records.Unchanged:
 		changed = false
@@ -273,7 +299,7 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	if obs.Format != "sitemap" && (fp != 0 || obs.Changed != records.ChangeUnknown) {
 		eff.SitemapCheck = o.sm.crawl(int64(ts), changed) // what the sitemap checks compare with
 	}
-	v := estimators.Visit{Time: ts, Changed: changed}
+	v := estimators.Visit{Time: ts, Changed: changed, Complete: complete}
 	if hasLM {
 		v.LastModified, v.HasLastModified = float64(lm), true
 	}
@@ -330,3 +356,7 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 func errorOrRedirect(status int) bool {
 	return status >= 300 && status < 600 && status != 304
 }
+
+// gone reports whether an HTTP status says that the object is not there:
+// 404 Not Found or 410 Gone.
+func gone(status int) bool { return status == 404 || status == 410 }

@@ -104,6 +104,10 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 	scratch.Reset()
 	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch, st)
+	if e, ok := o.sitePrior(m, site); ok {
+		publishPrior(&rec, st, e)
+		best, bok = e, true
+	}
 	if o.flags&hasChangeWin != 0 {
 		var p *windows.Profile
 		if site != nil {
@@ -114,6 +118,11 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 		if followWindow(&rec, st, &o.ChangeWin, sum, m) {
 			best, bok = estimators.Estimate{Key: rec.Estimator, Rate: *rec.RatePerS}, true
 		}
+	}
+	if o.Change.Gone() {
+		rec.Gone = true
+		rec.RatePerS, rec.Estimator, rec.CI95 = nil, "", nil
+		return rec, true
 	}
 	if t, ok := o.Change.NextVisitFrom(asOf, &m.Estimators, best, bok); ok && finite(t) {
 		rec.NextVisit = st.time(timeOf(t))

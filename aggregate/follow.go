@@ -28,7 +28,7 @@ import (
 func followWindow(rec *records.Estimate, rs *recordStore, st *windows.Segmenter, sum windows.Summary, m *Model) bool {
 	names := windows.Models()
 	for i, ok := range sum.HasRates {
-		if ok && finite(sum.Rates[i]) && sum.Rates[i] > 0 {
+		if ok && finite(sum.Rates[i]) && sum.Rates[i] > 0 && meaningfulWindowRate(i, sum, m) {
 			rs.setRate(rec, names[i], sum.Rates[i])
 		}
 	}
@@ -46,4 +46,26 @@ func followWindow(rec *records.Estimate, rs *recordStore, st *windows.Segmenter,
 		rec.CI95 = &[2]float64{lo * k, hi * k}
 	}
 	return true
+}
+
+// meaningfulWindowRate reports whether the window's rate of model i (an
+// index of windows.Models: 0 is the intuitive N(t)/t) may be published in
+// estimates (issue 31: a Duane rate 337 times (changes+1)/span from a
+// window of 3 points with slope −54.7). The intuitive rate is a count over
+// a time and always is. A fitted rate (Weibull §3.2, Duane §3.3) needs
+// what the windows' own published rate needs: at least MinPoints points
+// (a least-squares line through 2 or 3 points says nothing about its
+// slope), and a non-degenerate fit, within MaxRateRatio of N(t)/t both
+// ways: for a power-law process λ(t) = β·N(t)/t, so a larger ratio means a
+// shape β outside [1/MaxRateRatio, MaxRateRatio], an extrapolation of a
+// burst (windows.summarize applies the same bound to the window's rate).
+func meaningfulWindowRate(i int, sum windows.Summary, m *Model) bool {
+	if i == 0 {
+		return true
+	}
+	if sum.Points < int64(m.Windows.MinPoints) || !sum.HasRates[0] || !(sum.Rates[0] > 0) {
+		return false
+	}
+	q := sum.Rates[i] / sum.Rates[0]
+	return q <= windows.MaxRateRatio && q >= 1/windows.MaxRateRatio
 }

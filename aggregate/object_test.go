@@ -61,12 +61,14 @@ func TestApplyChangeDetection(t *testing.T) {
 		// A Heritrix or WARC 404 page (or a redirect, a server error) has a
 		// digest of its own body: it says nothing about the content, and the
 		// content seen again after it is not a change (raeder.dk:81's four
-		// 404 pages of two sizes counted 3 changes). A 304, or an explicit
-		// flag, still counts.
+		// 404 pages of two sizes counted 3 changes). A 304 still counts.
+		// A 404 or 410, even with an explicit change flag (Heritrix JSON
+		// gives one), marks the object gone (issue 31: no rates from
+		// error pages) and is applied as that information.
 		{"error pages and redirects say nothing about the content", []records.Observation{visit(0, "a"),
 			status(visit(1, "e1"), 404), status(visit(2, "e2"), 404), status(visit(3, "r"), 301), status(visit(4, "s"), 503),
 			status(visit(5, "a"), 200), status(flag(6, records.Unchanged), 304), status(flag(7, records.Changed), 404)},
-			4, 1, []Outcome{Applied, NoInformation, NoInformation, NoInformation, NoInformation, Applied, Applied, Applied}},
+			3, 0, []Outcome{Applied, Applied, Applied, NoInformation, NoInformation, Applied, Applied, Applied}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

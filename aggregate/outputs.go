@@ -226,6 +226,9 @@ func (w *worker) emitFinal(ctx context.Context) error {
 		w.rated, w.ratedAbove0 = false, false
 		host := Site(n)
 		out, pub = w.appendEstimates(&slab, out, pub, n, host, w.det.sites[host], obj, true, true)
+		if obj != nil && obj.HasChange() && obj.Change.Gone() {
+			w.p.stats.finalGone.Add(1)
+		}
 		w.cache.release(obj)
 		w.p.stats.finalObjects.Add(1)
 		switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/wire"
 	"github.com/changerate/changerate/windows"
 )
@@ -23,6 +24,11 @@ type SiteState struct {
 	Change windows.Profile
 	// Sitemap is the record of the site's sitemap checks (sitemap_trust.go).
 	Sitemap SitemapTrust
+	// Pool holds the sufficient statistics of the site's change-rate
+	// prior over its objects' current evidence (siteprior.go); encoded
+	// after the profiles when not empty (states written before it decode
+	// with none).
+	Pool estimators.PoolStats
 }
 
 // siteVersion is the first byte of an encoded SiteState; siteVersionSitemap
@@ -34,7 +40,8 @@ const (
 )
 
 // AppendBinary appends the site's encoding: version, then each profile as a
-// uvarint length and its windows.Profile encoding.
+// uvarint length and its windows.Profile encoding, then, when the prior's
+// statistics are not all zero, its five sums N, X, E, X2E, F as float64.
 func (s *SiteState) AppendBinary(dst []byte) []byte {
 	version := byte(siteVersion)
 	if s.Sitemap.Checks() > 0 {
@@ -56,6 +63,11 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 	if version == siteVersionSitemap {
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
+	}
+	if s.Pool != (estimators.PoolStats{}) {
+		for _, v := range [...]float64{s.Pool.N, s.Pool.X, s.Pool.E, s.Pool.X2E, s.Pool.F} {
+			dst = wire.AppendFloat64(dst, v)
+		}
 	}
 	return dst
 }
@@ -94,8 +106,22 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
 	}
-	if len(r.Rest()) != 0 {
-		return fmt.Errorf("%w: site: %d trailing bytes", ErrCorrupt, len(r.Rest()))
+	if n := len(r.Rest()); n != 0 {
+		if n != 5*8 {
+			return fmt.Errorf("%w: site: %d trailing bytes", ErrCorrupt, n)
+		}
+		var v [5]float64
+		for i := range v {
+			v[i] = r.Float64()
+			// Sums of added and removed evidence may round a little below 0.
+			if r.Err() == nil && !(v[i] >= -1e-6*math.Max(1, math.Abs(v[i]))) {
+				return fmt.Errorf("%w: site: prior sums %v", ErrCorrupt, v)
+			}
+		}
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("%w: site: prior sums: %w", ErrCorrupt, err)
+		}
+		d.Pool = estimators.PoolStats{N: v[0], X: v[1], E: v[2], X2E: v[3], F: v[4]}
 	}
 	*s = d
 	return nil

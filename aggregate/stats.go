@@ -53,6 +53,9 @@ type Stats struct {
 	// that were decided (sitemap_trust.go).
 	SitemapUse                    [4]int64
 	SitemapAgree, SitemapDisagree int64
+	// FinalGone counts, for EmitFinal, the objects published as gone
+	// (records.Estimate.Gone: their latest visits answered 404 or 410).
+	FinalGone int64
 }
 
 type statCounters struct {
@@ -62,6 +65,7 @@ type statCounters struct {
 	candidates                                                                                       [numOutcomes]atomic.Int64
 	sitemapUse                                                                                       [4]atomic.Int64
 	sitemapAgree, sitemapDisagree                                                                    atomic.Int64
+	finalGone                                                                                        atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
@@ -76,6 +80,7 @@ func (p *Processor) Stats() Stats {
 		Alerts: s.alerts.Load(), SiteAlerts: s.siteAlerts.Load(), Candidates: map[string]int64{},
 		SitemapUse:   [4]int64{0, s.sitemapUse[1].Load(), s.sitemapUse[2].Load(), s.sitemapUse[3].Load()},
 		SitemapAgree: s.sitemapAgree.Load(), SitemapDisagree: s.sitemapDisagree.Load(),
+		FinalGone: s.finalGone.Load(),
 	}
 	for i, o := range candidateOutcomes {
 		if n := s.candidates[i].Load(); n > 0 {

@@ -39,9 +39,13 @@ func observe(rng *rand.Rand, lambda float64, n int, irregularVisits, lm bool) *C
 
 // regimeErr collects one estimator's errors in a regime.
 type regimeErr struct {
-	logs []float64 // |log(est/true)|, +Inf for an estimate of 0
-	ss   float64   // Σ (est/true − 1)²
+	logs   []float64 // |log(est/true)|, +Inf for an estimate of 0
+	ss     float64   // Σ (est/true − 1)²
+	capped float64   // Σ min(|log(est/true)|, log G), the rule's loss (best.go B1)
 }
+
+// logG is log G of best.go (B5) at the default 95 %.
+var logG = func() float64 { c := DefaultConfig(); return math.Log(garwoodSpan(&c, nil)) }()
 
 func (e *regimeErr) add(v, truth float64) {
 	l := math.Inf(1)
@@ -50,7 +54,11 @@ func (e *regimeErr) add(v, truth float64) {
 	}
 	e.logs = append(e.logs, l)
 	e.ss += (v/truth - 1) * (v/truth - 1)
+	e.capped += min(l, logG)
 }
+
+// mean is the mean capped |log| error, the loss the rule minimises.
+func (e *regimeErr) mean() float64 { return e.capped / float64(len(e.logs)) }
 
 // median is the error the rule is judged on: median |log(est/true)|, the
 // project's accuracy measure (research/cmd/eval, the pooled target): symmetric in
@@ -78,13 +86,22 @@ var bestGrid = []struct {
 	{"regular, LM, r=0.5, n=20", 0.5, 20, false, true},
 	{"irregular, no LM, r=1.5, n=60", 1.5, 60, true, false},
 	{"irregular, LM, r=1.5, n=30", 1.5, 30, true, true},
+	// Held out (issue 31's Last-Modified world: daily polls for 90 days,
+	// where the old rule's fitted threshold published naive).
+	{"regular, LM, r=0.3, n=90", 0.3, 90, false, true},
+	{"regular, LM, r=0.6, n=90", 0.6, 90, false, true},
+	{"regular, LM, r=1, n=90", 1, 90, false, true},
+	{"regular, no LM, r=0.1, n=30", 0.1, 30, false, false},
 }
 
-// TestBestRuleEvaluation enforces the best-estimate rule: in
-// every regime of the grid, the error of the published (best) estimate is
-// within 3 % of the lowest error of the single paper estimators that are
-// defined in every run. 4000 seeded objects per regime: the median's
-// sampling error is about 2 %, so 3 % separates a wrong rule from noise.
+// TestBestRuleEvaluation checks the best-estimate rule (best.go) by
+// simulation: in every regime of the grid, the published estimate's mean
+// capped |log| error (B1, the loss the rule minimises from the
+// estimators' sampling distributions, not from these runs) is within 3 %
+// of the lowest of the single paper estimators defined in every run. 4000
+// seeded objects per regime: the mean's sampling error is about 1.5 %, so
+// 3 % separates a wrong choice from noise. The median |log| and relative
+// RMSE are logged beside it.
 func TestBestRuleEvaluation(t *testing.T) {
 	cfg := mustCfg(t)
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -118,15 +135,15 @@ func TestBestRuleEvaluation(t *testing.T) {
 				t.Logf("    %-18s defined in %d of %d runs: not a candidate", key, len(e.logs), K)
 				continue
 			}
-			t.Logf("    %-18s median |log| %.3f  rel. RMSE %.3f", key, e.median(), e.rmse())
-			if m := e.median(); m < lowest {
+			t.Logf("    %-18s mean capped |log| %.3f  median |log| %.3f  rel. RMSE %.3f", key, e.mean(), e.median(), e.rmse())
+			if m := e.mean(); m < lowest {
 				lowest, lowKey = m, key
 			}
 		}
 		b := errs["best"]
-		t.Logf("%s: best (chosen %v) median |log| %.3f rel. RMSE %.3f; lowest %s %.3f", g.name, chosen, b.median(), b.rmse(), lowKey, lowest)
-		if b.median() > 1.03*lowest {
-			t.Errorf("%s: the published estimate's error %.3f is more than 3 %% above the lowest single estimator's, %s %.3f", g.name, b.median(), lowKey, lowest)
+		t.Logf("%s: best (chosen %v) mean capped |log| %.3f median |log| %.3f rel. RMSE %.3f; lowest %s %.3f", g.name, chosen, b.mean(), b.median(), b.rmse(), lowKey, lowest)
+		if b.mean() > 1.03*lowest {
+			t.Errorf("%s: the published estimate's error %.3f is more than 3 %% above the lowest single estimator's, %s %.3f", g.name, b.mean(), lowKey, lowest)
 		}
 	}
 }

@@ -6,12 +6,16 @@ import "math"
 // seconds since the Unix epoch. Changed says whether the object changed
 // since the previous visit (ignored on the first, baseline visit).
 // LastModified, when HasLastModified, is the object's last-modification
-// time as reported at this visit.
+// time as reported at this visit. Complete says that the visit is one
+// change event of a complete record of the object's changes (every change
+// is reported, at its time: a version-control log), not a visit that
+// samples the change process; see KeyPoissonEvents.
 type Visit struct {
 	Time            float64
 	Changed         bool
 	LastModified    float64
 	HasLastModified bool
+	Complete        bool
 }
 
 // Change is the O(1) state of every change-rate estimator for one object.
@@ -44,6 +48,14 @@ type Change struct {
 	ageSum int64
 
 	mat matloffState
+
+	// events counts the accepted visits (baseline included) that were
+	// complete change events (Visit.Complete); the history is complete
+	// when every accepted visit was one (Complete).
+	events int64
+	// gone counts the answers "gone" (HTTP 404, 410) since the latest
+	// accepted visit (MarkGone), saturating.
+	gone uint32
 }
 
 // millis converts a time or duration in seconds (|t| < MaxTime) to whole
@@ -81,6 +93,9 @@ func (c *Change) Visit(v Visit) {
 	}
 	if c.visits == 0 {
 		c.visits, c.first, c.last = 1, t, t
+		if v.Complete {
+			c.events = 1
+		}
 		if hasLM {
 			c.ageN++
 			c.ageSum = addSat(c.ageSum, age)
@@ -91,7 +106,14 @@ func (c *Change) Visit(v Visit) {
 	if iv <= 0 {
 		return
 	}
+	c.gone = 0
+	if v.Complete {
+		v.Changed = true // every event of a complete history is a change
+	}
 	c.visits++
+	if v.Complete {
+		c.events++
+	}
 	ivs := seconds(iv)
 	c.sumSq = float32(float64(c.sumSq) + ivs*ivs)
 	if v.Changed {
@@ -123,6 +145,32 @@ func (c *Change) Visits() int64 { return c.visits }
 
 // Changes is the number of visit intervals with a detected change (X).
 func (c *Change) Changes() int64 { return c.changes }
+
+// MarkGone records that the object answered "gone" (HTTP 404 or 410) at
+// a visit: it is reported gone (Gone) until a later visit sees content.
+// The answer is not a visit: an error page's content says nothing about
+// the object's changes.
+func (c *Change) MarkGone() {
+	if c.gone < math.MaxUint32 {
+		c.gone++
+	}
+}
+
+// Gone reports whether the object's latest answers were "gone" (MarkGone
+// since the latest accepted visit).
+func (c *Change) Gone() bool { return c.gone > 0 }
+
+// Events is the number of accepted visits that were complete change
+// events (Visit.Complete), the baseline included.
+func (c *Change) Events() int64 { return c.events }
+
+// Complete reports whether the object's history is a complete record of
+// its changes: at least one visit, every accepted visit a complete change
+// event. Then X is the exact number of changes after the baseline in the
+// span T, the data of a Poisson process observed continuously, and the
+// visit-based estimators (which assume at most one change seen per
+// visit interval) do not apply.
+func (c *Change) Complete() bool { return c.visits > 0 && c.events == c.visits }
 
 // Snapshots is the number of accepted Matloff snapshots.
 func (c *Change) Snapshots() int64 { return c.mat.n }
@@ -222,13 +270,16 @@ func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estim
 	_ = asOf
 	if out == nil {
 		mat, matOK := c.mat.estimates(cfg, nil)
-		return sane(c.best(cfg, mat, matOK, true, nil))
+		return sane(c.best(cfg, mat, matOK, true, nil, nil))
 	}
 	return c.estimate(cfg, out, out.quantiles())
 }
 
 // estimate is Estimate for out != nil with the quantile memo mq (nil: none).
 func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
+	if c.Complete() {
+		return c.completeEstimate(cfg, out, mq)
+	}
 	out.Reset()
 	var v visitEstimates
 	for k, est := range visitEstimators {
@@ -238,7 +289,7 @@ func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best E
 		}
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, mat, matOK, true, &v))
+	return sane(c.best(cfg, mat, matOK, true, &v, mq))
 }
 
 // The visit-based estimators, by their index in visitEstimators, which is
@@ -284,25 +335,16 @@ func (v *visitEstimates) of(k int, c *Change, cfg *Config, withCI bool) (Estimat
 // best applies the best-estimate rule (see doc.go); withCI=false skips the
 // interval of the chosen estimator. pre, when not nil, holds the
 // candidates already computed.
-func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates) (Estimate, bool) {
-	if e, ok := c.smallCountBest(cfg, withCI, pre); ok {
-		return e, true
+func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates, mq *quantileMemo) (Estimate, bool) {
+	if c.Complete() {
+		if c.Intervals() < int64(cfg.MinIntervals) {
+			return Estimate{}, false
+		}
+		return c.poissonEventsEst(cfg, withCI, nil)
 	}
 	minN := int64(cfg.MinIntervals)
-	n := c.Intervals()
-	if c.lmN >= minN && c.hasLastMod(cfg) {
-		e, ok := pre.of(visitLastMod, c, cfg, withCI)
-		if ok {
-			return e, true
-		}
-	}
-	if n >= minN {
-		if !c.Regular(cfg) {
-			if e, ok := pre.of(visitIrregular, c, cfg, withCI); ok {
-				return e, true
-			}
-		}
-		if e, ok := pre.of(visitImproved, c, cfg, withCI); ok {
+	if c.Intervals() >= minN {
+		if e, ok := c.chooseVisit(cfg, withCI, pre, mq); ok {
 			return e, true
 		}
 	}
@@ -320,7 +362,7 @@ func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := sane(c.best(cfg, mat, matOK, false, nil))
+	e, ok := sane(c.best(cfg, mat, matOK, false, nil, nil))
 	return e.Rate, ok
 }
 
@@ -402,9 +444,16 @@ func (c *Change) irregularEst(cfg *Config, withCI bool, m *quantileMemo) (Estima
 	if withCI {
 		switch {
 		case l > 0 && info > 0:
-			// λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))).
+			// λ̂·exp(±z/(λ̂·sqrt(I(λ̂)))). The Wald interval is a
+			// large-sample approximation: when it is wider than the exact
+			// interval of a single Poisson event (ratio G, best.go B5) the
+			// data carry less information than one event and the normal
+			// approximation of log λ̂ means nothing (raeder.dk: 10⁶⁹), so
+			// there is no interval.
 			w := cfg.z() / (l * math.Sqrt(info))
-			e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
+			if 2*w <= math.Log(garwoodSpan(cfg, m)) {
+				e.Lo, e.Hi, e.HasCI = l*math.Exp(-w), l*math.Exp(w), true
+			}
 		case l == 0:
 			pLo, pHi := cfg.tails()
 			_, hi := garwood(0, pLo, pHi, m)

@@ -85,6 +85,10 @@ type Config struct {
 	// Malcolm & Armitage MAX_CHANGES is reached (the listings' "return
 	// −1"). When false (default) it continues with the CGM rule.
 	StopAtMaxChanges bool
+	// EventPriorExposure is τ₀ of the Gamma(½, τ₀) prior of the rate of a
+	// complete change history (events.go, eq. E2), seconds: ½ day, the
+	// paper's ½ in days. Default 43200.
+	EventPriorExposure float64
 	// StaleProbability is the default target probability that a cached
 	// copy is stale at expiry, for TTL. Default 0.1.
 	StaleProbability float64
@@ -136,6 +140,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.MaxInterval, 2592000)
 	set(&c.InitialInterval, 86400)
 	set(&c.StaleProbability, 0.1)
+	set(&c.EventPriorExposure, 43200)
 	return c
 }
 
@@ -175,6 +180,7 @@ func (c *Config) Validate() error {
 	check(posFinite(d.MinInterval), "MinInterval (want > 0)", d.MinInterval)
 	check(posFinite(d.MaxInterval) && d.MaxInterval >= d.MinInterval, "MaxInterval (want ≥ MinInterval)", d.MaxInterval)
 	check(posFinite(d.InitialInterval), "InitialInterval (want > 0)", d.InitialInterval)
+	check(posFinite(d.EventPriorExposure), "EventPriorExposure (want > 0)", d.EventPriorExposure)
 	check(d.StaleProbability > 0 && d.StaleProbability < 1, "StaleProbability (want 0 < p < 1)", d.StaleProbability)
 	return errors.Join(errs...)
 }

@@ -68,6 +68,7 @@ func TestConfigDefaults(t *testing.T) {
 		MaxInterval:         2592000,
 		InitialInterval:     86400,
 		StaleProbability:    0.1,
+		EventPriorExposure:  43200,
 	}
 	if got := (Config{}).WithDefaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Config{}.WithDefaults() =\n%+v\nwant\n%+v", got, want)

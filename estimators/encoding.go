@@ -22,6 +22,10 @@ const (
 	secLastMod = 1 << 1
 	secMatloff = 1 << 2
 	secDirect  = 1 << 3
+	// secExtra (Change only; Access uses the bit for secDirect): the
+	// count of complete change events and of "gone" answers. States
+	// written before it have no such section and decode with neither.
+	secExtra = 1 << 3
 )
 
 // maxMillis bounds decoded times and durations (MaxTime in ms), as Visit
@@ -40,6 +44,8 @@ const maxMillis = MaxTime * 1000
 //	          bit-packed and zero-padded to a byte
 //	lastmod:  uvarint N, X (Fig. 10), T (ms), ages, Σ age (ms)
 //	matloff:  uvarint periods, M_n, #(0,h); float64 Σ τ, Σ W/τ
+//	extra:    uvarint complete change events (Visit.Complete), uvarint
+//	          "gone" answers since the latest visit (MarkGone)
 //
 // ref (seconds) is a time the caller passes again to DecodeBinaryAt, best
 // the object's latest observation, which makes the latest visit time 1–3
@@ -57,6 +63,9 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	}
 	if c.mat != (matloffState{}) {
 		flags |= secMatloff
+	}
+	if c.events != 0 || c.gone != 0 {
+		flags |= secExtra
 	}
 	dst = append(dst, encodingVersion<<4|flags)
 	if flags&secVisits != 0 {
@@ -102,6 +111,10 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	}
 	if flags&secMatloff != 0 {
 		dst = c.mat.append(dst)
+	}
+	if flags&secExtra != 0 {
+		dst = binary.AppendUvarint(dst, uint64(c.events))
+		dst = binary.AppendUvarint(dst, uint64(c.gone))
 	}
 	return dst
 }
@@ -151,7 +164,7 @@ func refMillis(ref float64) int64 {
 // float rounding).
 func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	d := decoder{r: reader{wire.NewReader(src)}}
-	version, flags := d.header(secVisits | secLastMod | secMatloff)
+	version, flags := d.header(secVisits | secLastMod | secMatloff | secExtra)
 	if d.err() == nil && version == 1 {
 		return c.decodeV1(src)
 	}
@@ -235,6 +248,14 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	}
 	if flags&secMatloff != 0 {
 		s.mat.decode(&d)
+	}
+	if flags&secExtra != 0 {
+		s.events = d.r.Count()
+		gone := d.r.Count()
+		if d.err() == nil && (s.events > s.visits || gone > math.MaxUint32 || (s.events == 0 && gone == 0)) {
+			d.r.Fail("bad events or gone count")
+		}
+		s.gone = uint32(gone)
 	}
 	if err := d.err(); err != nil {
 		return 0, err

@@ -15,6 +15,7 @@ const (
 	KeyMatloffKernel    = "matloff_kernel"
 	KeyMalcolmLastMod   = "malcolm_lastmod"
 	KeyMalcolmNoLastMod = "malcolm_nolastmod"
+	KeyPoissonEvents    = "poisson_events"
 )
 
 // Estimate is one estimator's result. Rate is in events per second and is

@@ -46,7 +46,7 @@ func TestCGMExample1(t *testing.T) {
 	var out Estimates
 	pub, ok := c.Estimate(1e9+10*day, cfg, &out)
 	if !ok || pub.Key != KeyBayesBeta {
-		t.Fatalf("best = %+v %v, want bayes_beta (regular, %d < FewChanges changes)", pub, ok, c.Changes())
+		t.Fatalf("best = %+v %v, want bayes_beta (regular, %d changes in 10 visits: lowest risk, best.go B6)", pub, ok, c.Changes())
 	}
 	best, _ := out.Get(KeyCGMImproved)
 	nv, _ := out.Get(KeyNaive)
@@ -214,5 +214,9 @@ func TestCGMExample4Schedule(t *testing.T) {
 		t.Fatal("no interval")
 	}
 	near(t, "interval·λ̂", iv*best.Rate, 1.5, 1e-9)
-	near(t, "interval days", iv/day, 1.5/(ImprovedRatio(100, 13)), 1e-9)
+	// The rule (best.go B6) names bayes_beta at X = 13 of 100.
+	if best.Key != KeyBayesBeta {
+		t.Fatalf("best %+v, want bayes_beta", best)
+	}
+	near(t, "interval days", iv/day, 1.5/thetaToRatio(BayesTheta(100, 13, 1, 1)), 1e-9)
 }

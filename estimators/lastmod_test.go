@@ -142,8 +142,10 @@ func TestCGMLastModByHand(t *testing.T) {
 	c.Visit(Visit{Time: 30 * hour, Changed: true, LastModified: 27 * hour, HasLastModified: true})
 	var out Estimates
 	pub, ok := c.Estimate(30*hour, cfg, &out)
-	if !ok || pub.Key != KeyNaive {
-		t.Fatalf("best %+v, want naive (regular, cgm_lastmod's r̂ < NaiveMaxRatio)", pub)
+	// N = 3 intervals: the risks of best.go (B6) favour bayes_beta's
+	// shrinkage over cgm_lastmod's variance.
+	if !ok || pub.Key != KeyBayesBeta {
+		t.Fatalf("best %+v, want bayes_beta (regular, lowest risk at N = 3)", pub)
 	}
 	best, _ := out.Get(KeyCGMLastMod)
 	xp := (2 - 1) - 2/(3*math.Log(1-2.0/3))

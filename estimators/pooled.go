@@ -66,6 +66,13 @@ type Evidence struct {
 // Evidence returns the object's evidence; ok is false when the object has
 // no usable data.
 func (c *Change) Evidence(cfg *Config) (Evidence, bool) {
+	if c.Complete() {
+		// A complete history's likelihood is exactly λ^N e^{−λT} (events.go E1).
+		if T := c.Span(); T > 0 {
+			return Evidence{X: float64(c.changes), E: T}, true
+		}
+		return Evidence{}, false
+	}
 	if c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) && c.lmT > 0 {
 		return Evidence{X: float64(c.lmX), E: seconds(c.lmT)}, true
 	}

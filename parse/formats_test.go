@@ -176,7 +176,7 @@ func TestTabularFormats(t *testing.T) {
 	ch, _ := New("changes-tsv", Config{})
 	runCases(t, ch, []lineCase{
 		{name: "line", line: "reference/exec/functions/proc-open.xml\t1787331093",
-			want: &records.Observation{Object: "reference/exec/functions/proc-open.xml", Time: time.Unix(1787331093, 0).UTC(), Kind: records.KindVisit, Changed: records.Changed, Format: "changes-tsv"}},
+			want: &records.Observation{Object: "reference/exec/functions/proc-open.xml", Time: time.Unix(1787331093, 0).UTC(), Kind: records.KindChange, Changed: records.Changed, Format: "changes-tsv"}},
 		{name: "no tab", line: "reference 1787331093", reason: ReasonFields},
 		{name: "bad time", line: "a\tnow", reason: ReasonTime},
 		// A NASA TSV line whose last field is a number is not a path and a time.

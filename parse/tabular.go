@@ -161,9 +161,10 @@ func (p *worldCupParser) parse(line []byte, obs *records.Observation) error {
 }
 
 // changes-tsv: "path<TAB>unix_time" lines (exactly two fields) of true
-// change times (the php-doc-en git history): each line is a visit that saw
-// a change (records.KindVisit, Changed) at that time, by an observer that
-// sees every change. The path is the object (kept as written, not a URL).
+// change times (the php-doc-en git history): each line is one change of
+// the object at that time from a complete record of its changes
+// (records.KindChange, Changed), not a visit that samples the changes.
+// The path is the object (kept as written, not a URL).
 type changesTSVParser struct {
 	intern map[string]string
 }
@@ -207,7 +208,7 @@ func (p *changesTSVParser) parse(line []byte, obs *records.Observation) error {
 		obj = validString(path)
 		p.intern[string(path)] = obj
 	}
-	obs.Object, obs.Time, obs.Kind, obs.Changed, obs.Format = obj, t, records.KindVisit, records.Changed, "changes-tsv"
+	obs.Object, obs.Time, obs.Kind, obs.Changed, obs.Format = obj, t, records.KindChange, records.Changed, "changes-tsv"
 	return nil
 }
 

@@ -69,6 +69,9 @@ func appendEstimateJSON(dst []byte, e *Estimate, keyed []Keyed) (_ []byte, ok bo
 	a.b = strconv.AppendInt(a.b, e.Observations, 10)
 	a.raw(`,"changes":`)
 	a.b = strconv.AppendInt(a.b, e.Changes, 10)
+	if e.Gone {
+		a.raw(`,"gone":true`)
+	}
 	if w := e.Window; w != nil {
 		a.raw(`,"window":{"state":`)
 		a.str(w.State)

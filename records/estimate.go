@@ -29,7 +29,12 @@ type Estimate struct {
 	Intervals    map[string][2]float64 `json:"intervals,omitempty"`
 	Observations int64                 `json:"observations"`
 	Changes      int64                 `json:"changes"`
-	Window       *Window               `json:"window,omitempty"`
+	// Gone is true when the object's latest visits answered "gone" (HTTP
+	// 404 or 410) and no later visit saw content: the object was deleted,
+	// or never existed. A gone object has no published rate, TTL or next
+	// visit; the estimators of the content seen before, if any, remain.
+	Gone   bool    `json:"gone,omitempty"`
+	Window *Window `json:"window,omitempty"`
 	// NextVisit is the recommended next visit (change estimates).
 	NextVisit *time.Time `json:"next_visit,omitempty"`
 	// TTLS is the recommended cache TTL in seconds (change estimates).

@@ -31,12 +31,20 @@ const (
 	// modification time was LastEvent (zero when no event fell in the
 	// period). Event says which of the two it is.
 	KindSnapshot Kind = "snapshot"
+	// KindChange is one change of the object at Time, from a source that
+	// records every change (a version-control log, a CMS's edit history):
+	// a complete observation of the change process, not a visit that
+	// samples it. It feeds the change-rate estimators as a visit that saw
+	// a change (Changed is true or absent), and an object whose every
+	// observation is a KindChange gets the Poisson rate of its events
+	// (estimators.KeyPoissonEvents) instead of a visit-based estimator.
+	KindChange Kind = "change"
 )
 
 // Valid reports whether k is one of the defined kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindAccess, KindVisit, KindRevalidation, KindSnapshot:
+	case KindAccess, KindVisit, KindRevalidation, KindSnapshot, KindChange:
 		return true
 	}
 	return false
@@ -46,7 +54,7 @@ func (k Kind) Valid() bool {
 func (k Kind) IsAccess() bool { return k == KindAccess || k == KindRevalidation }
 
 // IsVisit reports whether an observation of kind k is a check of content.
-func (k Kind) IsVisit() bool { return k == KindVisit || k == KindRevalidation }
+func (k Kind) IsVisit() bool { return k == KindVisit || k == KindRevalidation || k == KindChange }
 
 // ChangeFlag is a three-valued answer to "did the content change since the
 // observer's previous visit?". Its JSON form is true, false, or absent.
@@ -178,7 +186,10 @@ func (o *Observation) Validate() error {
 		return fmt.Errorf("%w: time is missing", ErrInvalid)
 	}
 	if !o.Kind.Valid() {
-		return fmt.Errorf("%w: kind %q is not access, visit, revalidation or snapshot", ErrInvalid, o.Kind)
+		return fmt.Errorf("%w: kind %q is not access, visit, revalidation, snapshot or change", ErrInvalid, o.Kind)
+	}
+	if o.Kind == KindChange && o.Changed == Unchanged {
+		return fmt.Errorf("%w: a change observation cannot say changed=false", ErrInvalid)
 	}
 	if !ValidChangeFreq(o.ChangeFreq) {
 		return fmt.Errorf("%w: changefreq %q is not always, hourly, daily, weekly, monthly, yearly or never", ErrInvalid, o.ChangeFreq)

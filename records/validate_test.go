@@ -25,6 +25,9 @@ func TestValidate(t *testing.T) {
 		{"no time", func(o *Observation) { o.Time = time.Time{} }, "time is missing"},
 		{"unknown kind", func(o *Observation) { o.Kind = "teleport" }, "kind"},
 		{"bad change value", func(o *Observation) { o.Changed = 7 }, "changed"},
+		{"change event", func(o *Observation) { o.Kind, o.Changed = KindChange, Changed }, ""},
+		{"change event, flag absent", func(o *Observation) { o.Kind = KindChange }, ""},
+		{"change event that did not change", func(o *Observation) { o.Kind, o.Changed = KindChange, Unchanged }, "changed=false"},
 		{"snapshot without period", func(o *Observation) { o.Kind, o.Event = KindSnapshot, EventAccess }, "period_s"},
 		{"snapshot without event kind", func(o *Observation) { o.Kind, o.PeriodS = KindSnapshot, 60 }, "event"},
 		{"snapshot event outside its period", func(o *Observation) {
@@ -49,5 +52,28 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error %v, want ErrInvalid containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestKindChangeDecodes: a change event decodes (fast and encoding/json
+// paths alike) and counts as a visit; an old changes-tsv record (kind
+// visit) still decodes as it did.
+func TestKindChangeDecodes(t *testing.T) {
+	for _, line := range []string{
+		`{"object":"a.xml","time":"2026-01-01T00:00:00Z","kind":"change","changed":true,"format":"changes-tsv"}`,
+		`{"object": "a.xml", "time": "2026-01-01T00:00:00Z", "kind": "change"}`,
+		`{"object":"a.xml","time":"2026-01-01T00:00:00Z","kind":"visit","changed":true,"format":"changes-tsv"}`,
+	} {
+		o, err := DecodeObservation([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		j, err := decodeObservationJSON([]byte(line))
+		if err != nil || j != o {
+			t.Errorf("%s: json path %+v, %v; fast %+v", line, j, err, o)
+		}
+		if !o.Kind.IsVisit() || o.Kind.IsAccess() {
+			t.Errorf("%s: IsVisit %v IsAccess %v", line, o.Kind.IsVisit(), o.Kind.IsAccess())
+		}
 	}
 }

@@ -271,6 +271,7 @@ func (s summary) write(w io.Writer) {
 		p("objects without a rate", s.st.FinalObjects-s.st.FinalWithRate-s.st.FinalZeroRate,
 			fmt.Sprintf("fewer than %d intervals (informative visits after the first, or accesses after the first): "+
 				"each estimator's value, no best one (no rate_per_s)", s.minIntervals))
+		p("objects gone", s.st.FinalGone, "their latest visits answered 404 or 410: published with gone, without a rate")
 	} else {
 		p("new objects", s.st.Objects, "")
 		p("estimates published", s.st.ChangeEstimates+s.st.AccessEstimates, "")

@@ -82,6 +82,8 @@ var sections = []section{
 	{"pooled", pooledSection},
 	{"pooledtime", pooledTimeSection},
 	{"best", bestSection},
+	{"nextyear", nextYearSection},
+	{"heldout", heldOutSection},
 }
 
 // sectionNames lists the names of sections in report order.
