@@ -410,3 +410,20 @@ func Allocate(pages []Page, cfg AllocConfig) (Allocation, error) {
 	}
 	return a, nil
 }
+
+// PlanningRate is the rate a page is planned at from its estimate: the
+// estimate, or its interval's upper bound hi when the estimate is 0 (no
+// change seen yet). A page planned at 0 never changes for the allocation,
+// gets no visit and so never shows the change that would correct it; the
+// upper bound (what the visits so far cannot exclude) keeps it visited, at
+// a rate that falls as unchanged visits accumulate. Negative or non-finite
+// values count as 0.
+func PlanningRate(rate, hi float64) float64 {
+	if rate > 0 && !math.IsInf(rate, 0) {
+		return rate
+	}
+	if hi > 0 && !math.IsInf(hi, 0) {
+		return hi
+	}
+	return 0
+}

@@ -318,3 +318,13 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+func TestPlanningRate(t *testing.T) {
+	for _, c := range []struct{ rate, hi, want float64 }{
+		{2, 5, 2}, {0, 5, 5}, {0, 0, 0}, {math.NaN(), 3, 3}, {math.Inf(1), math.Inf(1), 0}, {-1, 2, 2},
+	} {
+		if got := PlanningRate(c.rate, c.hi); got != c.want {
+			t.Errorf("PlanningRate(%v, %v) = %v, want %v", c.rate, c.hi, got, c.want)
+		}
+	}
+}

@@ -177,7 +177,9 @@ func makePlan(cands []Candidate, req PlanRequest, cfg PlanConfig) PlanResult {
 	P := period.Seconds()
 	rates := make([]float64, len(cands))
 	for i, c := range cands {
-		if finite(c.Rate) && c.Rate > 0 {
+		if policy == PolicyFreshness || policy == PolicyLambdaCrawl {
+			rates[i] = plan.PlanningRate(c.Rate, c.Hi) // a 0 would never be visited again
+		} else if finite(c.Rate) && c.Rate > 0 {
 			rates[i] = c.Rate
 		}
 	}

@@ -79,6 +79,7 @@ var sections = []section{
 	{"pooled", pooledSection},
 	{"pooledtime", pooledTimeSection},
 	{"best", bestSection},
+	{"closedloop", closedLoopSection},
 }
 
 // sectionNames lists the names of sections in report order.
