@@ -80,6 +80,7 @@ var sections = []section{
 	{"pooledtime", pooledTimeSection},
 	{"best", bestSection},
 	{"closedloop", closedLoopSection},
+	{"ttl", ttlSection},
 }
 
 // sectionNames lists the names of sections in report order.
