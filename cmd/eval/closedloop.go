@@ -492,15 +492,9 @@ func loopVerdictChecks(label string, rs []loopResult) []check {
 func closedLoopSection(e *Env) {
 	r := e.R
 	r.H(2, "Closed loop: revisit plans against the schedulers crawlers run (php/doc-en)")
-	pages := e.phpPages
-	if pages == nil {
-		p, _, err := readPHP(e.Data)
-		if err != nil {
-			r.P("Skipped: %v (pass --data).", err)
-			e.dataMissing = append(e.dataMissing, err.Error())
-			return
-		}
-		pages, e.phpPages = p, p
+	pages, ok := loopPages(e)
+	if !ok {
+		return
 	}
 	stride, cycle := 2, 7*loopDay
 	if e.Quick {
@@ -618,6 +612,31 @@ func loopCause(res [][]loopResult, newShare float64) string {
 			"and the freshness-optimal allocation on the warm-up year's exact rates reaches only %.4f at N/30", 100*newShare, res[2][loopPastIdx].freshness))
 	}
 	return joinSemi(parts)
+}
+
+// loopPages is the history of the closedloop and ttl sections: -changes,
+// or php/doc-en's (read once); false (with a note) when missing.
+func loopPages(e *Env) (map[string][]float64, bool) {
+	if e.Changes != "" {
+		p, _, err := readChanges(e.Changes)
+		if err != nil {
+			e.R.P("Skipped: %v (-changes).", err)
+			e.dataMissing = append(e.dataMissing, err.Error())
+			return nil, false
+		}
+		e.R.P("History: %s (-changes), not php/doc-en.", e.Changes)
+		return p, true
+	}
+	if e.phpPages == nil {
+		p, _, err := readPHP(e.Data)
+		if err != nil {
+			e.R.P("Skipped: %v (pass --data).", err)
+			e.dataMissing = append(e.dataMissing, err.Error())
+			return nil, false
+		}
+		e.phpPages = p
+	}
+	return e.phpPages, true
 }
 
 func dayWord(s float64) string {

@@ -177,15 +177,9 @@ var ttlRates = []float64{0.1, 1, 10}
 func ttlSection(e *Env) {
 	r := e.R
 	r.H(2, "TTLs against the cache heuristics (php/doc-en)")
-	pages := e.phpPages
-	if pages == nil {
-		p, _, err := readPHP(e.Data)
-		if err != nil {
-			r.P("Skipped: %v (pass --data).", err)
-			e.dataMissing = append(e.dataMissing, err.Error())
-			return
-		}
-		pages, e.phpPages = p, p
+	pages, ok := loopPages(e)
+	if !ok {
+		return
 	}
 	stride := 4
 	if e.Quick {
