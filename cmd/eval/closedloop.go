@@ -104,35 +104,21 @@ type loopState struct {
 	cfg    *estimators.Config
 }
 
-// rates returns every page's planning rate as the aggregator publishes it:
-// the pooled (empirical-Bayes) estimate under the prior fitted over every
-// page (one site) for a page with fewer than estimators.PooledMaxChanges
-// detected changes, otherwise the estimators' best; a page with neither
-// (only its seed visit) gets the pooled mean (changes detected over time
-// observed). plan.PlanningRate keeps a 0 from ending a page's visits.
+// rates returns every page's planning rate as the aggregator publishes it
+// by default (the pooled estimate is off unless POOL_SITES and
+// POOL_PUBLISH): plan.PlanningRate of the estimators' best (its upper bound
+// when the best is 0), or, for a page without an estimate yet, the mean
+// rate of every page (changes detected over time observed).
 func (st *loopState) rates(now float64) []float64 {
 	out := make([]float64, len(st.est))
-	var pool estimators.PoolStats
 	var x, T float64
 	for i := range st.est {
 		x += float64(st.est[i].Changes())
 		T += st.est[i].Span()
-		if ev, ok := st.est[i].Evidence(st.cfg); ok {
-			pool.Add(ev, 1)
-		}
 	}
 	mean := (x + 0.5) / math.Max(T, loopDay)
-	prior, hasPrior := pool.Prior()
 	for i := range st.est {
-		c := &st.est[i]
-		var b estimators.Estimate
-		ok := false
-		if hasPrior && c.Changes() < estimators.PooledMaxChanges {
-			b, ok = c.PooledEstimate(prior, st.cfg)
-		}
-		if !ok {
-			b, ok = c.Estimate(now, st.cfg, nil)
-		}
+		b, ok := st.est[i].Estimate(now, st.cfg, nil)
 		if r := plan.PlanningRate(b.Rate, b.Hi); ok && r > 0 {
 			out[i] = r
 		} else {
@@ -496,9 +482,9 @@ func closedLoopSection(e *Env) {
 	if !ok {
 		return
 	}
-	stride, cycle := 2, 7*loopDay
+	stride, cycle := 2, loopDay
 	if e.Quick {
-		stride = 8
+		stride, cycle = 8, 7*loopDay
 	}
 	w := newLoopWorld(pages, stride)
 	changes := 0
@@ -514,7 +500,8 @@ func closedLoopSection(e *Env) {
 		"before the start (a crawler's known active pages; chosen without looking at the two years), %s changes in the scored second year. "+
 		"Every crawler seeds with one visit of every page at the start, then visits at a constant rate of B visits a day (the same count for every policy: "+
 		"visit k at start + k/B, the page whose next fetch is due the earliest), sees only whether the page's digest changed since its previous visit, "+
-		"and (our policies) re-estimates every page's rate with `estimators` (the best estimate; the pooled rate of all pages until a page has one) "+
+		"and (our policies) re-estimates every page's rate with `estimators` as the aggregator publishes it by default (the best estimate, its upper "+
+		"bound when it is 0: plan.PlanningRate; the mean rate of all pages until a page has one) "+
 		"and replans with `plan.Allocate` every %s. The first year is warm-up; freshness (the share of pages up to date, time-averaged) and the harmonic "+
 		"staleness cost (1 + ½ + … + 1/n for n changes not yet picked up, time-averaged; Kolobov et al.'s penalty) are scored over the second. "+
 		"php/doc-en has no accesses, so both are unweighted. Baselines: Nutch's AdaptiveFetchSchedule and StormCrawler's AdaptiveScheduler with their "+
@@ -563,8 +550,8 @@ func closedLoopSection(e *Env) {
 	r.P("**Why estimates gain little here.** The allocation on the true rates is freshest, so which pages change matters; but the past predicts "+
 		"the scored year poorly: %.0f %% of the scored year's changes fall on pages that did not change at all in the warm-up year, and the freshness-optimal "+
 		"allocation on the warm-up year's exact rates reaches %.4f / %.4f / %.4f (N/1, N/7, N/30), far below uniform, because a page that did not change is "+
-		"worth no visit under a stationary Poisson model. The estimators' pooled estimate keeps every page's rate above 0 (plan.PlanningRate also does for "+
-		"a zero estimate), which is what keeps the default within a few thousandths of uniform.", 100*newShare,
+		"worth no visit under a stationary Poisson model. plan.PlanningRate keeps every page's planning rate above 0 (a zero estimate is planned at its "+
+		"upper bound), which is what keeps the estimated policies near uniform.", 100*newShare,
 		res[0][loopPastIdx].freshness, res[1][loopPastIdx].freshness, res[2][loopPastIdx].freshness)
 	r.Verdict("Closed loop (php/doc-en)", "issue 33 target", ours, checks, loopCause(res, newShare))
 }
