@@ -134,3 +134,41 @@ func TestOptimalPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestOptimalPlanZeroAndMaxRevisit: an object whose estimate is 0 is
+// planned at its upper bound (never left out as never changing), and
+// MaxRevisit does not force visits beyond the optimum: with N/30 visits a
+// day, the optimum leaves the fastest objects without a visit in 30 days
+// (not worth one), where forcing the bound would visit every object once.
+func TestOptimalPlanZeroAndMaxRevisit(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	var cands []Candidate
+	for i := 0; i < 60; i++ {
+		rate := math.Pow(10, -7+3*float64(i)/60) // 1e-7 … 1e-4 per second
+		cands = append(cands, Candidate{Object: fmt.Sprintf("http://a.example/%d", i), Site: "a.example", Rate: rate, Hi: 2 * rate, AsOf: start})
+	}
+	cands[0].Rate, cands[0].Hi = 0, 1e-6
+	rates := make([]float64, len(cands))
+	for i, c := range cands {
+		rates[i] = plan.PlanningRate(c.Rate, c.Hi)
+	}
+	cfg := PlanConfig{}.WithDefaults()
+	res := makePlan(cands, PlanRequest{Policy: PolicyFreshness, Budget: 60, Period: 30 * 24 * time.Hour, Start: start, Weights: WeightsUniform}, cfg)
+	for _, l := range res.LeftOut {
+		if l.Object == cands[0].Object && l.Reason == plan.ReasonNeverChanges {
+			t.Errorf("the zero estimate is left out as never changing")
+		}
+	}
+	notWorth := 0
+	for _, l := range res.LeftOut {
+		if l.Reason == plan.ReasonNotWorth {
+			notWorth++
+		}
+	}
+	if notWorth == 0 {
+		t.Errorf("every object visited within the 30-day MaxRevisit (60 visits per 30 days over 60 objects of rates 1e-7…1e-4/s): the bound forced the plan to uniform")
+	}
+	if len(res.Visits) == 0 || len(res.Visits) > 60 {
+		t.Errorf("%d visits for a budget of 60", len(res.Visits))
+	}
+}
