@@ -52,20 +52,23 @@ func ourTTL(pStale float64) func(t, lm float64, c *estimators.Change, cfg *estim
 }
 
 const (
-	squidFamily = "Squid refresh_pattern (3-day cap)"
+	squidFamily = "Squid refresh_pattern 20 %, max"
 	rfcFamily   = "RFC 9111 heuristic (no cap)"
 	ourFamily   = "ours: estimators.TTL(λ̂, pStale)"
 )
 
 func ttlMethods() []ttlMethod {
 	var ms []ttlMethod
-	for _, p := range []float64{0.05, 0.1, 0.2, 0.4, 0.8, 1} {
-		ms = append(ms, ttlMethod{squidFamily, p, heuristicTTL(p, 3*loopDay)})
+	// Squid: 20 % (its refresh_pattern default), the curve over the max
+	// (its default 4320 min, 3 days), which binds for pages older than
+	// 5 × max.
+	for _, d := range []float64{1.0 / 24, 0.25, 1, 3, 7, 30} {
+		ms = append(ms, ttlMethod{squidFamily, d, heuristicTTL(0.2, d*loopDay)})
 	}
 	for _, p := range []float64{0.025, 0.05, 0.1, 0.2, 0.4, 0.8} {
 		ms = append(ms, ttlMethod{rfcFamily, p, heuristicTTL(p, math.Inf(1))})
 	}
-	for _, p := range []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6} {
+	for _, p := range []float64{0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6} {
 		ms = append(ms, ttlMethod{ourFamily, p, ourTTL(p)})
 	}
 	return ms
@@ -205,8 +208,8 @@ func ttlSection(e *Env) {
 	wg.Wait()
 	r.P("**Setting.** The closed loop's pages (every %d-th: %s pages) and two years; each page is requested as a Poisson process of %s requests a day; "+
 		"a request within the cached copy's lifetime is a hit (stale when the page changed since the fetch), otherwise it goes to the origin and refreshes "+
-		"the copy. The heuristics take the lifetime as a share of the copy's age since its Last-Modified (Squid's refresh_pattern at most 3 days, its "+
-		"default 20 %%; RFC 9111 §4.2.2's typical 10 %%, no cap); ours is `estimators.TTL` (1 − e^{−λ̂·TTL} = pStale) of the estimate the cache keeps "+
+		"the copy. The heuristics take the lifetime as a share of the copy's age since its Last-Modified (Squid's refresh_pattern: 20 %% at most "+
+		"its max, 3 days by default, the curve over the max; RFC 9111 §4.2.2's typical 10 %%, no cap, the curve over the share); ours is `estimators.TTL` (1 − e^{−λ̂·TTL} = pStale) of the estimate the cache keeps "+
 		"from its own origin fetches (digest change and Last-Modified at each; a zero estimate at its upper bound, plan.PlanningRate; no estimate yet: "+
 		"revalidate). The first year is warm-up; the second is scored, per 1,000 requests. Each curve runs over its method's parameter.",
 		stride, commas(len(w.names)), "0.1, 1 and 10")
@@ -218,8 +221,11 @@ func ttlSection(e *Env) {
 		var order []string
 		for _, p := range pts {
 			name := fmt.Sprintf("%g %%", 100*p.param)
-			if p.family == ourFamily {
+			switch p.family {
+			case ourFamily:
 				name = fmt.Sprintf("pStale %g", p.param)
+			case squidFamily:
+				name = fmt.Sprintf("max %.3g d", p.param)
 			}
 			cmp := "—"
 			if p.family != ourFamily {
@@ -244,7 +250,7 @@ func ttlSection(e *Env) {
 			ss = append(ss, *series[f])
 		}
 		r.Plot(Fig{File: fmt.Sprintf("ttl_%g.png", rate), Title: fmt.Sprintf("php/doc-en cache, %g requests/day/page", rate),
-			XLabel: "origin requests per 1,000", YLabel: "stale hits per 1,000", Series: ss})
+			XLabel: "origin requests per 1,000", YLabel: "stale hits per 1,000", LogX: true, LogY: true, Series: ss})
 		below, n := 0, 0
 		for _, p := range pts {
 			if p.family == ourFamily {
@@ -261,7 +267,7 @@ func ttlSection(e *Env) {
 			family string
 			param  float64
 			label  string
-		}{{squidFamily, 0.2, "Squid's default 20 %"}, {rfcFamily, 0.1, "RFC 9111's 10 %"}} {
+		}{{squidFamily, 3, "Squid's default (20 %, max 3 d)"}, {rfcFamily, 0.1, "RFC 9111's 10 %"}} {
 			for _, p := range pts {
 				if p.family == d.family && p.param == d.param {
 					checks = append(checks, atMost(fmt.Sprintf("%g/day: ours − %s, stale hits/1,000 at its origin load %.1f", rate, d.label, p.origin),
@@ -288,14 +294,14 @@ func ttlWhere(res [][]ttlPoint, below bool) []string {
 	var parts []string
 	for k, rate := range ttlRates {
 		for _, p := range res[k] {
-			if !(p.family == squidFamily && p.param == 0.2 || p.family == rfcFamily && p.param == 0.1) {
+			if !(p.family == squidFamily && p.param == 3 || p.family == rfcFamily && p.param == 0.1) {
 				continue
 			}
 			y := ourStaleAt(res[k], p.origin)
 			if math.IsNaN(y) || (y <= p.stale) != below {
 				continue
 			}
-			name := "Squid's 20 %"
+			name := "Squid's default (20 %, max 3 d)"
 			if p.family == rfcFamily {
 				name = "RFC 9111's 10 %"
 			}
@@ -338,7 +344,7 @@ func ttlCause(res [][]ttlPoint) string {
 			switch {
 			case math.IsNaN(y):
 				parts = append(parts, fmt.Sprintf("%g/day %s %g: its origin load %.1f is outside our curve", rate, p.family, p.param, p.origin))
-			case y > p.stale && (p.param == 0.2 && p.family == squidFamily || p.param == 0.1 && p.family == rfcFamily):
+			case y > p.stale && (p.param == 3 && p.family == squidFamily || p.param == 0.1 && p.family == rfcFamily):
 				parts = append(parts, fmt.Sprintf("%g/day %s %g: ours %.2f stale hits against %.2f at %.1f origin requests per 1,000", rate, p.family, p.param, y, p.stale, p.origin))
 			}
 		}
