@@ -529,18 +529,16 @@ func closedLoopSection(e *Env) {
 	}
 	r.P("Visits in the scored year per run: %s (N/1), %s (N/7), %s (N/30). The default plan's own expected freshness (plan.Allocate on the estimates, last plan) "+
 		"against what it achieved: %s.", commas(res[0][0].visits), commas(res[1][0].visits), commas(res[2][0].visits), joinSemi(pred))
-	var groups []string
 	series := make([]Series, len(ps))
 	for p := range ps {
 		series[p].Name = res[0][p].policy
-	}
-	for b, bl := range loopBudgets {
-		groups = append(groups, bl.label)
-		for p := range ps {
-			series[p].Y = append(series[p].Y, res[b][p].freshness)
+		for b, bl := range loopBudgets {
+			series[p].X = append(series[p].X, bl.v)
+			series[p].Y = append(series[p].Y, 1-res[b][p].freshness)
 		}
 	}
-	r.Bars("closedloop_freshness.png", "php/doc-en closed loop: time-averaged freshness", "freshness", groups, series)
+	r.Plot(Fig{File: "closedloop_staleness.png", Title: "php/doc-en closed loop: share of page-time stale (1 − freshness)",
+		XLabel: "visits per page per day", YLabel: "1 − freshness", LogX: true, LogY: true, Series: series})
 	var checks []check
 	for b, bl := range loopBudgets {
 		checks = append(checks, loopVerdictChecks(bl.label, res[b])...)
