@@ -85,6 +85,35 @@ type AlertConfig struct {
 	// 1.2 kB each, key AlertsKey), so this also bounds that value. Default
 	// 1000; ≥ 1.
 	MaxPending int
+	// StrictPValue is the level of the tests that are repeated at every
+	// point, where a nominal p-value is far from the error rate: the scan
+	// confirmation of rises in access windows (windows.Config.ScanPValue:
+	// an excursion's window is tested at each of its points) and the
+	// silence test of change windows (a page's silence, SilenceP, is tested
+	// at each visit; it becomes a candidate when its p-value crosses the
+	// level). Default FDR/10⁴ (1e-6 with the FDR default): the FDR's
+	// Bonferroni level over 10⁴ tests, a week of an object's windows at
+	// 1,400 requests a day, or 10⁴ objects in a testing period (a candidate
+	// at this level is a Benjamini–Hochberg discovery in any period of up
+	// to 10⁴ objects). In (0, 1); at most windows' MaxPValue.
+	StrictPValue float64
+	// ScanAlarms is windows.Config.ScanAlarms of the access windows: the
+	// scan confirmation of rises, with at most ScanAlarms expected false
+	// confirmations per object and week (Ville's inequality). Default FDR
+	// (the false-discovery level taken as the per-object weekly budget);
+	// ScanOff disables the scan (the 2× CUSUM alone). ≥ 0 or ScanOff.
+	ScanAlarms float64
+}
+
+// ScanOff as AlertConfig.ScanAlarms disables the scan confirmation.
+const ScanOff = -1.0
+
+// scanAlarms is the windows' ScanAlarms of c (0: off).
+func (c *AlertConfig) scanAlarms() float64 {
+	if c.ScanAlarms == ScanOff {
+		return 0
+	}
+	return c.ScanAlarms
 }
 
 // Validate reports every invalid field of c.WithDefaults() at once.
@@ -109,6 +138,12 @@ func (c AlertConfig) Validate() error {
 	if c.SiteTop < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.SiteTop must be at least 1, got %d", c.SiteTop))
 	}
+	if !(c.StrictPValue > 0 && c.StrictPValue < 1) {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.StrictPValue must be in (0, 1), got %g", c.StrictPValue))
+	}
+	if !(c.ScanAlarms >= 0 || c.ScanAlarms == ScanOff) || math.IsInf(c.ScanAlarms, 0) {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.ScanAlarms must be ≥ 0 or ScanOff, got %g", c.ScanAlarms))
+	}
 	if c.MaxPending < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.MaxPending must be at least 1, got %d", c.MaxPending))
 	}
@@ -123,9 +158,24 @@ const (
 	outcomeSmallEffect  = "small_effect"
 	outcomeNotDiscovery = "not_discovery"
 	outcomeOverflow     = "overflow"
+	// outcomeNotEstablished: a drop against a rate that was not
+	// established (Established).
+	outcomeNotEstablished = "not_established"
 )
 
-var candidateOutcomes = []string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow}
+var candidateOutcomes = [numOutcomes]string{outcomeAlerted, outcomeLearning, outcomeMixedClock, outcomeSmallEffect, outcomeNotDiscovery, outcomeOverflow, outcomeNotEstablished}
+
+const numOutcomes = 7
+
+// outcomeIndex returns the index of an outcome in candidateOutcomes.
+func outcomeIndex(o string) int {
+	for i := range candidateOutcomes {
+		if candidateOutcomes[i] == o {
+			return i
+		}
+	}
+	panic("aggregate: unknown candidate outcome " + o)
+}
 
 // candidateCount is a count by kind and outcome.
 type candidateCount struct{ kind, outcome string }
@@ -142,18 +192,34 @@ type Candidate struct {
 
 // ShiftAlert builds the alert record of a confirmed shift of object's kind
 // stream, with its window in real time: site is the profile whose
-// operational time the stream ran on (nil: real time). ok is false when
-// the shift fails the effect-size or event filters of cfg.
-func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cfg *AlertConfig) (records.Alert, bool) {
-	a := Alert(object, kind, sh)
+// operational time the stream ran on (nil: real time), now the real time
+// at which the shift was confirmed (the observation that confirmed it, at
+// the partition's clock). ok is false when the shift fails the filters of
+// cfg; why then names the filter (outcomeSmallEffect or
+// outcomeNotEstablished).
+//
+// The alert's window runs from the change point to now: for accesses and
+// Last-Modified dates now is the update point that confirmed the shift; for
+// existence-of-change visits the update point is the middle of the last
+// visit interval (001 §1.2), which lies before the visit that saw it, and
+// the window is extended to the visit, its expected count with it (at the
+// rate before the change point). So as_of = window_end = now ≥ the start of
+// the testing period the alert is adjusted in (period_start).
+func ShiftAlert(object, kind string, sh windows.Shift, site opClock, now float64, cfg *AlertConfig) (a records.Alert, ok bool, why string) {
+	a = Alert(object, kind, sh)
 	a.Scope = records.AlertScopeObject
 	a.Baseline = "flat"
 	toReal := func(l float64) float64 { return l }
+	toOp := func(t float64) float64 { return t }
 	if site != nil && site.Active() {
 		a.Baseline = "seasonal"
-		toReal = site.Real
+		if _, own := site.(*objClock); own {
+			a.Baseline = "object"
+		}
+		toReal, toOp = site.Real, site.At
 	}
-	start, end := toReal(sh.After.Start), toReal(sh.At)
+	start := toReal(sh.After.Start)
+	end := math.Max(toReal(sh.At), now)
 	// the alert's times are real times
 	a.AsOf = timeOf(end)
 	a.Before.Start = timeOf(toReal(sh.Before.Start))
@@ -161,27 +227,35 @@ func ShiftAlert(object, kind string, sh windows.Shift, site *windows.Profile, cf
 	a.Before.NextUpdate, a.After.NextUpdate = nil, nil
 	a.WindowStart, a.WindowEnd = ptr(timeOf(start)), ptr(timeOf(end))
 	a.Observed = sh.Pending
-	if sh.Expected > 0 && finite(sh.Expected) {
-		a.Expected = ptr(sh.Expected)
-		r := float64(sh.Pending) / sh.Expected
+	if span := sh.At - sh.After.Start; sh.Expected > 0 && finite(sh.Expected) && span > 0 {
+		// μ at the rate before the change point over the window to now
+		exp := sh.Expected
+		if opEnd := toOp(end); opEnd > sh.At {
+			exp *= (opEnd - sh.After.Start) / span
+		}
+		a.Expected = ptr(exp)
+		r := float64(sh.Pending) / exp
 		a.Ratio = ptr(r)
 		if d := end - start; d > 0 {
 			a.ObservedRate = ptr(float64(sh.Pending) / d)
-			a.ExpectedRate = ptr(sh.Expected / d)
+			a.ExpectedRate = ptr(exp / d)
 		}
 	}
 	up := sh.Test == "cusum-binomial-up"
 	if a.Ratio == nil {
-		return a, false
+		return a, false, outcomeSmallEffect
 	}
 	r := *a.Ratio
 	if up && (r < cfg.MinRatio || sh.Pending < cfg.MinEvents) {
-		return a, false
+		return a, false, outcomeSmallEffect
 	}
-	if !up && (r > 1/cfg.MinRatio || sh.Expected < float64(cfg.MinEvents)) {
-		return a, false
+	if !up && (r > 1/cfg.MinRatio || *a.Expected < float64(cfg.MinEvents)) {
+		return a, false, outcomeSmallEffect
 	}
-	return a, true
+	if !up && !Established(sh.Before.Points, sh.After.Start-sh.Before.Start, sh.At-sh.After.Start, cfg) {
+		return a, false, outcomeNotEstablished
+	}
+	return a, true, ""
 }
 
 // alertBook holds one partition's candidates until their testing period

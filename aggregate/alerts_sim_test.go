@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 	"github.com/changerate/changerate/windows"
 )
 
@@ -25,9 +25,21 @@ type seasonalScenario struct {
 	RateLo, RateHi float64
 	BurstFactor    float64
 	LearnDays      float64
+	// BurstAfter is the earliest burst start in days (0: LearnDays + 0.5).
+	BurstAfter float64
+	// ObjectPhase gives each object a daily peak hour of its own (uniform
+	// over the day) instead of its site's.
+	ObjectPhase bool
 }
 
-type burst struct{ obj, from, to float64 }
+// burst is an object's burst: from/to absolute seconds (obj < 0: none);
+// base is the count expected in (from, to] without the burst and count
+// the requests in it (with the burst's).
+type burst struct {
+	obj, from, to float64
+	base          float64
+	count         int
+}
 
 type simEvent struct {
 	t   float64
@@ -50,16 +62,24 @@ func (sc seasonalScenario) generate(start time.Time) ([]simEvent, []burst, []str
 		sites[i] = fmt.Sprintf("site%d.example.org", s)
 		names[i] = fmt.Sprintf("http://%s/page-%03d", sites[i], i)
 		peak := 9 + 13*float64(s)/float64(sc.Sites) // hours UTC
+		if sc.ObjectPhase {
+			peak = 24 * rng.Float64()
+		}
 		hour := sim.OfficeHours(peak, 0.75)
 		rate := sc.RateLo * math.Exp(rng.Float64()*math.Log(sc.RateHi/sc.RateLo)) / 3600
 		levels := sim.WeeklyLevels(start, rate, hour, day)
 		buf = sim.Periodic{Period: 7 * 86400, Levels: levels}.Events(rng, sc.Days*86400, buf[:0])
+		first := len(evs)
 		for _, t := range buf {
 			evs = append(evs, simEvent{t0 + t, int32(i)})
 		}
 		bursts[i] = burst{obj: -1}
 		if i%2 == 1 {
-			from := (sc.LearnDays + 0.5 + rng.Float64()*(sc.Days-sc.LearnDays-1.5)) * 86400
+			after := sc.BurstAfter
+			if after == 0 {
+				after = sc.LearnDays + 0.5
+			}
+			from := (after + rng.Float64()*(sc.Days-after-1)) * 86400
 			dur := (1 + 2*rng.Float64()) * 3600
 			extra := make([]float64, len(levels))
 			for k := range levels {
@@ -71,7 +91,20 @@ func (sc seasonalScenario) generate(start time.Time) ([]simEvent, []burst, []str
 					evs = append(evs, simEvent{t0 + t, int32(i)})
 				}
 			}
-			bursts[i] = burst{obj: float64(i), from: t0 + from, to: t0 + from + dur}
+			b := burst{obj: float64(i), from: t0 + from, to: t0 + from + dur}
+			// the oracle's expectation: the intensity without the burst
+			// integrated over the burst's window (levels are hourly slices
+			// of the week from start)
+			for h := math.Floor(from / 3600); h*3600 < from+dur; h++ {
+				lo, hi := math.Max(h*3600, from), math.Min((h+1)*3600, from+dur)
+				b.base += levels[int(h)%len(levels)] * (hi - lo)
+			}
+			for _, e := range evs[first:] {
+				if e.t > b.from && e.t <= b.to {
+					b.count++
+				}
+			}
+			bursts[i] = b
 		}
 	}
 	sort.Slice(evs, func(a, b int) bool { return evs[a].t < evs[b].t })

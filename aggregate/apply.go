@@ -74,6 +74,11 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 	}()
 
 	outcome := Applied
+	if obs.Format == "sitemap" && obs.Kind == records.KindVisit && !obs.LastModified.IsZero() && !o.sitemap(obs, site, eff) {
+		// A site's lastmod that is no evidence (sitemap_trust.go): checked
+		// against the visits, not applied.
+		return NoInformation
+	}
 	switch obs.Kind {
 	case records.KindSnapshot:
 		s := estimators.Snapshot{Time: ts, Period: obs.PeriodS}
@@ -106,6 +111,10 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 		if !o.visit(obs, ts, reordered, m, p, eff) && !obs.Kind.IsAccess() {
 			outcome = NoInformation
 		}
+		if obs.Format != "sitemap" && site != nil && (eff.SitemapCheck == verdictAgree || eff.SitemapCheck == verdictDisagree) {
+			site.Sitemap.count(eff.SitemapCheck) // a visit judged a sitemap's standing claim
+			eff.SiteChanged = true
+		}
 	}
 	return outcome
 }
@@ -133,10 +142,57 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 		site.Observe(ts, &m.Seasonal)
 		restartBefore(&o.AccessWin, site)
 	}
-	if sh, ok := o.AccessWin.Event(op, &m.Windows); ok {
+	if m.ObjectRhythm && m.Seasonal.Enabled() {
+		op = o.rhythm(t, op, m, site)
+	}
+	// rises are also confirmed by the scan (Alerts.ScanAlarms; a copy of
+	// the windows' config: m's fields may be set after its defaults)
+	wc := m.Windows
+	wc.ScanAlarms = m.Alerts.scanAlarms()
+	if sh, ok := o.AccessWin.Event(op, &wc); ok {
 		eff.AccessShifts = append(eff.AccessShifts, sh)
 	}
 	eff.Accesses = true
+}
+
+// rhythm counts the access at t (Unix ms) in the object's Rhythm, starts
+// learning one when the object is busy enough, switches its access window
+// to its own clock when the learning is over, and returns the access's
+// time on the window's clock (siteOp: on the site's, used until then).
+func (o *Object) rhythm(t int64, siteOp float64, m *Model, site *windows.Profile) float64 {
+	r := &o.Rhythm
+	ts := seconds(t)
+	if !r.Started() {
+		if n, x := o.AccessWin.Span(); n >= RhythmMinPoints && x > 0 && float64(n)/x*7*86400 >= RhythmMinWeekly {
+			// counting starts at the next UTC midnight: every hour of the
+			// day then has the same exposure
+			r.first = (floorDiv(t, 86400000) + 1) * 86400
+			r.lastAccess = t
+		}
+		return siteOp
+	}
+	prev := r.lastAccess
+	r.lastAccess = t
+	if ts < float64(r.first) {
+		return siteOp
+	}
+	if floorDiv(t, 86400000) > max(floorDiv(prev, 86400000), r.first/86400) {
+		r.newDay(m.Seasonal.PriorEvents)
+	}
+	r.count(ts)
+	if !r.active {
+		if ts-float64(r.first) < RhythmLearning {
+			return siteOp
+		}
+		// the window starts afresh on the object's clock (Λ = t at its
+		// origin, like a site profile's activation)
+		r.active = true
+		o.AccessWin = windows.Segmenter{}
+		return ts
+	}
+	c := o.clock(site, m)
+	c.ta, c.la = seconds(prev), o.AccessWin.Last()
+	return math.Round(c.At(ts)*1000) / 1000
 }
 
 // maxProfileLag is the oldest Last-Modified date, relative to the visit
@@ -213,6 +269,9 @@ func (o *Object) visit(obs *records.Observation, ts float64, reordered bool, m *
 	}
 	if !known {
 		return false
+	}
+	if obs.Format != "sitemap" && (fp != 0 || obs.Changed != records.ChangeUnknown) {
+		eff.SitemapCheck = o.sm.crawl(int64(ts), changed) // what the sitemap checks compare with
 	}
 	v := estimators.Visit{Time: ts, Changed: changed}
 	if hasLM {

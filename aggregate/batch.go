@@ -439,8 +439,21 @@ func (w *worker) apply(b *batchWork) {
 		pd := &b.objs[b.order[i]]
 		w.effs.Reset()
 		oc := w.det.apply(pd.name, pd.se, pd.obj, &b.obs[i], &w.effs)
-		if pd.se != nil && (w.effs.Accesses || w.effs.Visits) {
+		if pd.se != nil && (w.effs.Accesses || w.effs.Visits || w.effs.SiteChanged) {
 			w.touched[pd.se] = pd.site
+		}
+		if w.effs.SitemapUse != SitemapNone {
+			p.metrics.sitemap.WithLabelValues(w.effs.SitemapUse.String()).Inc()
+			p.stats.sitemapUse[w.effs.SitemapUse].Add(1)
+		}
+		if w.effs.SitemapCheck != verdictNone {
+			p.metrics.sitemapCheck.WithLabelValues(verdictNames[w.effs.SitemapCheck]).Inc()
+			switch w.effs.SitemapCheck {
+			case verdictAgree:
+				p.stats.sitemapAgree.Add(1)
+			case verdictDisagree:
+				p.stats.sitemapDisagree.Add(1)
+			}
 		}
 		if int(oc) < len(outcomes) {
 			outcomes[oc]++

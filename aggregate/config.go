@@ -303,6 +303,9 @@ const (
 	defaultAlertSiteObjects = 3
 	defaultAlertSiteTop     = 5
 	defaultAlertMaxPending  = 1000
+	// defaultStrictTests is the number of tests the strict level is the
+	// Bonferroni level of the FDR over: StrictPValue = FDR/10⁴.
+	defaultStrictTests = 1e4
 )
 
 // WithDefaults returns c with every zero field set to its documented
@@ -315,6 +318,8 @@ func (c AlertConfig) WithDefaults() AlertConfig {
 	orDefault(&c.SiteObjects, defaultAlertSiteObjects)
 	orDefault(&c.SiteTop, defaultAlertSiteTop)
 	orDefault(&c.MaxPending, defaultAlertMaxPending)
+	orDefault(&c.StrictPValue, c.FDR/defaultStrictTests)
+	orDefault(&c.ScanAlarms, c.FDR)
 	return c
 }
 

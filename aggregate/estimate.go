@@ -161,7 +161,12 @@ func (o *Object) accessEstimate(object, host string, m *Model, site *SiteState, 
 		if site != nil {
 			p = &site.Access
 		}
-		sum := currentReal(&o.AccessWin, p, asOf, m)
+		var sum windows.Summary
+		if o.Rhythm.Active() {
+			sum = currentOn(&o.AccessWin, o.clock(p, m), asOf, m)
+		} else {
+			sum = currentReal(&o.AccessWin, p, asOf, m)
+		}
 		rec.Window = windowRecord(sum, st)
 		followWindow(&rec, st, &o.AccessWin, sum, m)
 	}
@@ -206,6 +211,16 @@ func Alert(object, kind string, sh windows.Shift) records.Alert {
 		PValue: sh.PValue, Test: sh.Test,
 	}
 	return a
+}
+
+// currentOn is currentReal on an object's own clock.
+func currentOn(st *windows.Segmenter, c *objClock, asOf float64, m *Model) windows.Summary {
+	sum := st.Current(c.At(asOf), &m.Windows)
+	sum.Start = c.Real(sum.Start)
+	if sum.HasNext {
+		sum.NextUpdate = c.Real(sum.NextUpdate)
+	}
+	return sum
 }
 
 // currentReal is the stream's current window at asOf (real time) when the

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 )
 
 // goldenStates returns the objects of the estimate golden file at their

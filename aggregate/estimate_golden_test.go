@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/recordschema"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 )
 
 // goldenRelTol is how far a published number may move from the golden
@@ -124,6 +125,10 @@ func goldenEstimates(t testing.TB) []byte {
 			b, err := json.Marshal(rec)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Every record written is what the estimate schema says.
+			if err := recordschema.Validate(recordschema.Estimate, b); err != nil {
+				t.Error(tag, err)
 			}
 			fmt.Fprintf(&buf, "%s\t%s\n", tag, b)
 		}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 )
 
 // stepRun simulates a page whose Poisson change rate is r0 (per day) until

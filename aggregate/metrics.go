@@ -31,6 +31,8 @@ func (m *metrics) observation(k records.Kind) {
 type metrics struct {
 	observations *prometheus.CounterVec // by kind
 	outcomes     *prometheus.CounterVec // applied, duplicate, late, no_information
+	sitemap      *prometheus.CounterVec // sitemap lastmods by use, checks by verdict (sitemap_trust.go)
+	sitemapCheck *prometheus.CounterVec
 	late         *prometheus.CounterVec // reordered (applied at the latest time), dropped
 	deadLetters  *prometheus.CounterVec // by reason
 	rejected     *prometheus.CounterVec // outputs the sink rejected, by topic and reason
@@ -80,6 +82,21 @@ func (m *metrics) forget(p state.Partition) {
 	m.cachedObjs.DeleteLabelValues(p.Topic, id)
 	m.held.DeleteLabelValues(p.Topic, id)
 	m.eventLag.forget(p)
+}
+
+// claimed sets, when the partition is claimed, the gauges that describe
+// its stored state: next_offset to the stored next offset (next; none
+// when it is -1, a partition never committed) and the newest event time to
+// the stored reorder position's (rb), so that after a restart whose stored
+// offsets are at the end of the input they read what is stored, not 0 and
+// absent until the first new commit.
+func (g partitionGauges) claimed(next int64, rb *reorderBuf) {
+	if next >= 0 {
+		g.next.Set(float64(next))
+	}
+	if rb != nil && rb.hasMax {
+		g.committed(0, rb.maxSeen)
+	}
 }
 
 // committed records the newest event time of a committed batch: of its
@@ -142,6 +159,12 @@ func (m *metrics) initLabels(cfg Config) {
 	for _, r := range []string{"hit", "miss"} {
 		m.cache.WithLabelValues(r)
 	}
+	for _, u := range sitemapUseNames[1:] {
+		m.sitemap.WithLabelValues(u)
+	}
+	for _, v := range verdictNames[1:] {
+		m.sitemapCheck.WithLabelValues(v)
+	}
 }
 
 // eventLagCollector exports changerate_aggregator_event_time_lag_seconds:
@@ -158,7 +181,7 @@ type eventLagCollector struct {
 func newEventLagCollector(ns string, now func() time.Time) *eventLagCollector {
 	return &eventLagCollector{
 		desc: prometheus.NewDesc(ns+"_event_time_lag_seconds",
-			"Wall clock minus the newest observation time committed, per owned partition (absent until the partition's first commit).",
+			"Wall clock minus the newest observation time committed, per owned partition (from the claim when the store holds the partition's reorder position, else absent until its first commit).",
 			[]string{"topic", "partition"}, nil),
 		now: now, parts: map[state.Partition]*atomic.Int64{},
 	}
@@ -214,14 +237,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		sinkLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "output_write_seconds", Help: "Time to write one batch's outputs (Kafka produce latency).", Buckets: lat}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "store_seconds", Help: "State store latency by operation.", Buckets: lat}, []string{"op"}),
 		stateBytes:   prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "state_bytes", Help: "Encoded size of written object states.", Buckets: prometheus.LinearBuckets(16, 16, 20)}),
-		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition."}, []string{"topic", "partition"}),
+		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition (the stored one from the claim on)."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
 		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),
 		eventLag:     newEventLagCollector(ns, time.Now),
+		sitemap: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sitemap_lastmods_total",
+			Help: "Sitemap lastmods (observations of format sitemap) by use: evidence (counted as Last-Modified), crawled (not counted: the URL's visits have digests), untrusted (not counted: the site's lastmods disagree with its visits)."}, []string{"use"}),
+		sitemapCheck: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sitemap_checks_total",
+			Help: "Checks of a sitemap lastmod against the visits of its URL: agree, disagree (moved without a digest change, or a digest change without a move), undecided."}, []string{"verdict"}),
 	}
 	for _, c := range []prometheus.Collector{m.observations, m.outcomes, m.late, m.deadLetters, m.rejected, m.alerts, m.candidates, m.estimates, m.cache,
 		m.retries, m.fenced, m.corrupt, m.outputs, m.committed, m.batchSize, m.batchLatency, m.sinkLatency, m.storeLatency,
-		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag, m.held} {
+		m.stateBytes, m.nextOffset, m.cachedObjs, m.eventLag, m.held, m.sitemap, m.sitemapCheck} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("aggregate: register metrics: %w", err)
 		}

@@ -161,3 +161,70 @@ func TestPartitionSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionSeriesAtClaim: after a restart whose stored offset is
+// already at the end of the input, the gauges that describe stored state
+// are set when the partition is claimed, not at the first new commit
+// (issue 32: next_offset read 0 until then, so a dashboard saw the whole
+// topic as unprocessed): next_offset is the stored offset, and
+// event_time_lag_seconds is measured from the stored reorder position's
+// newest event time.
+func TestPartitionSeriesAtClaim(t *testing.T) {
+	now := t0.Add(90 * time.Minute)
+	var msgs []stream.Message
+	for i, at := range []time.Time{t0, t0.Add(30 * time.Minute), t0.Add(10 * time.Minute)} {
+		v, err := json.Marshal(records.Observation{Object: "http://a.example/" + string(rune('a'+i)), Time: at, Kind: records.KindAccess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, stream.Message{Topic: stream.TopicObservations, Partition: 5, Offset: int64(i), Value: v})
+	}
+	store := newMemory(t)
+	cfg := DefaultConfig()
+	cfg.IdleCheck = ZeroDuration
+	clock := func() time.Time { return now }
+	// The first run reads the input to its end and commits offset 3.
+	first, err := NewProcessor(cfg, store, stream.NewMemorySink(), slog.New(slog.DiscardHandler), prometheus.NewRegistry(), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gateClaim{msgs: msgs, release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- first.Handle(context.Background(), c) }()
+	for deadline := time.Now().Add(10 * time.Second); first.Committed() < int64(len(msgs)); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("batch not committed")
+		}
+	}
+	close(c.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The restart: a new processor on the same store, and no new input.
+	reg := prometheus.NewRegistry()
+	second, err := NewProcessor(cfg, store, stream.NewMemorySink(), slog.New(slog.DiscardHandler), reg, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &gateClaim{sent: true, release: make(chan struct{})}
+	go func() { done <- second.Handle(context.Background(), c) }()
+	for deadline := time.Now().Add(10 * time.Second); len(second.Owned()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("partition not claimed")
+		}
+	}
+	key := "partition=5,topic=" + stream.TopicObservations
+	if got, ok := series(t, reg, "changerate_aggregator_next_offset")[key]; !ok || got != 3 {
+		t.Errorf("next_offset{%s} after the claim = %v (present %v), want 3, the stored offset", key, got, ok)
+	}
+	if got := series(t, reg, "changerate_aggregator_event_time_lag_seconds")[key]; got != 3600 {
+		t.Errorf("event_time_lag_seconds{%s} after the claim = %v, want 3600 (now − the stored newest event time, 60 minutes)", key, got)
+	}
+	if got := second.Committed(); got != 0 {
+		t.Errorf("the restart committed %d messages; the test wants the gauges set without a commit", got)
+	}
+	close(c.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/changerate/changerate/estimators"
@@ -41,6 +40,11 @@ var ErrCorrupt = errors.New("aggregate: corrupt state")
 // (estimators and windows compact layouts); version-1 values, whose
 // sub-states carry their own older layouts, are still decoded.
 const encodingVersion = 2
+
+// encodingVersionSitemap is the version of an object with sitemap state:
+// version 2's layout, then the sitemap state (sitemap_trust.go). Objects
+// never seen in a sitemap keep version 2, byte for byte.
+const encodingVersionSitemap = 3
 
 // presence flags of the encoding.
 const (
@@ -81,6 +85,12 @@ type Object struct {
 	Access    estimators.Access
 	ChangeWin windows.Segmenter
 	AccessWin windows.Segmenter
+	// Rhythm is the object's own daily access profile (rhythm.go).
+	Rhythm Rhythm
+
+	// sm is the memory of the sitemap checks (sitemap_trust.go); zero
+	// for an object never seen in a sitemap.
+	sm sitemapState
 }
 
 // Outcome says what Apply did with an observation.
@@ -128,6 +138,13 @@ type Effects struct {
 	// Due says that the object's estimate is due for publication: its
 	// previous one is at least Model.EmitInterval older (event time).
 	Due bool
+	// SitemapUse says what became of a sitemap observation's lastmod and
+	// SitemapCheck what its check against the visits found
+	// (sitemap_trust.go); SiteChanged that the site's state changed
+	// otherwise than through a visit or an access (a check counted).
+	SitemapUse   SitemapUse
+	SitemapCheck sitemapVerdict
+	SiteChanged  bool
 }
 
 // Period is one completed access reporting period.
@@ -144,6 +161,7 @@ func (e *Effects) Reset() {
 	e.Periods = e.Periods[:0]
 	e.Reordered = 0
 	e.Visits, e.Accesses, e.Due = false, false, false
+	e.SitemapUse, e.SitemapCheck, e.SiteChanged = SitemapNone, verdictNone, false
 }
 
 // Model holds the configuration Apply and the estimate builders need. The
@@ -185,6 +203,13 @@ type Model struct {
 	// multiple-testing adjustment (alerts.go).
 	Seasonal windows.SeasonalConfig
 	Alerts   AlertConfig
+	// ObjectRhythm lets an object busy enough (RhythmMinWeekly accesses a
+	// week) learn its own daily access profile and run its access window
+	// on it (rhythm.go; issue 36), instead of its site's. Off by default:
+	// the rhythm adds about 57 bytes to a busy object's value (24 counts,
+	// 24 quantised factors, times), beyond the 188-byte state budget
+	// (size_test.go: p99 232 bytes for proxy histories with it on).
+	ObjectRhythm bool
 }
 
 // hash32 is FNV-1a, 32 bits, never 0 (0 means "none").
@@ -217,6 +242,7 @@ func fingerprint(obs *records.Observation) uint32 {
 	binary.LittleEndian.PutUint64(b[:], uint64(obs.LastEvent.UnixNano()))
 	h.Write(b[:])
 	h.Write([]byte(obs.Event))
+	h.Write([]byte(obs.ChangeFreq))
 	v := h.Sum32()
 	if v == 0 {
 		v = 1
@@ -243,18 +269,5 @@ func (o *Object) HasChange() bool { return o.flags&hasChange != 0 }
 // HasAccess reports whether the object has seen accesses or access snapshots.
 func (o *Object) HasAccess() bool { return o.flags&hasAccess != 0 }
 
-// Site returns the host part of an object URL ("" when it has none).
-func Site(object string) string {
-	i := strings.Index(object, "://")
-	if i < 0 {
-		return ""
-	}
-	rest := object[i+3:]
-	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-		rest = rest[:j]
-	}
-	if k := strings.LastIndexByte(rest, '@'); k >= 0 {
-		rest = rest[k+1:]
-	}
-	return rest
-}
+// Site is the object's site (records.SiteOf, its one definition).
+func Site(object string) string { return records.SiteOf(object) }

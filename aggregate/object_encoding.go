@@ -14,9 +14,15 @@ import (
 // parts in flag order: dedup (uint32 source hash, varint offset), uint32
 // digest fingerprint, varint Last-Modified, access period (varint index,
 // uvarint count), and the Change, ChangeWin, Access and AccessWin
-// encodings, each with lastTime as its reference time (AppendBinaryAt).
+// encodings, each with lastTime as its reference time (AppendBinaryAt);
+// then, for an object learning or using its own rhythm, the rhythm section
+// (Rhythm.appendBinary: its own tag and version).
 func (o *Object) AppendBinary(dst []byte) []byte {
-	dst = append(dst, encodingVersion, o.flags)
+	version := byte(encodingVersion)
+	if o.sm.flags != 0 {
+		version = encodingVersionSitemap
+	}
+	dst = append(dst, version, o.flags)
 	dst = binary.AppendVarint(dst, o.lastTime)
 	dst = binary.AppendVarint(dst, o.lastTime-o.lastEmit)
 	if o.flags&hasDedup != 0 {
@@ -46,6 +52,14 @@ func (o *Object) AppendBinary(dst []byte) []byte {
 	if o.flags&hasAccessWin != 0 {
 		dst = o.AccessWin.AppendBinaryAt(dst, ref)
 	}
+	if version == encodingVersionSitemap {
+		dst = o.sm.appendBinary(dst)
+	}
+	if o.Rhythm.Started() {
+		// a separate, versioned section (issue 36): a decoder without
+		// it would report trailing bytes
+		dst = o.Rhythm.appendBinary(dst, o.lastTime)
+	}
 	return dst
 }
 
@@ -56,7 +70,7 @@ func (o *Object) DecodeBinary(src []byte) error {
 	if len(src) < 2 {
 		return fmt.Errorf("%w: %d bytes", ErrCorrupt, len(src))
 	}
-	if src[0] != encodingVersion && src[0] != 1 {
+	if src[0] != encodingVersion && src[0] != 1 && src[0] != encodingVersionSitemap {
 		return fmt.Errorf("%w: unknown version %d", ErrCorrupt, src[0])
 	}
 	o.flags = src[1]
@@ -99,6 +113,20 @@ func (o *Object) DecodeBinary(src []byte) error {
 	}
 	if err := decodeSub(&d, o.flags&hasAccessWin != 0, "access window", ref, o.AccessWin.DecodeBinaryAt); err != nil {
 		return err
+	}
+	if src[0] == encodingVersionSitemap {
+		o.sm.decode(&d)
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("%w: sitemap: %w", ErrCorrupt, err)
+		}
+		if o.sm.flags == 0 || o.sm.flags&^smFlags != 0 {
+			return fmt.Errorf("%w: sitemap flags %#x", ErrCorrupt, o.sm.flags)
+		}
+	}
+	if rest := d.Rest(); len(rest) != 0 && rest[0] == rhythmTag {
+		if err := o.Rhythm.decodeBinary(&d, o.lastTime); err != nil {
+			return err
+		}
 	}
 	if rest := len(d.Rest()); rest != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, rest)

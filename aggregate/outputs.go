@@ -159,7 +159,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))
 			w.p.metrics.estChange.Inc()
 			w.p.stats.changeEst.Add(1)
-			w.countRated(rec.RatePerS != nil)
+			w.countRated(rec.RatePerS)
 		}
 	}
 	if access {
@@ -168,7 +168,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, AccessKeySuffix, &rec))
 			w.p.metrics.estAccess.Inc()
 			w.p.stats.accessEst.Add(1)
-			w.countRated(rec.RatePerS != nil)
+			w.countRated(rec.RatePerS)
 		}
 	}
 	return out, pub
@@ -180,7 +180,11 @@ func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Es
 	if w.p.index == nil {
 		return pub
 	}
-	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, Changes: rec.Changes, out: int32(i)}
+	pe := PublishedEstimate{Object: rec.Object, Site: rec.Site, Kind: rec.Kind, AsOf: rec.AsOf, Changes: rec.Changes,
+		Estimator: rec.Estimator, Observations: rec.Observations, out: int32(i)}
+	if rec.TTLS != nil {
+		pe.TTL, pe.HasTTL = *rec.TTLS, true
+	}
 	if rec.RatePerS != nil {
 		pe.Rate, pe.HasRate = *rec.RatePerS, true
 	}
@@ -219,13 +223,16 @@ func (w *worker) emitFinal(ctx context.Context) error {
 		if err != nil {
 			w.corrupt(n, err)
 		}
-		w.rated = false
+		w.rated, w.ratedAbove0 = false, false
 		host := Site(n)
 		out, pub = w.appendEstimates(&slab, out, pub, n, host, w.det.sites[host], obj, true, true)
 		w.cache.release(obj)
 		w.p.stats.finalObjects.Add(1)
-		if w.rated {
+		switch {
+		case w.ratedAbove0:
 			w.p.stats.finalWithRate.Add(1)
+		case w.rated:
+			w.p.stats.finalZeroRate.Add(1)
 		}
 		if len(out) >= 1000 {
 			if err := w.writeOutputs(ctx, out, pub, w.pos+"final", false); err != nil {

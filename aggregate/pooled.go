@@ -20,7 +20,7 @@ import (
 // "pooled" entry (with its credible interval) when its site has a prior;
 // with Model.PublishPooled the pooled estimate becomes the published one
 // (rate_per_s, estimator, ci95, ttl_s) for objects with fewer than
-// estimators.PooledMaxChanges detected changes, the regime where cmd/eval
+// estimators.PooledMaxChanges detected changes, the regime where research/cmd/eval
 // measured it at least 15 % more accurate than every single paper
 // estimator with 93–97 % coverage on simulated sites (over all regimes of
 // r = λ/f; at r ≥ 0.5 it is level with bayes_beta), not on the real

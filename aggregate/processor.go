@@ -77,6 +77,9 @@ type Processor struct {
 	prep      sync.Pool       // *prepBufs: prepare's scratch buffers
 	outChunks sync.Pool       // *[]byte: chunks of output bytes (outSlab)
 	index     EstimateIndex   // nil: none (WithEstimateIndex)
+	// claimLevel is the level of the "partition claimed" line: info, or
+	// debug for a local input (WithLocalInput).
+	claimLevel slog.Level
 
 	mu    sync.Mutex
 	owned map[state.Partition]bool
@@ -172,13 +175,14 @@ func (p *Processor) Handle(ctx context.Context, c stream.Claim) error {
 	if err := c.SeekTo(seek); err != nil {
 		return fmt.Errorf("aggregate: seek %s/%d to %d: %w", part.Topic, part.ID, seek, err)
 	}
-	log.Info("partition claimed", "next_offset", next, "reread_from", seek)
+	log.Log(ctx, p.claimLevel, "partition claimed", "next_offset", next, "reread_from", seek)
 	p.setOwned(part, true)
 	defer p.setOwned(part, false)
 
 	w := p.newWorker(ctx, part, c, next, log)
 	defer p.metrics.forget(part)
 	w.rb = rb
+	w.gauges.claimed(next, rb)
 	defer w.cache.close()
 	return w.run(ctx)
 }
@@ -454,6 +458,8 @@ type worker struct {
 	gauges partitionGauges
 	rb     *reorderBuf
 	rated  bool // appendEstimates published a rate (see countRated)
+	// ratedAbove0: a rate above 0
+	ratedAbove0 bool
 
 	seq       uint64       // the last prepared batch
 	committed uint64       // the last committed batch

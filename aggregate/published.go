@@ -31,6 +31,12 @@ type PublishedEstimate struct {
 	// Changes is the record's "changes" (change estimates: the changes
 	// detected in the object's current window).
 	Changes int64
+	// Estimator, Observations and TTL (when HasTTL) are the record's
+	// "estimator", "observations" and "ttl_s".
+	Estimator    string
+	Observations int64
+	TTL          float64
+	HasTTL       bool
 
 	out int32 // index of the record among the outputs of its write
 }

@@ -33,7 +33,11 @@ func publishedOf(t *testing.T, value []byte) PublishedEstimate {
 	if err := json.Unmarshal(value, &e); err != nil {
 		t.Fatal(err)
 	}
-	pe := PublishedEstimate{Object: e.Object, Site: e.Site, Kind: e.Kind, AsOf: e.AsOf}
+	pe := PublishedEstimate{Object: e.Object, Site: e.Site, Kind: e.Kind, AsOf: e.AsOf, Changes: e.Changes,
+		Estimator: e.Estimator, Observations: e.Observations}
+	if e.TTLS != nil {
+		pe.TTL, pe.HasTTL = *e.TTLS, true
+	}
 	if e.RatePerS != nil {
 		pe.Rate, pe.HasRate = *e.RatePerS, true
 	}
@@ -50,7 +54,8 @@ func samePublished(a, b PublishedEstimate) bool {
 	a.out, b.out = 0, 0
 	return a.Object == b.Object && a.Site == b.Site && a.Kind == b.Kind && a.AsOf.Equal(b.AsOf) &&
 		a.HasRate == b.HasRate && a.Rate == b.Rate && a.HasCI == b.HasCI && a.CI95 == b.CI95 &&
-		a.HasNextVisit == b.HasNextVisit && a.NextVisit.Equal(b.NextVisit)
+		a.HasNextVisit == b.HasNextVisit && a.NextVisit.Equal(b.NextVisit) && a.Changes == b.Changes &&
+		a.Estimator == b.Estimator && a.Observations == b.Observations && a.HasTTL == b.HasTTL && a.TTL == b.TTL
 }
 
 // checkPublished compares the estimates idx was told of with the estimate

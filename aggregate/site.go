@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/changerate/changerate/records"
@@ -98,28 +99,73 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	if se != nil {
 		st = &se.st
 	}
+	lastPoint := obj.ChangeWin.Last()
 	oc := obj.ApplyAt(obs, d.m, st, eff)
 	now := seconds(obs.Time.UnixMilli())
+	// the partition's clock: a reordered observation is confirmed when the
+	// partition sees it, not before its testing period
+	det := math.Max(now, float64(d.book.period*d.book.cfg.Period.Milliseconds())/1e3)
+	var chProf *windows.Profile
+	if st != nil {
+		chProf = &st.Change
+	}
 	for _, sh := range eff.ChangeShifts {
-		var prof *windows.Profile
-		if st != nil {
-			prof = &st.Change
-		}
-		d.candidate(name, records.EstimateChange, sh, prof, now)
+		d.candidate(name, records.EstimateChange, sh, chProf, now, det)
+	}
+	var acProf *windows.Profile
+	if st != nil {
+		acProf = &st.Access
 	}
 	for _, sh := range eff.AccessShifts {
-		var prof *windows.Profile
-		if st != nil {
-			prof = &st.Access
+		switch {
+		case obj.Rhythm.Active():
+			// the window runs on the object's own clock (rhythm.go)
+			d.shiftCandidate(name, records.EstimateAccess, sh, obj.clock(acProf, d.m), det)
+			continue
+		case obj.Rhythm.Started():
+			// the object is learning its own rhythm: its baseline is not
+			// known yet (the site's may be another rhythm)
+			d.book.counts[candidateCount{records.EstimateAccess, outcomeLearning}]++
+			continue
 		}
-		d.candidate(name, records.EstimateAccess, sh, prof, now)
+		d.candidate(name, records.EstimateAccess, sh, acProf, now, det)
+	}
+	if eff.Visits && obj.ChangeWin.Last() == lastPoint && !prev.IsZero() {
+		// a visit that saw no change: is the page's silence significant?
+		d.silence(name, obj, chProf, seconds(prev.UnixMilli()), now, det)
 	}
 	return oc
 }
 
+// silence holds a silence candidate when the object's change window, an
+// established rate, has had no update point for long enough that the
+// silence test's p-value crossed Alerts.StrictPValue between the object's
+// previous observation (prev) and this one (now; det the partition's clock).
+func (d *detector) silence(name string, obj *Object, prof *windows.Profile, prev, now, det float64) {
+	if _, ok := obj.ChangeWin.Origin(); !ok {
+		return
+	}
+	toOp := func(t float64) float64 { return t }
+	if prof != nil && prof.Active() {
+		toOp = prof.At
+	}
+	if prof != nil && prof.Started() && !prof.Learned(now, &d.m.Seasonal) {
+		return // the change baseline is still being learned
+	}
+	sum := obj.ChangeWin.Current(obj.ChangeWin.Last(), &d.m.Windows)
+	if prof != nil && prof.Active() && prof.Real(sum.Start) < prof.Since() {
+		return // the window mixes the two clocks (see candidate)
+	}
+	a, ok := SilenceAlert(name, sum, obj.ChangeWin.Last(), toOp(prev), toOp(now), det, profClock(prof), &d.m.Alerts)
+	if ok {
+		d.book.Add(a)
+	}
+}
+
 // candidate filters a confirmed shift of kind's stream (run on prof's
-// operational time; nil: real time) and holds it in the book.
-func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.Profile, now float64) {
+// operational time; nil: real time) and holds it in the book; now is the
+// observation's time and det the partition's clock when it was confirmed.
+func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.Profile, now, det float64) {
 	count := func(outcome string) { d.book.counts[candidateCount{kind, outcome}]++ }
 	// A profile that has started learning gates the alerts until its
 	// learning period is over (a change profile starts with the site's
@@ -136,11 +182,25 @@ func (d *detector) candidate(name, kind string, sh windows.Shift, prof *windows.
 		count(outcomeMixedClock)
 		return
 	}
-	if a, ok := ShiftAlert(name, kind, sh, prof, &d.m.Alerts); ok {
+	d.shiftCandidate(name, kind, sh, profClock(prof), det)
+}
+
+// shiftCandidate holds a shift whose baseline is known (on clock clk; nil:
+// real time) in the book if it passes ShiftAlert's filters.
+func (d *detector) shiftCandidate(name, kind string, sh windows.Shift, clk opClock, det float64) {
+	if a, ok, why := ShiftAlert(name, kind, sh, clk, det, &d.m.Alerts); ok {
 		d.book.Add(a)
 	} else {
-		count(outcomeSmallEffect)
+		d.book.counts[candidateCount{kind, why}]++
 	}
+}
+
+// profClock returns p as an opClock (nil for nil).
+func profClock(p *windows.Profile) opClock {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // flush closes the current period (end of a finite input).
@@ -265,10 +325,15 @@ func (w *worker) appendAlerts(out []stream.Message) []stream.Message {
 	for k, n := range w.det.book.counts {
 		w.p.metrics.candidates.WithLabelValues(k.kind, k.outcome).Add(float64(n))
 		w.det.totals[k.outcome] += n
+		w.p.stats.candidates[outcomeIndex(k.outcome)].Add(int64(n))
 		delete(w.det.book.counts, k)
 	}
 	for _, a := range w.det.take() {
 		w.p.metrics.alerts.WithLabelValues(a.Kind).Inc()
+		w.p.stats.alerts.Add(1)
+		if a.Scope == records.AlertScopeSite {
+			w.p.stats.siteAlerts.Add(1)
+		}
 		out = append(out, w.encode(w.p.cfg.AlertsTopic, AlertKey(&a), a))
 	}
 	return out
@@ -284,7 +349,7 @@ func (w *worker) flushAlerts(ctx context.Context) error {
 		w.log.Info("rate shifts confirmed in this input and what became of them",
 			"alerted", t[outcomeAlerted], "learning_period", t[outcomeLearning], "mixed_clock", t[outcomeMixedClock],
 			"below_min_ratio_or_events", t[outcomeSmallEffect], "not_discoveries_at_fdr", t[outcomeNotDiscovery],
-			"overflow", t[outcomeOverflow])
+			"overflow", t[outcomeOverflow], "drops_against_rates_not_established", t[outcomeNotEstablished])
 	}
 	if len(out) == 0 {
 		return nil

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/changerate/changerate/internal/wire"
 	"github.com/changerate/changerate/windows"
@@ -20,15 +21,26 @@ import (
 type SiteState struct {
 	Access windows.Profile
 	Change windows.Profile
+	// Sitemap is the record of the site's sitemap checks (sitemap_trust.go).
+	Sitemap SitemapTrust
 }
 
-// siteVersion is the first byte of an encoded SiteState.
-const siteVersion = 1
+// siteVersion is the first byte of an encoded SiteState; siteVersionSitemap
+// that of a site with sitemap checks (version 1's layout, then the checks),
+// so that the sites without any encode as before.
+const (
+	siteVersion        = 1
+	siteVersionSitemap = 2
+)
 
 // AppendBinary appends the site's encoding: version, then each profile as a
 // uvarint length and its windows.Profile encoding.
 func (s *SiteState) AppendBinary(dst []byte) []byte {
-	dst = append(dst, siteVersion)
+	version := byte(siteVersion)
+	if s.Sitemap.Checks() > 0 {
+		version = siteVersionSitemap
+	}
+	dst = append(dst, version)
 	for _, p := range [...]*windows.Profile{&s.Access, &s.Change} {
 		// The profile is appended first and its length put in front of it
 		// (a move of a few hundred bytes, no scratch buffer).
@@ -41,6 +53,10 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		copy(dst[mark+k:], dst[mark:mark+n])
 		copy(dst[mark:], lb[:k])
 	}
+	if version == siteVersionSitemap {
+		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
+		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
+	}
 	return dst
 }
 
@@ -48,7 +64,8 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 // ErrCorrupt; on error s is unchanged.
 func (s *SiteState) DecodeBinary(src []byte) error {
 	r := wire.NewReader(src)
-	if v := r.Byte(); r.Err() == nil && v != siteVersion {
+	v := r.Byte()
+	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap {
 		return fmt.Errorf("%w: site version %d", ErrCorrupt, v)
 	}
 	var d SiteState
@@ -66,6 +83,13 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 			return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
 		}
 		r.Skip(int(n))
+	}
+	if v == siteVersionSitemap && r.Err() == nil {
+		a, d2 := r.Uvarint(), r.Uvarint()
+		if a > math.MaxUint32 || d2 > math.MaxUint32 {
+			r.Fail("sitemap checks overflow uint32")
+		}
+		d.Sitemap = SitemapTrust{Agree: uint32(a), Disagree: uint32(d2)}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 )
 
 // TestChangeProfile: pages of one news site change 24–48 times a day,

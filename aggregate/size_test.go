@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/sim"
 )
 
 // maxValueBytes is the largest encoded object that fits the state budget of
@@ -20,7 +20,7 @@ const maxValueBytes = 188
 // TestEncodedSizeLongHistories builds objects with 30 days of crawler,
 // proxy and mixed history (sim.History: up to thousands of observations,
 // the largest states the aggregator keeps) and checks the encoded size
-// against the budget: every class's 99th percentile fits. cmd/benchreport
+// against the budget: every class's 99th percentile fits. research/cmd/benchreport
 // measures the same workload's MEMORY USAGE in a real Redis.
 func TestEncodedSizeLongHistories(t *testing.T) {
 	m := DefaultModel()

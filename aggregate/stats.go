@@ -30,29 +30,59 @@ type Stats struct {
 	// Objects is the objects seen for the first time (no stored state).
 	Objects int64
 	// ChangeEstimates and AccessEstimates count published estimates;
-	// FinalObjects and FinalWithRate count, for EmitFinal, the objects
-	// published and those among them with a change or access rate.
+	// FinalObjects counts, for EmitFinal, the objects published. Of them,
+	// FinalWithRate counts those with a change or access rate above 0 (a
+	// best estimate, RatePerS, > 0), FinalZeroRate those whose best
+	// estimates are all 0 (visited, never seen changed); the others have
+	// no best estimate yet (fewer than MinIntervals intervals: only each
+	// estimator's value).
 	ChangeEstimates, AccessEstimates int64
 	// RatedEstimates counts the published estimates that carry a rate.
-	RatedEstimates              int64
-	FinalObjects, FinalWithRate int64
+	RatedEstimates                             int64
+	FinalObjects, FinalWithRate, FinalZeroRate int64
+	// Alerts counts the published alert records, SiteAlerts those of
+	// them that are site alerts; Candidates counts the confirmed rate
+	// shifts and silences by what became of them (the outcome labels of
+	// changerate_aggregator_alert_candidates_total: "alerted",
+	// "learning", "not_established", …).
+	Alerts, SiteAlerts int64
+	Candidates         map[string]int64
+	// SitemapUse counts the sitemap lastmods by what became of them
+	// (index SitemapEvidence, SitemapCrawled, SitemapUntrusted) and
+	// SitemapAgree, SitemapDisagree the checks of lastmods against visits
+	// that were decided (sitemap_trust.go).
+	SitemapUse                    [4]int64
+	SitemapAgree, SitemapDisagree int64
 }
 
 type statCounters struct {
 	messages, rejected, future, observations, applied, duplicates, noInfo, late, reordered, atLatest atomic.Int64
-	objects, changeEst, accessEst, rated, finalObjects, finalWithRate                                atomic.Int64
+	objects, changeEst, accessEst, rated, finalObjects, finalWithRate, finalZeroRate                 atomic.Int64
+	alerts, siteAlerts                                                                               atomic.Int64
+	candidates                                                                                       [numOutcomes]atomic.Int64
+	sitemapUse                                                                                       [4]atomic.Int64
+	sitemapAgree, sitemapDisagree                                                                    atomic.Int64
 }
 
 // Stats returns the processor's counts so far.
 func (p *Processor) Stats() Stats {
 	s := &p.stats
-	return Stats{
+	st := Stats{
 		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Future: s.future.Load(), Observations: s.observations.Load(),
 		Applied: s.applied.Load(), Duplicates: s.duplicates.Load(), NoInformation: s.noInfo.Load(),
 		Late: s.late.Load(), Reordered: s.reordered.Load(), AppliedAtLatest: s.atLatest.Load(), Objects: s.objects.Load(),
 		ChangeEstimates: s.changeEst.Load(), AccessEstimates: s.accessEst.Load(), RatedEstimates: s.rated.Load(),
-		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(),
+		FinalObjects: s.finalObjects.Load(), FinalWithRate: s.finalWithRate.Load(), FinalZeroRate: s.finalZeroRate.Load(),
+		Alerts: s.alerts.Load(), SiteAlerts: s.siteAlerts.Load(), Candidates: map[string]int64{},
+		SitemapUse:   [4]int64{0, s.sitemapUse[1].Load(), s.sitemapUse[2].Load(), s.sitemapUse[3].Load()},
+		SitemapAgree: s.sitemapAgree.Load(), SitemapDisagree: s.sitemapDisagree.Load(),
 	}
+	for i, o := range candidateOutcomes {
+		if n := s.candidates[i].Load(); n > 0 {
+			st.Candidates[o] = n
+		}
+	}
+	return st
 }
 
 // countOutcomes adds one batch's outcome counts.
@@ -63,10 +93,12 @@ func (s *statCounters) countOutcomes(outcomes []int) {
 	s.late.Add(int64(outcomes[Late]))
 }
 
-// countRated counts a published estimate, noting whether it has a rate.
-func (w *worker) countRated(rated bool) {
-	if rated {
+// countRated counts a published estimate, noting whether it has a rate
+// (rate, its RatePerS, not nil) and whether that rate is above 0.
+func (w *worker) countRated(rate *float64) {
+	if rate != nil {
 		w.p.stats.rated.Add(1)
 		w.rated = true
+		w.ratedAbove0 = w.ratedAbove0 || *rate > 0
 	}
 }

@@ -53,7 +53,7 @@ func (e *regimeErr) add(v, truth float64) {
 }
 
 // median is the error the rule is judged on: median |log(est/true)|, the
-// project's accuracy measure (cmd/eval, the pooled target): symmetric in
+// project's accuracy measure (research/cmd/eval, the pooled target): symmetric in
 // over- and under-estimation, unlike the relative RMSE (logged beside),
 // which an estimate of 0 bounds at 1 and so rewards estimators biased low.
 func (e *regimeErr) median() float64 {

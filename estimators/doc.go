@@ -107,7 +107,7 @@
 //  4. matloff_count when only Matloff snapshots were seen (at least
 //     MinIntervals periods) and λ̌τ < 3, else matloff_lastmod: Matloff §6.1
 //     finds λ̌ better for small λτ and λ̂ for large λτ, crossing near
-//     λτ ≈ 3 (Fig. 2; cmd/eval reproduces 2.9). The paper's general advice
+//     λτ ≈ 3 (Fig. 2; research/cmd/eval reproduces 2.9). The paper's general advice
 //     max(λ̌, λ̂) (§6.2, §8), still published as matloff_max, over-estimated
 //     the real NASA access rates at small τ in docs/eval/REPORT.md (error
 //     1.54 against 0.011 for λ̌ at τ = 0.5 min), while this rule was the
@@ -120,7 +120,7 @@
 // lowest of the single paper estimators defined in every run, in every
 // regime of the grid (regular/irregular visits, with or without
 // Last-Modified, r from 0.3 to 3, n from 20 to 60); the test fails
-// otherwise. Median |log| is the accuracy measure of cmd/eval and of the
+// otherwise. Median |log| is the accuracy measure of research/cmd/eval and of the
 // pooled estimator's target; the relative RMSE is logged beside it. Measured:
 //
 //	regular, no LM, r=1.5, n=30   cgm_improved 0.160 (lowest: cgm_improved 0.160)

@@ -73,7 +73,7 @@ func (s *matloffState) add(p Snapshot) {
 // them for snapshot data: matloff_count when it is defined and λ̌τ < 3,
 // otherwise matloff_lastmod, otherwise whichever is defined. Matloff §6.1
 // finds λ̌ more accurate for small λτ and λ̂ for large λτ, with the
-// crossover near λτ ≈ 3 (Fig. 2, reproduced by cmd/eval at 2.9); on the
+// crossover near λτ ≈ 3 (Fig. 2, reproduced by research/cmd/eval at 2.9); on the
 // real NASA trace (docs/eval/REPORT.md) this rule is the best or close to
 // the best at every τ, whereas max(λ̌, λ̂) (§6.2, §8, still published as
 // matloff_max) over-estimates badly at small τ.

@@ -41,7 +41,7 @@ const KeyPooled = "pooled"
 
 // PooledMaxChanges: objects with fewer detected changes than this publish
 // the pooled estimate as their best one when their site has a prior
-// (cmd/eval measures the gain there; with more changes the object's own
+// (research/cmd/eval measures the gain there; with more changes the object's own
 // likelihood dominates the prior).
 const PooledMaxChanges = 5
 
@@ -53,7 +53,7 @@ const MinPoolObjects = 10
 // moment estimate of σ² is noisy when Poisson noise dominates (few changes
 // per object) and often falls to the floor; with a floor at CV 10 % the
 // intervals of a stationary control of php/doc-en covered 87 %, at 32 %
-// they cover 93 % (cmd/eval).
+// they cover 93 % (research/cmd/eval).
 const maxShape = 10
 
 // Evidence is an object's data for the pooled estimator: the likelihood

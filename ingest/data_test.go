@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/internal/realdata"
+	"github.com/changerate/changerate/internal/recordschema"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/stream"
@@ -21,20 +22,37 @@ import (
 // countingSink decodes and counts observations; it keeps nothing else.
 type countingSink struct {
 	obs, dead int
-	kinds     map[records.Kind]int
-	changed   map[records.ChangeFlag]int
-	bad       error
+	// invalid is the first record that its JSON Schema rejects (every
+	// dead letter, and the first 2,000 then every 50th observation, are
+	// checked: a schema check costs far more than decoding).
+	invalid error
+	kinds   map[records.Kind]int
+	changed map[records.ChangeFlag]int
+	bad     error
 }
 
 func (s *countingSink) Write(_ context.Context, msgs ...stream.Message) error {
 	for _, m := range msgs {
 		if m.Topic == stream.TopicDeadLetter {
 			s.dead++
+			if err := recordschema.Validate(recordschema.DeadLetter, m.Value); err != nil && s.invalid == nil {
+				s.invalid = err
+			}
 			continue
+		}
+		if s.obs < 2000 || s.obs%50 == 0 {
+			if err := recordschema.Validate(recordschema.Observation, m.Value); err != nil && s.invalid == nil {
+				s.invalid = err
+			}
 		}
 		o, err := records.DecodeObservation(m.Value)
 		if err != nil && s.bad == nil {
 			s.bad = fmt.Errorf("%s: %w", m.Value, err)
+		}
+		// The observation's site is the one the aggregator keys the
+		// object's site state by (issue 37: raeder.dk against raeder.dk:83).
+		if err == nil && o.Site != records.SiteOf(o.Object) && s.bad == nil {
+			s.bad = fmt.Errorf("%s: site %q, the aggregator's %q", m.Value, o.Site, records.SiteOf(o.Object))
 		}
 		s.obs++
 		s.kinds[o.Kind]++
@@ -138,6 +156,9 @@ func TestRealData(t *testing.T) {
 			}
 		}
 		t.Logf("%-66s %-12s %7d %7d  %-18s %s   kinds %v  urls %s", c.file, c.format, in.Lines, in.Observations, fmtMap(in.Skipped), fmtMap(in.Rejects), sink.kinds, fmtMap(canon))
+		if sink.invalid != nil {
+			t.Errorf("%s: %v", c.file, sink.invalid)
+		}
 		if sink.bad != nil {
 			t.Errorf("%s: observation does not decode: %v", c.file, sink.bad)
 		}

@@ -267,7 +267,14 @@ func (s *DeliverySink) retry(ctx context.Context, msgs []stream.Message) error {
 	}
 	start := time.Now()
 	attempts, unknown := 0, false
-	err := backoff.Retry(ctx, backoff.New(s.initial, maxRetryWait), func() error {
+	forever := s.forever.Load()
+	schedule := backoff.New(s.initial, maxRetryWait)
+	if !forever {
+		// The last attempt is made when WriteRetryTimeout has passed, not
+		// before it because the next wait would pass it.
+		schedule.Until(start.Add(s.timeout))
+	}
+	err := backoff.Retry(ctx, schedule, func() error {
 		attempts++
 		return s.next.Write(ctx, msgs...)
 	}, func(err error, attempt int, d time.Duration) bool {
@@ -275,8 +282,7 @@ func (s *DeliverySink) retry(ctx context.Context, msgs []stream.Message) error {
 			return false
 		}
 		unknown = stream.IsUnknownTopic(err)
-		forever := s.forever.Load()
-		if !forever && (unknown || time.Since(start)+d > s.timeout) {
+		if !forever && (unknown || time.Since(start) >= s.timeout) {
 			return false
 		}
 		s.m.writeRetries.Inc()
@@ -306,7 +312,7 @@ func (s *DeliverySink) retry(ctx context.Context, msgs []stream.Message) error {
 	case unknown:
 		return fmt.Errorf("ingest: %s: %w", s.missingTopic(msgs), err)
 	case attempts > 1:
-		return fmt.Errorf("ingest: sink write still failing after %d attempts in %v (a one-shot run retries for WriteRetryTimeout, %v): %w",
+		return fmt.Errorf("ingest: sink write still failing after %d attempts in %v (a one-shot run retries for WRITE_RETRY_TIMEOUT, %v): %w",
 			attempts, time.Since(start).Round(time.Millisecond), s.timeout, err)
 	}
 	return err

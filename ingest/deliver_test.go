@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -250,5 +251,39 @@ func TestMissingTopic(t *testing.T) {
 	eventually(t, "the observation", func() bool { return len(c.ReadAll(t, stream.TopicObservations)) == 1 })
 	if _, err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// downSink fails every write, recording when each attempt was made.
+type downSink struct{ attempts []time.Time }
+
+func (s *downSink) Write(context.Context, ...stream.Message) error {
+	s.attempts = append(s.attempts, time.Now())
+	return errors.New("broker down")
+}
+func (s *downSink) Close() error { return nil }
+
+// A one-shot run retries a failing write for WriteRetryTimeout, as the
+// warning says ("for up to 1.5s"), not until the next backoff wait would
+// pass it: with waits 0.3, 0.6, 1.2 s (±50 % jitter) it gave up after the
+// second wait, at 0.45-1.35 s. The last attempt is made at or after the
+// timeout (a lower bound of the retry semantics, not a speed assertion).
+func TestOneShotRetriesForTheWholeTimeout(t *testing.T) {
+	const timeout = 1500 * time.Millisecond
+	var logs strings.Builder
+	down := &downSink{}
+	s := NewDeliverySink(down, Config{Format: "squid", RetryBackoff: 300 * time.Millisecond, WriteRetryTimeout: timeout},
+		slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	start := time.Now()
+	err := s.Write(context.Background(), stream.Message{Topic: "observations", Key: []byte("k"), Value: []byte("{}")})
+	if err == nil || !strings.Contains(err.Error(), "broker down") {
+		t.Fatalf("err = %v", err)
+	}
+	last := down.attempts[len(down.attempts)-1]
+	if last.Sub(start) < timeout {
+		t.Fatalf("gave up after %v (%d attempts), before the %v the warning promised: %s", last.Sub(start), len(down.attempts), timeout, logs.String())
+	}
+	if !strings.Contains(logs.String(), "for up to 1.5s") || !strings.Contains(err.Error(), "WRITE_RETRY_TIMEOUT, 1.5s") {
+		t.Fatalf("log %s\nerr %v", logs.String(), err)
 	}
 }

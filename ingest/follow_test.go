@@ -448,3 +448,44 @@ func TestFollowTruncatedAndRefilled(t *testing.T) {
 		t.Error("no truncation logged")
 	}
 }
+
+// Following an idle file logs no progress line every ProgressInterval
+// (issue 32 item 11: one every 10 s, "lines_per_s 0", while nothing
+// came); lines read again are reported again.
+func TestFollowIdleNoProgressLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "access.log")
+	appendTo(t, p, squidLine("a1"))
+	sink := stream.NewMemorySink()
+	rec := &logRecorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Config{Format: "squid", Paths: []string{p}, Follow: true, PollInterval: 5 * time.Millisecond,
+			ProgressInterval: 10 * time.Millisecond}, sink, slog.New(rec), nil)
+		done <- err
+	}()
+	waitFor(t, sink, 1)
+	count := func() int {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := 0
+		for _, m := range rec.msgs {
+			if strings.Contains(m, "ingest progress") {
+				n++
+			}
+		}
+		return n
+	}
+	// Idle for 50 ticks (at least: a loaded machine makes fewer).
+	time.Sleep(500 * time.Millisecond)
+	if n := count(); n > 1 {
+		t.Errorf("%d progress lines while idle, want at most the one after the first line", n)
+	}
+	appendTo(t, p, squidLine("a2"))
+	waitFor(t, sink, 2)
+	rec.waitLog(t, "ingest progress", "lines=2")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

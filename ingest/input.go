@@ -336,6 +336,9 @@ func (w *worker) readInput(ctx context.Context, name string) error {
 			return err
 		}
 	}
+	if w.p != nil {
+		parse.StartInput(w.p) // a header of the previous input no longer applies
+	}
 	if parse.IsRecordFormat(w.format) {
 		return w.readRecords(ctx, name, key, o)
 	}

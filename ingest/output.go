@@ -20,7 +20,12 @@ func (w *worker) emit(ctx context.Context) error {
 	ks := len(b.arena)
 	b.arena = append(b.arena, o.Object...)
 	vs := len(b.arena)
-	b.arena = AppendObservation(b.arena, o)
+	var ok bool
+	if b.arena, ok = records.AppendObservationJSON(b.arena, o); !ok {
+		b.arena = b.arena[:ks]
+		return w.deadLetter(ctx, w.linePrefix, w.lineNo, ReasonUnencodable,
+			fmt.Errorf("ingest: observation of %s: %w", o.Object, o.Validate()), []byte(o.Object))
+	}
 	if n := len(b.arena) - ks; n > MaxMessageBytes {
 		// A safety net so that one record can never make the sink fail
 		// (a jsonl line may carry a huge digest, for example).

@@ -13,7 +13,7 @@ import (
 // checkpointed input is resumed by reading and dropping the records before
 // the checkpoint. Follow mode does not apply.
 func (w *worker) readRecords(ctx context.Context, name, key string, o *opened) error {
-	rr, err := parse.NewRecordReader(w.format, o.br, w.r.cfg.Parse, w.r.cfg.MaxRecordBytes)
+	rr, err := w.recordReader(name, o)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}

@@ -25,6 +25,10 @@ const (
 	ReasonTooLong  = "too-long"  // a line longer than MaxLineBytes
 	ReasonTooLarge = "too-large" // an input beyond MaxDecompressedBytes, or a WARC record beyond MaxRecordBytes
 	ReasonCorrupt  = "corrupt"   // compressed input that does not decompress (bad or truncated gzip)
+	// ReasonUnencodable: an observation JSON cannot hold (a time outside
+	// years 0-9999, a non-finite number); records.Observation.Validate
+	// rejects the same, so a parser that validates never produces one.
+	ReasonUnencodable = "unencodable"
 )
 
 // MaxMessageBytes caps one encoded observation (key and value); a larger
@@ -227,7 +231,8 @@ func (r *runner) delivered(sum *Summary) {
 	}
 }
 
-// progress logs a progress line every ProgressInterval until stopped.
+// progress logs a progress line every ProgressInterval in which lines
+// were read, until stopped.
 func (r *runner) progress(ctx context.Context) (stop func()) {
 	if r.cfg.ProgressInterval < 0 {
 		return func() {}
@@ -248,12 +253,17 @@ func (r *runner) progress(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				n := r.lines.Load()
-				r.log.Info("ingest progress", "format", r.format, "lines", n,
-					"lines_per_s", math.Round(float64(n-lastN)/now.Sub(lastT).Seconds()),
-					"observations", r.obs.Load(), "rejects", r.rejs.Load(),
-					"elapsed_s", now.Sub(start).Seconds())
-				lastT, lastN = now, n
+				// Nothing read since the last tick (a followed file
+				// idle, or the sorted writes after the reading): no
+				// line, not one every ProgressInterval saying 0/s.
+				if n := r.lines.Load(); n != lastN {
+					r.log.Info("ingest progress", "format", r.format, "lines", n,
+						"lines_per_s", math.Round(float64(n-lastN)/now.Sub(lastT).Seconds()),
+						"observations", r.obs.Load(), "rejects", r.rejs.Load(),
+						"elapsed_s", now.Sub(start).Seconds())
+					lastN = n
+				}
+				lastT = now
 			}
 		}
 	}()

@@ -30,7 +30,9 @@ func SortKey(dst []byte, o *records.Observation, line []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(o.Offset)^(1<<63))
 	src, off := o.Source, o.Offset
 	o.Source, o.Offset = "", 0
-	dst = AppendObservation(dst, o)
+	// An observation that reached the sort was encodable when it was
+	// emitted (worker.emit dead-letters any other), so ok is true here.
+	dst, _ = records.AppendObservationJSON(dst, o)
 	o.Source, o.Offset = src, off
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return append(dst, line...)

@@ -25,7 +25,7 @@ func TestSortingSink(t *testing.T) {
 	for _, i := range r.Perm(n) {
 		o := records.Observation{Object: fmt.Sprintf("http://a.example/%d", i%7), Time: t0.Add(time.Duration(i/3) * time.Second),
 			Kind: records.KindAccess, Source: "/log@1", Offset: int64(i + 1)}
-		v := AppendObservation(nil, &o)
+		v, _ := records.AppendObservationJSON(nil, &o)
 		if err := s.Write(context.Background(), stream.Message{Topic: "obs", Key: []byte(o.Object), Value: v},
 			stream.Message{Topic: "dl", Value: []byte("x")}); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,5 @@
 # Evaluation targets (owner: evaluation). Included by the top-level Makefile.
+# The evaluation command is in the research module (research/cmd/eval).
 # `make eval` regenerates docs/eval/REPORT.md and its plots (a few minutes on
 # 2 cores); `make eval-quick` is the CI variant (well under a minute) and
 # writes to a scratch directory so the committed report is not replaced.
@@ -7,7 +8,7 @@ EVAL_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/changerate-eval-quick
 
 .PHONY: eval eval-quick
 eval: ## regenerate docs/eval/REPORT.md and its plots from simulations and ../shared/data (a few minutes)
-	go run ./cmd/eval --out docs/eval --data $(EVAL_DATA)
+	$(GO) -C research run ./cmd/eval --out $(CURDIR)/docs/eval --data $(EVAL_DATA)
 
 eval-quick: ## the evaluation in --quick mode (CI size), into a scratch directory
-	go run ./cmd/eval --quick --out $(EVAL_QUICK_OUT) --data $(EVAL_DATA)
+	$(GO) -C research run ./cmd/eval --quick --out $(EVAL_QUICK_OUT) --data $(EVAL_DATA)

@@ -116,11 +116,11 @@ func (p *clfParser) parse(line []byte, obs *records.Observation) error {
 	if len(target) == 1 && target[0] == '*' {
 		return skip(ReasonNoObject)
 	}
-	obj, site, err := p.resolve(vhost, target)
+	obj, _, err := p.resolve(vhost, target)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, site, t, status, "clf"
+	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, records.SiteOf(obj), t, status, "clf"
 	obs.Kind = records.KindAccess
 	if status == 304 {
 		obs.Kind = records.KindRevalidation

@@ -58,6 +58,9 @@ func candidates(sample [][]byte, cfg Config, keep func(Candidate) bool) []Candid
 		if bytes.HasPrefix(l, []byte("WARC/")) {
 			return []Candidate{{Format: "warc", Accepted: 1, Lines: 1}}
 		}
+		if bytes.Contains(l, []byte("<urlset")) || bytes.Contains(l, []byte("<sitemapindex")) {
+			return []Candidate{{Format: "sitemap", Accepted: 1, Lines: 1}}
+		}
 	}
 	zoned := cfg
 	if zoned.Zone == nil {

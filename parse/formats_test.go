@@ -30,7 +30,7 @@ func TestCLF(t *testing.T) {
 		{name: "vhost", line: `example.org:443 1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /x?y=1 HTTP/2.0" 200 5 "-" "-"`,
 			want: acc("https://example.org/x?y=1", "example.org", 200)},
 		{name: "vhost odd port", line: `example.org:8080 1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /x HTTP/1.1" 200 5`,
-			want: acc("http://example.org:8080/x", "example.org", 200)},
+			want: acc("http://example.org:8080/x", "example.org:8080", 200)}, // the aggregator's site (records.SiteOf): the port is part of it
 		{name: "proxy absolute", line: `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET http://Other.example/y HTTP/1.1" 404 5`,
 			want: acc("http://other.example/y", "other.example", 404)},
 		{name: "blank in target", line: `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /a b HTTP/1.1" 200 5`,

@@ -77,20 +77,11 @@ func (p *heritrixParser) parse(line []byte, obs *records.Observation) error {
 // fillCrawl fills a visit from the fields of a crawl.log line or feed
 // message.
 func fillCrawl(c *Canonicalizer, format string, t time.Time, status int, uri, digest, annotations []byte, obs *records.Observation) error {
-	var obj, site string
-	var err error
-	if len(uri) > 4 && string(uri[:4]) == "dns:" {
-		obj, _, err = c.Canonical(uri)
-		if err == nil {
-			site = obj[4:]
-		}
-	} else {
-		obj, site, err = c.Canonical(uri)
-	}
+	obj, _, err := c.Canonical(uri) // a dns: object's site is its host (records.SiteOf)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site = obj, site
+	obs.Object, obs.Site = obj, records.SiteOf(obj)
 	obs.Time = t
 	obs.Kind = records.KindVisit
 	obs.Status = status

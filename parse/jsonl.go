@@ -59,15 +59,15 @@ func (p *jsonlParser) parse(line []byte, obs *records.Observation) error {
 		return objectTooLong(len(o.Object))
 	}
 	if hasHTTPPrefix([]byte(o.Object)) {
-		obj, site, cerr := p.canon.Canonical([]byte(o.Object))
+		obj, _, cerr := p.canon.Canonical([]byte(o.Object))
 		if cerr != nil {
 			return cerr
 		}
 		o.Object = obj
-		if o.Site == "" {
-			o.Site = site
-		}
 	}
+	// The site is the object's, as the aggregator reads it, whatever the
+	// line said.
+	o.Site = records.SiteOf(o.Object)
 	for _, tm := range []time.Time{o.Time, o.LastModified, o.LastEvent} {
 		if !tm.IsZero() && (tm.Year() < 1970 || tm.Year() > 9999) {
 			return reject(ReasonTime, "time %s is before 1970 or after 9999", tm.Format(time.RFC3339))

@@ -206,6 +206,9 @@ func factories() map[string]factory {
 		"nasa-tsv":      {doc: "Indeed's TSV of the NASA-HTTP trace (host logname time method url response bytes ...)", line: newNASATSV},
 		"worldcup-csv":  {doc: "WorldCup98 CSV (ClientID,DD/Mon/YYYY,HH:MM:SS,URL,Status,Bytes); needs a zone (UTC)", line: newWorldCupCSV, needsZone: true},
 		"changes-tsv":   {doc: "path<TAB>unix-time lines of true change times (git history): a visit that saw a change", line: newChangesTSV},
+		"cdx":           {doc: "web archive capture index CDX: CDX11/CDX9 with or without its ' CDX N b a m s k ...' header, the Wayback CDX API's 7 columns", line: newCDX},
+		"cdxj":          {doc: "web archive capture index CDXJ (pywb, OutbackCDX): urlkey timestamp {json}", line: newCDXJ},
+		"sitemap":       {doc: "sitemap XML or sitemap index (sitemaps.org): <lastmod> as Last-Modified at the fetch time, <changefreq> as the site's claim (read by element, not by line)", isRec: true},
 		"warc":          {doc: "WARC 0.17/0.18/1.0/1.1 response and revisit records (read record by record, not by line)", isRec: true},
 	}
 }

@@ -89,13 +89,13 @@ func (p *snapshotParser) parse(line []byte, obs *records.Observation) error {
 	if len(f[0]) > MaxObjectBytes {
 		return objectTooLong(len(f[0]))
 	}
-	obj, site := validString(f[0]), ""
+	obj := validString(f[0])
 	if hasHTTPPrefix(f[0]) {
-		if obj, site, err = p.canon.Canonical(f[0]); err != nil {
+		if obj, _, err = p.canon.Canonical(f[0]); err != nil {
 			return err
 		}
 	}
-	*obs = records.Observation{Object: obj, Site: site, Time: poll, Kind: records.KindSnapshot, PeriodS: period,
+	*obs = records.Observation{Object: obj, Site: records.SiteOf(obj), Time: poll, Kind: records.KindSnapshot, PeriodS: period,
 		LastEvent: last, Event: ev, Format: "snapshot"}
 	if err := obs.Validate(); err != nil {
 		*obs = records.Observation{}

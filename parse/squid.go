@@ -295,11 +295,11 @@ func (p *squidParser) finish(code []byte, status int, method, rawURL []byte, obs
 	if bytes.Contains(code, []byte("_DENIED")) {
 		return skip(ReasonDenied)
 	}
-	obj, site, err := p.canon.Canonical(rawURL)
+	obj, _, err := p.canon.Canonical(rawURL)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site = obj, site
+	obs.Object, obs.Site = obj, records.SiteOf(obj)
 	obs.Status = status
 	obs.Format = "squid"
 	obs.Kind = records.KindAccess

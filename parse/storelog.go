@@ -95,11 +95,11 @@ func (p *storeLogParser) parse(line []byte, obs *records.Observation) error {
 	if d, err := storeTime(date); err == nil && !d.IsZero() && lm.After(d) {
 		lm = d
 	}
-	obj, site, err := p.canon.Canonical(url)
+	obj, _, err := p.canon.Canonical(url)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, site, t, status, "storelog"
+	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, records.SiteOf(obj), t, status, "storelog"
 	obs.Kind = records.KindVisit
 	obs.LastModified = lm
 	if status == 304 {

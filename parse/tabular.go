@@ -64,11 +64,11 @@ func (p *nasaTSVParser) parse(line []byte, obs *records.Observation) error {
 	if len(f[4]) == 0 {
 		return skip(ReasonNoObject)
 	}
-	obj, site, err := p.canon.CanonicalRef(p.base, f[4])
+	obj, _, err := p.canon.CanonicalRef(p.base, f[4])
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, site, t, status, "nasa-tsv"
+	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, records.SiteOf(obj), t, status, "nasa-tsv"
 	obs.Kind = records.KindAccess
 	if status == 304 {
 		obs.Kind, obs.Changed = records.KindRevalidation, records.Unchanged
@@ -148,11 +148,11 @@ func (p *worldCupParser) parse(line []byte, obs *records.Observation) error {
 	if len(url) == 0 {
 		return skip(ReasonNoObject)
 	}
-	obj, site, err := p.canon.CanonicalRef(p.base, url)
+	obj, _, err := p.canon.CanonicalRef(p.base, url)
 	if err != nil {
 		return err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, site, inZone(w, p.cfg.Zone), status, "worldcup-csv"
+	obs.Object, obs.Site, obs.Time, obs.Status, obs.Format = obj, records.SiteOf(obj), inZone(w, p.cfg.Zone), status, "worldcup-csv"
 	obs.Kind = records.KindAccess
 	if status == 304 {
 		obs.Kind, obs.Changed = records.KindRevalidation, records.Unchanged

@@ -42,8 +42,11 @@ const (
 // maxRecordBytes caps one record's block (0: 256 MiB); bigger records are
 // rejected with reason "too-large" and skipped without being buffered.
 func NewRecordReader(format string, r io.Reader, cfg Config, maxRecordBytes int64) (RecordReader, error) {
+	if format == "sitemap" {
+		return nil, fmt.Errorf("%w: use NewSitemapReader", ErrNoFetchTime)
+	}
 	if format != "warc" {
-		return nil, fmt.Errorf("%w %q (record formats: warc)", ErrUnknownFormat, format)
+		return nil, fmt.Errorf("%w %q (record formats: warc, sitemap)", ErrUnknownFormat, format)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -91,7 +94,10 @@ const (
 // is not used because it covers the HTTP headers, which differ on every
 // fetch), the HTTP status and Last-Modified; revisit records are visits
 // with Changed = Unchanged (profiles identical-payload-digest and
-// server-not-modified alike). Other record types are skipped with reason
+// server-not-modified alike), except revisits of a redirect or an error
+// page (status 3xx but 304, 4xx, 5xx), whose Changed stays unknown (the
+// aggregator counts them as carrying no information, as it does the
+// redirect itself). Other record types are skipped with reason
 // "record-type".
 type warcReader struct {
 	br      *bufio.Reader
@@ -267,19 +273,12 @@ func (w *warcReader) Next(obs *records.Observation) ([]byte, error) {
 	if len(uri) > 1 && uri[0] == '<' && uri[len(uri)-1] == '>' {
 		uri = uri[1 : len(uri)-1]
 	}
-	var obj, site string
-	if bytes.HasPrefix(uri, []byte("dns:")) {
-		obj, _, err = w.canon.Canonical(uri)
-		if err == nil {
-			site = obj[4:]
-		}
-	} else {
-		obj, site, err = w.canon.Canonical(uri)
-	}
+	var obj string
+	obj, _, err = w.canon.Canonical(uri) // a dns: object's site is its host (records.SiteOf)
 	if err != nil {
 		return w.hdr, err
 	}
-	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, site, t, records.KindVisit, "warc"
+	obs.Object, obs.Site, obs.Time, obs.Kind, obs.Format = obj, records.SiteOf(obj), t, records.KindVisit, "warc"
 	obs.Status, obs.LastModified = status, lastMod
 	if len(h.payload) > maxDigestBytes {
 		*obs = records.Observation{}
@@ -288,7 +287,10 @@ func (w *warcReader) Next(obs *records.Observation) ([]byte, error) {
 	if len(h.payload) > 0 {
 		obs.Digest = validString(h.payload)
 	}
-	if typ == "revisit" || status == 304 {
+	if (typ == "revisit" && !redirectOrError(status)) || status == 304 {
+		// A revisit of a redirect or an error page says nothing about the
+		// object's content: Changed stays unknown and the aggregator
+		// counts it as carrying no information (cdx.go does the same).
 		obs.Changed = records.Unchanged
 	}
 	return w.hdr, nil

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -362,50 +361,6 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
-// params checks that q holds only the allowed parameters, each once.
-func params(q url.Values, allowed ...string) error {
-	for k, v := range q {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || k == a
-		}
-		if !ok {
-			return badRequest("unknown parameter %q (allowed: %s)", k, strings.Join(allowed, ", "))
-		}
-		if len(v) > 1 {
-			return badRequest("parameter %q given %d times", k, len(v))
-		}
-	}
-	return nil
-}
-
-// object canonicalises the url parameter as ingest does.
-func (s *Server) object(q url.Values) (string, error) {
-	raw := strings.TrimSpace(q.Get("url"))
-	if raw == "" {
-		return "", badRequest("parameter url is required")
-	}
-	s.canonMu.Lock()
-	obj, _, err := s.canon.Canonical([]byte(raw))
-	s.canonMu.Unlock()
-	if err != nil {
-		return "", badRequest("url %q is not a URL ingest would accept: %v", raw, err)
-	}
-	return obj, nil
-}
-
-func (s *Server) limit(q url.Values) (int, error) {
-	v := q.Get("limit")
-	if v == "" {
-		return s.cfg.DefaultLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > s.cfg.MaxLimit {
-		return 0, badRequest("limit must be an integer in [1, %d], got %q", s.cfg.MaxLimit, v)
-	}
-	return n, nil
-}
-
 // handleObject is GET /v1/objects?url=&kind=.
 func (s *Server) handleObject(r *http.Request) (any, error) {
 	q := r.URL.Query()
@@ -482,31 +437,23 @@ func (s *Server) handleTop(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.top(r.Context(), by, strings.ToLower(q.Get("site")), limit)
+	return s.top(by, strings.ToLower(q.Get("site")), limit), nil
 }
 
-func (s *Server) top(ctx context.Context, by, site string, limit int) (*TopResult, error) {
+// top answers /v1/top (and the tables of /) from the index alone: the
+// records are the index's (Index.TopRecords), so that it reads no store
+// and answers while Redis is away.
+func (s *Server) top(by, site string, limit int) *TopResult {
 	res := &TopResult{By: by, Site: site, Objects: []*records.Estimate{}, Ranking: []Ranked{}}
-	for _, rk := range s.idx.Top(by, site, limit) {
-		o, site, err := s.load(ctx, rk.Object)
-		if errors.Is(err, errNotFound) {
-			continue // expired since it was indexed
+	ranked, recs := s.idx.TopRecords(by, site, limit)
+	for i, rk := range ranked {
+		if recs[i] == nil {
+			continue // ranked by a shift of a kind whose estimate is not indexed
 		}
-		if err != nil {
-			return nil, err
-		}
-		change, access := s.estimates(o, site, rk.Object)
-		rec := change
-		if rk.Kind == records.EstimateAccess {
-			rec = access
-		}
-		if rec == nil {
-			continue
-		}
-		res.Objects = append(res.Objects, rec)
+		res.Objects = append(res.Objects, recs[i])
 		res.Ranking = append(res.Ranking, rk)
 	}
-	return res, nil
+	return res
 }
 
 // handlePlan is GET /v1/plan?budget=&period=&site=&policy=&start=&weights=&host_cap=.

@@ -295,6 +295,15 @@ func checkAPI(t *testing.T, e *env) {
 				t.Fatalf("top %s %s #%d: %s (lower %g), want %s (lower %g)", c.by, c.site, i, got.Objects[i].Object,
 					got.Ranking[i].Lower, want[i].Object, lo(want[i]))
 			}
+			// The index's record is the published one without its
+			// estimators' maps and window (Index.TopRecords).
+			w := want[i]
+			w.Estimates, w.Intervals, w.Window = nil, nil, nil
+			gb, _ := json.Marshal(got.Objects[i])
+			wb, _ := json.Marshal(w)
+			if !bytes.Equal(gb, wb) {
+				t.Fatalf("top %s %s #%d record\n got %s\nwant %s", c.by, c.site, i, gb, wb)
+			}
 		}
 	}
 
@@ -497,11 +506,16 @@ func TestAPIRedis(t *testing.T) {
 	e := newEnv(t, store, query.Config{})
 	t.Run("api", func(t *testing.T) { checkAPI(t, e) })
 	t.Run("errors", func(t *testing.T) { checkErrors(t, e) })
-	// Redis down: 503 with a generic reason and Retry-After, not the
-	// client's dial error (TestAPIDependencyUnavailable checks the log).
+	// Redis down: /v1/objects is 503 with a generic reason and
+	// Retry-After, not the client's dial error (TestAPIDependencyUnavailable
+	// checks the log); /v1/top answers from the index as before (issue 32).
 	t.Run("redis down", func(t *testing.T) {
+		before := e.get(t, "/v1/top?limit=3", http.StatusOK)
 		rs.Kill()
-		for _, path := range []string{"/v1/objects?url=" + q("http://site0.example/page/1"), "/v1/top?limit=3"} {
+		if after := e.get(t, "/v1/top?limit=3", http.StatusOK); !bytes.Equal(after, before) {
+			t.Errorf("/v1/top with Redis down:\n%s\nwith Redis up:\n%s", after, before)
+		}
+		for _, path := range []string{"/v1/objects?url=" + q("http://site0.example/page/1")} {
 			header, body := e.fetch(t, path, http.StatusServiceUnavailable)
 			var eb query.ErrorBody
 			if err := json.Unmarshal(body, &eb); err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,59 @@ func (b brokenStore) Get(_ context.Context, _ state.Partition, _ []string, dst [
 	return append(dst, b.vals...), nil
 }
 
+// TestTopReadsNoStore: /v1/top and / answer from the index alone (issue
+// 32: they answered 503 while Redis was down, reading every listed
+// object's state): with a store whose every read fails, both answer 200
+// with the indexed object, and the store is never read.
+func TestTopReadsNoStore(t *testing.T) {
+	var reads atomic.Int64
+	store := countingStore{brokenStore: brokenStore{Memory: newMemoryStore(t), err: errors.New("state: get: connection refused")}, reads: &reads}
+	idx := query.NewIndex(query.IndexConfig{})
+	r, ttl := 1e-4, 600.0
+	next := t0.Add(time.Hour)
+	rec := &records.Estimate{Object: "http://a.example/x", Site: "a.example", Kind: records.EstimateChange, AsOf: t0, RatePerS: &r,
+		Estimator: "cgm_improved", CI95: &[2]float64{0, 3e-4}, Observations: 7, Changes: 0, NextVisit: &next, TTLS: &ttl}
+	idx.AddEstimate(rec)
+	qs, err := query.NewServer(query.Config{}, store, query.SinglePartition{Topic: stream.TopicObservations},
+		aggregate.DefaultConfig().Model, idx, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := serve(t, qs)
+	var top query.TopResult
+	if err := json.Unmarshal(e.get(t, "/v1/top", http.StatusOK), &top); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(top.Objects)
+	want, _ := json.Marshal([]*records.Estimate{rec})
+	if !bytes.Equal(got, want) {
+		t.Errorf("/v1/top objects\n got %s\nwant %s", got, want)
+	}
+	resp, body := raw(t, e, http.MethodGet, "/")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "http://a.example/x") || !strings.Contains(string(body), "cgm_improved") {
+		t.Errorf("/: %d\n%s", resp.StatusCode, body)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("the store was read %d times", n)
+	}
+	// The object's own record needs the store: 503 (TestAPIDependencyUnavailable).
+	e.get(t, "/v1/objects?url="+q("http://a.example/x"), http.StatusServiceUnavailable)
+	if reads.Load() == 0 {
+		t.Error("/v1/objects did not read the store")
+	}
+}
+
+// countingStore counts the reads of a brokenStore.
+type countingStore struct {
+	brokenStore
+	reads *atomic.Int64
+}
+
+func (c countingStore) Get(ctx context.Context, p state.Partition, keys []string, dst [][]byte) ([][]byte, error) {
+	c.reads.Add(1)
+	return c.brokenStore.Get(ctx, p, keys, dst)
+}
+
 // raw requests path without checking it against api/openapi.yaml (pages,
 // paths that are not the API's).
 func raw(t *testing.T, e *env, method, path string, header ...string) (*http.Response, []byte) {
@@ -90,12 +144,8 @@ func TestAPIDependencyUnavailable(t *testing.T) {
 			"state store unavailable, retry later", []string{"path=/v1/objects", "127.0.0.1:16399", "connection refused"}},
 		{"Redis down: view", brokenStore{err: redisDown}, nil, "/v1/objects/view?url=" + q(obj), 503,
 			"state store unavailable", []string{"path=/v1/objects/view", "127.0.0.1:16399"}},
-		{"Redis down: top", brokenStore{err: redisDown}, nil, "/v1/top", 503,
-			"state store unavailable", []string{"path=/v1/top", "127.0.0.1:16399"}},
 		{"Redis down: object page", brokenStore{err: redisDown}, nil, "/objects?url=" + q(obj), 503,
 			"state store unavailable", []string{"path=/objects", "127.0.0.1:16399"}},
-		{"Redis down: index page", brokenStore{err: redisDown}, nil, "/", 503,
-			"state store unavailable", []string{"path=/", "127.0.0.1:16399"}},
 		{"Kafka down: object", brokenStore{}, kafkaDown, "/v1/objects?url=" + q(obj), 503,
 			"Kafka unavailable, retry later", []string{"path=/v1/objects", "127.0.0.1:19093", "partitions of observations"}},
 		{"Kafka down: object page", brokenStore{}, kafkaDown, "/objects?url=" + q(obj), 503,

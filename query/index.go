@@ -18,7 +18,9 @@
 //     compact, pointer-free table that an estimate updates in O(1)
 //     (amortised); /v1/top and /v1/plan scan it for their answer (a
 //     bounded heap for /v1/top, a sort of the site's objects for
-//     /v1/plan), without touching the store: the writes, one per
+//     /v1/plan), without touching the store (/v1/top's records are the
+//     index's, Index.TopRecords, so /v1/top and / answer while Redis is
+//     away): the writes, one per
 //     published estimate, are many, the queries few. Its size is bounded
 //     by IndexConfig.MaxObjects: the objects updated least recently are
 //     evicted first (and counted).
@@ -127,16 +129,18 @@ func (c IndexConfig) Validate() error {
 // on a 2-core machine: about 1 ms for Top over every object, 65 µs over
 // one site, 45 ms for every object's Candidates (BenchmarkIndexQuery).
 //
-// Memory: per object one 88-byte entry (scores, times, where its name
-// is), 8 bytes of site and recency (slotMeta), its name copied into one
+// Memory: per object one 128-byte entry (scores, times, the fields of
+// the records /v1/top shows, where its name is), 8 bytes of site and recency (slotMeta), its name copied into one
 // arena (which holds up to a third more: the names of evicted objects,
 // until it is compacted), 1 to 1.5 8-byte records of the recency queue
 // and an 8-byte slot of the table (which is 40 to 80 % full); an object
 // with a shift alert takes a 40-byte shift record more. None of it holds
-// a pointer, so the garbage collector has nothing to mark: about 170 to
-// 185 bytes of heap per object with a 47 to 53-byte name
+// a pointer, so the garbage collector has nothing to mark: about 210 to
+// 225 bytes of heap per object with a 47 to 53-byte name (211.9 in
+// BenchmarkIndexEstimatesLive at 200,000 objects, 171.9 before the
+// records' fields were kept)
 // (BenchmarkIndexEstimatesLive measures it, and docs/query-bench.md from
-// cmd/benchreport).
+// research/cmd/benchreport).
 type Index struct {
 	cfg IndexConfig
 
@@ -162,6 +166,8 @@ type Index struct {
 	freeShifts   []int32
 	kinds        []string
 	kindOverflow map[int32]string
+	// estimators are the estimator names of the records (interned).
+	estimators []string
 	// recency[head:] are the touches of the entries, oldest first: the
 	// first live one is the least recently updated object.
 	recency []touchRec
@@ -228,11 +234,11 @@ func (x *Index) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *Index) AddEstimate(rec *records.Estimate) {
-	sc, next := recordScore(rec)
+	f := recordFacts(rec)
 	h := x.hashName(rec.Object)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.addEstimate(rec.Object, h, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
+	x.addEstimate(rec.Object, h, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), &f)
 }
 
 // IndexEstimates indexes the estimates a Processor published, as
@@ -250,41 +256,68 @@ func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
 		x.mu.Lock()
 		for i := range chunk {
 			pe := &chunk[i]
-			sc, next := publishedScore(pe)
-			x.addEstimate(pe.Object, hs[i], pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
+			f := publishedFacts(pe)
+			x.addEstimate(pe.Object, hs[i], pe.Site, pe.Kind, pe.AsOf.UnixMilli(), &f)
 		}
 		x.mu.Unlock()
 	}
 }
 
-// recordScore is the ranking score of an estimate record (its rate and 95 %
-// interval; has false without a rate) and its next visit (Unix µs, 0:
-// none).
-func recordScore(rec *records.Estimate) (sc score, next int64) {
-	if rec.RatePerS != nil {
-		sc = score{v: *rec.RatePerS, hi: *rec.RatePerS, has: true}
-		if rec.CI95 != nil {
-			sc.lo, sc.hi = rankedLower(rec.Kind, rec.Changes, rec.CI95[0]), rec.CI95[1]
-		}
-	}
-	if rec.NextVisit != nil {
-		next = rec.NextVisit.UnixMicro()
-	}
-	return sc, next
+// facts is what the index keeps of one estimate: its ranking score and
+// next visit (Unix µs, 0: none), and the fields its records show.
+type facts struct {
+	sc        score
+	next      int64
+	ciLo      float64 // the interval's lower bound, when hasCI
+	hasCI     bool
+	estimator string
+	obs       int64
+	changes   int64
+	ttl       float64 // when hasTTL
+	hasTTL    bool
 }
 
-// publishedScore is recordScore of the values a Processor published.
-func publishedScore(pe *aggregate.PublishedEstimate) (sc score, next int64) {
-	if pe.HasRate {
-		sc = score{v: pe.Rate, hi: pe.Rate, has: true}
-		if pe.HasCI {
-			sc.lo, sc.hi = rankedLower(pe.Kind, pe.Changes, pe.CI95[0]), pe.CI95[1]
+// recordFacts is the facts of an estimate record (its ranking score: its
+// rate and 95 % interval; has false without a rate).
+func recordFacts(rec *records.Estimate) (f facts) {
+	if rec.RatePerS != nil {
+		f.sc = score{v: *rec.RatePerS, hi: *rec.RatePerS, has: true}
+		if rec.CI95 != nil {
+			f.sc.lo, f.sc.hi = rankedLower(rec.Kind, rec.Changes, rec.CI95[0]), rec.CI95[1]
 		}
 	}
-	if pe.HasNextVisit {
-		next = pe.NextVisit.UnixMicro()
+	if rec.CI95 != nil {
+		f.ciLo, f.hasCI = rec.CI95[0], true
 	}
-	return sc, next
+	if rec.NextVisit != nil {
+		f.next = rec.NextVisit.UnixMicro()
+	}
+	if rec.TTLS != nil {
+		f.ttl, f.hasTTL = *rec.TTLS, true
+	}
+	f.estimator, f.obs, f.changes = rec.Estimator, rec.Observations, rec.Changes
+	return f
+}
+
+// publishedFacts is recordFacts of the values a Processor published.
+func publishedFacts(pe *aggregate.PublishedEstimate) (f facts) {
+	if pe.HasRate {
+		f.sc = score{v: pe.Rate, hi: pe.Rate, has: true}
+		if pe.HasCI {
+			f.sc.lo, f.sc.hi = rankedLower(pe.Kind, pe.Changes, pe.CI95[0]), pe.CI95[1]
+		}
+	}
+	if pe.HasCI {
+		f.ciLo, f.hasCI = pe.CI95[0], true
+	}
+	if pe.HasNextVisit {
+		f.next = pe.NextVisit.UnixMicro()
+	}
+	if pe.HasTTL {
+		f.ttl, f.hasTTL = pe.TTL, true
+	}
+	f.estimator, f.obs, f.changes = pe.Estimator, pe.Observations, pe.Changes
+	return f
 }
 
 // rankedLower is the lower bound a ranking uses: the interval's lower bound
@@ -309,12 +342,13 @@ func rankedLower(kind string, changes int64, lo float64) float64 {
 const estimatesPerLock = 256
 
 // addEstimate is AddEstimate of an estimate of kind on object (hash h;
-// site: its site, "" to derive it) as of asOf (Unix ms), with its score
-// and next visit (Unix µs, 0: none). Called with mu held.
-func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int64, sc score, nextVisit int64) {
-	b, bit := byChange, uint8(hasChange)
+// site: its site, "" to derive it) as of asOf (Unix ms), with its facts.
+// Called with mu held.
+func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int64, f *facts) {
+	sc := f.sc
+	b, bit, ci, seen := byChange, uint8(hasChange), uint8(ciChange), uint8(seenChange)
 	if kind == records.EstimateAccess {
-		b, bit = byAccess, hasAccess
+		b, bit, ci, seen = byAccess, hasAccess, ciAccess, seenAccess
 	}
 	slot, pos := x.lookup(object, h)
 	if slot >= 0 {
@@ -334,11 +368,22 @@ func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int
 		e.s[b] = point{}
 		e.has &^= bit
 	}
+	e.has |= seen
+	e.has &^= ci
+	if f.hasCI {
+		e.has |= ci
+	}
+	e.obs[b], e.est[b] = f.obs, x.internEstimator(f.estimator)
 	if b == byAccess {
 		e.accessAsOf = asOf
 	} else {
 		e.asOf = asOf
-		e.nextVisit = nextVisit
+		e.nextVisit = f.next
+		e.changes, e.ciLo, e.ttl = f.changes, f.ciLo, f.ttl
+		e.has &^= hasTTL
+		if f.hasTTL {
+			e.has |= hasTTL
+		}
 	}
 	if asOf > x.maxAsOf {
 		x.maxAsOf = asOf

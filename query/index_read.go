@@ -32,14 +32,35 @@ type Ranked struct {
 // (then by name). It scans the objects (those with a shift alert for
 // ByShift): O(n log limit) for n objects.
 func (x *Index) Top(by string, site string, limit int) []Ranked {
+	ranked, _ := x.top(by, site, limit, false)
+	return ranked
+}
+
+// TopRecords is Top with, for each object ranked, the record of its
+// estimate of the ranked kind as the index holds it: the latest published
+// record's object, site, kind, as_of, rate_per_s, estimator, ci95,
+// observations and, for a change estimate, changes, next_visit and ttl_s
+// (not its estimates, intervals or window: /v1/objects has the whole
+// record). An object ranked by shift whose estimate of the alert's kind
+// is not indexed has a nil record. It reads no store: /v1/top and /
+// answer from it while Redis is away.
+func (x *Index) TopRecords(by string, site string, limit int) ([]Ranked, []*records.Estimate) {
+	return x.top(by, site, limit, true)
+}
+
+func (x *Index) top(by string, site string, limit int, withRecords bool) ([]Ranked, []*records.Estimate) {
 	b, ok := byIndex(by)
 	if !ok || limit <= 0 {
-		return nil
+		return nil, nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	items := x.rank(b, site, limit)
 	out := make([]Ranked, 0, len(items))
+	var recs []*records.Estimate
+	if withRecords {
+		recs = make([]*records.Estimate, 0, len(items))
+	}
 	names := x.namesOf(items)
 	for _, it := range items {
 		name := names[:x.entries[it.slot].nameLen]
@@ -56,9 +77,55 @@ func (x *Index) Top(by string, site string, limit int) []Ranked {
 			sc := x.shifts[e.shift-1].s
 			s, kind = point{lo: sc.lo, hi: sc.hi, v: sc.v}, x.shiftKind(e.shift-1)
 		}
-		out = append(out, Ranked{Object: name, Site: x.sites[x.meta[it.slot].site].name, Kind: kind, Lower: s.lo, Upper: s.hi, Value: s.v})
+		siteName := x.sites[x.meta[it.slot].site].name
+		out = append(out, Ranked{Object: name, Site: siteName, Kind: kind, Lower: s.lo, Upper: s.hi, Value: s.v})
+		if withRecords {
+			recs = append(recs, x.record(e, name, siteName, kind))
+		}
 	}
-	return out
+	return out, recs
+}
+
+// record is the estimate record of kind of the entry e (named name, of
+// site) as the index holds it (TopRecords); nil when it holds none.
+// Called with mu held.
+func (x *Index) record(e *entry, name, site, kind string) *records.Estimate {
+	b, bit, ci, seen, asOf := byChange, uint8(hasChange), uint8(ciChange), uint8(seenChange), e.asOf
+	if kind == records.EstimateAccess {
+		b, bit, ci, seen, asOf = byAccess, hasAccess, ciAccess, seenAccess, e.accessAsOf
+	} else if kind != records.EstimateChange {
+		return nil
+	}
+	if e.has&seen == 0 {
+		return nil
+	}
+	rec := &records.Estimate{Object: name, Site: site, Kind: kind, AsOf: time.UnixMilli(asOf).UTC(), Observations: e.obs[b]}
+	if e.has&bit != 0 {
+		v := e.s[b].v
+		rec.RatePerS = &v
+	}
+	if e.has&ci != 0 {
+		lo := e.s[b].lo
+		if b == byChange {
+			lo = e.ciLo // s.lo is rankedLower's
+		}
+		rec.CI95 = &[2]float64{lo, e.s[b].hi}
+	}
+	if i := e.est[b]; i > 0 {
+		rec.Estimator = x.estimators[i-1]
+	}
+	if b == byChange {
+		rec.Changes = e.changes
+		if e.nextVisit != 0 {
+			t := time.UnixMicro(e.nextVisit).UTC()
+			rec.NextVisit = &t
+		}
+		if e.has&hasTTL != 0 {
+			ttl := e.ttl
+			rec.TTLS = &ttl
+		}
+	}
+	return rec
 }
 
 // Candidate is one object a plan may visit: its change rate and interval,

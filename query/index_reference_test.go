@@ -67,7 +67,7 @@ func refLessRanked(x, y refRanked) bool {
 // per-site order of the three rankings; 16 bytes, the lower bound held in
 // the tree): about 390 bytes of heap per object with a 47-byte
 // name and both kinds of estimate (docs/query-bench.md, from
-// cmd/benchreport, has the measured figure).
+// research/cmd/benchreport, has the measured figure).
 type refIndex struct {
 	cfg IndexConfig
 
@@ -136,7 +136,8 @@ func (x *refIndex) Latest() time.Time {
 // estimate of the same kind is newer (as_of), as when the index is rebuilt
 // from the estimates topic while live estimates arrive.
 func (x *refIndex) AddEstimate(rec *records.Estimate) {
-	sc, next := recordScore(rec)
+	f := recordFacts(rec)
+	sc, next := f.sc, f.next
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.addEstimate(rec.Object, rec.Site, rec.Kind, rec.AsOf.UnixMilli(), sc, next)
@@ -150,7 +151,8 @@ func (x *refIndex) IndexEstimates(ests []aggregate.PublishedEstimate) {
 	defer x.mu.Unlock()
 	for i := range ests {
 		pe := &ests[i]
-		sc, next := publishedScore(pe)
+		f := publishedFacts(pe)
+		sc, next := f.sc, f.next
 		x.addEstimate(pe.Object, pe.Site, pe.Kind, pe.AsOf.UnixMilli(), sc, next)
 	}
 }

@@ -3,6 +3,7 @@ package query
 import (
 	"hash/maphash"
 	"math"
+	"strings"
 )
 
 // The Index's storage: its objects as entries in one slice, found by name
@@ -23,27 +24,43 @@ type score struct {
 // entry.has holds).
 type point struct{ lo, hi, v float64 }
 
-// Bits of entry.has: which rankings the entry holds.
+// Bits of entry.has: which rankings the entry holds (hasChange,
+// hasAccess: the kind's estimate has a rate), and what its records hold:
+// a 95 % interval (ciChange, ciAccess), an estimate at all (seenChange,
+// seenAccess) and a TTL (hasTTL).
 const (
-	hasChange = 1 << byChange
-	hasAccess = 1 << byAccess
+	hasChange  = 1 << byChange
+	hasAccess  = 1 << byAccess
+	ciChange   = 1 << 2
+	ciAccess   = 1 << 3
+	seenChange = 1 << 4
+	seenAccess = 1 << 5
+	hasTTL     = 1 << 6
 )
 
-// entry is one indexed object (88 bytes). Its site and recency are in
+// entry is one indexed object (128 bytes). Its site and recency are in
 // Index.meta, its shift score (if any) in Index.shifts: a minority of the
-// objects have one.
+// objects have one. Beside what ranks and plans, it keeps the fields of
+// the latest records that /v1/top and / show (estimator, observations,
+// changes, the interval's lower bound, TTL), so that they answer without
+// reading the store (Index.TopRecords).
 type entry struct {
 	s          [2]point // change and access rankings (has says which)
 	asOf       int64    // Unix ms of the latest change estimate
 	accessAsOf int64    // Unix ms of the latest access estimate
 	nextVisit  int64    // Unix µs; 0: none
+	obs        [2]int64 // the records' observations, by kind
+	changes    int64    // the change record's changes
+	ciLo       float64  // the change record's ci95[0] (s[byChange].lo is rankedLower's)
+	ttl        float64  // the change record's ttl_s, when has&hasTTL
 	// The name is names[off : off+nameLen], off = nameHi<<32 | nameLo (40
 	// bits: an arena of up to a TiB).
 	nameLo  uint32
 	nameLen uint32
 	shift   int32 // 1 + index in Index.shifts; 0: no shift score
 	nameHi  uint8
-	has     uint8 // hasChange | hasAccess
+	has     uint8    // the bits above
+	est     [2]uint8 // 1 + index in Index.estimators, by kind; 0: none
 }
 
 // nameOff is the offset of e's name in the arena.
@@ -205,6 +222,28 @@ func (x *Index) internKind(kind string) int32 {
 	}
 	x.kinds = append(x.kinds, kind)
 	return int32(len(x.kinds) - 1)
+}
+
+// maxEstimators bounds the interned estimator names (about ten exist); a
+// record with yet another one is indexed without its estimator.
+const maxEstimators = 255
+
+// internEstimator returns 1 + the index of name in x.estimators, added if
+// there is room; 0 for "" or when there is none.
+func (x *Index) internEstimator(name string) uint8 {
+	if name == "" {
+		return 0
+	}
+	for i, k := range x.estimators {
+		if k == name {
+			return uint8(i + 1)
+		}
+	}
+	if len(x.estimators) == maxEstimators {
+		return 0
+	}
+	x.estimators = append(x.estimators, strings.Clone(name))
+	return uint8(len(x.estimators))
 }
 
 // shiftKind is the kind of the alert that set shift record i.

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/changerate/changerate/state"
+	"github.com/changerate/changerate/stream"
 )
 
 // Locator maps an object to the input partition whose state holds it.
@@ -27,7 +26,7 @@ func (s SinglePartition) Locate(context.Context, string) (state.Partition, error
 }
 
 // KafkaLocator locates objects as the producers of the observations topic
-// partition them: kafka-go's Murmur2Balancer on the key (the object), as
+// partition them: stream.PartitionOf on the key (the object), as
 // stream.KafkaSink writes them, over the topic's partitions. The partition
 // list is read with Partitions and cached for Refresh (default 1 minute).
 type KafkaLocator struct {
@@ -46,7 +45,7 @@ func (k *KafkaLocator) Locate(ctx context.Context, object string) (state.Partiti
 	if err != nil {
 		return state.Partition{}, err
 	}
-	id := kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: []byte(object)}, ids...)
+	id := stream.PartitionOf([]byte(object), ids)
 	return state.Partition{Topic: k.Topic, ID: int32(id)}, nil
 }
 

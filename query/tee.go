@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/stream"
@@ -63,16 +62,14 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 			continue
 		}
 		if m.Topic == t.estimates {
-			var ie indexedEstimate
-			if !scanEstimate(m.Value, &ie) {
-				ie = indexedEstimate{}
-				if err := json.Unmarshal(m.Value, &ie); err != nil {
-					t.log.Warn("query: cannot index estimate", "key", string(m.Key), "err", err)
-					continue
-				}
+			ie, err := records.DecodeEstimateHead(m.Value)
+			if err != nil {
+				t.log.Warn("query: cannot index estimate", "key", string(m.Key), "err", err)
+				continue
 			}
 			rec := records.Estimate{Object: ie.Object, Site: ie.Site, Kind: ie.Kind, AsOf: ie.AsOf,
-				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes}
+				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes,
+				Estimator: ie.Estimator, Observations: ie.Observations, TTLS: ie.TTLS}
 			t.idx.AddEstimate(&rec)
 			continue
 		}
@@ -83,21 +80,6 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 		}
 		t.idx.AddAlert(&a, m.Value)
 	}
-}
-
-// indexedEstimate holds the fields of a records.Estimate that the Index
-// reads (AddEstimate). scanEstimate reads them without decoding the rest
-// (the estimators' maps, most of a record), with json.Unmarshal of this
-// struct as its fallback and reference.
-type indexedEstimate struct {
-	Object    string      `json:"object"`
-	Site      string      `json:"site"`
-	Kind      string      `json:"kind"`
-	AsOf      time.Time   `json:"as_of"`
-	RatePerS  *float64    `json:"rate_per_s"`
-	CI95      *[2]float64 `json:"ci95"`
-	NextVisit *time.Time  `json:"next_visit"`
-	Changes   int64       `json:"changes"`
 }
 
 // Close closes the inner sink.

@@ -75,6 +75,21 @@ type ObjectView struct {
 	// Timeline lists what the state knows of the object's history, in
 	// time order.
 	Timeline []TimelineEvent `json:"timeline"`
+	// SiteSitemap is the object's site's record of sitemap checks (in the
+	// object's partition), when the site has any: whether its lastmods
+	// count as evidence.
+	SiteSitemap *SiteSitemap `json:"site_sitemap,omitempty"`
+}
+
+// SiteSitemap is a site's sitemap trust (aggregate.SitemapTrust): the
+// checks of its lastmods against the visits that agreed and disagreed,
+// the trust (agree+1)/(agree+disagree+2), and whether its lastmods count
+// as evidence.
+type SiteSitemap struct {
+	Agree    uint32  `json:"agree"`
+	Disagree uint32  `json:"disagree"`
+	Trust    float64 `json:"trust"`
+	Trusted  bool    `json:"trusted"`
 }
 
 // DuaneView is a window's Duane plot (001 §3.3–3.4): y = ln MTBU_c(t) =
@@ -135,6 +150,10 @@ func (s *Server) view(ctx context.Context, object string) (*ObjectView, error) {
 	}
 	v := &ObjectView{Object: object, Site: aggregate.Site(object), Timeline: []TimelineEvent{}}
 	v.Change, v.Access = s.estimates(o, site, object)
+	if site != nil && site.Sitemap.Checks() > 0 {
+		t := site.Sitemap
+		v.SiteSitemap = &SiteSitemap{Agree: t.Agree, Disagree: t.Disagree, Trust: t.Trust(), Trusted: t.Trusted()}
+	}
 	add := func(t time.Time, kind, ev string) {
 		if !t.IsZero() {
 			v.Timeline = append(v.Timeline, TimelineEvent{Time: t, Event: ev, Kind: kind})

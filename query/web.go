@@ -30,14 +30,16 @@ type pages struct {
 
 func newPages() (*pages, error) {
 	funcs := template.FuncMap{
-		"rate":     fmtRate,
-		"interval": fmtInterval,
-		"ci":       fmtCI,
-		"when":     fmtTime,
-		"secs":     FormatSeconds,
-		"num":      func(v float64) string { return fmt.Sprintf("%.4g", v) },
-		"objurl":   func(o string) string { return "/objects?url=" + url.QueryEscape(o) },
-		"deref":    func(p *float64) float64 { return *p },
+		"rate":    fmtRate,
+		"ci":      fmtCI,
+		"when":    fmtTime,
+		"num":     func(v float64) string { return fmt.Sprintf("%.4g", v) },
+		"objurl":  func(o string) string { return "/objects?url=" + url.QueryEscape(o) },
+		"deref":   func(p *float64) float64 { return *p },
+		"every":   Every,
+		"everyci": everyCI,
+		"dur":     Duration,
+		"pos":     func(v float64) bool { return v > 0 },
 	}
 	base, err := template.New("base").Funcs(funcs).ParseFS(templateFS, "templates/base.html")
 	if err != nil {
@@ -57,14 +59,6 @@ func newPages() (*pages, error) {
 // fmtRate prints a rate per second with 4 significant digits (the page's
 // numbers compare with the API's at this precision).
 func fmtRate(v float64) string { return fmt.Sprintf("%.4g", v) }
-
-// fmtInterval prints the mean interval 1/rate as a short duration.
-func fmtInterval(rate float64) string {
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		return "∞"
-	}
-	return FormatSeconds(1 / rate)
-}
 
 // FormatSeconds formats a duration in seconds for people: 0.1s, 45s, 12.5m,
 // 3.2h, 4.0d; ∞ for +Inf and NaN. The pages and the aggregator's tables
@@ -87,6 +81,16 @@ func FormatSeconds(s float64) string {
 }
 
 func fmtCI(ci [2]float64) string { return "[" + fmtRate(ci[0]) + ", " + fmtRate(ci[1]) + "]" }
+
+// everyCI is EveryCI for the templates: rate nil (no best estimate) takes
+// its unit from the interval.
+func everyCI(rate *float64, ci *[2]float64) string {
+	r := 0.0
+	if rate != nil {
+		r = *rate
+	}
+	return EveryCI(r, ci)
+}
 
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
@@ -118,7 +122,6 @@ type siteTop struct {
 const defaultPageSites = 20
 
 func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	q := r.URL.Query()
 	if err := params(q, "sites"); err != nil {
 		s.pageError(w, r, err)
@@ -147,22 +150,9 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	ranked := s.idx.ranked(ByChangeRate)
 	for _, sc := range all {
-		top, err := s.top(ctx, ByChangeRate, sc.Site, 5)
-		if err != nil {
-			s.pageError(w, r, err)
-			return
-		}
-		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Ranked: ranked[sc.Site], Top: top})
+		m.Sites = append(m.Sites, siteTop{SiteCount: sc, Ranked: ranked[sc.Site], Top: s.top(ByChangeRate, sc.Site, 5)})
 	}
-	var err error
-	if m.Access, err = s.top(ctx, ByAccessRate, "", 10); err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	if m.Shift, err = s.top(ctx, ByShift, "", 10); err != nil {
-		s.pageError(w, r, err)
-		return
-	}
+	m.Access, m.Shift = s.top(ByAccessRate, "", 10), s.top(ByShift, "", 10)
 	for _, raw := range s.idx.Alerts(time.Time{}, "", 20) {
 		var a records.Alert
 		if json.Unmarshal(raw, &a) == nil {
@@ -179,6 +169,7 @@ type objectPage struct {
 	Error     string
 	Rows      []estimatorRow
 	Plots     []plotSVG
+	NoPlots   []noPlot
 	Timeline  *timelineSVG
 	Canonical bool // the query was already canonical
 	// Assumed is the URL looked up when the query had no scheme:
@@ -192,6 +183,17 @@ type estimatorRow struct {
 	Rate      float64
 	CI        *[2]float64
 	Best      bool
+}
+
+// EveryCI is the row's interval as mean times in the unit of its rate's.
+func (r estimatorRow) EveryCI() string { return EveryCI(r.Rate, r.CI) }
+
+// noPlot is a window whose Duane plot is not drawn: too few points for
+// the fitted line (DuaneView.Slope needs 3).
+type noPlot struct {
+	Kind   string
+	Points int64
+	Origin time.Time
 }
 
 func rows(e *records.Estimate) []estimatorRow {
@@ -223,9 +225,11 @@ func rows(e *records.Estimate) []estimatorRow {
 func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	m := objectPage{Query: q.Get("url")}
-	if raw := strings.TrimSpace(m.Query); raw != "" && !strings.Contains(raw, "://") {
+	if raw := strings.TrimSpace(m.Query); hostFirst(raw) {
 		// A URL typed without its scheme (www.example.org/): look up
 		// http:// and say so on the page (the API does not guess).
+		// Anything else ("javascript:…", "nota url") is looked up as
+		// typed, so that the page answers as /v1/objects does.
 		q = url.Values{"url": {"http://" + raw}}
 	}
 	obj, err := s.object(q)
@@ -248,14 +252,45 @@ func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) {
 	}
 	m.Canonical = obj == strings.TrimSpace(m.Query)
 	m.Rows = append(rows(m.View.Change), rows(m.View.Access)...)
-	if p := plot("change", m.View.ChangePlot); p != nil {
-		m.Plots = append(m.Plots, *p)
-	}
-	if p := plot("access", m.View.AccessPlot); p != nil {
-		m.Plots = append(m.Plots, *p)
+	for _, k := range []struct {
+		kind string
+		v    *DuaneView
+	}{{"change", m.View.ChangePlot}, {"access", m.View.AccessPlot}} {
+		if p := plot(k.kind, k.v); p != nil {
+			m.Plots = append(m.Plots, *p)
+		} else if k.v != nil {
+			m.NoPlots = append(m.NoPlots, noPlot{Kind: k.kind, Points: k.v.Points, Origin: k.v.Origin})
+		}
 	}
 	m.Timeline = timeline(m.View.Timeline)
 	s.render(w, r, s.pages.object, m)
+}
+
+// hostFirst reports whether raw is a URL typed without its scheme: it
+// has no "://" and starts with a host name, optionally with a port
+// (www.example.org/x, localhost:8080/): what precedes its first '/', '?'
+// or '#' holds only host name bytes and, before a ':', a dot or
+// "localhost" (so that "dns:host" and "javascript:…" keep their scheme).
+func hostFirst(raw string) bool {
+	if raw == "" || strings.Contains(raw, "://") {
+		return false
+	}
+	host := raw
+	if i := strings.IndexAny(host, "/?#"); i >= 0 {
+		host = host[:i]
+	}
+	if host == "" {
+		return false
+	}
+	for _, c := range host {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':') {
+			return false
+		}
+	}
+	if name, _, port := strings.Cut(host, ":"); port {
+		return strings.Contains(name, ".") || strings.EqualFold(name, "localhost")
+	}
+	return true
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, t *template.Template, m any) {
@@ -302,7 +337,9 @@ type tick struct {
 // plot lays out a Duane plot: x = ln t, y = ln MTBU (both in natural
 // logs, labelled with durations at powers of ten).
 func plot(kind string, v *DuaneView) *plotSVG {
-	if v == nil || v.Last == nil {
+	// Without the fitted line (fewer than 3 points) a plot is a lone
+	// point or two that explain nothing: the page says why instead.
+	if v == nil || v.Last == nil || len(v.Line) != 2 {
 		return nil
 	}
 	pts := [][2]float64{*v.Last}

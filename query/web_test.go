@@ -33,9 +33,9 @@ var updatePages = flag.Bool("update-pages", false, "rewrite testdata/*.golden.ht
 //     without a best rate, as most objects of a crawl log seen once or
 //     twice);
 //   - http://c.example/z: accesses only.
-func pageEnv(t *testing.T) *env {
+func pageEnv(t *testing.T, extra ...records.Observation) *env {
 	t.Helper()
-	var obs []records.Observation
+	obs := append([]records.Observation(nil), extra...)
 	visit := func(obj string, at time.Duration, digest string) {
 		obs = append(obs, records.Observation{Object: obj, Time: t0.Add(at), Kind: records.KindVisit, Digest: digest, Format: "jsonl"})
 	}
@@ -94,7 +94,7 @@ func sortObs(obs []records.Observation) {
 // sites none of whose objects has a change rate (an empty list read
 // "None."), more sites than listed (no note), an object without a TTL
 // ("– s"), a URL typed without a scheme (object not found, no hint), and
-// the lookup errors (HTML, as the README says). Golden files hold the
+// the lookup errors (HTML, as docs/api.md says). Golden files hold the
 // whole pages (go test ./query -run TestPages -update-pages rewrites them).
 func TestPages(t *testing.T) {
 	e := pageEnv(t)
@@ -116,7 +116,8 @@ func TestPages(t *testing.T) {
 		{"overview, sites not a number", "/?sites=x", 400, false, []string{"sites must be an integer in [1, 1000]"}, nil, ""},
 		{"overview, unknown parameter", "/?limit=3", 400, false, []string{`unknown parameter "limit"`}, nil, ""},
 		{"object with a rate", "/objects?url=" + q("http://a.example/x"), 200, true,
-			[]string{`<span id="ttl">`, `</span> s (`}, []string{"–</span> s", "has no scheme"}, ""},
+			[]string{`<span id="ttl" data-seconds="`, `one change every <span id="change-rate" data-rate-per-s="`, `<svg id="duane-change"`},
+			[]string{"–</span> s", "has no scheme", "rate /s", "No Duane plot"}, ""},
 		{"object without a rate or TTL", "/objects?url=" + q("http://b.example/x"), 200, true,
 			[]string{`<dd><span id="ttl">–</span></dd>`, `<span id="change-rate">–</span> <span class="muted">(none yet`},
 			[]string{"–</span> s", "one change every )"}, "object-no-rate.golden.html"},

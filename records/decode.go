@@ -25,6 +25,7 @@ const (
 	fFormat
 	fSource
 	fOffset
+	fChangeFreq
 )
 
 // decodeFast decodes the usual form of a JSON observation into o without
@@ -114,6 +115,11 @@ func decodeFast(b []byte, o *Observation) bool {
 			var s []byte
 			s, ok = d.str()
 			o.Event = Event(intern(s))
+		case "changefreq":
+			bit = fChangeFreq
+			var s []byte
+			s, ok = d.str()
+			o.ChangeFreq = intern(s)
 		case "format":
 			bit = fFormat
 			var s []byte
@@ -284,6 +290,18 @@ func intern(s []byte) string {
 		return "warc"
 	case "jsonl":
 		return "jsonl"
+	case "cdx":
+		return "cdx"
+	case "cdxj":
+		return "cdxj"
+	case "sitemap":
+		return "sitemap"
+	case "daily":
+		return "daily"
+	case "weekly":
+		return "weekly"
+	case "monthly":
+		return "monthly"
 	}
 	return string(s)
 }

@@ -77,6 +77,15 @@ func checkEstimateJSON(t *testing.T, e *Estimate) {
 	if string(got) != "prefix"+string(want) {
 		t.Fatalf("AppendEstimateJSON:\n%s\njson.Marshal:\n%s", got[len("prefix"):], want)
 	}
+	// It decodes back to a record that encodes to the same bytes.
+	var back Estimate
+	if err := json.Unmarshal(want, &back); err != nil {
+		t.Fatalf("json.Unmarshal(%s): %v", want, err)
+	}
+	again, ok := AppendEstimateJSON(nil, &back)
+	if !ok || !sameJSON(again, want) {
+		t.Fatalf("round trip (ok %v):\n%s\nfirst:\n%s", ok, again, want)
+	}
 	// The same record with its maps given as a sorted Keyed list.
 	bare := *e
 	bare.Estimates, bare.Intervals = nil, nil

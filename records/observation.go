@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -104,7 +105,9 @@ const (
 type Observation struct {
 	// Object is the canonical URL (or other identity) of the object.
 	Object string `json:"object"`
-	// Site is the object's site (host), kept for per-site statistics.
+	// Site is the object's site, SiteOf(Object): the same for ingest, the
+	// aggregator's per-site state and every record (a reader may ignore
+	// it and call SiteOf).
 	Site string `json:"site,omitempty"`
 	// Time is when the access, visit or poll happened.
 	Time time.Time `json:"time"`
@@ -128,6 +131,10 @@ type Observation struct {
 	LastEvent time.Time `json:"last_event,omitzero"`
 	// Event says which time LastEvent is (snapshots only).
 	Event Event `json:"event,omitempty"`
+	// ChangeFreq is the change frequency a site claims for the object
+	// (a sitemap's <changefreq>: always, hourly, daily, weekly, monthly,
+	// yearly or never), carried as the site's claim, not as evidence.
+	ChangeFreq string `json:"changefreq,omitempty"`
 	// Format is the input format the observation came from ("squid", ...).
 	Format string `json:"format,omitempty"`
 	// Source identifies the input the observation was read from (for
@@ -173,8 +180,19 @@ func (o *Observation) Validate() error {
 	if !o.Kind.Valid() {
 		return fmt.Errorf("%w: kind %q is not access, visit, revalidation or snapshot", ErrInvalid, o.Kind)
 	}
+	if !ValidChangeFreq(o.ChangeFreq) {
+		return fmt.Errorf("%w: changefreq %q is not always, hourly, daily, weekly, monthly, yearly or never", ErrInvalid, o.ChangeFreq)
+	}
 	if o.Changed < ChangeUnknown || o.Changed > Unchanged {
 		return fmt.Errorf("%w: changed has no meaning %d", ErrInvalid, o.Changed)
+	}
+	for _, t := range [...]time.Time{o.Time, o.LastModified, o.LastEvent} {
+		if y := t.Year(); !t.IsZero() && (y < 0 || y > 9999) {
+			return fmt.Errorf("%w: time %s outside years 0-9999", ErrInvalid, t.Format(time.RFC3339))
+		}
+	}
+	if math.IsNaN(o.PeriodS) || math.IsInf(o.PeriodS, 0) || o.PeriodS < 0 {
+		return fmt.Errorf("%w: period_s %v is not a positive finite number", ErrInvalid, o.PeriodS)
 	}
 	if o.Kind == KindSnapshot {
 		if !(o.PeriodS > 0) {

@@ -2,7 +2,7 @@
 // changerate: the observation that ingest produces (topic "observations"),
 // and the estimate, access-report, alert and dead-letter records that the
 // aggregator publishes. It is the one place where the wire formats live; the
-// README documents them with one example each.
+// docs/records.md documents them with one example each.
 //
 // Conventions shared by every record: rates are per second, durations are in
 // seconds, times are RFC 3339 (UTC, with fractional seconds when present), and

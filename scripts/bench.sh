@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The performance report (README: `make bench`). It makes sure redis-server
-# is installed, runs cmd/benchreport — real redis-server, in-process kfake
+# is installed, runs research/cmd/benchreport — real redis-server, in-process kfake
 # broker, the real KafkaSource → Processor → Redis/KafkaSink path against a
 # naive one-round-trip-per-observation design, latency at half load, bytes
-# per object, and the query API's latency and index memory (cmd/benchreport/query.go;
-# alone: go run ./cmd/benchreport -query=only) — which writes docs/bench.md, then appends the `go test -bench`
+# per object, and the query API's latency and index memory (research/cmd/benchreport/query.go;
+# alone: go -C research run ./cmd/benchreport -query=only -out $PWD/docs/bench.md) — which writes docs/bench.md, then appends the `go test -bench`
 # results of the hot-path packages. Takes about 8 minutes on 2 cores (462 s on 2026-11-24).
 #
 # Knobs: BENCH_OUT (report file, default docs/bench.md), BENCH_RUNS (runs per
 # design, default 5), BENCH_FLAGS (more benchreport flags, see
-# `go run ./cmd/benchreport -h`), BENCHTIME (go test -benchtime, default 1s).
+# `go -C research run ./cmd/benchreport -h`), BENCHTIME (go test -benchtime, default 1s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -34,7 +34,9 @@ bindir=$(mktemp -d)
 trap 'rm -rf "$tmp" "$bindir"' EXIT
 # The live-crawl runs use the aggregator binary as its own process.
 $GO build -o "$bindir/aggregator" ./cmd/aggregator
-$GO build -o "$bindir/benchreport" ./cmd/benchreport
+# benchreport is in the research module; it runs from here (paths are the
+# repository root's).
+$GO -C research build -o "$bindir/benchreport" ./cmd/benchreport
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
 "$bindir/benchreport" -out "$OUT" -runs "$RUNS" -timeout 40m -aggregator "$bindir/aggregator" -cpuprofile "$bindir/pipeline.pprof" ${BENCH_FLAGS:-}
 

@@ -35,9 +35,10 @@ if command -v promtool >/dev/null 2>&1; then export CHANGERATE_REQUIRE_PROMTOOL=
 
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...
-# The patched copy of kfake (third_party/kfake, PATCH.md) is another module:
-# its own test of the patch runs from here, with this module's dependencies.
-go test -race -count=1 -run MemFS github.com/twmb/franz-go/pkg/kfake
-# So is the patched copy of kafka-go (third_party/kafka-go, PATCH.md): its
-# test compares the patched record decoder with upstream's.
+# The research and measurement tools (evaluation, benchmark report) are a
+# module of their own, research/, built against this one.
+go -C research vet ./...
+go -C research test -race -count=1 -timeout 20m "$@" ./...
+# The patched copy of kafka-go (third_party/kafka-go, PATCH.md) is another
+# module: its test compares the patched record decoder with upstream's.
 go test -race -count=1 -run 'RecordCursor' github.com/segmentio/kafka-go/protocol

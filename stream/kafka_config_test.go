@@ -197,7 +197,7 @@ func TestKafkaConfigWithDefaults(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("KafkaConfig{}.WithDefaults() =\n%+v\nwant\n%+v", d, want)
 	}
-	// The documented values (the ones the README and the flags state).
+	// The documented values (the ones docs/configuration.md and the flags state).
 	for name, got := range map[string]time.Duration{
 		"JoinTimeout": d.JoinTimeout, "FetchStallTimeout": d.FetchStallTimeout, "OrphanTimeout": d.OrphanTimeout,
 	} {

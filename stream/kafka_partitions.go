@@ -12,7 +12,7 @@ import (
 // TopicPartitions returns the partition ids of topic from the brokers'
 // metadata (with cfg's TLS and SASL settings). The query API uses it to
 // find the partition, and so the state, of an object: producers partition
-// by key with kafka.Murmur2Balancer over these ids (see KafkaSink).
+// by key with PartitionOf over these ids (see KafkaSink).
 func TopicPartitions(ctx context.Context, cfg KafkaConfig, topic string) ([]int, error) {
 	k, err := newKafkaClients(cfg)
 	if err != nil {

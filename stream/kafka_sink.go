@@ -21,7 +21,7 @@ import (
 //
 // Every message goes to the topic named by its Topic field and to the
 // partition chosen from its key with the Java client's murmur2 hash
-// (kafka.Murmur2Balancer), so one key always maps to one partition (as long
+// (PartitionOf), so one key always maps to one partition (as long
 // as the partition count does not change) and other Kafka clients agree on
 // it; a nil key goes to a random partition. Write waits for acknowledgement
 // by all in-sync replicas (acks=all). Messages of one Write to one
@@ -103,7 +103,7 @@ func NewKafkaSink(cfg KafkaConfig, logger *slog.Logger, reg prometheus.Registere
 	if k.cfg.Linger > 0 {
 		s.w = &kafka.Writer{
 			Addr:         k.addr,
-			Balancer:     kafka.Murmur2Balancer{},
+			Balancer:     KeyBalancer{},
 			MaxAttempts:  k.cfg.WriteAttempts,
 			BatchSize:    k.cfg.BatchSize,
 			BatchBytes:   k.cfg.BatchBytes,

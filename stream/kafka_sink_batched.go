@@ -114,6 +114,6 @@ func (s *KafkaSink) produceOne(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
-	p := kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: m.Key}, ids...)
+	p := PartitionOf(m.Key, ids)
 	return s.produce(ctx, m.Topic, p, []Message{*m}, []int32{0}, time.Now())
 }

@@ -31,7 +31,6 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 	groups := map[tp][]int32{}
 	var order []tp
 	var tooLarge []Rejection
-	bal := kafka.Murmur2Balancer{}
 	for i := range msgs {
 		m := &msgs[i]
 		ids, err := s.partitions(ctx, m.Topic)
@@ -42,7 +41,7 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 			tooLarge = append(tooLarge, r)
 			continue
 		}
-		key := tp{m.Topic, bal.Balance(kafka.Message{Key: m.Key}, ids...)}
+		key := tp{m.Topic, PartitionOf(m.Key, ids)}
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
 		}

@@ -23,7 +23,11 @@ const (
 	// flagShifted: the current window was opened by a confirmed shift
 	// (Segmenter.Shifted); absent from older encodings.
 	flagShifted = 1 << 5
-	flagMask    = flagStarted | flagVisited | flagDirUp | flagDirDown | flagCompact | flagShifted
+	// flagScan: the scan's excursion (Config.ScanAlarms) is pending; its
+	// fields follow the CUSUM's. Absent from older encodings (compact
+	// layout only).
+	flagScan = 1 << 6
+	flagMask = flagStarted | flagVisited | flagDirUp | flagDirDown | flagCompact | flagShifted | flagScan
 )
 
 // AppendBinary is AppendBinaryAt(dst, 0).
@@ -42,6 +46,7 @@ func (s *Segmenter) AppendBinary(dst []byte) []byte { return s.AppendBinaryAt(ds
 //	previous visit, if visited: XOR (ref − origin)
 //	pending excursion, if any: discrepancy float32, uvarint k,
 //	             τ XOR x, A_pending XOR (k − 1), A_pre XOR A
+//	scan excursion, if any (flagScan): uvarint k, τ XOR x
 //	uvarint n − mseN; if mseN > 0: MSE₀ float32, MSE₁ and MSE₂ XOR MSE₀
 //
 // "v XOR p" is the uvarint of v's float32 bits XOR the bits of the
@@ -79,6 +84,10 @@ func (s *Segmenter) AppendBinaryAt(dst []byte, ref float64) []byte {
 		dst = appendXOR(dst, s.ca, float32(max(s.k, 1)-1))
 		dst = appendXOR(dst, s.apre, s.w.a)
 	}
+	if s.sc.k > 0 {
+		dst = binary.AppendUvarint(dst, uint64(s.sc.k))
+		dst = appendXOR(dst, s.sc.tau, s.w.x)
+	}
 	dst = binary.AppendUvarint(dst, uint64(s.w.n-s.mseN))
 	if s.mseN > 0 {
 		dst = wire.AppendFloat32(dst, s.mse[0])
@@ -106,6 +115,9 @@ func (s *Segmenter) stateFlags() byte {
 	}
 	if s.shifted {
 		f |= flagShifted
+	}
+	if s.sc.k > 0 {
+		f |= flagScan
 	}
 	switch s.dir {
 	case dirUp:
@@ -214,6 +226,17 @@ func (s *Segmenter) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 			d.apre = r.xor(d.w.a)
 		} else {
 			r.f32(&d.tau, &d.ca, &d.apre)
+		}
+	}
+	if f&flagScan != 0 {
+		e := &d.sc
+		e.k = r.u32()
+		if !compact {
+			r.Fail("scan excursion in the first layout")
+		}
+		e.tau = r.xor(d.w.x)
+		if e.k == 0 || e.k >= d.w.n || e.tau < 0 || e.tau > d.w.x {
+			r.Fail("scan excursion")
 		}
 	}
 	d.mseN = r.u32()

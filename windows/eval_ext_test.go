@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // An honest evaluation of the window estimators — data not drawn
@@ -251,7 +251,7 @@ func extendedReport(t *testing.T, p func(string, ...any), cfg *Config, fa float6
 	}
 	p("\nThe 2× rows are within a few points of the optimum (the detector is tuned to them); a 4× step is detected later\n")
 	p("than by a CUSUM tuned to 4× would, the price of one detector for every shift size. The aggregator's alerts add\n")
-	p("the seasonal baseline and the false-discovery-rate filter on top (README, \"Alerts\"); their false alarms and delays\n")
+	p("the seasonal baseline and the false-discovery-rate filter on top (docs/alerts.md); their false alarms and delays\n")
 	p("on seasonal traffic, beside the same optimum, and the NASA day before and after are in docs/alerts-eval.md.\n")
 
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/changerate/changerate/sim"
+	"github.com/changerate/changerate/internal/sim"
 )
 
 // seasonalEvents returns the absolute event times of a weekly periodic NHPP

@@ -103,11 +103,25 @@ type Segmenter struct {
 	mseN    uint32  // points scored in the prequential MSE
 	mse     [numModels]float32
 	shifted bool // the current window was opened by a confirmed Shift
+	sc      scanExcursion
 }
+
+// ClearScan drops the scan's pending excursion (Config.ScanAlarms), as a
+// state stored before the scan existed has none: the scan starts afresh at
+// the next discrepant point.
+func (s *Segmenter) ClearScan() { s.sc = scanExcursion{} }
+
+// Span returns the current window's number of points and its length
+// x_n (stream time) up to its last point.
+func (s *Segmenter) Span() (int64, float64) { return int64(s.w.n), float64(s.w.x) }
 
 // Origin returns the current window's origin t(0) (in the stream's time)
 // and whether the stream has started.
 func (s *Segmenter) Origin() (float64, bool) { return s.w.origin, s.started }
+
+// Last returns the current window's latest update point t(n) (in the
+// stream's time; the origin when the window has no point yet).
+func (s *Segmenter) Last() float64 { return s.w.origin + float64(s.w.x) }
 
 // Shifted reports whether the current window was opened by a confirmed
 // rate shift (rather than at the stream's first point): its rate then
@@ -186,13 +200,18 @@ func (s *Segmenter) Event(t float64, cfg *Config) (Shift, bool) {
 		return Shift{}, false
 	}
 	x := float64(x32)
+	scanPending := false
 	if int(s.w.n) >= cfg.MinPoints {
 		s.score(x, cfg)
+		scanPending = cfg.ScanAlarms > 0 && s.scanStep(x)
 	}
 	xn := float64(s.w.x)
 	s.w.add(x)
+	if scanPending {
+		s.sc.k++
+	}
 	if s.dir == dirNone {
-		return Shift{}, false
+		return s.scanShift(t, cfg)
 	}
 	// pending points, local to τ
 	y := x - float64(s.tau)
@@ -200,9 +219,25 @@ func (s *Segmenter) Event(t float64, cfg *Config) (Shift, bool) {
 		s.ca = float32(float64(s.ca) + float64(s.k)*math.Log(y/(xn-float64(s.tau))))
 	}
 	s.k++
-	if float64(s.s) < cfg.Threshold || int(s.k) < cfg.MinPoints {
-		return Shift{}, false
+	if int(s.k) < cfg.MinPoints {
+		return s.scanShift(t, cfg)
 	}
+	if float64(s.s) < cfg.Threshold {
+		// the scan confirmation (Config.ScanAlarms) of the CUSUM's
+		// excursion, else of the scan's own
+		if s.dir != dirUp || !(cfg.ScanAlarms > 0) || !s.scan(s.tau, s.k, cfg) {
+			return s.scanShift(t, cfg)
+		}
+	}
+	if sh, ok := s.confirm(t, cfg); ok {
+		return sh, true
+	}
+	return s.scanShift(t, cfg)
+}
+
+// confirm tests the pending excursion (MaxPValue, MinRatio) and cuts the
+// window at τ when it passes.
+func (s *Segmenter) confirm(t float64, cfg *Config) (Shift, bool) {
 	p, ratio := s.pvalue()
 	if p > cfg.MaxPValue || (s.dir == dirUp && ratio < cfg.MinRatio) || (s.dir == dirDown && ratio > 1/cfg.MinRatio) {
 		return Shift{}, false
@@ -410,6 +445,7 @@ func (s *Segmenter) cut(t, p float64, cfg *Config) Shift {
 	s.w = nw
 	s.dir, s.s, s.k, s.tau, s.ca, s.apre = dirNone, 0, 0, 0, 0, 0
 	s.mseN, s.mse = 0, [numModels]float32{}
+	s.sc = scanExcursion{}
 	s.shifted = true
 	sh.After = summarize(&s.w, &s.mse, 0, t, cfg)
 	sh.RateBefore, sh.RateAfter = sh.Before.Rate, sh.After.Rate
@@ -468,7 +504,7 @@ func summarize(w *win, mse *[numModels]float32, mseN uint32, asOf float64, cfg *
 		// For a power-law process λ(t) = β·N(t)/t, so a fitted rate more
 		// than MaxRateRatio times above or below the intuitive N(t)/t
 		// means a shape outside [1/MaxRateRatio, MaxRateRatio]: an
-		// extrapolation of a burst, not a rate (cmd/eval saw Weibull
+		// extrapolation of a burst, not a rate (research/cmd/eval saw Weibull
 		// rates 10⁶ times the truth after a window ending in a burst).
 		if ri, iok := w.rate(modelIntuitive, x); iok && (r > MaxRateRatio*ri || r*MaxRateRatio < ri) {
 			ok = false

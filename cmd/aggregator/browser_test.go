@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
 )
 
@@ -165,19 +166,38 @@ func TestBrowserObjectPage(t *testing.T) {
 	if got := text("object"); got != object {
 		t.Fatalf("page shows object %q, want %q", got, object)
 	}
-	// The page's numbers are the API's, printed with 4 significant digits.
+	attr := func(sel, name string) string {
+		t.Helper()
+		r, err := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.CSS(sel), name))
+		if err != nil || !r.Exists {
+			t.Fatalf("%s[%s]: %v (present %v)", sel, name, err, r.Exists)
+		}
+		return r.Value
+	}
+	// The page says the API's numbers as people read them (one change
+	// every 31 h) and keeps them, with 4 significant digits, in data-
+	// attributes.
 	g := func(v float64) string { return fmt.Sprintf("%.4g", v) }
 	want := map[string]string{
-		"change-rate":      g(*api.RatePerS),
 		"change-estimator": api.Estimator,
 		"change-visits":    fmt.Sprint(api.Observations),
 		"change-changes":   fmt.Sprint(api.Changes),
+		"change-rate":      query.Every(*api.RatePerS),
+	}
+	if got := attr("#change-rate", "data-rate-per-s"); got != g(*api.RatePerS) {
+		t.Errorf("#change-rate rate %q, API says %q", got, g(*api.RatePerS))
 	}
 	if api.CI95 != nil {
-		want["change-ci"] = "[" + g(api.CI95[0]) + ", " + g(api.CI95[1]) + "]"
+		want["change-ci"] = "one change every " + query.EveryCI(*api.RatePerS, api.CI95)
+		if got, w := attr("#change-ci", "data-ci-per-s"), "["+g(api.CI95[0])+", "+g(api.CI95[1])+"]"; got != w {
+			t.Errorf("#change-ci interval %q, API says %q", got, w)
+		}
 	}
 	if api.TTLS != nil {
-		want["ttl"] = g(*api.TTLS)
+		want["ttl"] = query.Duration(*api.TTLS)
+		if got := attr("#ttl", "data-seconds"); got != g(*api.TTLS) {
+			t.Errorf("#ttl %q s, API says %q", got, g(*api.TTLS))
+		}
 	}
 	if api.NextVisit != nil {
 		want["next-visit"] = api.NextVisit.UTC().Format("2006-01-02 15:04:05Z")
@@ -189,12 +209,8 @@ func TestBrowserObjectPage(t *testing.T) {
 	}
 	// Every estimator of the API is a row of the table with its rate.
 	for key, rate := range api.Estimates {
-		sel := chromedp.CSS(fmt.Sprintf(`#estimators tr[data-kind="change"][data-key="%s"] td.rate`, key))
-		got, err := chromedp.Run(bctx, chromedp.Text(sel))
-		if err != nil {
-			t.Fatalf("estimator %s: %v", key, err)
-		}
-		if strings.TrimSpace(got) != g(rate) {
+		sel := fmt.Sprintf(`#estimators tr[data-kind="change"][data-key="%s"] td.rate`, key)
+		if got := attr(sel, "data-rate-per-s"); got != g(rate) {
 			t.Errorf("estimator %s: page %q, API %s", key, got, g(rate))
 		}
 	}

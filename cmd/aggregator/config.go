@@ -19,13 +19,13 @@ const envPrefix = options.Prefix
 // clientID is the aggregator's default Kafka client id.
 const clientID = "changerate-aggregator"
 
-// config is the aggregator's whole configuration; README's reference table
+// config is the aggregator's whole configuration; docs/configuration.md's reference table
 // is generated from these tags (go run ./cmd/aggregator -config-reference).
 type config struct {
 	In   string `envconfig:"IN" desc:"filter mode: read observations (JSON lines, plain or gzip) from this file, or - for stdin, instead of Kafka"`
 	Out  string `envconfig:"OUT" desc:"write estimates (JSON lines) to this file, or - for stdout, instead of the estimates topic"`
 	Emit string `envconfig:"EMIT" desc:"when estimates are published: update (after every batch, for the objects it changed) or final (once, when the input ends; filter mode)"`
-	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (the default when neither KAFKA_BROKERS nor IN is set)"`
+	Demo bool   `envconfig:"DEMO" desc:"run the embedded demo (also run when no option is set but the demo's; any other without KAFKA_BROKERS or IN is an error)"`
 
 	Store   string        `envconfig:"STORE" desc:"state store: memory or redis (default: redis when REDIS_ADDRS is set, else memory)"`
 	IdleTTL time.Duration `envconfig:"IDLE_TTL" default:"720h" desc:"an object's state expires after this long without observations, or up to 1/16 later (an expiry is refreshed at most once per 1/16 of it); 0: never"`
@@ -62,7 +62,7 @@ type config struct {
 	OnStateLoss   string             `envconfig:"ON_STATE_LOSS" desc:"when Redis has no offset for a partition that was processed before (the consumer group committed offsets: Redis restarted without persistence, was flushed or evicted): stop (exit with an error saying what to do) or replay (rebuild the partition from the earliest retained offset)"`
 	TakeoverDelay time.Duration      `envconfig:"TAKEOVER_DELAY" desc:"when a partition's stored epoch is above this member's generation (a consumer group deleted and created again), wait this long, then take it over unless the generation ended; must exceed KAFKA_HEARTBEAT"`
 	DrainTimeout  time.Duration      `envconfig:"DRAIN_TIMEOUT" desc:"on SIGTERM, time allowed to finish and commit in-flight batches"`
-	// Alerts and seasonal baselines (README "Alerts").
+	// Alerts and seasonal baselines (docs/alerts.md).
 	SeasonalLearning  time.Duration `envconfig:"SEASONAL_LEARNING" desc:"learning period of each site's daily and weekly access profile before its objects' access alerts start; 0 disables seasonal baselines (flat baseline, no learning period)"`
 	SeasonalMinEvents float64       `envconfig:"SEASONAL_MIN_EVENTS" desc:"least (discounted) accesses of a site, per partition, for its profile to be used; fewer keep a flat baseline"`
 	SeasonalDecay     float64       `envconfig:"SEASONAL_DECAY" desc:"weekly discount of a site profile's counts (memory about 1/(1-decay) weeks); in (0,1]"`
@@ -72,6 +72,7 @@ type config struct {
 	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" desc:"least observed (up) or expected (down) events since the change point"`
 	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
 	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" desc:"objects listed in a site alert"`
+	ObjectRhythm      bool          `envconfig:"OBJECT_RHYTHM" desc:"an object with at least 250 accesses a week learns its own daily access profile and is tested against it instead of its site's (pages or accounts of one site active at different hours); about 57 bytes more state per such object"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`
@@ -281,6 +282,7 @@ func (c *config) processorConfig() aggregate.Config {
 	pc.Model.Alerts.MinEvents = explicitZero(c.AlertMinEvents, aggregate.ZeroCount)
 	pc.Model.Alerts.SiteObjects = explicitZero(c.AlertSiteObjects, aggregate.ZeroCount)
 	pc.Model.Alerts.SiteTop = c.AlertSiteTop
+	pc.Model.ObjectRhythm = c.ObjectRhythm
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.Topics.DeadLetter
 	pc.LateTopic = c.TopicLate

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -135,7 +136,7 @@ func TestAPITokenFile(t *testing.T) {
 }
 
 // TestSecretsHaveFiles: every secret option (a password, a token) has its
-// *_FILE twin, as README says.
+// *_FILE twin, as docs/configuration.md says.
 func TestSecretsHaveFiles(t *testing.T) {
 	c := newConfig()
 	opts := cliconfig.Options(envPrefix, &c)
@@ -171,8 +172,8 @@ func TestKnownVariables(t *testing.T) {
 // CHANGERATE_API_TOKEN_FILE started the API without authentication); the
 // other command's variables are not.
 func TestUnknownVariableWarning(t *testing.T) {
-	t.Setenv("CHANGERATE_API_TOKN", "s3cret")
-	t.Setenv("CHANGERATE_FORMAT", "squid") // ingest's
+	t.Setenv("CHANGERATE_NOT_AN_OPTION_OF_ANY_KIND", "1") // far from every option: a warning
+	t.Setenv("CHANGERATE_FORMAT", "squid")                // ingest's
 	var stderr bytes.Buffer
 	in := `{"object":"http://a.example/","time":"2026-03-01T00:00:00Z","kind":"visit","digest":"sha1:1"}
 {"object":"http://a.example/","time":"2026-03-02T00:00:00Z","kind":"visit","digest":"sha1:2"}
@@ -182,7 +183,15 @@ func TestUnknownVariableWarning(t *testing.T) {
 	if err := run(context.Background(), []string{"--in=-", "--out=-", "--store=memory", "--log-format=text"}, strings.NewReader(in), io.Discard, &stderr); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	if out := stderr.String(); !strings.Contains(out, "variable=CHANGERATE_API_TOKN") || strings.Contains(out, "CHANGERATE_FORMAT") {
-		t.Errorf("stderr does not warn about CHANGERATE_API_TOKN only:\n%s", out)
+	if out := stderr.String(); !strings.Contains(out, "variable=CHANGERATE_NOT_AN_OPTION_OF_ANY_KIND") || strings.Contains(out, "CHANGERATE_FORMAT") {
+		t.Errorf("stderr does not warn about CHANGERATE_NOT_AN_OPTION_OF_ANY_KIND only:\n%s", out)
+	}
+	// A misspelt option (one edit from API_TOKEN) is an error, in filter
+	// mode too: the token would be ignored and the API left open.
+	t.Setenv("CHANGERATE_API_TOKN", "s3cret")
+	err := run(context.Background(), []string{"--in=-", "--out=-", "--store=memory"}, strings.NewReader(in), io.Discard, io.Discard)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "CHANGERATE_API_TOKN: did you mean CHANGERATE_API_TOKEN?") {
+		t.Errorf("run with CHANGERATE_API_TOKN: %v; want a usage error naming CHANGERATE_API_TOKEN", err)
 	}
 }

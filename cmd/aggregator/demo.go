@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,6 +29,14 @@ import (
 // (kfake), the in-memory store, and generated sample logs with known rates,
 // through the real ingest → Kafka → aggregator → Kafka path.
 func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Logger, reg *prometheus.Registry) error {
+	if cfg.DemoExit && !cfg.httpSet {
+		// It exits after printing: nothing would be served, and a port
+		// in use (:8080) must not fail it. HTTP_ADDR given still serves
+		// while it runs.
+		c := *cfg
+		c.HTTP.Addr = ""
+		cfg = &c
+	}
 	topics := []string{cfg.Topics.Observations, cfg.TopicEstimates, cfg.TopicAccessReports, cfg.TopicAlerts}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topics...),
 		kfake.SeedTopics(1, cfg.Topics.DeadLetter, cfg.TopicLate))
@@ -48,6 +55,10 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	defer os.RemoveAll(dir)
 	sc := sample.Default()
 	sc.PerClass, sc.Duration = cfg.DemoPages, time.Duration(cfg.DemoDays)*24*time.Hour
+	// One proxied page's accesses rise tenfold two thirds into the
+	// traffic, after the seasonal learning period (SEASONAL_LEARNING, 7
+	// days) with the default 30 days: the alert the demo shows.
+	sc.Surge = &sample.Surge{At: sc.Duration * 2 / 3, Factor: 10}
 	crawlLog, squidLog := filepath.Join(dir, "crawl.log"), filepath.Join(dir, "access.log")
 	if err := writeFile(crawlLog, sc.WriteCrawlLog); err != nil {
 		return err
@@ -103,7 +114,11 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 		if err != nil {
 			return err
 		}
-		if err := printDemo(stdout, sc, latest); err != nil {
+		alerts, err := readAll(gctx, kc.Brokers[0], cfg.TopicAlerts)
+		if err != nil {
+			return err
+		}
+		if err := printDemo(stdout, sc, latest, alerts); err != nil {
 			return err
 		}
 		if srv != nil && !cfg.DemoExit {
@@ -161,17 +176,32 @@ func endOffsets(ctx context.Context, broker, topic string) (int64, error) {
 // readLatest reads topic from the beginning to its end and returns the last
 // value of every key: what the compacted estimates topic converges to.
 func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := readTopic(ctx, broker, topic, func(m kafka.Message) { out[string(m.Key)] = m.Value })
+	return out, err
+}
+
+// readAll returns every value of topic, partition by partition in offset
+// order.
+func readAll(ctx context.Context, broker, topic string) ([][]byte, error) {
+	var out [][]byte
+	err := readTopic(ctx, broker, topic, func(m kafka.Message) { out = append(out, m.Value) })
+	return out, err
+}
+
+// readTopic reads topic from the beginning to its end, calling f with
+// each message.
+func readTopic(ctx context.Context, broker, topic string, f func(kafka.Message)) error {
 	client := &kafka.Client{Addr: kafka.TCP(broker)}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return nil, fmt.Errorf("demo: metadata: %w", err)
+		return fmt.Errorf("demo: metadata: %w", err)
 	}
-	out := map[string][]byte{}
 	for _, t := range md.Topics {
 		for _, p := range t.Partitions {
 			res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(p.ID)}}})
 			if err != nil {
-				return nil, fmt.Errorf("demo: list offsets: %w", err)
+				return fmt.Errorf("demo: list offsets: %w", err)
 			}
 			end := res.Topics[topic][0].LastOffset
 			if end == 0 {
@@ -182,9 +212,9 @@ func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, e
 				m, err := r.ReadMessage(ctx)
 				if err != nil {
 					r.Close()
-					return nil, fmt.Errorf("demo: read %s/%d: %w", topic, p.ID, err)
+					return fmt.Errorf("demo: read %s/%d: %w", topic, p.ID, err)
 				}
-				out[string(m.Key)] = m.Value
+				f(m)
 				if m.Offset+1 >= end {
 					break
 				}
@@ -192,15 +222,15 @@ func readLatest(ctx context.Context, broker, topic string) (map[string][]byte, e
 			r.Close()
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // human formats seconds as a short duration.
 func human(s float64) string { return query.FormatSeconds(s) }
 
 // printDemo prints the change estimates next to the truth, then the access
-// estimates.
-func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
+// estimates, then the alerts (rawAlerts: the alerts topic's values).
+func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte, rawAlerts [][]byte) error {
 	truth := map[string]sample.Page{}
 	for _, p := range append(sc.Pages(), sc.ProxyPages()...) {
 		truth[p.URL] = p
@@ -223,69 +253,50 @@ func printDemo(w io.Writer, sc sample.Config, latest map[string][]byte) error {
 	fmt.Fprintf(w, "\nchangerate demo: %d crawled pages (Heritrix crawl.log, hourly visits) and %d proxied pages (Squid access.log,\n"+
 		"revalidations at irregular times), %s of simulated traffic; true change intervals are known.\n\n",
 		len(sc.Pages()), len(sc.ProxyPages()), human(sc.Duration.Seconds()))
-	return printEstimates(w, change, access, truth)
-}
-
-// printEstimates prints change estimates (intervals in h/d, CI, estimator,
-// window, TTL) and access estimates as tables; truth, when it knows an
-// object, adds its true interval (the demo). Filter mode's
-// --out-format=table uses it with no truth.
-func printEstimates(w io.Writer, change, access []records.Estimate, truth map[string]sample.Page) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// Without truth (filter mode) the TRUE columns are left out.
-	cols := func(cells ...string) string {
-		if truth == nil {
-			cells = append(cells[:1], cells[2:]...)
-		}
-		return strings.Join(cells, "\t") + "\n"
-	}
-	fmt.Fprint(tw, cols("OBJECT", "TRUE INTERVAL", "ESTIMATED", "95% CI", "ESTIMATOR", "VISITS", "CHANGES", "WINDOW", "TTL"))
-	var errs []float64
-	for _, e := range change {
-		est, ci := "-", "-"
-		if e.RatePerS != nil && *e.RatePerS > 0 {
-			est = human(1 / *e.RatePerS)
-			if tp, ok := truth[e.Object]; ok {
-				errs = append(errs, math.Abs(math.Log(*e.RatePerS/tp.ChangeRate)))
-			}
-		}
-		if e.CI95 != nil {
-			ci = "[" + human(1/e.CI95[1]) + ", " + human(1/e.CI95[0]) + "]"
-		}
-		tru := "?"
-		if tp, ok := truth[e.Object]; ok {
-			tru = human(1 / tp.ChangeRate)
-		}
-		win, ttl := "-", "-"
-		if e.Window != nil {
-			win = e.Window.State
-		}
-		if e.TTLS != nil {
-			ttl = human(*e.TTLS)
-		}
-		fmt.Fprint(tw, cols(e.Object, tru, est, ci, e.Estimator, fmt.Sprint(e.Observations), fmt.Sprint(e.Changes), win, ttl))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := printEstimates(w, change, access, truth); err != nil {
 		return err
 	}
-	if len(errs) > 0 {
-		sort.Float64s(errs)
-		fmt.Fprintf(w, "\nmedian |log(estimated/true rate)| over %d objects: %.3f (0 is perfect; 0.1 is about 10%% off)\n",
-			len(errs), errs[len(errs)/2])
+	return printAlerts(w, sc, rawAlerts)
+}
+
+// printAlerts prints the demo's rate-shift alerts, oldest first, and says
+// which shift the sample holds: the surge page's (sample.Surge).
+func printAlerts(w io.Writer, sc sample.Config, raw [][]byte) error {
+	var alerts []records.Alert
+	for _, v := range raw {
+		var a records.Alert
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("demo: decode alert: %w", err)
+		}
+		alerts = append(alerts, a)
 	}
-	fmt.Fprintln(w, "\naccess rates:")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, cols("OBJECT", "TRUE MEAN GAP", "ESTIMATED", "ESTIMATOR", "ACCESSES"))
-	for _, e := range access {
-		est := "-"
-		if e.RatePerS != nil && *e.RatePerS > 0 {
-			est = human(1 / *e.RatePerS)
+	sort.SliceStable(alerts, func(i, j int) bool { return alerts[i].AsOf.Before(alerts[j].AsOf) })
+	fmt.Fprintf(w, "\nalerts (rate shifts confirmed by the detector, as on the alerts topic and at /v1/alerts): %d\n", len(alerts))
+	if sc.Surge != nil {
+		fmt.Fprintf(w, "(the sample's true shift: the accesses of http://%s%s rise %gx at %s)\n",
+			sc.ProxyHost, sample.SurgePath, sc.Surge.Factor, sc.Start.Add(sc.Surge.At).Format(time.RFC3339))
+	}
+	if len(alerts) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "AS OF\tOBJECT\tKIND\tMEAN GAP BEFORE\tMEAN GAP AFTER\tCHANGE POINT\tSEVERITY\tP-VALUE\n")
+	for _, a := range alerts {
+		cp, sev := "-", a.Severity
+		if a.WindowStart != nil {
+			cp = a.WindowStart.UTC().Format(time.RFC3339)
 		}
-		tru := "?"
-		if tp, ok := truth[e.Object]; ok && tp.AccessRate > 0 {
-			tru = human(1 / tp.AccessRate)
+		if sev == "" {
+			sev = "-"
 		}
-		fmt.Fprint(tw, cols(e.Object, tru, est, e.Estimator, fmt.Sprint(e.Observations)))
+		gap := func(rate float64) string {
+			if rate <= 0 {
+				return "-"
+			}
+			return human(1 / rate)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3g\n", a.AsOf.UTC().Format(time.RFC3339), a.Object, a.Kind,
+			gap(a.RateBefore), gap(a.RateAfter), cp, sev, a.PValue)
 	}
 	return tw.Flush()
 }

@@ -37,6 +37,8 @@ var errNothingUsable = errors.New("nothing could be used")
 // inputStats counts the filter input before the processor sees it.
 type inputStats struct {
 	lines, blank, rejected int64
+	// tooLong counts the lines longer than maxInputLine (dead letters).
+	tooLong int64
 	// corrupt is 1 when a compressed input broke off (truncated or
 	// corrupt gzip): the rest of it was abandoned.
 	corrupt int64
@@ -127,20 +129,37 @@ func knownRecord(line []byte) string {
 // memory bytes the sort spills sorted runs to dir.
 func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter func([]byte) error, st *inputStats) (io.Reader, func() error, error) {
 	s := extsort.New(ingest.CompareSortRecords, memory, dir)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	lines := newBoundedLines(in, maxInputLine)
 	var rec []byte
-	for sc.Scan() {
+	for {
+		line, tooLong, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.Close()
+			return nil, nil, fmt.Errorf("read %s (line %d): %w", name, st.lines+1, err)
+		}
 		st.lines++
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 && !tooLong {
 			st.blank++
 			continue
 		}
-		o, err := records.DecodeObservation(line)
+		reason := "decode"
+		var o records.Observation
+		if tooLong {
+			// As ingest: the line is dead-lettered, the run goes on.
+			reason, err = ingest.ReasonTooLong, fmt.Errorf("line longer than %d bytes", maxInputLine)
+		} else {
+			o, err = records.DecodeObservation(line)
+		}
 		if err != nil {
-			st.rejected++
-			dl := records.NewDeadLetter(time.Now(), "aggregator", "observations", fmt.Sprintf("%s:%d", name, st.lines), "decode", err, line)
+			if tooLong {
+				st.tooLong++
+			} else {
+				st.rejected++
+			}
+			dl := records.NewDeadLetter(time.Now(), "aggregator", "observations", fmt.Sprintf("%s:%d", name, st.lines), reason, err, line)
 			v, _ := json.Marshal(dl)
 			if err := deadLetter(v); err != nil {
 				s.Close()
@@ -153,10 +172,6 @@ func sortInput(in io.Reader, name string, memory int64, dir string, deadLetter f
 			s.Close()
 			return nil, nil, fmt.Errorf("sort the input by event time: %w (set %s_SORT_DIR (--sort-dir) to a directory with room, or %s_SORT_MEMORY (--sort-memory) higher)", err, envPrefix, envPrefix)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		s.Close()
-		return nil, nil, fmt.Errorf("read %s (line %d): %w", name, st.lines+1, err)
 	}
 	st.sorted, st.runs = true, s.Runs()
 	it := s.Sorted()
@@ -201,7 +216,11 @@ type summary struct {
 	st       aggregate.Stats
 	final    bool
 	lateTo   string
+	alertsTo string // the alerts' output ("" not written)
 	sortNote string
+	// minIntervals is the intervals an object needs for a best estimate
+	// (estimators.Config.MinIntervals).
+	minIntervals int
 }
 
 // write prints the summary, one screen.
@@ -239,19 +258,64 @@ func (s summary) write(w io.Writer) {
 	p("no information", s.st.NoInformation, "visits saying nothing about change (failed fetch, error page or redirect, no digest or Last-Modified,"+
 		" or applied at a later time without a change flag)")
 	p("rejected", s.rejected(), s.rejectedNote())
+	if u := s.st.SitemapUse; u[1]+u[2]+u[3] > 0 {
+		p("sitemap lastmods", u[1]+u[2]+u[3], fmt.Sprintf("%d evidence, %d checks only (crawled URLs), %d of untrusted sites; checks against visits: %d agree, %d disagree",
+			u[aggregate.SitemapEvidence], u[aggregate.SitemapCrawled], u[aggregate.SitemapUntrusted], s.st.SitemapAgree, s.st.SitemapDisagree))
+	}
 	if s.final {
 		p("objects", s.st.FinalObjects, "")
-		p("objects with a rate", s.st.FinalWithRate, "")
+		// The three kinds of objects add up to the objects; each is said
+		// in the words of the estimates' JSON (rate_per_s).
+		p("objects with a rate", s.st.FinalWithRate, "a best change or access rate above 0 (rate_per_s > 0)")
+		p("objects rated 0", s.st.FinalZeroRate, "informative visits but no change seen (rate_per_s 0)")
+		p("objects without a rate", s.st.FinalObjects-s.st.FinalWithRate-s.st.FinalZeroRate,
+			fmt.Sprintf("fewer than %d intervals (informative visits after the first, or accesses after the first): "+
+				"each estimator's value, no best one (no rate_per_s)", s.minIntervals))
 	} else {
 		p("new objects", s.st.Objects, "")
 		p("estimates published", s.st.ChangeEstimates+s.st.AccessEstimates, "")
 		p("estimates with a rate", s.st.RatedEstimates, "")
 	}
+	p("alerts", s.st.Alerts, s.alertsNote())
+}
+
+// alertsNote says where the alerts went and what became of the confirmed
+// rate shifts and silences that did not become alerts.
+func (s summary) alertsNote() string {
+	where := "not written (set " + opt("ALERTS_OUT") + ")"
+	if s.alertsTo != "" {
+		where = "written to " + s.alertsTo
+	}
+	note := fmt.Sprintf("%s: %d object, %d site alerts", where, s.st.Alerts-s.st.SiteAlerts, s.st.SiteAlerts)
+	var total int64
+	for _, n := range s.st.Candidates {
+		total += n
+	}
+	if total == 0 {
+		return note + "; no rate shift confirmed"
+	}
+	var held []string
+	for _, r := range []struct{ outcome, what string }{
+		{"learning", "in a learning period"}, {"mixed_clock", "across a profile's start"},
+		{"small_effect", "below the least ratio or events"}, {"not_established", "drops against a rate not established"},
+		{"not_discovery", "not discoveries at the FDR"}, {"overflow", "over the pending bound"},
+	} {
+		if n := s.st.Candidates[r.outcome]; n > 0 {
+			held = append(held, fmt.Sprintf("%d %s", n, r.what))
+		}
+	}
+	note += fmt.Sprintf("; %d shifts and silences confirmed", total)
+	if len(held) > 0 {
+		note += ", held back: " + strings.Join(held, ", ")
+	}
+	return note
 }
 
 // rejected is the input lines not used as observations: undecodable,
 // ahead of the clock (MAX_FUTURE) or the rest of a corrupt input.
-func (s summary) rejected() int64 { return s.in.rejected + s.in.corrupt + s.st.Rejected + s.st.Future }
+func (s summary) rejected() int64 {
+	return s.in.rejected + s.in.tooLong + s.in.corrupt + s.st.Rejected + s.st.Future
+}
 
 // rejectedNote gives the rejected lines by reason (all dead letters).
 func (s summary) rejectedNote() string {
@@ -259,7 +323,7 @@ func (s summary) rejectedNote() string {
 	for _, r := range []struct {
 		reason string
 		n      int64
-	}{{"decode", s.in.rejected + s.st.Rejected}, {aggregate.ReasonFuture, s.st.Future}, {ingest.ReasonCorrupt, s.in.corrupt}} {
+	}{{"decode", s.in.rejected + s.st.Rejected}, {ingest.ReasonTooLong, s.in.tooLong}, {aggregate.ReasonFuture, s.st.Future}, {ingest.ReasonCorrupt, s.in.corrupt}} {
 		if r.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %d", r.reason, r.n))
 		}
@@ -279,7 +343,7 @@ func (s summary) verdict() error {
 		return fmt.Errorf("%w: the input had no observations (empty)", errNothingUsable)
 	case s.st.Observations == 0 && rej > 0:
 		return fmt.Errorf("%w: every one of the %d input lines was rejected (%s)", errNothingUsable, rej, s.rejectedNote())
-	case s.st.Observations > 0 && s.final && s.st.FinalWithRate == 0,
+	case s.st.Observations > 0 && s.final && s.st.FinalWithRate+s.st.FinalZeroRate == 0,
 		s.st.Observations > 0 && !s.final && s.st.RatedEstimates == 0:
 		why := "too few informative visits or accesses per object"
 		if s.st.Late > 0 {
@@ -383,7 +447,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	defer sink.Close()
 	httpOn := cfg.httpSet && cfg.HTTP.Addr != ""
 	var api *query.Server
-	var opts []aggregate.Option
+	opts := []aggregate.Option{aggregate.WithLocalInput()}
 	if httpOn || cfg.PlanOut != "" { // the plan is the query API's, on its index
 		q, err := newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger)
 		if err != nil {
@@ -437,7 +501,12 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	if cfg.LateOut != "-" {
 		lateTo = cfg.LateOut
 	}
-	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo}
+	alertsTo := cfg.AlertsOut
+	if alertsTo == "-" {
+		alertsTo = "stdout"
+	}
+	sum := summary{in: ist, st: proc.Stats(), final: cfg.Emit == aggregate.EmitFinal, lateTo: lateTo, alertsTo: alertsTo,
+		minIntervals: cfg.processorConfig().Model.Estimators.WithDefaults().MinIntervals}
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): say what was done, not "context canceled".
 		sum.write(stderr)

@@ -352,3 +352,48 @@ func TestNonCanonicalObjectWarns(t *testing.T) {
 		t.Errorf("canonical object: unexpected warning:\n%s", stderr)
 	}
 }
+
+// TestSummaryCountsAlerts: the summary counts the alerts, says where they
+// went and why confirmed shifts were held back: a file edited every 3 h
+// for 60 days then every 4 days (an established rate's drop: one alert),
+// and a file whose first burst of 10 edits is followed by monthly ones (a
+// drop against a rate not established: held back).
+func TestSummaryCountsAlerts(t *testing.T) {
+	var in bytes.Buffer
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	change := func(obj string, at time.Time) {
+		fmt.Fprintf(&in, `{"object":%q,"time":%q,"kind":"visit","changed":true}`+"\n", obj, at.Format(time.RFC3339))
+	}
+	for h := 0; h < 60*24; h += 3 {
+		change("regular.xml", t0.Add(time.Duration(h)*time.Hour))
+	}
+	for d := 60; d < 150; d += 4 {
+		change("regular.xml", t0.Add(time.Duration(d)*24*time.Hour))
+	}
+	for i := 0; i < 10; i++ {
+		change("new.xml", t0.Add(time.Duration(i)*30*time.Minute))
+	}
+	for m := 1; m < 24; m++ {
+		change("new.xml", t0.Add(time.Duration(m)*30*24*time.Hour))
+	}
+	alerts := filepath.Join(t.TempDir(), "alerts.jsonl")
+	_, stderr, err := filter(t, in.Bytes(), "--emit=final", "--alerts-out="+alerts)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	b, err := os.ReadFile(alerts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(bytes.Count(b, []byte("\n")))
+	if got := summaryCount(t, stderr, "alerts"); got != n || n != 1 {
+		t.Errorf("summary counts %d alerts, %d written (want 1):\n%s", got, n, stderr)
+	}
+	if !strings.Contains(stderr, "written to "+alerts) || !regexp.MustCompile(`[1-9]\d* drops against a rate not established`).MatchString(stderr) {
+		t.Errorf("summary does not say where the alerts went or why drops were held back:\n%s", stderr)
+	}
+	_, stderr, err = filter(t, in.Bytes(), "--emit=final")
+	if err != nil || !strings.Contains(stderr, "not written (set ") {
+		t.Errorf("without --alerts-out the summary must say the alerts were not written: %v\n%s", err, stderr)
+	}
+}

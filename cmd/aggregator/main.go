@@ -8,7 +8,9 @@
 //   - filter: with --in (a file or - for stdin) it reads observations as JSON
 //     lines and writes estimates as JSON lines to --out, with no Kafka:
 //     `aggregator --in=- --store=memory --out=- --emit=final`;
-//   - embedded demo: with neither, it starts an in-process Kafka-protocol
+//   - embedded demo: with --demo, or with no option at all but the demo's
+//     own (mode.go; any other setting without KAFKA_BROKERS or IN is an
+//     error, never the demo), it starts an in-process Kafka-protocol
 //     broker and the in-memory store, feeds generated sample logs with known
 //     change rates through the real ingest → Kafka → aggregator path, prints
 //     the estimates and keeps serving HTTP until interrupted.
@@ -16,7 +18,7 @@
 // Every option is an environment variable (prefix CHANGERATE_) and a flag;
 // flags win. `aggregator -h` lists them.
 //
-// Files: main.go (run: the mode), config.go (the options and their mapping
+// Files: main.go (run), mode.go (which mode), config.go (the options and their mapping
 // onto the libraries' configurations), service.go, filter.go and demo.go
 // (one mode each), http.go and query.go (the HTTP server and the query
 // API's wiring), store.go (Redis).
@@ -112,6 +114,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := cfg.validate(); err != nil {
 		return usageError{err}
 	}
+	mode, err := chooseMode(&cfg, given(&cfg, fs, os.LookupEnv), options.Unknown(os.Environ()))
+	if err != nil {
+		return usageError{err}
+	}
 	logger, err := cfg.Log.Logger(stderr)
 	if err != nil {
 		return usageError{fmt.Errorf("config: %w", err)}
@@ -120,10 +126,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	redisClientLog.use(logger)
 	reg := newRegistry()
 
-	switch {
-	case cfg.In != "":
+	switch mode {
+	case modeFilter:
 		return runFilter(ctx, &cfg, stdin, stdout, stderr, logger, reg)
-	case len(cfg.Kafka.Brokers) > 0 && !cfg.Demo:
+	case modeService:
 		return runService(ctx, &cfg, logger, reg)
 	default:
 		return runDemo(ctx, &cfg, stdout, logger, reg)

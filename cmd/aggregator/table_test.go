@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
 )
 
@@ -52,8 +59,9 @@ func TestFilterTable(t *testing.T) {
 		t.Fatal(err, stderr.String())
 	}
 	out := tab.String()
-	want := []string{"OBJECT", "ESTIMATED", "95% CI", "TTL", "http://a.example/", e.Estimator, human(1 / *e.RatePerS),
-		"[" + human(1/e.CI95[1]) + ", " + human(1/e.CI95[0]) + "]", human(*e.TTLS), "1 change estimates"}
+	u := query.UnitOf(1 / *e.RatePerS)
+	want := []string{"OBJECT", "MEAN TIME BETWEEN CHANGES", "95% INTERVAL", "CACHE TTL", "http://a.example/", e.Estimator, u.Format(1 / *e.RatePerS),
+		u.Interval(e.CI95), u.Format(*e.TTLS), "above 0 for 1 of the 1 objects with a change estimate"}
 	for _, w := range want {
 		if !strings.Contains(out, w) {
 			t.Errorf("table lacks %q:\n%s", w, out)
@@ -127,5 +135,87 @@ func TestFilterHTTPAPI(t *testing.T) {
 	}
 	if !reflect.DeepEqual(published, e) {
 		t.Errorf("API record %+v differs from the published %+v", e, published)
+	}
+}
+
+var updateTable = flag.Bool("update-table", false, "rewrite testdata/table.golden")
+
+// TestTableReadable: --out-format=table on objects of every kind (issue 32
+// item 6): lines of bounded width (a 600-character URL is elided), the
+// objects with a rate listed most frequent first and the others counted,
+// not listed, no table header without rows, headers that say what their
+// column holds, each row's durations in one unit, and an interval for
+// access rates. The whole table is compared with testdata/table.golden
+// (-update-table rewrites it).
+func TestTableReadable(t *testing.T) {
+	long := "http://long.example/" + strings.Repeat("segment/", 75) + "end.html"
+	var in strings.Builder
+	in.WriteString(visitsJSONL("http://changing.example/", nil, "A", "B", "C", "C", "D"))
+	in.WriteString(visitsJSONL(long, []int{0, 2, 4, 6, 8}, "A", "B", "C", "D", "E"))
+	in.WriteString(visitsJSONL("http://static.example/", []int{0, 1, 5, 30}, "S", "S", "S", "S"))
+	in.WriteString(visitsJSONL("http://www.kb.dk/", nil, "K1", "K2"))
+	for i := range 40 { // one visit each: no rate
+		in.WriteString(visitsJSONL(fmt.Sprintf("http://once.example/%d", i), nil, "X"))
+	}
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 30 { // an access every 10 minutes
+		fmt.Fprintf(&in, `{"object":"http://proxied.example/","time":%q,"kind":"access","status":200}`+"\n", t0.Add(time.Duration(i)*10*time.Minute).Format(time.RFC3339))
+	}
+	in.WriteString(`{"object":"http://proxied.example/once","time":"2026-03-01T00:00:00Z","kind":"access","status":200}` + "\n")
+	out, stderr, err := filter(t, []byte(in.String()), "--out-format=table")
+	if err != nil {
+		t.Fatal(err, stderr)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > 200 {
+			t.Errorf("a line of %d characters:\n%s", n, l)
+		}
+	}
+	for _, bad := range []string{"once.example", "static.example", "kb.dk", "{", "ESTIMATED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("table shows %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"not listed: 1 rated 0 (informative visits, no change seen), 41 without a rate",
+		"not listed: 1 without a rate", "MEAN TIME BETWEEN ACCESSES", "http://long.example/segment/", "…"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// The long URL changes every 2 h, more often than the daily one: first.
+	if strings.Index(out, "long.example") > strings.Index(out, "changing.example") {
+		t.Errorf("not most frequent first:\n%s", out)
+	}
+	// One unit per row: every duration cell of a row ends in the same unit.
+	unitRe := regexp.MustCompile(`[\d∞\]] (s|min|h|d|y)\b`)
+	for _, l := range strings.Split(out, "\n") {
+		us := unitRe.FindAllStringSubmatch(l, -1)
+		for _, u := range us[min(1, len(us)):] {
+			if u[1] != us[0][1] {
+				t.Errorf("units %v in one row: %s", us, l)
+			}
+		}
+		if strings.Contains(l, "proxied.example/ ") && !strings.Contains(l, "[") {
+			t.Errorf("access row without an interval: %s", l)
+		}
+	}
+	// Without access estimates there is no access table.
+	out2, _, _ := filter(t, []byte(visitsJSONL("http://changing.example/", nil, "A", "B", "C", "C", "D")), "--out-format=table")
+	if strings.Contains(out2, "access") {
+		t.Errorf("an access header without access estimates:\n%s", out2)
+	}
+	golden := filepath.Join("testdata", "table.golden")
+	if *updateTable {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("table differs from %s (-update-table rewrites it):\n%s", golden, out)
 	}
 }

@@ -61,7 +61,7 @@ func TestSummaryUnits(t *testing.T) {
 		Skipped: map[string]int64{"record-type": 13}}}}
 	for format, want := range map[string]string{"warc": "records", "squid": "lines"} {
 		var b bytes.Buffer
-		writeSummary(&b, config{Out: "-", DeadLetter: "-"}, ingest.Config{Format: format}, sum, nil)
+		writeSummary(&b, config{Out: "-", DeadLetter: "-"}, ingest.Config{Format: format}, sum, nil, 0)
 		for _, w := range []string{"  " + want + " read ", "(" + want + " without an observation)"} {
 			if !strings.Contains(b.String(), w) {
 				t.Errorf("%s: summary lacks %q:\n%s", format, w, b.String())

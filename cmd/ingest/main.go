@@ -85,7 +85,7 @@ type config struct {
 	options.HTTP
 	options.Log
 	Report bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
-	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT)"`
+	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT, and for capture indexes, cdx and cdxj, whose captures of each object are in time order)"`
 	options.ExternalSort
 	InTopic string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
 
@@ -189,14 +189,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	if o.InTopic == "" {
+		// Said before the dead letters of the lines it rejects.
+		if msg := formatMismatch(cfg); msg != "" {
+			fmt.Fprintf(stderr, "ingest: warning: %s\n", msg)
+		}
+	}
+
 	reg := newRegistry(cfg.Format)
 
 	var sink stream.Sink
 	var closeDL func() error = func() error { return nil }
+	var dlCap *cappedLines
 	switch o.Out {
 	case "-":
-		var dl io.Writer = stderr
+		dlCap = &cappedLines{w: stderr, max: deadLettersShown}
+		var dl io.Writer = dlCap
 		if o.DeadLetter != "-" {
+			dlCap = nil
 			f, err := os.OpenFile(o.DeadLetter, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
 				fmt.Fprintf(stderr, "ingest: invalid configuration: %s_DEAD_LETTER (--dead-letter): %v\n", envPrefix, err)
@@ -213,6 +223,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		ks.DeclareTopics(cfg.ObservationsTopic, cfg.DeadLetterTopic)
 		sink = ks
+	}
+
+	if o.BaseURL == "" {
+		sink = &localhostNote{Sink: sink, topic: cfg.ObservationsTopic, w: stderr}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -290,10 +304,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger.Debug("ingest done", "inputs", len(sum.Inputs), "lines", tot.Lines, "observations", tot.Observations,
 		"rejects", sumMap(tot.Rejects), "skipped", sumMap(tot.Skipped), "interrupted", sum.Interrupted)
 	sum.Written, sum.OutputRejected = ds.Written(), ds.Rejected() // the sorter's writes too
-	writeSummary(stderr, o, cfg, sum, sorter)
+	var dlHidden int64
+	if dlCap != nil {
+		dlHidden = dlCap.hidden
+	}
+	writeSummary(stderr, o, cfg, sum, sorter, dlHidden)
 	if err != nil {
-		logger.Error("ingest failed", "err", err)
-		if !errors.Is(err, ingest.ErrInput) {
+		if errors.Is(err, ingest.ErrInput) {
+			logger.Error("ingest failed", "err", err)
+		} else {
+			// Said once, with the remedy (it was also logged before).
 			// The summary counts what was read, not what was written.
 			hint := ""
 			if o.Out == "kafka" && strings.Contains(err.Error(), "kafka") {
@@ -403,7 +423,7 @@ func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []s
 	switch o.Order {
 	case "":
 		o.Order = "time"
-		if streaming {
+		if streaming || capturesInOrder(o.Format, paths) {
 			o.Order = "input"
 		}
 	case "input":

@@ -76,7 +76,8 @@ func checkAuto(o config, paths []string) error {
 }
 
 // writeSummary prints the end-of-run summary on stderr: one screen.
-func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, sorter *ingest.SortingSink) {
+// dlHidden counts the dead letters not printed on stderr (cappedLines).
+func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, sorter *ingest.SortingSink, dlHidden int64) {
 	tot := sum.Totals()
 	failed := 0
 	for _, in := range sum.Inputs {
@@ -119,7 +120,11 @@ func writeSummary(w io.Writer, o config, cfg ingest.Config, sum ingest.Summary, 
 	if sum.OutputRejected > 0 {
 		tot.Rejects[ingest.ReasonOutputRejected] += sum.OutputRejected
 	}
-	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, "dead letters to "+deadLetterName(o, cfg)))
+	dlTo := "dead letters to " + deadLetterName(o, cfg)
+	if dlHidden > 0 {
+		dlTo += fmt.Sprintf(": the first %d printed, %d not (--dead-letter=FILE keeps them all)", deadLettersShown, dlHidden)
+	}
+	line("rejected", sumMap(tot.Rejects), reasons(tot.Rejects, dlTo))
 	switch {
 	case sum.Interrupted && cfg.Follow && cfg.CheckpointPath != "":
 		// Following, a signal is the normal way to stop.
@@ -203,6 +208,9 @@ func sumFormat(cfg ingest.Config, sum ingest.Summary) string {
 func inputUnit(format string) string {
 	if format == "warc" {
 		return "records"
+	}
+	if format == "sitemap" {
+		return "entries" // <url> and <sitemap> elements
 	}
 	return "lines"
 }

@@ -190,7 +190,7 @@ func TestAutoscaling(t *testing.T) {
 // ---------------------------------------------------------------------------------------------------------------
 // Strimzi: topics and least-privilege users
 
-// strimziSecrets are the Secrets Strimzi creates (copied into namespace changerate, README "Deploying"): one per
+// strimziSecrets are the Secrets Strimzi creates (copied into namespace changerate, docs/deploying.md): one per
 // KafkaUser (its name) and the cluster CA "<cluster>-cluster-ca-cert".
 func (m *manifests) strimziSecrets(t *testing.T) map[string]bool {
 	out := map[string]bool{}

@@ -20,7 +20,11 @@ const Jitter = 0.5
 
 // Backoff is a retry schedule. Not safe for concurrent use: one per retry
 // loop.
-type Backoff struct{ b *cb.ExponentialBackOff }
+type Backoff struct {
+	b        *cb.ExponentialBackOff
+	deadline time.Time
+	now      func() time.Time
+}
 
 // New returns a schedule starting at initial, doubling after each wait up
 // to maxWait (maxWait ≤ initial gives a constant interval, still jittered).
@@ -31,11 +35,26 @@ func New(initial, maxWait time.Duration) *Backoff {
 	b.Multiplier = 2
 	b.RandomizationFactor = Jitter
 	b.Reset()
-	return &Backoff{b: b}
+	return &Backoff{b: b, now: time.Now}
+}
+
+// Until makes every wait end at the latest at t (a wait that would pass t
+// is cut to the time left, 0 once t has passed), so that a loop bounded by
+// t makes its last attempt at t rather than giving up before it because
+// the next wait is long. It returns b.
+func (b *Backoff) Until(t time.Time) *Backoff {
+	b.deadline = t
+	return b
 }
 
 // Next returns the next wait.
-func (b *Backoff) Next() time.Duration { return b.b.NextBackOff() }
+func (b *Backoff) Next() time.Duration {
+	d := b.b.NextBackOff()
+	if !b.deadline.IsZero() {
+		d = max(min(d, b.deadline.Sub(b.now())), 0)
+	}
+	return d
+}
 
 // Reset starts the schedule again from the initial interval.
 func (b *Backoff) Reset() { b.b.Reset() }

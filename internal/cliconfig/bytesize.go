@@ -21,7 +21,9 @@ func (b *ByteSize) Decode(s string) error {
 	}
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
-		return fmt.Errorf("want a size such as 256MiB, 1GiB, 500MB or 1048576 (%v)", err)
+		// go-humanize's error names its internals (strconv.ParseFloat:
+		// parsing ""): say what is wrong in the user's words.
+		return fmt.Errorf("%s; want a number of bytes with an optional unit, such as 256MiB, 1GiB, 500MB or 1048576", sizeProblem(s))
 	}
 	if n > math.MaxInt64 {
 		return fmt.Errorf("%s is too large", s)
@@ -42,4 +44,21 @@ func (b ByteSize) String() string {
 		}
 	}
 	return fmt.Sprintf("%d", int64(b))
+}
+
+// sizeProblem says why s is not a size: empty, no leading number, or a
+// unit that is not one.
+func sizeProblem(s string) string {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return "the size is empty"
+	}
+	i := strings.IndexFunc(t, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == ',') })
+	switch {
+	case i == 0:
+		return fmt.Sprintf("%q does not start with a number", s)
+	case i > 0:
+		return fmt.Sprintf("%q has an unknown unit %q (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, strings.TrimSpace(t[i:]))
+	}
+	return fmt.Sprintf("%q is not a number", s)
 }

@@ -26,6 +26,22 @@ func TestByteSizeDecode(t *testing.T) {
 			t.Errorf("Decode(%q) = %d, %v; want %d (ok %v)", tc.in, b, err, tc.want, tc.ok)
 		}
 	}
+	// A size that is not one says why in the user's words, not the
+	// parser's (it said "strconv.ParseFloat: parsing \"\"" for all of
+	// them: issue 32 item 11).
+	for in, want := range map[string]string{
+		"":      "the size is empty",
+		"lots":  `"lots" does not start with a number`,
+		"MiB":   `"MiB" does not start with a number`,
+		"12xyz": `"12xyz" has an unknown unit "xyz"`,
+		"1..2":  `"1..2" is not a number`,
+	} {
+		var b ByteSize
+		err := b.Decode(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("Decode(%q): %v, want %q", in, err, want)
+		}
+	}
 	// A negative size is named as such, not as a parser's internals.
 	var b ByteSize
 	if err := b.Decode("-1"); err == nil || !strings.Contains(err.Error(), "cannot be negative") || strings.Contains(err.Error(), "ParseFloat") {

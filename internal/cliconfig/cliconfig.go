@@ -248,7 +248,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // WriteReference writes a Markdown table of the options of spec, for the
-// README. spec holds the defaults of fields without a default tag (see
+// docs/configuration.md. spec holds the defaults of fields without a default tag (see
 // Options).
 func WriteReference(w io.Writer, prefix string, spec any) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)

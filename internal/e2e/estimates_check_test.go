@@ -21,7 +21,7 @@ import (
 )
 
 // What the estimates topic promises across runs whose batches are cut at
-// different offsets (README "Architecture", Delivery; aggregate.Processor):
+// different offsets (docs/architecture.md, Delivery; aggregate.Processor):
 // which objects' estimates are due is decided per observation, in the
 // partition's offset order, so it does not depend on the cuts; the content
 // of a record is the object's state at the end of the batch that made it

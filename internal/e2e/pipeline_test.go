@@ -26,6 +26,7 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/kafkatest"
+	"github.com/changerate/changerate/internal/recordschema"
 	"github.com/changerate/changerate/internal/redistest"
 	"github.com/changerate/changerate/internal/sample"
 	"github.com/changerate/changerate/records"
@@ -209,7 +210,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=10s", "CHANGERATE_KAFKA_HEARTBEAT=1s",
 		"CHANGERATE_IDLE_RELEASE=500ms", // the reorder buffers release the end of the stream soon
 		// Seasonal access profiles are learned per site and partition, so
-		// the access windows depend on the partitioning (README, "Alerts");
+		// the access windows depend on the partitioning (docs/alerts.md);
 		// the byte-for-byte comparison with the one-partition filter path
 		// (step 7) runs without them. TestFaults covers them with Kafka and
 		// Redis against an in-process oracle.
@@ -367,6 +368,21 @@ func TestPipelineEndToEnd(t *testing.T) {
 	}
 	if errs[len(errs)/2] > 0.3 {
 		t.Errorf("median |log(estimate/true)| = %.3f, want < 0.3", errs[len(errs)/2])
+	}
+
+	// Every record on every output topic, as a non-Go client reads it, is
+	// what its JSON Schema (api/records) says.
+	for _, topic := range []string{"observations", "estimates", "access-reports", "alerts", "dead-letter", "late"} {
+		kind, _ := recordschema.ForTopic(topic)
+		recs := kafkatest.RunKcat(t, "-b", kc.Addr(), "-C", "-t", topic, "-e", "-o", "beginning", "-q", "-f", "%s\n")
+		n := 0
+		for _, line := range strings.Split(recs, "\n") {
+			if line != "" {
+				recordschema.Check(t, kind, []byte(line))
+				n++
+			}
+		}
+		t.Logf("%s: %d records valid against the %s schema", topic, n, kind)
 	}
 
 	// 6. The bad line reached the dead-letter topic with its reason.

@@ -3,7 +3,7 @@
 // (PrometheusRule objects or plain Prometheus rules files) and of its
 // Grafana dashboards — and checks them against a program's registry, so
 // that the programs' tests can require every such series to exist from the
-// start (README: "The labelled counters these alerts use exist at 0 from
+// start (docs/deploying.md: "The labelled counters these alerts use exist at 0 from
 // the start").
 package monitoringtest
 
@@ -61,7 +61,7 @@ func Program(metric string) string {
 }
 
 // PerPartition are the series that exist, by design, only for the
-// partitions a member owns (labels topic and partition; README: "per-partition
+// partitions a member owns (labels topic and partition; docs/deploying.md: "per-partition
 // series disappear when a partition moves to another pod"): they cannot
 // exist before the first claim, and the rules using them compare owned
 // partitions only.

@@ -8,6 +8,7 @@ package realdata
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ func Dir(t testing.TB, need ...string) string {
 	t.Helper()
 	dir := os.Getenv("CHANGERATE_DATA")
 	if dir == "" {
-		dir = filepath.Join(root(), "..", "shared", "data")
+		dir = filepath.Join(Root(), "..", "shared", "data")
 	}
 	for _, p := range append([]string{""}, need...) {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
@@ -31,19 +32,40 @@ func Dir(t testing.TB, need ...string) string {
 	return dir
 }
 
-// root is the directory holding go.mod, found from the working directory
-// upwards (a test's working directory is its package directory).
-func root() string {
+// Root is the repository's root: the directory holding the product
+// module's go.mod, found from the working directory upwards (a test's
+// working directory is its package directory; the research module's
+// packages are one module deeper, under research/).
+func Root() string {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "."
 	}
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && isProduct(b) {
 			return d
 		}
 		if filepath.Dir(d) == d {
 			return dir
 		}
 	}
+}
+
+// DefaultDir is the real-data directory a program uses when given none:
+// $CHANGERATE_DATA, else ../shared/data beside the repository root.
+func DefaultDir() string {
+	if dir := os.Getenv("CHANGERATE_DATA"); dir != "" {
+		return dir
+	}
+	return filepath.Join(Root(), "..", "shared", "data")
+}
+
+// isProduct reports whether a go.mod file declares the product module.
+func isProduct(gomod []byte) bool {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1] == "github.com/changerate/changerate"
+		}
+	}
+	return false
 }

@@ -23,7 +23,25 @@ type Page struct {
 	URL string
 	// ChangeRate and AccessRate are the true Poisson rates, per second.
 	ChangeRate, AccessRate float64
+	// AccessRateAfter, when positive, is the access rate from SurgeAt on:
+	// the page's accesses shift (Config.Surge).
+	AccessRateAfter float64
+	SurgeAt         time.Time
 }
+
+// Surge adds a proxied page whose access rate rises Factor-fold at At
+// after Start: a rate shift whose time and size are known, for the
+// demo's alerts.
+type Surge struct {
+	At     time.Duration
+	Factor float64
+}
+
+// SurgePath is the path of the page of Config.Surge on ProxyHost.
+const SurgePath = "/sale/item-00"
+
+// surgeBase is the surge page's access interval before the surge.
+const surgeBase = 20 * time.Minute
 
 // Config sets the simulation. The zero value is not valid; use Default.
 type Config struct {
@@ -39,6 +57,10 @@ type Config struct {
 	PerClass int
 	// Host is the site of the crawled pages; ProxyHost that of the proxied ones.
 	Host, ProxyHost string
+	// Surge, when set, adds one proxied page (SurgePath, changing daily)
+	// accessed every 20 minutes on average, then Surge.Factor times as
+	// often from Surge.At on.
+	Surge *Surge
 }
 
 // Default is the demo's configuration: 30 days, hourly crawls, 5 pages per
@@ -88,6 +110,10 @@ func (c Config) ProxyPages() []Page {
 			ps = append(ps, Page{URL: fmt.Sprintf("http://%s/%s/item-%02d", c.ProxyHost, cl.Name, i),
 				ChangeRate: 1 / cl.Interval.Seconds(), AccessRate: 1 / every.Seconds()})
 		}
+	}
+	if c.Surge != nil {
+		ps = append(ps, Page{URL: "http://" + c.ProxyHost + SurgePath, ChangeRate: 1 / (24 * time.Hour).Seconds(),
+			AccessRate: 1 / surgeBase.Seconds(), AccessRateAfter: c.Surge.Factor / surgeBase.Seconds(), SurgeAt: c.Start.Add(c.Surge.At)})
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].URL < ps[j].URL })
 	return ps
@@ -153,7 +179,7 @@ func (c Config) WriteSquidLog(w io.Writer) error {
 		changes := changeTimes(r, p.ChangeRate, d)
 		cachedAt, cachedVersion := -1.0, -1
 		client := fmt.Sprintf("10.1.%d.%d", i/200, i%200+1)
-		for t := r.ExpFloat64() / p.AccessRate; t < d; t += r.ExpFloat64() / p.AccessRate {
+		for t := nextAccess(r, p, c.Start, -1); t < d; t = nextAccess(r, p, c.Start, t) {
 			v := versionAt(changes, t)
 			var code string
 			switch {
@@ -180,6 +206,25 @@ func (c Config) WriteSquidLog(w io.Writer) error {
 		}
 	}
 	return writeSorted(w, lines)
+}
+
+// nextAccess draws p's next access after t seconds from start (t < 0:
+// the first one): a Poisson process whose rate steps to AccessRateAfter at
+// SurgeAt when that is set (memoryless: a draw that crosses the step is
+// drawn again from the step at the new rate).
+func nextAccess(r *rand.Rand, p Page, start time.Time, t float64) float64 {
+	t = max(t, 0)
+	surge := math.Inf(1)
+	if p.AccessRateAfter > 0 {
+		surge = p.SurgeAt.Sub(start).Seconds()
+	}
+	if t >= surge {
+		return t + r.ExpFloat64()/p.AccessRateAfter
+	}
+	if n := t + r.ExpFloat64()/p.AccessRate; n < surge {
+		return n
+	}
+	return surge + r.ExpFloat64()/p.AccessRateAfter
 }
 
 func writeSorted(w io.Writer, lines []line) error {

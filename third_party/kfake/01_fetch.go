@@ -454,12 +454,12 @@ full:
 				batchesAdded++
 				pBatchesAdded++
 				lastMeta = m
-				var err error
-				sp.RecordBatches, err = c.appendBatchRaw(sp.RecordBatches, pd, si, m)
+				raw, err := c.readBatchRaw(pd, si, m)
 				if err != nil {
 					sp.ErrorCode = kerr.UnknownServerError.Code
 					break segments
 				}
+				sp.RecordBatches = append(sp.RecordBatches, raw...)
 			}
 		}
 

@@ -341,29 +341,21 @@ func decodeBatchRaw(raw []byte) (*kmsg.RecordBatch, error) {
 // segment file. The returned bytes can be appended directly to a fetch
 // response. Segment files contain pure RecordBatch bytes.
 func (c *Cluster) readBatchRaw(pd *partData, segIdx int, meta *batchMeta) ([]byte, error) {
-	return c.appendBatchRaw(nil, pd, segIdx, meta)
-}
-
-// appendBatchRaw is readBatchRaw appending to dst: a fetch response reads
-// each batch straight into its RecordBatches, not into a buffer of its own
-// that is then copied (changerate patch 2, PATCH.md).
-func (c *Cluster) appendBatchRaw(dst []byte, pd *partData, segIdx int, meta *batchMeta) ([]byte, error) {
 	if meta.segPos < 0 {
-		return dst, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
+		return nil, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
 	}
 	f, err := c.segReadFile(pd, segIdx)
 	if err != nil {
-		return dst, err
+		return nil, err
 	}
 	if _, err := f.Seek(meta.segPos, io.SeekStart); err != nil {
-		return dst, err
+		return nil, err
 	}
-	n := len(dst)
-	dst = slices.Grow(dst, int(meta.nbytes))[:n+int(meta.nbytes)]
-	if _, err := io.ReadFull(f, dst[n:]); err != nil {
-		return dst[:n], err
+	buf := make([]byte, meta.nbytes)
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, err
 	}
-	return dst, nil
+	return buf, nil
 }
 
 // segReadFile returns a read handle for the given segment. For the

@@ -58,84 +58,10 @@ type memFS struct {
 	failNextWrite error
 }
 
-// memFileData is the backing storage for a memFS file: its bytes in
-// chunks of memChunk bytes (every chunk but the last is full). A file that
-// grows is never copied as a whole (changerate patch 2, PATCH.md): only its
-// first chunk, while the file is smaller than memChunk, grows by doubling.
+// memFileData is the backing storage for a memFS file.
 type memFileData struct {
-	chunks  [][]byte
-	size    int64
+	data    []byte
 	modTime time.Time
-}
-
-// memChunk is the size of a full chunk of a memFS file.
-const memChunk = 1 << 20
-
-// extend grows the file to end bytes (no-op if it is already that long);
-// the new bytes are zero.
-func (d *memFileData) extend(end int64) {
-	for d.size < end {
-		ci := int(d.size / memChunk)
-		if ci == len(d.chunks) {
-			d.chunks = append(d.chunks, nil)
-		}
-		c := d.chunks[ci]
-		want := int(min(end-int64(ci)*memChunk, memChunk))
-		if want > cap(c) {
-			// The first chunk grows by doubling (most files are small);
-			// every later chunk is allocated whole.
-			capacity := memChunk
-			if ci == 0 {
-				capacity = min(max(2*cap(c), want), memChunk)
-			}
-			grown := make([]byte, want, capacity)
-			copy(grown, c)
-			c = grown
-		} else {
-			c = c[:want] // zero past len: make, or truncate's clear
-		}
-		d.chunks[ci] = c
-		d.size = int64(ci)*memChunk + int64(want)
-	}
-}
-
-// writeAt writes b at off, growing the file as needed.
-func (d *memFileData) writeAt(b []byte, off int64) {
-	d.extend(off + int64(len(b)))
-	for len(b) > 0 {
-		n := copy(d.chunks[off/memChunk][off%memChunk:], b)
-		b = b[n:]
-		off += int64(n)
-	}
-}
-
-// readAt reads into b from off; it returns the number of bytes read (short
-// at the end of the file).
-func (d *memFileData) readAt(b []byte, off int64) int {
-	n := 0
-	for n < len(b) && off < d.size {
-		m := copy(b[n:], d.chunks[off/memChunk][off%memChunk:])
-		n += m
-		off += int64(m)
-	}
-	return n
-}
-
-// truncate sets the file's size; bytes past the old end read as zero.
-func (d *memFileData) truncate(size int64) {
-	if size >= d.size {
-		d.extend(size)
-		return
-	}
-	keep := int((size + memChunk - 1) / memChunk)
-	clear(d.chunks[keep:]) // release the dropped chunks
-	d.chunks = d.chunks[:keep]
-	if keep > 0 {
-		last := d.chunks[keep-1][:size-int64(keep-1)*memChunk]
-		clear(last[len(last):cap(last)]) // extend relies on zeros past len
-		d.chunks[keep-1] = last
-	}
-	d.size = size
 }
 
 func newMemFS() *memFS {
@@ -167,12 +93,12 @@ func (m *memFS) OpenFile(name string, flag int, _ os.FileMode) (file, error) {
 		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
 	}
 	if flag&os.O_TRUNC != 0 {
-		d.truncate(0)
+		d.data = d.data[:0]
 		d.modTime = time.Now()
 	}
 	var pos int64
 	if flag&os.O_APPEND != 0 {
-		pos = d.size
+		pos = int64(len(d.data))
 	}
 	return &memFile{fs: m, name: name, d: d, pos: pos, flag: flag}, nil
 }
@@ -254,7 +180,7 @@ func (m *memFS) ReadDir(name string) ([]os.DirEntry, error) {
 		}
 		if rest != "" && !seen[rest] {
 			seen[rest] = true
-			entries = append(entries, memDirEntry{name: rest, size: d.size})
+			entries = append(entries, memDirEntry{name: rest, size: int64(len(d.data))})
 		}
 	}
 	for k := range m.dirs {
@@ -280,8 +206,8 @@ func (m *memFS) ReadFile(name string) ([]byte, error) {
 	if !ok {
 		return nil, &os.PathError{Op: "read", Path: name, Err: os.ErrNotExist}
 	}
-	out := make([]byte, d.size)
-	d.readAt(out, 0)
+	out := make([]byte, len(d.data))
+	copy(out, d.data)
 	return out, nil
 }
 
@@ -289,7 +215,7 @@ func (m *memFS) Stat(name string) (os.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if d, ok := m.files[name]; ok {
-		return memFileInfo{name: name, size: d.size, modTime: d.modTime}, nil
+		return memFileInfo{name: name, size: int64(len(d.data)), modTime: d.modTime}, nil
 	}
 	if m.dirs[name] {
 		return memFileInfo{name: name, isDir: true}, nil
@@ -308,10 +234,21 @@ func (f *memFile) Write(b []byte) (int, error) {
 	}
 	// Match POSIX O_APPEND: writes always go to the end.
 	if f.flag&os.O_APPEND != 0 {
-		f.pos = f.d.size
+		f.pos = int64(len(f.d.data))
 	}
-	f.d.writeAt(b, f.pos)
-	f.pos += int64(len(b))
+	end := f.pos + int64(len(b))
+	if end > int64(len(f.d.data)) {
+		if end > int64(cap(f.d.data)) {
+			newCap := max(int64(cap(f.d.data))*2, end)
+			grown := make([]byte, end, newCap)
+			copy(grown, f.d.data)
+			f.d.data = grown
+		} else {
+			f.d.data = f.d.data[:end]
+		}
+	}
+	copy(f.d.data[f.pos:], b)
+	f.pos = end
 	f.d.modTime = time.Now()
 	return len(b), nil
 }
@@ -319,10 +256,10 @@ func (f *memFile) Write(b []byte) (int, error) {
 func (f *memFile) Read(b []byte) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if f.pos >= f.d.size {
+	if f.pos >= int64(len(f.d.data)) {
 		return 0, io.EOF
 	}
-	n := f.d.readAt(b, f.pos)
+	n := copy(b, f.d.data[f.pos:])
 	f.pos += int64(n)
 	return n, nil
 }
@@ -336,7 +273,7 @@ func (f *memFile) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		f.pos += offset
 	case io.SeekEnd:
-		f.pos = f.d.size + offset
+		f.pos = int64(len(f.d.data)) + offset
 	}
 	return f.pos, nil
 }
@@ -344,7 +281,21 @@ func (f *memFile) Seek(offset int64, whence int) (int64, error) {
 func (f *memFile) Truncate(size int64) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	f.d.truncate(size)
+	if size < int64(len(f.d.data)) {
+		f.d.data = f.d.data[:size]
+	} else if size > int64(len(f.d.data)) {
+		if size > int64(cap(f.d.data)) {
+			newCap := max(int64(cap(f.d.data))*2, size)
+			grown := make([]byte, size, newCap)
+			copy(grown, f.d.data)
+			f.d.data = grown
+		} else {
+			// Zero the new bytes (POSIX truncate extension fills with zeros).
+			prev := len(f.d.data)
+			f.d.data = f.d.data[:size]
+			clear(f.d.data[prev:])
+		}
+	}
 	f.d.modTime = time.Now()
 	return nil
 }
