@@ -456,10 +456,10 @@ func (s *Server) top(by, site string, limit int) *TopResult {
 	return res
 }
 
-// handlePlan is GET /v1/plan?budget=&period=&site=&policy=&start=.
+// handlePlan is GET /v1/plan?budget=&period=&site=&policy=&start=&weights=&host_cap=.
 func (s *Server) handlePlan(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	if err := params(q, "budget", "period", "site", "policy", "start"); err != nil {
+	if err := params(q, "budget", "period", "site", "policy", "start", "weights", "host_cap"); err != nil {
 		return nil, err
 	}
 	pc := s.cfg.Plan
@@ -479,9 +479,20 @@ func (s *Server) handlePlan(r *http.Request) (any, error) {
 		}
 		period = d
 	}
+	hostCap := -1 // the configured default
+	if v := q.Get("host_cap"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, badRequest("host_cap must be an integer >= 0 (visits per host per period, 0: none), got %q", v)
+		}
+		hostCap = n
+	}
+	if w := q.Get("weights"); w != "" && !validWeights(w) {
+		return nil, badRequest("weights must be one of %s, got %q", strings.Join(WeightModes, ", "), w)
+	}
 	policy := q.Get("policy")
 	if policy == "" {
-		policy = PolicyCGM
+		policy = DefaultPolicy
 	}
 	known := false
 	for _, p := range Policies {
@@ -502,9 +513,7 @@ func (s *Server) handlePlan(r *http.Request) (any, error) {
 		start = time.Now().UTC()
 	}
 	site := strings.ToLower(q.Get("site"))
-	res := makePlan(s.idx.Candidates(site, 0), policy, budget, start, period, pc)
-	res.Site = site
-	return &res, nil
+	return s.Plan(PlanRequest{Policy: policy, Budget: budget, Period: period, Start: start, Site: site, Weights: q.Get("weights"), HostCap: hostCap})
 }
 
 // AlertsResult is /v1/alerts's response: alert records as published,

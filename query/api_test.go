@@ -437,6 +437,8 @@ func checkErrors(t *testing.T, e *env) {
 		{"/v1/plan?period=soon", 400, "period"},
 		{"/v1/plan?period=10s", 400, "period"},
 		{"/v1/plan?policy=random", 400, "policy"},
+		{"/v1/plan?weights=pagerank", 400, "weights"},
+		{"/v1/plan?host_cap=-1", 400, "host_cap"},
 		{"/v1/plan?start=yesterday", 400, "start"},
 		{"/v1/alerts?since=last-week", 400, "since"},
 		{"/v1/objects/view", 400, "url"},

@@ -1,6 +1,7 @@
 package query_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestConfigDefaults(t *testing.T) {
 		DefaultLimit: query.DefaultLimit, MaxLimit: query.DefaultMaxLimit, Profile: parse.ProfileChangerate,
 		Plan: query.PlanConfig{MinRevisit: query.DefaultMinRevisit, MaxRevisit: query.DefaultMaxRevisit,
 			Budget: query.DefaultPlanBudget, Period: query.DefaultPlanPeriod, MaxBudget: query.DefaultMaxBudget}}
-	if got := (query.Config{}).WithDefaults(); got != want {
+	if got := (query.Config{}).WithDefaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Config{}.WithDefaults() =\n%+v\nwant\n%+v", got, want)
 	}
 	if got := (query.IndexConfig{}).WithDefaults(); got != (query.IndexConfig{MaxObjects: query.DefaultIndexObjects, MaxAlerts: query.DefaultIndexAlerts}) {

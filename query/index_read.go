@@ -137,6 +137,9 @@ type Candidate struct {
 	Lo, Hi    float64
 	AsOf      time.Time
 	NextVisit time.Time // zero: none
+	// AccessRate is the object's access-rate estimate (per second), 0
+	// when it has none.
+	AccessRate float64
 }
 
 // Candidates returns the objects with a change estimate on site ("": all),
@@ -160,6 +163,9 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 		c := Candidate{Object: name, Site: x.sites[x.meta[it.slot].site].name, Rate: s.v, Lo: s.lo, Hi: s.hi, AsOf: time.UnixMilli(e.asOf).UTC()}
 		if e.nextVisit != 0 {
 			c.NextVisit = time.UnixMicro(e.nextVisit).UTC()
+		}
+		if e.has&hasAccess != 0 {
+			c.AccessRate = e.s[byAccess].v
 		}
 		out = append(out, c)
 	}

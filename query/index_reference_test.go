@@ -346,6 +346,9 @@ func (x *refIndex) Candidates(site string, limit int) []Candidate {
 		if e.nextVisit != 0 {
 			c.NextVisit = time.UnixMicro(e.nextVisit).UTC()
 		}
+		if e.s[byAccess].has {
+			c.AccessRate = e.s[byAccess].v
+		}
 		out = append(out, c)
 		return limit <= 0 || len(out) < limit
 	}

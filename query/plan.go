@@ -39,10 +39,21 @@ const (
 	// cycle, at its start.
 	PolicyNtoulasGreedy       = "ntoulas-greedy"
 	PolicyNtoulasProportional = "ntoulas-proportional"
+	// PolicyFreshness (the default): Cho & Garcia-Molina 2003's
+	// freshness-optimal allocation of the budget (plan.Allocate), with
+	// importance weights and per-host politeness caps; objects not worth
+	// a visit get none and are listed in left_out.
+	PolicyFreshness = "freshness"
+	// PolicyLambdaCrawl: Kolobov et al. 2019's staleness-cost allocation
+	// for objects whose changes are seen only at visits (plan.Allocate).
+	PolicyLambdaCrawl = "lambdacrawl"
+	// DefaultPolicy is /v1/plan's and --plan-out's policy when none is
+	// given.
+	DefaultPolicy = PolicyFreshness
 )
 
 // Policies lists the policies of /v1/plan.
-var Policies = []string{PolicyCGM, PolicyUniform, PolicyProportional, PolicyMalcolm, PolicyNtoulasGreedy, PolicyNtoulasProportional}
+var Policies = []string{PolicyFreshness, PolicyLambdaCrawl, PolicyCGM, PolicyUniform, PolicyProportional, PolicyMalcolm, PolicyNtoulasGreedy, PolicyNtoulasProportional}
 
 // PlanConfig holds the planning configuration. The zero value of every
 // field means its documented default (WithDefaults fills them in).
@@ -57,6 +68,14 @@ type PlanConfig struct {
 	// MaxBudget bounds a request's budget (the response lists every visit).
 	// Default 100000.
 	MaxBudget int
+	// HostCap is the default politeness cap of the freshness and
+	// lambdacrawl policies: at most this many visits per host (site) per
+	// period; 0: none. HostCaps overrides it per site.
+	HostCap  int
+	HostCaps map[string]int
+	// Weights are the importance weights of weights=given, by object
+	// (canonical URL) or site; an object found under neither weighs 1.
+	Weights map[string]float64
 }
 
 // Defaults of PlanConfig.
@@ -102,6 +121,19 @@ func (c PlanConfig) Validate() error {
 	if c.Period < 0 {
 		errs = append(errs, fmt.Errorf("query: Plan.Period %s must be positive", c.Period))
 	}
+	if c.HostCap < 0 {
+		errs = append(errs, fmt.Errorf("query: Plan.HostCap %d must be >= 0", c.HostCap))
+	}
+	for h, v := range c.HostCaps {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("query: Plan.HostCaps[%q] %d must be >= 1", h, v))
+		}
+	}
+	for k, v := range c.Weights {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("query: Plan.Weights[%q] %v must be finite and >= 0", k, v))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -130,24 +162,31 @@ type PlanResult struct {
 	// MinRevisitS and MaxRevisitS are the bounds applied.
 	MinRevisitS float64 `json:"min_revisit_s"`
 	MaxRevisitS float64 `json:"max_revisit_s"`
+	PlanReport
 }
 
-// makePlan plans budget fetches in [start, start+period) over cands.
-func makePlan(cands []Candidate, policy string, budget int, start time.Time, period time.Duration, cfg PlanConfig) PlanResult {
-	res := PlanResult{Policy: policy, Budget: budget, PeriodS: period.Seconds(), Start: start, Objects: len(cands),
+// makePlan plans req.Budget fetches in [start, start+period] over cands.
+func makePlan(cands []Candidate, req PlanRequest, cfg PlanConfig) PlanResult {
+	policy, budget, start, period := req.Policy, req.Budget, req.Start, req.Period
+	res := PlanResult{Policy: policy, Site: req.Site, Budget: budget, PeriodS: period.Seconds(), Start: start, Objects: len(cands),
 		Visits: []Visit{}, MinRevisitS: cfg.MinRevisit.Seconds(), MaxRevisitS: cfg.MaxRevisit.Seconds()}
+	res.LeftOut = []PlanLeftOut{}
 	if len(cands) == 0 || budget == 0 {
 		return res
 	}
 	P := period.Seconds()
 	rates := make([]float64, len(cands))
 	for i, c := range cands {
-		if finite(c.Rate) && c.Rate > 0 {
+		if policy == PolicyFreshness || policy == PolicyLambdaCrawl {
+			rates[i] = plan.PlanningRate(c.Rate, c.Hi) // a 0 would never be visited again
+		} else if finite(c.Rate) && c.Rate > 0 {
 			rates[i] = c.Rate
 		}
 	}
 	var visits []Visit
 	switch policy {
+	case PolicyFreshness, PolicyLambdaCrawl:
+		return optimalPlan(res, cands, rates, req, cfg)
 	case PolicyNtoulasGreedy, PolicyNtoulasProportional:
 		visits = ntoulas(cands, rates, policy, budget, start, P)
 	case PolicyMalcolm:
@@ -214,6 +253,7 @@ func makePlan(cands []Candidate, policy string, budget int, start time.Time, per
 		res.ExpectedChangesDetected += v.Priority
 	}
 	res.Visits = visits
+	res.expectedFreshness(cands, rates, nil, P)
 	return res
 }
 

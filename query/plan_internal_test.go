@@ -71,3 +71,104 @@ func TestNtoulas(t *testing.T) {
 		t.Fatalf("proportional: %v, want %v (fast, slow, mid)", p, want)
 	}
 }
+
+// TestOptimalPlan: the freshness policy through the request path — host
+// caps hold in the visits listed, access weights leave out objects nobody
+// requests, and the expected freshness is plan.Allocate's.
+func TestOptimalPlan(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	var cands []Candidate
+	for i := 0; i < 12; i++ {
+		site := "a.example"
+		if i%3 == 0 {
+			site = "b.example"
+		}
+		c := Candidate{Object: fmt.Sprintf("http://%s/%d", site, i), Site: site, Rate: float64(i+1) / 86400, AsOf: start}
+		if i%4 != 0 {
+			c.AccessRate = float64(i) / 3600
+		}
+		cands = append(cands, c)
+	}
+	rates := make([]float64, len(cands))
+	for i, c := range cands {
+		rates[i] = c.Rate
+	}
+	cfg := PlanConfig{}.WithDefaults()
+	req := PlanRequest{Policy: PolicyFreshness, Budget: 30, Period: 24 * time.Hour, Start: start, Weights: WeightsUniform, HostCap: 8}
+	res := makePlan(cands, req, cfg)
+	per := map[string]int{}
+	for _, v := range res.Visits {
+		per[v.Object[7:16]]++
+	}
+	if per["b.example"] > 8 || per["a.example"] > 8 {
+		t.Errorf("visits per host %v over the cap 8", per)
+	}
+	if len(res.CappedHosts) == 0 {
+		t.Errorf("no capped host reported with 16 visits allowed of a budget of 30")
+	}
+	pages := make([]plan.Page, len(cands))
+	for i, c := range cands {
+		pages[i] = plan.Page{Rate: c.Rate, Weight: 1, Host: c.Site}
+	}
+	a, err := plan.Allocate(pages, plan.AllocConfig{Policy: plan.PolicyFreshness, Budget: 30.0 / 86400, MaxRate: 1 / cfg.MinRevisit.Seconds(), HostCap: 8.0 / 86400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(a.Freshness-res.ExpectedFreshness) > 1e-12 {
+		t.Errorf("expected freshness %g, plan.Allocate's %g", res.ExpectedFreshness, a.Freshness)
+	}
+	req.Weights, req.HostCap = WeightsAccess, 0
+	res = makePlan(cands, req, cfg)
+	out := map[string]string{}
+	for _, l := range res.LeftOut {
+		out[l.Object] = l.Reason
+	}
+	for i, c := range cands {
+		if i%4 == 0 && out[c.Object] != plan.ReasonNoWeight {
+			t.Errorf("%s has no accesses: left out %q, want %q", c.Object, out[c.Object], plan.ReasonNoWeight)
+		}
+	}
+	for _, v := range res.Visits {
+		if out[v.Object] != "" {
+			t.Errorf("%s is visited and listed as left out (%s)", v.Object, out[v.Object])
+		}
+	}
+}
+
+// TestOptimalPlanZeroAndMaxRevisit: an object whose estimate is 0 is
+// planned at its upper bound (never left out as never changing), and
+// MaxRevisit does not force visits beyond the optimum: with N/30 visits a
+// day, the optimum leaves the fastest objects without a visit in 30 days
+// (not worth one), where forcing the bound would visit every object once.
+func TestOptimalPlanZeroAndMaxRevisit(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	var cands []Candidate
+	for i := 0; i < 60; i++ {
+		rate := math.Pow(10, -7+3*float64(i)/60) // 1e-7 … 1e-4 per second
+		cands = append(cands, Candidate{Object: fmt.Sprintf("http://a.example/%d", i), Site: "a.example", Rate: rate, Hi: 2 * rate, AsOf: start})
+	}
+	cands[0].Rate, cands[0].Hi = 0, 1e-6
+	rates := make([]float64, len(cands))
+	for i, c := range cands {
+		rates[i] = plan.PlanningRate(c.Rate, c.Hi)
+	}
+	cfg := PlanConfig{}.WithDefaults()
+	res := makePlan(cands, PlanRequest{Policy: PolicyFreshness, Budget: 60, Period: 30 * 24 * time.Hour, Start: start, Weights: WeightsUniform}, cfg)
+	for _, l := range res.LeftOut {
+		if l.Object == cands[0].Object && l.Reason == plan.ReasonNeverChanges {
+			t.Errorf("the zero estimate is left out as never changing")
+		}
+	}
+	notWorth := 0
+	for _, l := range res.LeftOut {
+		if l.Reason == plan.ReasonNotWorth {
+			notWorth++
+		}
+	}
+	if notWorth == 0 {
+		t.Errorf("every object visited within the 30-day MaxRevisit (60 visits per 30 days over 60 objects of rates 1e-7…1e-4/s): the bound forced the plan to uniform")
+	}
+	if len(res.Visits) == 0 || len(res.Visits) > 60 {
+		t.Errorf("%d visits for a budget of 60", len(res.Visits))
+	}
+}

@@ -99,6 +99,12 @@ type config struct {
 	MaxRevisit         time.Duration      `envconfig:"MAX_REVISIT" desc:"longest revisit interval of next_visit and of /v1/plan"`
 	PlanBudget         int                `envconfig:"PLAN_BUDGET" desc:"default budget (fetches per period) of /v1/plan"`
 	PlanPeriod         time.Duration      `envconfig:"PLAN_PERIOD" desc:"default period of /v1/plan"`
+	PlanPolicy         string             `envconfig:"PLAN_POLICY" desc:"policy of --plan-out: freshness, lambdacrawl, cgm, uniform, proportional, malcolm, ntoulas-greedy or ntoulas-proportional (see /v1/plan)"`
+	PlanWeights        string             `envconfig:"PLAN_WEIGHTS" desc:"importance weights of --plan-out: uniform, access (measured access rates) or a file of object-or-site<TAB>weight lines (weights=given of /v1/plan, which uses it too)"`
+	PlanHostCap        int                `envconfig:"PLAN_HOST_CAP" desc:"politeness cap of --plan-out and /v1/plan: visits per host per period (0: none)"`
+	PlanOut            string             `envconfig:"PLAN_OUT" desc:"filter mode: when the input ends, write the plan of PLAN_BUDGET visits over PLAN_PERIOD (PLAN_POLICY, PLAN_WEIGHTS, PLAN_HOST_CAP) to this file (- for stdout), the answer /v1/plan gives on the same estimates"`
+	// planWeights is PLAN_WEIGHTS's file, read by validateQuery.
+	planWeights map[string]float64
 	// httpSet: HTTP_ADDR was given (variable or flag), so the filter mode
 	// serves HTTP too.
 	httpSet bool

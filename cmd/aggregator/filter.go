@@ -449,7 +449,7 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 	httpOn := cfg.httpSet && cfg.HTTP.Addr != ""
 	var api *query.Server
 	opts := []aggregate.Option{aggregate.WithLocalInput()}
-	if httpOn {
+	if httpOn || cfg.PlanOut != "" { // the plan is the query API's, on its index
 		q, err := newQuery(cfg, store, sink, query.SinglePartition{Topic: cfg.Topics.Observations}, logger)
 		if err != nil {
 			return err
@@ -519,5 +519,11 @@ func runFilter(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr
 		}
 	}
 	sum.write(stderr)
-	return sum.verdict()
+	if err := sum.verdict(); err != nil {
+		return err
+	}
+	if cfg.PlanOut != "" {
+		return writePlan(api, cfg, stdout)
+	}
+	return nil
 }

@@ -18,7 +18,8 @@ import (
 func (c *config) queryConfig() query.Config {
 	return query.Config{
 		Token: c.APIToken, Timeout: c.APITimeout, MaxRequestBytes: int(c.APIMaxRequestBytes), Profile: c.URLProfile,
-		Plan: query.PlanConfig{MinRevisit: c.MinRevisit, MaxRevisit: c.MaxRevisit, Budget: c.PlanBudget, Period: c.PlanPeriod},
+		Plan: query.PlanConfig{MinRevisit: c.MinRevisit, MaxRevisit: c.MaxRevisit, Budget: c.PlanBudget, Period: c.PlanPeriod,
+			HostCap: c.PlanHostCap, Weights: c.planWeights},
 	}
 }
 
@@ -71,6 +72,9 @@ func (c *config) validateQuery() error {
 	}
 	if c.PlanPeriod < time.Minute {
 		return fmt.Errorf("config: %s must be at least 1m, got %s", opt("PLAN_PERIOD"), c.PlanPeriod)
+	}
+	if err := c.validatePlan(); err != nil {
+		return err
 	}
 	if err := c.queryConfig().Validate(); err != nil {
 		return fmt.Errorf("config: %s_API_*: %w", envPrefix, err)

@@ -53,6 +53,9 @@ type Env struct {
 	exactOnly bool
 	// dataMissing lists the real-data sections skipped for want of data.
 	dataMissing []string
+	// Changes is -changes: the history of the closedloop and ttl sections
+	// ("": php/doc-en).
+	Changes string
 }
 
 // reps scales a replication count down in quick mode.
@@ -84,6 +87,8 @@ var sections = []section{
 	{"best", bestSection},
 	{"nextyear", nextYearSection},
 	{"heldout", heldOutSection},
+	{"closedloop", closedLoopSection},
+	{"ttl", ttlSection},
 }
 
 // sectionNames lists the names of sections in report order.
@@ -157,9 +162,12 @@ func selectSections(only string, given bool) ([]section, error) {
 // options is the parsed command line.
 type options struct {
 	out, data string
-	quick     bool
-	seed      uint64
-	sections  []section
+	// changes is a changes TSV (path<TAB>unix time) for the closedloop and
+	// ttl sections instead of php/doc-en's.
+	changes  string
+	quick    bool
+	seed     uint64
+	sections []section
 }
 
 // parseArgs parses the command line; its errors other than flag.ErrHelp are
@@ -172,6 +180,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "docs/eval", "output directory for REPORT.md and the plots")
 	fs.StringVar(&o.data, "data", "", "directory with php-doc-en-history/ and nasa-http-19950801/ (default ../shared/data relative to the repository)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer replications and coarser grids (CI)")
+	fs.StringVar(&o.changes, "changes", "", "closedloop and ttl: a changes TSV (path<TAB>unix time, gzip or plain) to run on instead of php/doc-en")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every simulation")
 	only := fs.String("only", "", "comma-separated section names to run (default all; the sections are listed above)")
 	fs.Usage = func() {
@@ -237,7 +246,7 @@ func run(o options, stderr io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	env := &Env{R: &Report{dir: o.out}, Quick: o.quick, Seed: o.seed, Data: o.data, Procs: runtime.GOMAXPROCS(0)}
+	env := &Env{R: &Report{dir: o.out}, Quick: o.quick, Seed: o.seed, Data: o.data, Procs: runtime.GOMAXPROCS(0), Changes: o.changes}
 	start := time.Now()
 	body := &Report{dir: o.out}
 	env.R = body

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,14 +23,26 @@ const bulkThreshold = 200
 
 // readPHP returns the true change times of every page, bulk commits removed.
 func readPHP(dir string) (map[string][]float64, int, error) {
-	f, err := os.Open(filepath.Join(dir, "php-doc-en-history", "git-file-changes.tsv.gz"))
+	return readChanges(filepath.Join(dir, "php-doc-en-history", "git-file-changes.tsv.gz"))
+}
+
+// readChanges reads a changes TSV (path<TAB>unix time per change, gzip or
+// plain): the change times of every path, commits touching bulkThreshold
+// paths or more removed, same-second duplicates merged.
+func readChanges(path string) (map[string][]float64, int, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, 0, err
+	br := bufio.NewReader(f)
+	var zr io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, 0, err
+		}
+		zr = gz
 	}
 	type row struct {
 		path string

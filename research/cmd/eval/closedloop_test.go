@@ -1,0 +1,93 @@
+package main
+
+import (
+	"math"
+	"testing"
+
+	"github.com/changerate/changerate/plan"
+)
+
+// The adaptive schedulers' interval rules with their shipped defaults.
+func TestAdaptivePolicies(t *testing.T) {
+	n := nutchPolicy()
+	n.replan(0, &loopState{last: make([]float64, 1)})
+	n.visited(0, 0, false)
+	if want := 30 * loopDay * 1.4; math.Abs(n.iv[0]-want) > 1e-6 {
+		t.Errorf("Nutch unchanged: %g, want ×1.4 of 30 days %g", n.iv[0], want)
+	}
+	n.visited(0, 0, true)
+	if want := 30 * loopDay * 1.4 * 0.8; math.Abs(n.iv[0]-want) > 1e-6 {
+		t.Errorf("Nutch changed: %g, want ×0.8: %g", n.iv[0], want)
+	}
+	for range 20 {
+		n.visited(0, 0, false)
+	}
+	if n.iv[0] != 90*loopDay {
+		t.Errorf("Nutch: %g, want the 90-day cap", n.iv[0])
+	}
+	s := stormPolicy()
+	s.replan(0, &loopState{last: make([]float64, 1)})
+	s.visited(0, 0, true)
+	if want := 0.5*loopDay + 0.5*3600; math.Abs(s.iv[0]-want) > 1e-9 {
+		t.Errorf("StormCrawler changed: %g, want halfway from 1 day to 1 h: %g", s.iv[0], want)
+	}
+	s.visited(0, 0, false)
+	if want := 1.5 * (0.5*loopDay + 0.5*3600); math.Abs(s.iv[0]-want) > 1e-9 {
+		t.Errorf("StormCrawler unchanged: %g, want ×1.5: %g", s.iv[0], want)
+	}
+}
+
+// runLoop's score on a hand-made world: one page, visited once a day from
+// T0 (uniform policy), changing at S + 0.25 day and S + 0.5 day and S +
+// 10.75 days; scored year (S, S + 3 days·…]: the page is stale from a
+// change until the next whole day's visit.
+func TestRunLoopScore(t *testing.T) {
+	T0 := 0.0
+	w := &loopWorld{names: []string{"p"}, T0: T0, S: T0 + loopYear, T1: T0 + 2*loopYear}
+	S := w.S
+	w.ev = [][]float64{{S + 0.25*loopDay, S + 0.5*loopDay, S + 10.75*loopDay}}
+	w.truth = []float64{3 / (2 * loopYear)}
+	w.past = []float64{0}
+	pol := &allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower}}
+	res := runLoop(w, pol, 1, loopDay)
+	// visits at whole days from T0; S is a whole day. Stale: (S+0.25d,
+	// S+1d] with one change for 0.25 d and two for 0.5 d; (S+10.75d,
+	// S+11d] one change.
+	staleOne := 0.25*loopDay + 0.25*loopDay
+	staleTwo := 0.5 * loopDay
+	span := w.T1 - w.S
+	if want := 1 - (staleOne+staleTwo)/span; math.Abs(res.freshness-want) > 1e-12 {
+		t.Errorf("freshness %.12f, want %.12f", res.freshness, want)
+	}
+	if want := (staleOne*1 + staleTwo*1.5) / span; math.Abs(res.cost-want) > 1e-12 {
+		t.Errorf("harmonic cost %.12g, want %.12g (H(1) = 1, H(2) = 1.5)", res.cost, want)
+	}
+	if res.visits != 365 {
+		t.Errorf("%d visits in the scored year, want 365", res.visits)
+	}
+}
+
+// cachePage's accounting: requests every 6 hours, one change at day 2.1,
+// a fixed TTL of one day (a heuristic whose cap binds).
+func TestCachePage(t *testing.T) {
+	var req []float64
+	for k := 1; k <= 16; k++ {
+		req = append(req, float64(k)*loopDay/4)
+	}
+	ev := []float64{-100 * loopDay, 2.1 * loopDay}
+	m := ttlMethod{squidFamily, 1, heuristicTTL(1, loopDay)}
+	stale, origin := cachePage(req, ev, m, 0, 0, newEstConfig())
+	// fetches at 0.25 and 1.25 d (a request at exactly the expiry goes
+	// to the origin), 2.25 d (Last-Modified 2.1 d: TTL 0.15 d), 2.5 d (TTL
+	// 0.4 d), 3.0 d (0.9 d), 4.0 d: 6 origin requests; no hit is stale.
+	if origin != 6 || stale != 0 {
+		t.Errorf("origin %g stale %g, want 6 and 0", origin, stale)
+	}
+	// a TTL of 1.5 days: fetches at 0.25, 1.75, 3.25; the copy of 1.75 d
+	// is stale at 2.25, 2.5, 2.75, 3.0 d.
+	m = ttlMethod{squidFamily, 1, heuristicTTL(1, 1.5*loopDay)}
+	stale, origin = cachePage(req, ev, m, 0, 0, newEstConfig())
+	if origin != 3 || stale != 4 {
+		t.Errorf("origin %g stale %g, want 3 and 4", origin, stale)
+	}
+}
