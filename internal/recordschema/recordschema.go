@@ -6,7 +6,6 @@ package recordschema
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -120,14 +119,4 @@ func Check(t testing.TB, kind string, record []byte) {
 	if err := Validate(kind, record); err != nil {
 		t.Error(err)
 	}
-}
-
-// CheckValue encodes v with encoding/json and checks it as kind.
-func CheckValue(t testing.TB, kind string, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("recordschema: encode %s: %v", kind, err)
-	}
-	Check(t, kind, b)
 }

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/changerate/changerate/internal/sim"
-	"github.com/changerate/changerate/plan"
+	"github.com/changerate/changerate/research/ntoulas"
 )
 
 // bitWorld: page p of site i changes in cycle c with probability rho[i],
@@ -105,8 +105,8 @@ func totalPages(w *bitWorld) int {
 
 // runCycles runs a policy for cycles cycles and returns the mean
 // ChangeRatio and the per-cycle fairness.
-func runCycles(w *bitWorld, cycles int, step func(c int, rng *rand.Rand) plan.Result, rng *rand.Rand, fair bool) (float64, []float64) {
-	var f plan.Fairness
+func runCycles(w *bitWorld, cycles int, step func(c int, rng *rand.Rand) ntoulas.Result, rng *rand.Rand, fair bool) (float64, []float64) {
+	var f ntoulas.Fairness
 	var fairness []float64
 	sum := 0.0
 	for c := 1; c <= cycles; c++ {
@@ -121,9 +121,9 @@ func runCycles(w *bitWorld, cycles int, step func(c int, rng *rand.Rand) plan.Re
 	return sum / float64(cycles), fairness
 }
 
-func sampling(pol plan.Policy, cfg plan.Config) func(*bitWorld) func(int, *rand.Rand) plan.Result {
-	return func(w *bitWorld) func(int, *rand.Rand) plan.Result {
-		return func(_ int, rng *rand.Rand) plan.Result {
+func sampling(pol ntoulas.Policy, cfg ntoulas.Config) func(*bitWorld) func(int, *rand.Rand) ntoulas.Result {
+	return func(w *bitWorld) func(int, *rand.Rand) ntoulas.Result {
+		return func(_ int, rng *rand.Rand) ntoulas.Result {
 			res, err := pol(w, cfg, rng)
 			if err != nil {
 				panic(err)
@@ -133,26 +133,26 @@ func sampling(pol plan.Policy, cfg plan.Config) func(*bitWorld) func(int, *rand.
 	}
 }
 
-func policyRatio(e *Env, w *bitWorld, name string, budget int, cfg plan.Config, cycles int, stream uint64) float64 {
+func policyRatio(e *Env, w *bitWorld, name string, budget int, cfg ntoulas.Config, cycles int, stream uint64) float64 {
 	w = w.clone() // runCycles moves the world's cycle: one copy per parallel run
 	rng := sim.NewRand(e.Seed, stream)
 	cfg.Budget = budget
-	var step func(int, *rand.Rand) plan.Result
+	var step func(int, *rand.Rand) ntoulas.Result
 	switch name {
 	case "RR":
-		var rr plan.RoundRobin
-		step = func(int, *rand.Rand) plan.Result { return rr.Cycle(w, budget) }
+		var rr ntoulas.RoundRobin
+		step = func(int, *rand.Rand) ntoulas.Result { return rr.Cycle(w, budget) }
 	case "Frq":
-		var f plan.Frequency
-		step = func(int, *rand.Rand) plan.Result { return f.Cycle(w, budget) }
+		var f ntoulas.Frequency
+		step = func(int, *rand.Rand) ntoulas.Result { return f.Cycle(w, budget) }
 	case "Prp":
-		step = sampling(plan.Proportional, cfg)(w)
+		step = sampling(ntoulas.Proportional, cfg)(w)
 	case "Grd":
-		step = sampling(plan.Greedy, cfg)(w)
+		step = sampling(ntoulas.Greedy, cfg)(w)
 	case "Adp":
-		step = sampling(plan.Adaptive, cfg)(w)
+		step = sampling(ntoulas.Adaptive, cfg)(w)
 	case "Oracle":
-		step = func(int, *rand.Rand) plan.Result { return plan.Oracle(w, budget) }
+		step = func(int, *rand.Rand) ntoulas.Result { return ntoulas.Oracle(w, budget) }
 	}
 	m, _ := runCycles(w, cycles, step, rng, false)
 	return m
@@ -162,7 +162,7 @@ func ntoulasSection(e *Env) {
 	r := e.R
 	r.H(2, "Cho & Ntoulas, \"Effective Change Detection using Sampling\"")
 	// ---- Fig. 1 (analytic)
-	ts := plan.TwoSites{Pages: 100, ChangedA: 70, ChangedB: 20, Budget: 100}
+	ts := ntoulas.TwoSites{Pages: 100, ChangedA: 70, ChangedB: 20, Budget: 100}
 	var xs, rr, gr, pr []float64
 	bestS, best := 0, 0.0
 	for s := 0; s <= 50; s++ {
@@ -213,12 +213,12 @@ func ntoulasSection(e *Env) {
 	names := []string{"RR", "Frq", "Prp", "Grd", "Adp"}
 	v6 := make([]float64, len(names))
 	parallel(len(names), e.Procs, func(i int) {
-		v6[i] = policyRatio(e, w, names[i], budget, plan.Config{}, cycles, 410+uint64(i))
+		v6[i] = policyRatio(e, w, names[i], budget, ntoulas.Config{}, cycles, 410+uint64(i))
 	})
 	nw := normalWorld(e.Seed)
 	v15 := make([]float64, len(names))
 	parallel(len(names), e.Procs, func(i int) {
-		v15[i] = policyRatio(e, nw, names[i], 100000, plan.Config{}, cycles, 420+uint64(i))
+		v15[i] = policyRatio(e, nw, names[i], 100000, ntoulas.Config{}, cycles, 420+uint64(i))
 	})
 	r.Bars("ntoulas_fig6_15.png", "C&N Fig. 6 (V-shaped) and Fig. 15 (normal): mean ChangeRatio over 5 cycles", "ChangeRatio", names,
 		[]Series{{Name: "V-shaped (Fig. 6)", Y: v6}, {Name: "N(0.5, 0.3) (Fig. 15)", Y: v15}})
@@ -253,9 +253,9 @@ func ntoulasSection(e *Env) {
 	parallel(2*len(ss), e.Procs, func(k int) {
 		i := k / 2
 		if k%2 == 0 {
-			g7[i] = policyRatio(e, w, "Grd", budget, plan.Config{SampleSize: ss[i]}, cycles, 430+uint64(i))
+			g7[i] = policyRatio(e, w, "Grd", budget, ntoulas.Config{SampleSize: ss[i]}, cycles, 430+uint64(i))
 		} else {
-			p7[i] = policyRatio(e, w, "Prp", budget, plan.Config{SampleSize: ss[i]}, cycles, 450+uint64(i))
+			p7[i] = policyRatio(e, w, "Prp", budget, ntoulas.Config{SampleSize: ss[i]}, cycles, 450+uint64(i))
 		}
 	})
 	var sx []float64
@@ -266,9 +266,9 @@ func ntoulasSection(e *Env) {
 			bi = i
 		}
 	}
-	sum := plan.SummariseRhos(w.rho, rRatio, 0.1)
-	thm2 := plan.OptimalSampleSize(N, rRatio, sum.FAtRhoT, sum.RhoBarR, sum.RhoBar)
-	thumb := plan.RuleOfThumb(N, rRatio)
+	sum := ntoulas.SummariseRhos(w.rho, rRatio, 0.1)
+	thm2 := ntoulas.OptimalSampleSize(N, rRatio, sum.FAtRhoT, sum.RhoBarR, sum.RhoBar)
+	thumb := ntoulas.RuleOfThumb(N, rRatio)
 	r.Plot(Fig{File: "ntoulas_fig7.png", Title: "C&N Fig. 7: ChangeRatio against sample size", XLabel: "sample size s", YLabel: "ChangeRatio", LogX: true,
 		Series: []Series{{Name: "greedy", X: sx, Y: g7}, {Name: "proportional", X: sx, Y: p7}}})
 	rows = nil
@@ -296,16 +296,16 @@ func ntoulasSection(e *Env) {
 	res8 := make([]r8, len(Rs))
 	parallel(len(Rs), e.Procs, func(i int) {
 		b := int(Rs[i] * scale)
-		res8[i].o = policyRatio(e, w, "Oracle", b, plan.Config{}, cycles, 470)
-		res8[i].g = policyRatio(e, w, "Grd", b, plan.Config{}, cycles, 471+uint64(i))
-		res8[i].rr = policyRatio(e, w, "RR", b, plan.Config{}, cycles, 472)
+		res8[i].o = policyRatio(e, w, "Oracle", b, ntoulas.Config{}, cycles, 470)
+		res8[i].g = policyRatio(e, w, "Grd", b, ntoulas.Config{}, cycles, 471+uint64(i))
+		res8[i].rr = policyRatio(e, w, "RR", b, ntoulas.Config{}, cycles, 472)
 		// subset sampling: subsets sized so that 18 % of their pages can be downloaded
-		sub := plan.Subset{GroupPages: int(float64(b) / 0.18)}
+		sub := ntoulas.Subset{GroupPages: int(float64(b) / 0.18)}
 		rng := sim.NewRand(e.Seed, 480+uint64(i))
-		cfg := plan.Config{Budget: b}
+		cfg := ntoulas.Config{Budget: b}
 		wi := w.clone()
-		res8[i].sub, _ = runCycles(wi, cycles, func(int, *rand.Rand) plan.Result {
-			res, err := sub.Cycle(wi, cfg, plan.Greedy, rng)
+		res8[i].sub, _ = runCycles(wi, cycles, func(int, *rand.Rand) ntoulas.Result {
+			res, err := sub.Cycle(wi, cfg, ntoulas.Greedy, rng)
 			if err != nil {
 				panic(err)
 			}
@@ -350,7 +350,7 @@ func ntoulasSection(e *Env) {
 	}
 	k11 := make([]float64, len(ks))
 	parallel(len(ks), e.Procs, func(i int) {
-		k11[i] = policyRatio(e, w, "Adp", budget, plan.Config{K: ks[i], Alpha: 0.9}, cycles, 500+uint64(i))
+		k11[i] = policyRatio(e, w, "Adp", budget, ntoulas.Config{K: ks[i], Alpha: 0.9}, cycles, 500+uint64(i))
 	})
 	var kx []float64
 	for _, k := range ks {
@@ -364,7 +364,7 @@ func ntoulasSection(e *Env) {
 	}
 	parallel(3*len(alphas), e.Procs, func(x int) {
 		j, i := x/len(alphas), x%len(alphas)
-		a12[j][i] = policyRatio(e, w, "Adp", budget, plan.Config{K: kk[j], Alpha: alphas[i]}, cycles, 520+uint64(x))
+		a12[j][i] = policyRatio(e, w, "Adp", budget, ntoulas.Config{K: kk[j], Alpha: alphas[i]}, cycles, 520+uint64(x))
 	})
 	var ser []Series
 	for j, k := range kk {
@@ -383,7 +383,7 @@ func ntoulasSection(e *Env) {
 	r.Table([]string{"setting", "ChangeRatio"}, rows)
 	k10 := k11[nearest(kx, 10)]
 	firstShare, firstLost := adaptiveFirstLoss(e, w, budget, 1, cycles, 0.5, 620)
-	k2 := policyRatio(e, w, "Adp", budget, plan.Config{K: 2, Alpha: 0.9}, cycles, 630)
+	k2 := policyRatio(e, w, "Adp", budget, ntoulas.Config{K: 2, Alpha: 0.9}, cycles, 630)
 	r.Verdict("C&N Fig. 11", "performance decreases as k grows; small loss up to k = 10",
 		fmt.Sprintf("k=1: %.3f, k=10: %.3f, k=%d: %.3f", k11[0], k10, ks[len(ks)-1], k11[len(ks)-1]),
 		[]check{
@@ -410,8 +410,8 @@ func ntoulasSection(e *Env) {
 	// ---- Fig. 13 fairness
 	r.H(3, "Fig. 13 — fairness of greedy")
 	rng := sim.NewRand(e.Seed, 540)
-	cfg := plan.Config{Budget: budget}
-	_, fair := runCycles(w, cycles, sampling(plan.Greedy, cfg)(w), rng, true)
+	cfg := ntoulas.Config{Budget: budget}
+	_, fair := runCycles(w, cycles, sampling(ntoulas.Greedy, cfg)(w), rng, true)
 	var cx []float64
 	for i := range fair {
 		cx = append(cx, float64(i+1))

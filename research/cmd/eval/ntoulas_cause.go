@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/internal/sim"
-	"github.com/changerate/changerate/plan"
+	"github.com/changerate/changerate/research/ntoulas"
 )
 
 // Cause experiments for the Cho & Ntoulas figures whose levels differ from
@@ -25,7 +25,7 @@ func persistent(w *bitWorld) *bitWorld {
 func fairnessAfter(e *Env, w *bitWorld, budget, cycles int, stream uint64) []float64 {
 	w = w.clone()
 	rng := sim.NewRand(e.Seed, stream)
-	_, fair := runCycles(w, cycles, sampling(plan.Greedy, plan.Config{Budget: budget})(w), rng, true)
+	_, fair := runCycles(w, cycles, sampling(ntoulas.Greedy, ntoulas.Config{Budget: budget})(w), rng, true)
 	return fair
 }
 
@@ -42,7 +42,7 @@ func greedySplit(e *Env, w *bitWorld, budget, s, cycles int, stream uint64) gree
 	var ns, cs, nr, cr float64
 	for c := 1; c <= cycles; c++ {
 		w.cycle = c
-		res, err := plan.Greedy(w, plan.Config{Budget: budget, SampleSize: s}, rng)
+		res, err := ntoulas.Greedy(w, ntoulas.Config{Budget: budget, SampleSize: s}, rng)
 		if err != nil {
 			panic(err)
 		}
@@ -85,7 +85,7 @@ func adaptiveFirstLoss(e *Env, w *bitWorld, budget, k, cycles int, hiRho float64
 	var nHi, dHi, lostPages float64
 	for c := 1; c <= cycles; c++ {
 		w.cycle = c
-		res, err := plan.Adaptive(w, plan.Config{Budget: budget, K: k, Alpha: 0.9}, rng)
+		res, err := ntoulas.Adaptive(w, ntoulas.Config{Budget: budget, K: k, Alpha: 0.9}, rng)
 		if err != nil {
 			panic(err)
 		}
@@ -170,4 +170,4 @@ func fig11Cause(share, lost, k1, k2, k10, kMax, hiRho, tol float64) string {
 		wilsonHi01(), 100*share, hiRho, lost, k2, k10, kMax, k10-k1)
 }
 
-func wilsonHi01() float64 { _, h := plan.Wilson(0, 1, 0.9); return h }
+func wilsonHi01() float64 { _, h := ntoulas.Wilson(0, 1, 0.9); return h }

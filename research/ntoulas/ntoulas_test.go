@@ -1,4 +1,4 @@
-package plan
+package ntoulas
 
 import (
 	"errors"
@@ -17,19 +17,6 @@ func (w fixedWorld) Pages(i int) int       { return w.pages[i] }
 func (w fixedWorld) Changed(i, p int) bool { return p < w.changed[i] }
 
 func rng(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 99)) }
-
-func TestApportionExample2(t *testing.T) {
-	// Example 2: 80 remaining downloads, 7 and 2 changed samples → 62 / 18.
-	got := Apportion(80, []float64{7, 2}, func(int) int { return 90 })
-	if got[0] != 62 || got[1] != 18 {
-		t.Errorf("Apportion = %v, want [62 18]", got)
-	}
-	// caps move the excess
-	got = Apportion(100, []float64{9, 1}, func(i int) int { return []int{50, 90}[i] })
-	if got[0] != 50 || got[1] != 50 {
-		t.Errorf("capped Apportion = %v, want [50 50]", got)
-	}
-}
 
 func TestTwoSitesFig1(t *testing.T) {
 	ts := TwoSites{Pages: 100, ChangedA: 70, ChangedB: 20, Budget: 100}
@@ -260,7 +247,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	err := Config{Budget: -1, SampleSize: -1, K: -1, Alpha: 2}.Validate()
 	for _, field := range []string{"Budget", "SampleSize", "K", "Alpha"} {
-		if err == nil || !strings.Contains(err.Error(), "plan: invalid config: "+field) {
+		if err == nil || !strings.Contains(err.Error(), "ntoulas: invalid config: "+field) {
 			t.Errorf("Validate = %v; does not name %s", err, field)
 		}
 	}

@@ -1,4 +1,4 @@
-// Package plan computes per-cycle download plans for a fixed budget over
+// Package ntoulas computes per-cycle download plans for a fixed budget over
 // sites (Cho & Ntoulas, "Effective Change Detection using Sampling"):
 // round-robin, change-frequency-based, proportional, greedy and adaptive
 // (Algorithm 3.1 with α and k) sampling policies, subset sampling for low
@@ -12,7 +12,7 @@
 // (§3.1). Policies are pure functions of the World, the Config and the
 // *rand.Rand; stateful policies (RoundRobin, Frequency, Subset) keep their
 // state in their own value and are not safe for concurrent use.
-package plan
+package ntoulas
 
 import (
 	"errors"
@@ -20,10 +20,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/changerate/changerate/plan"
 )
 
 // ErrInvalid is wrapped by every Validate error of this package.
-var ErrInvalid = errors.New("plan: invalid config")
+var ErrInvalid = errors.New("ntoulas: invalid config")
 
 // World is the state of the sources in one download cycle.
 type World interface {
@@ -250,70 +252,11 @@ func Proportional(w World, cfg Config, rng *rand.Rand) (Result, error) {
 			weight[i] = float64(c.remaining(i))
 		}
 	}
-	alloc := Apportion(c.budget, weight, func(i int) int { return c.remaining(i) })
+	alloc := plan.Apportion(c.budget, weight, func(i int) int { return c.remaining(i) })
 	for i, a := range alloc {
 		c.takeN(i, a)
 	}
 	return c.res, nil
-}
-
-// Apportion splits total into integers ∝ weight, each at most capOf(i):
-// capped shares are fixed and the rest re-split; fractional parts are
-// rounded by largest remainder. The sum is min(total, Σ caps over positive
-// weights).
-func Apportion(total int, weight []float64, capOf func(int) int) []int {
-	m := len(weight)
-	alloc := make([]int, m)
-	active := make([]bool, m)
-	for i, wt := range weight {
-		active[i] = wt > 0 && capOf(i) > 0
-	}
-	left := total
-	for left > 0 {
-		sum := 0.0
-		for i := range weight {
-			if active[i] {
-				sum += weight[i]
-			}
-		}
-		if sum == 0 {
-			break
-		}
-		capped := false
-		for i := range weight {
-			if active[i] && float64(left)*weight[i]/sum >= float64(capOf(i)-alloc[i]) {
-				left -= capOf(i) - alloc[i]
-				alloc[i] = capOf(i)
-				active[i] = false
-				capped = true
-			}
-		}
-		if capped {
-			continue
-		}
-		type rem struct {
-			i int
-			f float64
-		}
-		var rems []rem
-		given := 0
-		for i := range weight {
-			if active[i] {
-				share := float64(left) * weight[i] / sum
-				fl := int(math.Floor(share))
-				alloc[i] += fl
-				given += fl
-				rems = append(rems, rem{i, share - float64(fl)})
-			}
-		}
-		sort.SliceStable(rems, func(a, b int) bool { return rems[a].f > rems[b].f })
-		for k := 0; given < left && k < len(rems); k++ {
-			alloc[rems[k].i]++
-			given++
-		}
-		left = 0
-	}
-	return alloc
 }
 
 // Wilson returns the Wilson score interval of a binomial proportion with
