@@ -244,24 +244,35 @@ func (c *Change) chooseVisit(cfg *Config, withCI bool, pre *visitEstimates, m *q
 		lg := math.Log(garwoodSpan(cfg, m))
 		f := float64(n) / c.Span()
 		var risk [4]float64
-		for _, q := range pilotQuantiles {
-			var r float64
-			if lm {
+		if lm {
+			for _, q := range pilotQuantiles {
 				// Gamma(X + ½, T) of the Fig. 10 likelihood λ^X e^{−λT}.
-				r = m.gamma(float64(c.lmX)+0.5, q, 1-q) / c.lmExposure() / f
-			} else {
-				r = thetaToRatio(m.beta(float64(c.changes)+cfg.BetaAlpha, float64(n-c.changes)+cfg.BetaBeta, q))
-			}
-			if !(r > 0) || math.IsInf(r, 1) {
-				continue
-			}
-			rn, ri, rb := binomialRisks(n, r, cfg.BetaAlpha, cfg.BetaBeta, lg)
-			risk[0] += rn
-			risk[1] += ri
-			risk[2] += rb
-			if lm {
+				r := m.gamma(float64(c.lmX)+0.5, q, 1-q) / c.lmExposure() / f
+				if !(r > 0) || math.IsInf(r, 1) {
+					continue
+				}
+				rn, ri, rb := binomialRisks(n, r, cfg.BetaAlpha, cfg.BetaBeta, lg)
+				risk[0] += rn
+				risk[1] += ri
+				risk[2] += rb
 				risk[3] += lastModRisk(c.lmN, r, lg)
 			}
+		} else {
+			// Without Last-Modified the risks depend on n and X only.
+			v := m.visitRisks(n, c.changes, cfg.BetaAlpha, cfg.BetaBeta, lg, func() (v [3]float64) {
+				for _, q := range pilotQuantiles {
+					r := thetaToRatio(m.beta(float64(c.changes)+cfg.BetaAlpha, float64(n-c.changes)+cfg.BetaBeta, q))
+					if !(r > 0) || math.IsInf(r, 1) {
+						continue
+					}
+					rn, ri, rb := binomialRisks(n, r, cfg.BetaAlpha, cfg.BetaBeta, lg)
+					v[0] += rn
+					v[1] += ri
+					v[2] += rb
+				}
+				return v
+			})
+			risk[0], risk[1], risk[2] = v[0], v[1], v[2]
 		}
 		cands[0], cands[1], cands[2] = candidate{visitNaive, risk[0]}, candidate{visitImproved, risk[1]}, candidate{visitBayes, risk[2]}
 		nc = 3

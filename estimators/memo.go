@@ -13,7 +13,42 @@ import "math"
 //
 // The memo belongs to an Estimates value (the caller's scratch): no state is
 // shared between callers and the package stays pure.
-type quantileMemo [memoSlots]memoEntry
+//
+// It also remembers the best-estimate rule's risks of regular visits
+// without Last-Modified (B6), which depend only on the numbers of
+// intervals and changes, the prior and the cap: the sums of exact binomial
+// terms at five posterior quantiles were 14 % of the live shape's CPU.
+type quantileMemo struct {
+	q     [memoSlots]memoEntry
+	risks [riskSlots]riskEntry
+}
+
+const riskSlots = 1 << 8
+
+// riskEntry is one remembered B6 risk triple (naive, cgm_improved,
+// bayes_beta) for n intervals and x changes under Beta(a, b) and cap lg;
+// n = 0 marks an empty slot (the rule needs MinIntervals ≥ 1).
+type riskEntry struct {
+	n, x     int64
+	a, b, lg float64
+	risk     [3]float64
+}
+
+// visitRisks returns compute() through the memo (m may be nil): the B6
+// risks of n regular intervals with x changes.
+func (m *quantileMemo) visitRisks(n, x int64, a, b, lg float64, compute func() [3]float64) [3]float64 {
+	if m == nil || n <= 0 {
+		return compute()
+	}
+	h := mix64(mix64(uint64(n)<<32^uint64(x)) ^ math.Float64bits(a) ^ math.Float64bits(b)<<1 ^ math.Float64bits(lg)<<2)
+	e := &m.risks[h>>(64-8)]
+	if e.n == n && e.x == x && e.a == a && e.b == b && e.lg == lg {
+		return e.risk
+	}
+	r := compute()
+	*e = riskEntry{n, x, a, b, lg, r}
+	return r
+}
 
 const (
 	memoBits  = 10
@@ -44,7 +79,7 @@ func (m *quantileMemo) gamma(a, p, q float64) float64 {
 	if m == nil {
 		return gammaQuantile(a, p, q)
 	}
-	e := &m[memoSlot(a, 0, p)]
+	e := &m.q[memoSlot(a, 0, p)]
 	if e.a == a && e.b == 0 && e.p == p {
 		return e.x
 	}
@@ -58,7 +93,7 @@ func (m *quantileMemo) beta(a, b, p float64) float64 {
 	if m == nil {
 		return betaQuantile(a, b, p)
 	}
-	e := &m[memoSlot(a, b, p)]
+	e := &m.q[memoSlot(a, b, p)]
 	if e.a == a && e.b == b && e.p == p {
 		return e.x
 	}
