@@ -243,6 +243,14 @@ func makePlan(cands []Candidate, req PlanRequest, cfg PlanConfig) PlanResult {
 	if len(visits) > budget {
 		visits = visits[:budget]
 	}
+	res.setVisits(visits)
+	res.expectedFreshness(cands, rates, nil, P)
+	return res
+}
+
+// setVisits makes visits the plan's, in due-time order (then by object),
+// and adds up their expected changes detected.
+func (res *PlanResult) setVisits(visits []Visit) {
 	sort.SliceStable(visits, func(i, j int) bool {
 		if !visits[i].Due.Equal(visits[j].Due) {
 			return visits[i].Due.Before(visits[j].Due)
@@ -253,8 +261,6 @@ func makePlan(cands []Candidate, req PlanRequest, cfg PlanConfig) PlanResult {
 		res.ExpectedChangesDetected += v.Priority
 	}
 	res.Visits = visits
-	res.expectedFreshness(cands, rates, nil, P)
-	return res
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -275,16 +275,7 @@ func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanReq
 			res.BudgetUnusedReason = "the revisit bound and host caps allow no more visits"
 		}
 	}
-	sort.SliceStable(visits, func(i, j int) bool {
-		if !visits[i].Due.Equal(visits[j].Due) {
-			return visits[i].Due.Before(visits[j].Due)
-		}
-		return visits[i].Object < visits[j].Object
-	})
-	for _, v := range visits {
-		res.ExpectedChangesDetected += v.Priority
-	}
-	res.Visits = visits
+	res.setVisits(visits)
 	idx := make([]int, 0, len(leftOut))
 	for i := range leftOut {
 		idx = append(idx, i)

@@ -245,6 +245,11 @@ func (r *Redis) claim(ctx context.Context, op string, script *redis.Script, p Pa
 	default:
 		return 0, fmt.Errorf("state: %s %v: unexpected script code %d", op, p, code)
 	}
+	return parseNext(op, p, next)
+}
+
+// parseNext reads a partition's stored next offset ("" is none: -1).
+func parseNext(op string, p Partition, next string) (int64, error) {
 	if next == "" {
 		return -1, nil
 	}

@@ -174,14 +174,7 @@ func (r *Redis) claimBuckets(ctx context.Context, op string, p Partition, epoch 
 		r.parts[p] = &rpart{nb: nb, epoch: epoch, claimed: true, sweep: sweep{nb: nb, cursor: cursor % nb}.restart(unixMS(r.now()))}
 	}
 	r.partMu.Unlock()
-	if next == "" {
-		return -1, nil
-	}
-	n, err := strconv.ParseInt(next, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("state: %s %v: stored offset %q: %w", op, p, next, err)
-	}
-	return n, nil
+	return parseNext(op, p, next)
 }
 
 // getBuckets reads objects with one HMGET per touched bucket (pipelined),
