@@ -1,16 +1,11 @@
 package aggregate
 
 import (
-	"bufio"
-	"compress/gzip"
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 
 	"github.com/changerate/changerate/internal/sim"
-	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
 )
 
@@ -20,38 +15,7 @@ const phpDoc = "../../shared/data/php-doc-en-history/git-file-changes.tsv.gz"
 
 // loadPHPDoc reads phpDoc as `ingest --format=changes-tsv` does, in time
 // order.
-func loadPHPDoc() ([]records.Observation, error) {
-	f, err := os.Open(phpDoc)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	p, err := parse.New("changes-tsv", parse.Config{})
-	if err != nil {
-		return nil, err
-	}
-	var out []records.Observation
-	sc := bufio.NewScanner(zr)
-	for line := int64(1); sc.Scan(); line++ {
-		// a source and offset, as ingest gives them: a file changed twice
-		// in one second (679 lines) is two observations, not a duplicate
-		var o records.Observation
-		if err := p.Parse(sc.Bytes(), &o); err != nil {
-			if errors.Is(err, parse.ErrSkip) {
-				continue
-			}
-			return nil, err
-		}
-		o.Source, o.Offset = "git-file-changes.tsv.gz", line
-		out = append(out, o)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, sc.Err()
-}
+func loadPHPDoc() ([]records.Observation, error) { return loadReal(phpDoc, "changes-tsv") }
 
 // phpDocBefore are the alert counts of php-doc before issue 36, measured
 // with the build of commit 95cbebe (`ingest --format=changes-tsv … |

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -24,8 +25,14 @@ var alertsReport = flag.String("alerts-report", "", "write the alerts evaluation
 // place from ../shared/data.
 const nasaDay = "../../shared/data/nasa-http-19950801/nasa_19950801.tsv.gz"
 
-func loadNASA() ([]records.Observation, error) {
-	f, err := os.Open(nasaDay)
+func loadNASA() ([]records.Observation, error) { return loadReal(nasaDay, "nasa-tsv") }
+
+// loadReal reads a real data file (gzip) with a format's parser, as ingest
+// does, in time order: each observation gets the file's name and its line
+// as source and offset (a git file changed twice in one second is two
+// observations, not a duplicate).
+func loadReal(path, format string) ([]records.Observation, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -34,14 +41,14 @@ func loadNASA() ([]records.Observation, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := parse.New("nasa-tsv", parse.Config{})
+	p, err := parse.New(format, parse.Config{})
 	if err != nil {
 		return nil, err
 	}
 	var out []records.Observation
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	for line := int64(1); sc.Scan(); line++ {
 		var o records.Observation
 		if err := p.Parse(sc.Bytes(), &o); err != nil {
 			if errors.Is(err, parse.ErrSkip) {
@@ -49,6 +56,7 @@ func loadNASA() ([]records.Observation, error) {
 			}
 			return nil, err
 		}
+		o.Source, o.Offset = filepath.Base(path), line
 		out = append(out, o)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
@@ -58,20 +66,7 @@ func loadNASA() ([]records.Observation, error) {
 // runObservations feeds observations (one partition, in order) through the
 // detector and returns the alerts.
 func runObservations(obs []records.Observation, m *Model) []records.Alert {
-	det := newDetector(m)
-	objs := map[string]*Object{}
-	var eff Effects
-	for i := range obs {
-		o := objs[obs[i].Object]
-		if o == nil {
-			o = &Object{}
-			objs[obs[i].Object] = o
-		}
-		eff.Reset()
-		det.apply(obs[i].Object, det.site(Site(obs[i].Object)), o, &obs[i], &eff)
-	}
-	det.flush()
-	return det.take()
+	return runWith(newDetector(m), obs)
 }
 
 // beforeModel reproduces the alerts before issue 14: every confirmed shift
