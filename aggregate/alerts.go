@@ -55,8 +55,8 @@ import (
 // "major" when the ratio is ≥ 2 (or ≤ 1/2), else "minor"; a site alert
 // takes the highest severity of its objects.
 //
-// The zero value of every field means its documented default (see
-// WithDefaults).
+// Start from DefaultAlertConfig: a field means what it holds, 0 included
+// where it documents a meaning for 0 (see WithDefaults).
 type AlertConfig struct {
 	// Period is the testing period of the multiple-testing adjustment (and
 	// the most an alert is held back). Default 1h; ≥ 1s.
@@ -71,11 +71,11 @@ type AlertConfig struct {
 	MinRatio float64
 	// MinEvents is the least number of points behind an alert: observed
 	// (increase) or expected (decrease) count since the change point.
-	// ZeroCount means 0. Default 8.
+	// 0 requires none. Default 8.
 	MinEvents int64
 	// SiteObjects is the number of objects of one site shifting in the same
-	// period and direction that makes one site alert of them; ZeroCount
-	// disables site alerts. Default 3.
+	// period and direction that makes one site alert of them; 0 disables
+	// site alerts. Default 3.
 	SiteObjects int
 	// SiteTop is the number of objects a site alert lists. Default 5; ≥ 1.
 	SiteTop int
@@ -129,11 +129,11 @@ func (c AlertConfig) Validate() error {
 	if !(c.MinRatio >= 1) || math.IsInf(c.MinRatio, 0) {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.MinRatio must be ≥ 1, got %g", c.MinRatio))
 	}
-	if c.MinEvents < ZeroCount {
-		errs = append(errs, fmt.Errorf("aggregate: Alerts.MinEvents must be positive or ZeroCount, got %d", c.MinEvents))
+	if c.MinEvents < 0 {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.MinEvents must be 0 or more, got %d", c.MinEvents))
 	}
-	if c.SiteObjects < ZeroCount {
-		errs = append(errs, fmt.Errorf("aggregate: Alerts.SiteObjects must be positive or ZeroCount, got %d", c.SiteObjects))
+	if c.SiteObjects < 0 {
+		errs = append(errs, fmt.Errorf("aggregate: Alerts.SiteObjects must be 0 (off) or more, got %d", c.SiteObjects))
 	}
 	if c.SiteTop < 1 {
 		errs = append(errs, fmt.Errorf("aggregate: Alerts.SiteTop must be at least 1, got %d", c.SiteTop))
@@ -388,7 +388,7 @@ var severityRank = map[string]int{records.SeverityMinor: 0, records.SeverityMajo
 // site, then object alerts by ascending q-value (stable).
 func groupSites(as []records.Alert, cfg *AlertConfig) []records.Alert {
 	sort.SliceStable(as, func(i, j int) bool { return *as[i].PAdjusted < *as[j].PAdjusted })
-	if cfg.SiteObjects <= 0 { // 0 or ZeroCount: site alerts off
+	if cfg.SiteObjects <= 0 { // 0: site alerts off
 		return as
 	}
 	type key struct{ site, kind, test string }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/windows"
 )
 
 // seasonalScenario is issue 14's simulated proxy log: objects of a few
@@ -183,8 +182,8 @@ func TestAlertTargets(t *testing.T) {
 	// Before issue 14: every confirmed shift is an alert, against a flat
 	// baseline. The scenario must defeat it (else it tests nothing).
 	old := DefaultModel()
-	old.Seasonal.LearningPeriod = windows.SeasonalOff
-	old.Alerts = AlertConfig{Period: time.Hour, FDR: 1, MinRatio: 1, MinEvents: ZeroCount, SiteObjects: ZeroCount, SiteTop: 1, MaxPending: 1 << 30}
+	old.Seasonal.LearningPeriod = 0
+	old.Alerts = AlertConfig{Period: time.Hour, FDR: 1, MinRatio: 1, MinEvents: 0, SiteObjects: 0, SiteTop: 1, MaxPending: 1 << 30}
 	if fa, _ := scoreAlerts(t, "before: flat baseline, no filter", sc, start, evs, bursts, names, sites, &old); fa < 0.5 {
 		t.Errorf("the flat baseline alerted only %.3f of the quiet objects: the scenario has no daily cycle?", fa)
 	}

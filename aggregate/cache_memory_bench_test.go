@@ -86,7 +86,7 @@ func BenchmarkProcessorCacheMemory(b *testing.B) {
 			msgs[i] = stream.Message{Topic: stream.TopicObservations, Offset: int64(i), Value: v}
 		}
 		cfg := DefaultConfig()
-		cfg.CacheObjects, cfg.CacheBytes = Unbounded, Unbounded
+		cfg.CacheObjects, cfg.CacheBytes = 0, 0
 		p, err := NewProcessor(noFutureCheck(cfg), nullStore{}, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
 		if err != nil {
 			b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/stream"
+	"github.com/changerate/changerate/windows"
 )
 
 // Emit modes: when estimate records are published.
@@ -19,24 +20,12 @@ const (
 	EmitFinal = "final"
 )
 
-// Sentinels of the configuration fields whose zero value means the default
-// but for which zero is also a meaningful setting. Any other negative value
-// is invalid.
-const (
-	// Unbounded, as Config.CacheObjects, CacheBytes, InflightBytes or
-	// MaxFuture, sets no bound.
-	Unbounded = -1
-	// ZeroDuration, as a duration field that documents it, means a
-	// duration of 0 (for example IdleCheck: no idle check).
-	ZeroDuration time.Duration = -1
-	// ZeroCount, as an integer field that documents it, means 0 (for
-	// example AlertConfig.SiteObjects: no site alerts).
-	ZeroCount = -1
-)
-
-// Config configures a Processor. The zero value of every field means its
-// documented default (WithDefaults fills them in); where 0 is also a
-// meaningful setting, a sentinel (Unbounded, ZeroDuration) selects it.
+// Config configures a Processor. Start from DefaultConfig and set what
+// differs: "unset" is DefaultConfig's value, and a field means what it
+// holds. Where 0 is a meaningful setting it is that setting (no bound, no
+// wait, off), as each field documents; where 0 is not (BatchSize, Emit,
+// the topics, RetryBackoff, DrainTimeout, OnStateLoss), WithDefaults
+// reads it as the default. A negative value is invalid.
 type Config struct {
 	// Model is the estimator, window and reporting configuration.
 	Model Model
@@ -52,14 +41,14 @@ type Config struct {
 	// Emit is EmitUpdate (default) or EmitFinal.
 	Emit string
 	// CacheObjects bounds the objects kept in memory per partition between
-	// batches (a hit avoids a store read). Unbounded sets no bound, which
-	// EmitFinal requires. Default 200000.
+	// batches (a hit avoids a store read). 0 sets no bound, which EmitFinal
+	// requires. Default 200000.
 	CacheObjects int
 	// CacheBytes bounds the memory of the object caches of all the
 	// partitions this Processor owns together (each keeps at most its
 	// share): cached objects are kept encoded, about 200 bytes each with
-	// the cache's bookkeeping (see EntryOverheadBytes). Unbounded sets no
-	// bound, which EmitFinal requires. Default DefaultCacheBytes.
+	// the cache's bookkeeping (see EntryOverheadBytes). 0 sets no bound,
+	// which EmitFinal requires. Default DefaultCacheBytes.
 	CacheBytes int64
 	// InflightBytes bounds the memory of the batches in flight of all the
 	// partitions this Processor owns together, from the fetch of a batch's
@@ -68,7 +57,7 @@ type Config struct {
 	// and states until they are written and committed. A partition waits
 	// for budget before it prepares its next batch; a batch larger than
 	// the whole budget proceeds alone when no other batch is in flight.
-	// Unbounded sets no bound. Default DefaultInflightBytes.
+	// 0 sets no bound. Default DefaultInflightBytes.
 	InflightBytes int64
 	// Topics of the outputs. Defaults: stream.TopicEstimates,
 	// stream.TopicAccessReports, stream.TopicAlerts, stream.TopicDeadLetter.
@@ -79,7 +68,7 @@ type Config struct {
 	// that a log line with a wrong clock (a year 2100 typo, a host whose
 	// clock is off) cannot stretch its object's history and hold every
 	// later observation back as late. The bound is taken once per batch.
-	// Unbounded accepts any time. Default DefaultMaxFuture.
+	// 0 accepts any time. Default DefaultMaxFuture.
 	MaxFuture time.Duration
 	// LateTopic receives late observations (older than their object's
 	// latest by more than Model.LateTolerance, see reorder.go), as
@@ -92,7 +81,7 @@ type Config struct {
 	// event time) a new observation waits before its estimate is published.
 	// An observation that arrives behind the watermark is applied at once,
 	// at its object's latest time when it is older (Model.LateTolerance
-	// decides whether it is late). ZeroDuration: a window of 0. Default
+	// decides whether it is late). 0: no window. Default
 	// DefaultReorderWindow.
 	ReorderWindow time.Duration
 	// IdleRelease: a partition without input for this long releases (and
@@ -100,7 +89,7 @@ type Config struct {
 	// of a stream is not held back for ever; the watermark stays where it
 	// was, and an observation that arrives later, before released ones but
 	// within Model.LateTolerance of its object's latest, is applied at the
-	// object's latest time. ZeroDuration never releases on idleness.
+	// object's latest time. 0 never releases on idleness.
 	// Default 30s.
 	IdleRelease time.Duration
 	// DisableReorder applies observations in arrival (offset) order without
@@ -114,13 +103,13 @@ type Config struct {
 	RetryBackoff time.Duration
 	// IdleCheck is how long a partition handler waits for input before it
 	// verifies that the store still holds its last commit (see
-	// verifyStoredOffset). ZeroDuration disables the check. Default 5s.
+	// verifyStoredOffset). 0 disables the check. Default 5s.
 	IdleCheck time.Duration
 	// TakeoverDelay is how long a handler whose Claim was refused (the
 	// stored epoch is above its generation) waits before it takes the
 	// partition over, unless its generation ends meanwhile. It must exceed
-	// the consumer group's heartbeat interval. ZeroDuration takes over at
-	// once. Default 10s.
+	// the consumer group's heartbeat interval. 0 takes over at once.
+	// Default 10s.
 	TakeoverDelay time.Duration
 	// DrainTimeout bounds how long an in-flight batch may take to write its
 	// outputs and commit after the handler's context is cancelled (SIGTERM,
@@ -150,29 +139,35 @@ const (
 // covers any time zone written as UTC by mistake and any sane clock skew.
 const DefaultMaxFuture = 24 * time.Hour
 
-// DefaultConfig returns the documented defaults: Config{}.WithDefaults().
-func DefaultConfig() Config { return Config{}.WithDefaults() }
+// DefaultConfig returns the documented defaults, the one source of the
+// defaults of the fields where 0 is a meaningful setting.
+func DefaultConfig() Config {
+	return Config{
+		Model:         DefaultModel(),
+		CacheObjects:  defaultCacheObjects,
+		CacheBytes:    DefaultCacheBytes,
+		InflightBytes: DefaultInflightBytes,
+		ReorderWindow: DefaultReorderWindow,
+		IdleRelease:   defaultIdleRelease,
+		MaxFuture:     DefaultMaxFuture,
+		IdleCheck:     defaultIdleCheck,
+		TakeoverDelay: defaultTakeoverDelay,
+	}.WithDefaults()
+}
 
-// WithDefaults returns c with every zero field set to its documented
-// default (Model included). Sentinels are kept; WithDefaults is idempotent.
+// WithDefaults returns c with every zero field where 0 is not a valid
+// setting set to its documented default (Model included); the fields
+// where 0 means something keep it. WithDefaults is idempotent.
 func (c Config) WithDefaults() Config {
 	c.Model = c.Model.WithDefaults()
 	orDefault(&c.BatchSize, defaultBatchSize)
 	orDefault(&c.Emit, EmitUpdate)
-	orDefault(&c.CacheObjects, defaultCacheObjects)
-	orDefault(&c.CacheBytes, DefaultCacheBytes)
-	orDefault(&c.InflightBytes, DefaultInflightBytes)
 	orDefault(&c.EstimatesTopic, stream.TopicEstimates)
 	orDefault(&c.AccessReportsTopic, stream.TopicAccessReports)
 	orDefault(&c.AlertsTopic, stream.TopicAlerts)
 	orDefault(&c.DeadLetterTopic, stream.TopicDeadLetter)
 	orDefault(&c.LateTopic, TopicLate)
-	orDefault(&c.ReorderWindow, DefaultReorderWindow)
-	orDefault(&c.IdleRelease, defaultIdleRelease)
-	orDefault(&c.MaxFuture, DefaultMaxFuture)
 	orDefault(&c.RetryBackoff, defaultRetryBackoff)
-	orDefault(&c.IdleCheck, defaultIdleCheck)
-	orDefault(&c.TakeoverDelay, defaultTakeoverDelay)
 	orDefault(&c.DrainTimeout, defaultDrainTimeout)
 	orDefault(&c.OnStateLoss, OnStateLossStop)
 	return c
@@ -192,43 +187,35 @@ func (c Config) Validate() error {
 	switch c.Emit {
 	case EmitUpdate:
 	case EmitFinal:
-		add(c.CacheObjects != Unbounded, "Emit %q needs CacheObjects Unbounded, got %d", c.Emit, c.CacheObjects)
-		add(c.CacheBytes != Unbounded, "Emit %q needs CacheBytes Unbounded, got %d", c.Emit, c.CacheBytes)
+		add(c.CacheObjects != 0, "Emit %q needs CacheObjects 0 (no bound), got %d", c.Emit, c.CacheObjects)
+		add(c.CacheBytes != 0, "Emit %q needs CacheBytes 0 (no bound), got %d", c.Emit, c.CacheBytes)
 	default:
 		add(true, "Emit must be %q or %q, got %q", EmitUpdate, EmitFinal, c.Emit)
 	}
-	add(c.CacheObjects < Unbounded, "CacheObjects must be positive or Unbounded, got %d", c.CacheObjects)
-	add(c.CacheBytes < Unbounded, "CacheBytes must be positive or Unbounded, got %d", c.CacheBytes)
-	add(c.InflightBytes < Unbounded, "InflightBytes must be positive or Unbounded, got %d", c.InflightBytes)
-	add(c.ReorderWindow < ZeroDuration, "ReorderWindow must be positive or ZeroDuration, got %s", c.ReorderWindow)
-	add(c.MaxFuture < Unbounded, "MaxFuture must be positive or Unbounded, got %s", c.MaxFuture)
-	add(c.IdleRelease < ZeroDuration, "IdleRelease must be positive or ZeroDuration, got %s", c.IdleRelease)
-	add(c.IdleCheck < ZeroDuration, "IdleCheck must be positive or ZeroDuration, got %s", c.IdleCheck)
-	add(c.TakeoverDelay < ZeroDuration, "TakeoverDelay must be positive or ZeroDuration, got %s", c.TakeoverDelay)
+	add(c.CacheObjects < 0, "CacheObjects must be 0 (no bound) or more, got %d", c.CacheObjects)
+	add(c.CacheBytes < 0, "CacheBytes must be 0 (no bound) or more, got %d", c.CacheBytes)
+	add(c.InflightBytes < 0, "InflightBytes must be 0 (no bound) or more, got %d", c.InflightBytes)
+	add(c.ReorderWindow < 0, "ReorderWindow must be 0 or more, got %s", c.ReorderWindow)
+	add(c.MaxFuture < 0, "MaxFuture must be 0 (no bound) or more, got %s", c.MaxFuture)
+	add(c.IdleRelease < 0, "IdleRelease must be 0 (never) or more, got %s", c.IdleRelease)
+	add(c.IdleCheck < 0, "IdleCheck must be 0 (off) or more, got %s", c.IdleCheck)
+	add(c.TakeoverDelay < 0, "TakeoverDelay must be 0 or more, got %s", c.TakeoverDelay)
 	add(c.DrainTimeout <= 0, "DrainTimeout must be positive, got %s", c.DrainTimeout)
 	add(c.RetryBackoff <= 0, "RetryBackoff must be positive, got %s", c.RetryBackoff)
 	errs = append(errs, validOnStateLoss(c.OnStateLoss))
 	return errors.Join(errs...)
 }
 
-// effective returns c (with defaults) with the sentinels replaced by the
-// values they stand for (0), the form the Processor works with.
-func (c Config) effective() Config {
-	c = c.WithDefaults()
-	c.Model = c.Model.effective()
-	sentinelToZero(&c.CacheObjects, Unbounded)
-	sentinelToZero(&c.CacheBytes, Unbounded)
-	sentinelToZero(&c.InflightBytes, Unbounded)
-	sentinelToZero(&c.ReorderWindow, ZeroDuration)
-	sentinelToZero(&c.IdleRelease, ZeroDuration)
-	sentinelToZero(&c.MaxFuture, Unbounded)
-	sentinelToZero(&c.IdleCheck, ZeroDuration)
-	sentinelToZero(&c.TakeoverDelay, ZeroDuration)
-	return c
+// DefaultModel returns the documented defaults, the one source of the
+// defaults of the fields where 0 is a meaningful setting.
+func DefaultModel() Model {
+	return Model{
+		LateTolerance: defaultLateTolerance,
+		EmitInterval:  defaultEmitInterval,
+		Seasonal:      windows.DefaultSeasonalConfig(),
+		Alerts:        DefaultAlertConfig(),
+	}.WithDefaults()
 }
-
-// DefaultModel returns the documented defaults: Model{}.WithDefaults().
-func DefaultModel() Model { return Model{}.WithDefaults() }
 
 // Defaults of Model.
 const (
@@ -238,13 +225,11 @@ const (
 	defaultPStale        = 0.1
 )
 
-// WithDefaults returns m with every zero field set to its documented
-// default; Estimators, Windows and Seasonal get their packages'
-// WithDefaults, field by field.
+// WithDefaults returns m with every zero field where 0 is not a valid
+// setting set to its documented default; Estimators, Windows and Seasonal
+// get their packages' WithDefaults, field by field.
 func (m Model) WithDefaults() Model {
-	orDefault(&m.LateTolerance, defaultLateTolerance)
 	orDefault(&m.ReportPeriod, defaultReportPeriod)
-	orDefault(&m.EmitInterval, defaultEmitInterval)
 	orDefault(&m.PStale, defaultPStale)
 	m.Estimators = m.Estimators.WithDefaults()
 	m.Windows = m.Windows.WithDefaults()
@@ -263,8 +248,8 @@ func (m Model) Validate() error {
 			errs = append(errs, fmt.Errorf("aggregate: "+format, args...))
 		}
 	}
-	add(m.LateTolerance < ZeroDuration, "LateTolerance must be positive or ZeroDuration, got %s", m.LateTolerance)
-	add(m.EmitInterval < ZeroDuration, "EmitInterval must be positive or ZeroDuration, got %s", m.EmitInterval)
+	add(m.LateTolerance < 0, "LateTolerance must be 0 or more, got %s", m.LateTolerance)
+	add(m.EmitInterval < 0, "EmitInterval must be 0 or more, got %s", m.EmitInterval)
 	add(m.ReportPeriod < time.Second, "ReportPeriod must be at least 1s, got %s", m.ReportPeriod)
 	add(m.PoolSites < 0, "PoolSites must not be negative, got %d", m.PoolSites)
 	add(!(m.PStale > 0 && m.PStale < 1), "PStale must be in (0,1), got %g", m.PStale)
@@ -281,18 +266,11 @@ func (m Model) Validate() error {
 	return errors.Join(errs...)
 }
 
-// effective returns m (with defaults) with the sentinels replaced by 0.
-func (m Model) effective() Model {
-	m = m.WithDefaults()
-	sentinelToZero(&m.LateTolerance, ZeroDuration)
-	sentinelToZero(&m.EmitInterval, ZeroDuration)
-	m.Alerts = m.Alerts.effective()
-	return m
+// DefaultAlertConfig returns the documented defaults, the one source of
+// the defaults of the fields where 0 is a meaningful setting.
+func DefaultAlertConfig() AlertConfig {
+	return AlertConfig{MinEvents: defaultAlertMinEvents, SiteObjects: defaultAlertSiteObjects}.WithDefaults()
 }
-
-// DefaultAlertConfig returns the documented defaults:
-// AlertConfig{}.WithDefaults().
-func DefaultAlertConfig() AlertConfig { return AlertConfig{}.WithDefaults() }
 
 // Defaults of AlertConfig.
 const (
@@ -308,26 +286,17 @@ const (
 	defaultStrictTests = 1e4
 )
 
-// WithDefaults returns c with every zero field set to its documented
-// default.
+// WithDefaults returns c with every zero field where 0 is not a valid
+// setting set to its documented default (MinEvents and SiteObjects keep
+// their 0).
 func (c AlertConfig) WithDefaults() AlertConfig {
 	orDefault(&c.Period, defaultAlertPeriod)
 	orDefault(&c.FDR, defaultAlertFDR)
 	orDefault(&c.MinRatio, defaultAlertMinRatio)
-	orDefault(&c.MinEvents, defaultAlertMinEvents)
-	orDefault(&c.SiteObjects, defaultAlertSiteObjects)
 	orDefault(&c.SiteTop, defaultAlertSiteTop)
 	orDefault(&c.MaxPending, defaultAlertMaxPending)
 	orDefault(&c.StrictPValue, c.FDR/defaultStrictTests)
 	orDefault(&c.ScanAlarms, c.FDR)
-	return c
-}
-
-// effective returns c (with defaults) with the sentinels replaced by 0.
-func (c AlertConfig) effective() AlertConfig {
-	c = c.WithDefaults()
-	sentinelToZero(&c.MinEvents, ZeroCount)
-	sentinelToZero(&c.SiteObjects, ZeroCount)
 	return c
 }
 
@@ -336,12 +305,5 @@ func orDefault[T comparable](v *T, def T) {
 	var zero T
 	if *v == zero {
 		*v = def
-	}
-}
-
-// sentinelToZero sets *v to 0 if it is the sentinel s.
-func sentinelToZero[T ~int | ~int64](v *T, s T) {
-	if *v == s {
-		*v = 0
 	}
 }

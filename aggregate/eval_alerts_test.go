@@ -16,7 +16,6 @@ import (
 
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/windows"
 )
 
 var alertsReport = flag.String("alerts-report", "", "write the alerts evaluation report (docs/alerts-eval.md) to this path")
@@ -73,8 +72,8 @@ func runObservations(obs []records.Observation, m *Model) []records.Alert {
 // is an alert, against a flat baseline.
 func beforeModel() Model {
 	m := DefaultModel()
-	m.Seasonal.LearningPeriod = windows.SeasonalOff
-	m.Alerts = AlertConfig{Period: time.Hour, FDR: 1, MinRatio: 1, MinEvents: ZeroCount, SiteObjects: ZeroCount, SiteTop: 1, MaxPending: 1 << 30}
+	m.Seasonal.LearningPeriod = 0
+	m.Alerts = AlertConfig{Period: time.Hour, FDR: 1, MinRatio: 1, MinEvents: 0, SiteObjects: 0, SiteTop: 1, MaxPending: 1 << 30}
 	return m
 }
 
@@ -116,7 +115,7 @@ func TestAlertsReport(t *testing.T) {
 		rows = append(rows, row{fmt.Sprintf("defaults with ALERT_FDR=%g", fdr), m})
 	}
 	flat := DefaultModel()
-	flat.Seasonal.LearningPeriod = windows.SeasonalOff
+	flat.Seasonal.LearningPeriod = 0
 	rows = append(rows, row{"flat baseline, other filters as defaults", flat}, row{"before issue 14 (flat, every shift)", beforeModel()})
 	var defDelayPts []float64
 	var rowText []string
@@ -241,7 +240,7 @@ func TestAlertsReport(t *testing.T) {
 		p("%d requests of one day (`ingest --format=nasa-tsv`), one partition. Alerts by hour (UTC) of `as_of`:\n\n", len(obs))
 		before := beforeModel()
 		flatF := DefaultModel()
-		flatF.Seasonal.LearningPeriod = windows.SeasonalOff
+		flatF.Seasonal.LearningPeriod = 0
 		cases := []struct {
 			name string
 			m    Model

@@ -147,7 +147,7 @@ func TestInflightBudgetLearns(t *testing.T) {
 	if got := newInflightBudget(0).batchLimit(20000); got != 20000 {
 		t.Errorf("unbounded budget: batch limit %d, want the BatchSize", got)
 	}
-	for in, want := range map[int64]int64{16 << 20: 16 << 20, 1: 1, 0: 0, Unbounded: 0} {
+	for in, want := range map[int64]int64{16 << 20: 16 << 20, 1: 1, 0: 0, -1: 0} {
 		if got := FetchAheadBytes(in); got != want {
 			t.Errorf("FetchAheadBytes(%d) = %d, want %d", in, got, want)
 		}
@@ -173,7 +173,7 @@ func TestInflightBudgetSameResults(t *testing.T) {
 	run := func(budget int64) (map[int32]map[string][]byte, map[string][]byte) {
 		cfg := DefaultConfig()
 		cfg.BatchSize, cfg.InflightBytes = 9, budget
-		cfg.Model.EmitInterval, cfg.Model.PoolSites = ZeroDuration, 0
+		cfg.Model.EmitInterval, cfg.Model.PoolSites = 0, 0
 		mem := newMemory(t)
 		p, sink := newTestProcessor(t, cfg, mem)
 		src := stream.NewMemorySource()
@@ -216,7 +216,7 @@ func TestInflightBudgetSameResults(t *testing.T) {
 		}
 		return states, sink.Latest(stream.TopicEstimates)
 	}
-	wantState, wantEst := run(Unbounded)
+	wantState, wantEst := run(0)
 	if len(wantEst) == 0 {
 		t.Fatal("no estimates published")
 	}

@@ -125,7 +125,7 @@ func TestPartitionSeries(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	cfg := DefaultConfig()
-	cfg.IdleCheck = ZeroDuration
+	cfg.IdleCheck = 0
 	p, err := NewProcessor(cfg, newMemory(t), stream.NewMemorySink(), slog.New(slog.DiscardHandler), reg, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestPartitionSeriesAtClaim(t *testing.T) {
 	}
 	store := newMemory(t)
 	cfg := DefaultConfig()
-	cfg.IdleCheck = ZeroDuration
+	cfg.IdleCheck = 0
 	clock := func() time.Time { return now }
 	// The first run reads the input to its end and commits offset 3.
 	first, err := NewProcessor(cfg, store, stream.NewMemorySink(), slog.New(slog.DiscardHandler), prometheus.NewRegistry(), clock)

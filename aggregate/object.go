@@ -164,24 +164,24 @@ func (e *Effects) Reset() {
 	e.SitemapUse, e.SitemapCheck, e.SiteChanged = SitemapNone, verdictNone, false
 }
 
-// Model holds the configuration Apply and the estimate builders need. The
-// zero value of every field means its documented default (see
-// WithDefaults).
+// Model holds the configuration Apply and the estimate builders need.
+// Start from DefaultModel: a field means what it holds, 0 included where
+// it documents a meaning for 0 (see Config).
 type Model struct {
 	// LateTolerance is the allowed lateness: the Processor's reorder buffer
 	// holds observations this long in event time to apply them in order
 	// (reorder.go), and Apply applies an observation up to this much older
 	// than the object's latest at the latest time; an older one is Late
 	// (not applied; the Processor writes it to the late output).
-	// ZeroDuration allows no lateness. Default 1h.
+	// 0 allows no lateness. Default 1h.
 	LateTolerance time.Duration
 	// ReportPeriod is the access reporting period. Default 1h.
 	ReportPeriod time.Duration
 	// EmitInterval is the least event time between two publications of an
 	// object's estimate in EmitUpdate mode: an estimate is published after a
 	// batch when one of the object's observations in it came at least this
-	// long after the previous publication. ZeroDuration publishes after
-	// every batch. Default 10m.
+	// long after the previous publication. 0 publishes after every batch.
+	// Default 10m.
 	EmitInterval time.Duration
 	// PStale is the target probability that a cached copy served within
 	// its TTL is stale; the TTL of an estimate is chosen for it. Default 0.1.

@@ -63,7 +63,7 @@ func slowSiteLog(seed uint64, n, days int) ([]byte, map[string]float64) {
 func TestPooledPublished(t *testing.T) {
 	in, truth := slowSiteLog(5, 300, 40)
 	cfg := DefaultConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
 	cfg.Model.PoolSites, cfg.Model.PublishPooled = SuggestedPoolSites, true
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
@@ -151,7 +151,7 @@ func TestSitePoolsBounded(t *testing.T) {
 func TestSitePriorStored(t *testing.T) {
 	in, truth := slowSiteLog(6, 300, 40)
 	cfg := DefaultConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
 	mem := newMemory(t)
 	p, sink := newTestProcessor(t, cfg, mem)
 	runReader(t, p, in)

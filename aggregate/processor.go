@@ -95,7 +95,7 @@ func NewProcessor(cfg Config, store state.Store, sink stream.Sink, logger *slog.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.effective()
+	cfg = cfg.WithDefaults()
 	if store == nil || sink == nil || logger == nil || now == nil {
 		return nil, errors.New("aggregate: NewProcessor needs a store, a sink, a logger and a clock")
 	}

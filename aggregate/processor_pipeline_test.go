@@ -58,7 +58,7 @@ func (s *failingStore) Commit(ctx context.Context, p state.Partition, epoch, fro
 func TestPipelineStopsAtFailedCommit(t *testing.T) {
 	in, _ := truthLog(21, 15, 4)
 	cfg := DefaultConfig()
-	cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = 50, 4, ZeroDuration
+	cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = 50, 4, 0
 	cfg.DisableReorder = true // batch mechanics: each batch applies its own observations
 	fs := &failingStore{Store: newMemory(t), failAt: 4, err: state.ErrFenced}
 	p, _ := newTestProcessor(t, cfg, fs)
@@ -133,7 +133,7 @@ func TestPipelineSlowCommitsTinyCache(t *testing.T) {
 		}
 		return snap.Objects, sink.Latest(stream.TopicEstimates)
 	}
-	wantState, wantEst := run(1, Unbounded, false)
+	wantState, wantEst := run(1, 0, false)
 	for _, c := range []struct{ batch, cache int }{{7, 1}, {40, 3}, {300, 2}} {
 		gotState, gotEst := run(c.batch, c.cache, true)
 		if !reflect.DeepEqual(gotState, wantState) {

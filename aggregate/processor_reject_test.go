@@ -97,7 +97,7 @@ func rejectConfig() Config {
 	cfg := DefaultConfig()
 	cfg.BatchSize = 2
 	cfg.DisableReorder = true // batch mechanics: each batch applies its own observations
-	cfg.Model.EmitInterval = ZeroDuration
+	cfg.Model.EmitInterval = 0
 	cfg.RetryBackoff = time.Millisecond
 	return cfg
 }
@@ -339,7 +339,7 @@ func TestRejectedDeadLetterStopsPartition(t *testing.T) {
 // is dead-lettered at "topic/partition@final" and the others are written.
 func TestRejectedFinalEstimate(t *testing.T) {
 	cfg := rejectConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
 	mem := stream.NewMemorySink()
 	mem.RejectIf(rejectKey)
 	p, _ := newRejectProcessor(t, cfg, newMemory(t), mem)
@@ -359,7 +359,7 @@ func TestRejectedFinalEstimate(t *testing.T) {
 // position, how far ahead, the bound), counted in Stats.Future and in
 // dead_letters_total{reason="future"}, and is not applied: the object's
 // estimate stays as of its last observation in time, and the visits after
-// the bad one are not late. Within the bound, or with MaxFuture Unbounded,
+// the bad one are not late. Within the bound, or with MaxFuture 0,
 // it is applied, and then makes every later visit late (the harm the bound
 // prevents).
 func TestProcessorRejectsFuture(t *testing.T) {
@@ -378,14 +378,14 @@ func TestProcessorRejectsFuture(t *testing.T) {
 		late      int64
 		asOf      time.Time
 	}{
-		{"default", 0, 1, 0, now.Add(23 * time.Hour)},        // a day: the last visit is 23 h ahead, in time
-		{"one hour", time.Hour, 2, 0, t0.Add(3 * time.Hour)}, // the last visit is beyond it too
-		{"unbounded", Unbounded, 0, 4, t0.AddDate(100, 0, 0)},
+		{"default", DefaultMaxFuture, 1, 0, now.Add(23 * time.Hour)}, // a day: the last visit is 23 h ahead, in time
+		{"one hour", time.Hour, 2, 0, t0.Add(3 * time.Hour)},         // the last visit is beyond it too
+		{"unbounded", 0, 0, 4, t0.AddDate(100, 0, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.DisableReorder = true
-			cfg.Model.EmitInterval = ZeroDuration
+			cfg.Model.EmitInterval = 0
 			cfg.MaxFuture = tc.maxFuture
 			sink := stream.NewMemorySink()
 			reg := prometheus.NewRegistry()

@@ -38,7 +38,7 @@ import (
 //	processor [batch=N] [idle-check=D] [idle-release=D] [drain-timeout=D]
 //	          [takeover-delay=D] [reorder=D] [emit=final]
 //	                     create the Processor and start Run (durations: Go
-//	                     syntax, 0 for ZeroDuration; reorder: the reorder
+//	                     syntax; reorder: the reorder
 //	                     window, the buffer is off without it)
 //	append [p=N]         append the input lines, one message each:
 //	                     "object minute digest" (a visit at t0+minute) or
@@ -326,9 +326,9 @@ func (s *scenario) do(t *testing.T, d *datadriven.TestData) string {
 
 // start creates the Processor and runs the source.
 func (s *scenario) start(t *testing.T, d *datadriven.TestData) string {
-	cfg := Config{BatchSize: 100, RetryBackoff: time.Millisecond, IdleCheck: ZeroDuration, IdleRelease: ZeroDuration,
-		DrainTimeout: time.Hour, TakeoverDelay: ZeroDuration, DisableReorder: true}
-	cfg.Model.EmitInterval = ZeroDuration
+	cfg := DefaultConfig()
+	cfg.BatchSize, cfg.RetryBackoff, cfg.DrainTimeout, cfg.DisableReorder = 100, time.Millisecond, time.Hour, true
+	cfg.IdleCheck, cfg.IdleRelease, cfg.TakeoverDelay, cfg.Model.EmitInterval = 0, 0, 0, 0
 	d.MaybeScanArgs(t, "batch", &cfg.BatchSize)
 	dur := func(key string, dst *time.Duration) {
 		var v string
@@ -336,9 +336,6 @@ func (s *scenario) start(t *testing.T, d *datadriven.TestData) string {
 			x, err := time.ParseDuration(v)
 			if err != nil {
 				t.Fatalf("%s: %s: %v", d.Pos, key, err)
-			}
-			if x == 0 {
-				x = ZeroDuration
 			}
 			*dst = x
 		}
@@ -349,7 +346,7 @@ func (s *scenario) start(t *testing.T, d *datadriven.TestData) string {
 	dur("takeover-delay", &cfg.TakeoverDelay)
 	if d.HasArg("emit") {
 		d.ScanArgs(t, "emit", &cfg.Emit)
-		cfg.CacheObjects, cfg.CacheBytes = Unbounded, Unbounded
+		cfg.CacheObjects, cfg.CacheBytes = 0, 0
 	}
 	if d.HasArg("reorder") {
 		cfg.DisableReorder = false

@@ -76,7 +76,7 @@ func newTestProcessor(t *testing.T, cfg Config, store state.Store) (*Processor, 
 // stands at t0 while the simulated data run for days or months after it
 // (TestProcessorRejectsFuture tests the check).
 func noFutureCheck(cfg Config) Config {
-	cfg.MaxFuture = Unbounded
+	cfg.MaxFuture = 0
 	return cfg
 }
 
@@ -118,7 +118,7 @@ func decodeEstimates(t *testing.T, vals map[string][]byte) map[string]records.Es
 func TestProcessorRecoversTrueRates(t *testing.T) {
 	in, truth := truthLog(7, 120, 60)
 	cfg := DefaultConfig()
-	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, Unbounded, Unbounded
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
 	p, sink := newTestProcessor(t, cfg, newMemory(t))
 	runReader(t, p, in)
 	ests := decodeEstimates(t, sink.Latest(stream.TopicEstimates))
@@ -157,13 +157,13 @@ func TestProcessorRecoversTrueRates(t *testing.T) {
 func TestEmitModesAgree(t *testing.T) {
 	in, _ := truthLog(8, 30, 10)
 	final := DefaultConfig()
-	final.Emit, final.CacheObjects, final.CacheBytes = EmitFinal, Unbounded, Unbounded
+	final.Emit, final.CacheObjects, final.CacheBytes = EmitFinal, 0, 0
 	pf, sf := newTestProcessor(t, final, newMemory(t))
 	runReader(t, pf, in)
 	want := sf.Latest(stream.TopicEstimates)
 	for _, bs := range []int{1, 7, 5000} {
 		upd := DefaultConfig()
-		upd.Model.EmitInterval, upd.Model.PoolSites = ZeroDuration, 0
+		upd.Model.EmitInterval, upd.Model.PoolSites = 0, 0
 		upd.BatchSize, upd.CacheObjects = bs, 5 // a small cache forces store reads
 		pu, su := newTestProcessor(t, upd, newMemory(t))
 		runReader(t, pu, in)
@@ -280,9 +280,9 @@ func TestResumeFromStoredOffset(t *testing.T) {
 func TestStateIndependentOfBatching(t *testing.T) {
 	in, _ := truthLog(11, 20, 5)
 	published := map[time.Duration]int{}
-	for _, emit := range []time.Duration{ZeroDuration, 3 * time.Hour, 24 * time.Hour} {
+	for _, emit := range []time.Duration{0, 3 * time.Hour, 24 * time.Hour} {
 		var want map[string][]byte
-		for _, c := range []struct{ batch, cache int }{{1, 3}, {13, 200000}, {256, 1}, {5000, Unbounded}} {
+		for _, c := range []struct{ batch, cache int }{{1, 3}, {13, 200000}, {256, 1}, {5000, 0}} {
 			cfg := DefaultConfig()
 			cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = c.batch, c.cache, emit
 			store := newMemory(t)
@@ -302,7 +302,7 @@ func TestStateIndependentOfBatching(t *testing.T) {
 	}
 	// Hourly visits, batch size 1: every visit publishes with interval 0,
 	// about every third with 3h and every 24th with a day.
-	if !(published[3*time.Hour] < published[ZeroDuration]/2 && published[24*time.Hour] < published[3*time.Hour]/4) {
+	if !(published[3*time.Hour] < published[0]/2 && published[24*time.Hour] < published[3*time.Hour]/4) {
 		t.Errorf("published estimates %v: throttling had no effect", published)
 	}
 }

@@ -84,7 +84,7 @@ func TestEstimateIndexSeesPublishedEstimates(t *testing.T) {
 			cfg.Emit = emit
 			cfg.BatchSize = 100
 			if emit == EmitFinal {
-				cfg.CacheObjects, cfg.CacheBytes = Unbounded, Unbounded
+				cfg.CacheObjects, cfg.CacheBytes = 0, 0
 			}
 			idx := &recordingIndex{}
 			sink := stream.NewMemorySink()

@@ -291,7 +291,7 @@ func TestIdleRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := p0.Stats().Applied
-	cfg.IdleRelease, cfg.IdleCheck = 20*time.Millisecond, ZeroDuration
+	cfg.IdleRelease, cfg.IdleCheck = 20*time.Millisecond, 0
 	st := newMemory(t)
 	p, _ := newTestProcessor(t, cfg, st)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,7 +32,7 @@ import (
 // for pages seen to change 1–4 times is 0.51–0.62 of naive's in every
 // design and year. Objects without a host (changes-tsv paths) have no
 // site and keep their own estimate, and so do all objects when seasonal
-// baselines are off (Seasonal.LearningPeriod = SeasonalOff): SiteState
+// baselines are off (Seasonal.LearningPeriod = 0): SiteState
 // exists only with them.
 
 // foldPrior replaces the object's previous evidence (before, when had) by

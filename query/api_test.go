@@ -30,7 +30,6 @@ import (
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
-	"github.com/changerate/changerate/windows"
 )
 
 var t0 = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
@@ -99,12 +98,12 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
-	cfg.Model.EmitInterval = aggregate.ZeroDuration // publish after every batch: the last record is the current estimate
+	cfg.Model.EmitInterval = 0 // publish after every batch: the last record is the current estimate
 	cfg.BatchSize = 2000
 	// The workload has no daily cycle: a flat baseline (no seasonal
 	// learning) keeps the detector to the one tenfold rise that the
 	// by=shift check below looks for.
-	cfg.Model.Seasonal.LearningPeriod = windows.SeasonalOff
+	cfg.Model.Seasonal.LearningPeriod = 0
 	// A reorder window of an hour releases every object's last hour of
 	// observations in the final batch, so each object's last published
 	// change and access records both describe its final state, which is
@@ -113,7 +112,7 @@ func newEnv(t *testing.T, store state.Store, qcfg query.Config) *env {
 	// visit batch, and the API answers the newer state.)
 	cfg.ReorderWindow = time.Hour
 	// The clock stands at t0, before the workload's later days.
-	cfg.MaxFuture = aggregate.Unbounded
+	cfg.MaxFuture = 0
 	idx := query.NewIndex(query.IndexConfig{})
 	mem := stream.NewMemorySink()
 	tee := query.NewTeeSink(mem, idx, cfg.EstimatesTopic, cfg.AlertsTopic, logger)

@@ -22,8 +22,8 @@ import (
 func TestAPIGone(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
-	cfg.Model.EmitInterval = aggregate.ZeroDuration
-	cfg.MaxFuture = aggregate.Unbounded
+	cfg.Model.EmitInterval = 0
+	cfg.MaxFuture = 0
 	store := newMemoryStore(t)
 	idx := query.NewIndex(query.IndexConfig{})
 	mem := stream.NewMemorySink()

@@ -27,7 +27,7 @@ import (
 func TestViewSiteSitemap(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
-	cfg.MaxFuture = aggregate.Unbounded
+	cfg.MaxFuture = 0
 	store := newMemoryStore(t)
 	idx := query.NewIndex(query.IndexConfig{})
 	tee := query.NewTeeSink(stream.NewMemorySink(), idx, cfg.EstimatesTopic, cfg.AlertsTopic, logger)

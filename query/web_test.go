@@ -20,7 +20,6 @@ import (
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/stream"
-	"github.com/changerate/changerate/windows"
 )
 
 var updatePages = flag.Bool("update-pages", false, "rewrite testdata/*.golden.html")
@@ -60,10 +59,10 @@ func pageEnv(t *testing.T, extra ...records.Observation) *env {
 	}
 	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
-	cfg.Model.EmitInterval = aggregate.ZeroDuration
-	cfg.Model.Seasonal.LearningPeriod = windows.SeasonalOff
+	cfg.Model.EmitInterval = 0
+	cfg.Model.Seasonal.LearningPeriod = 0
 	cfg.ReorderWindow = time.Hour
-	cfg.MaxFuture = aggregate.Unbounded
+	cfg.MaxFuture = 0
 	store := newMemoryStore(t)
 	idx := query.NewIndex(query.IndexConfig{})
 	tee := query.NewTeeSink(stream.NewMemorySink(), idx, cfg.EstimatesTopic, cfg.AlertsTopic, logger)

@@ -64,21 +64,20 @@ const (
 	exposureWeeks = 16
 )
 
-// SeasonalConfig holds the tunables of the seasonal baselines. The zero
-// value of every field means its documented default: WithDefaults fills
-// them in, and the Profile methods read a SeasonalConfig as given, so pass
-// them one returned by WithDefaults (or DefaultSeasonalConfig). Where zero
-// would be a meaningful setting, a documented negative sentinel selects it.
+// SeasonalConfig holds the tunables of the seasonal baselines. Start from
+// DefaultSeasonalConfig: LearningPeriod and MinEvents mean what they hold,
+// 0 included; the zero PriorEvents and Decay, which are not valid
+// settings, mean their defaults (WithDefaults). The Profile methods read
+// a SeasonalConfig as given, so pass them one returned by WithDefaults.
 type SeasonalConfig struct {
 	// LearningPeriod is how long a site's points are counted before its
 	// profile is used (and before its objects' alerts start). Default 7
-	// days (one period of the weekly profile); SeasonalOff (any negative
-	// value) disables seasonal baselines (Λ(t) = t, no learning period).
+	// days (one period of the weekly profile); 0 disables seasonal
+	// baselines (Λ(t) = t, no learning period).
 	LearningPeriod time.Duration
 	// MinEvents is the least number of (discounted) points a site needs at
 	// the end of the learning period for its profile to be used; with fewer
-	// the profile stays flat. Default 200; NoMinEvents (any negative value)
-	// requires none.
+	// the profile stays flat. Default 200; 0 requires none.
 	MinEvents float64
 	// PriorEvents is the pseudo-count a of (S2) that shrinks each hour and
 	// day factor towards 1. Default 5; > 0.
@@ -88,25 +87,15 @@ type SeasonalConfig struct {
 	Decay float64
 }
 
-// Sentinels of SeasonalConfig.
+// Defaults of SeasonalConfig.
 const (
-	// SeasonalOff as SeasonalConfig.LearningPeriod disables seasonal
-	// baselines.
-	SeasonalOff time.Duration = -1
-	// NoMinEvents as SeasonalConfig.MinEvents uses a profile whatever the
-	// number of points.
-	NoMinEvents float64 = -1
+	defaultLearningPeriod = 7 * 24 * time.Hour
+	defaultMinEvents      = 200
 )
 
-// WithDefaults returns c with the default of every zero field filled in.
-// It is the one source of the defaults.
+// WithDefaults returns c with the default of every zero field where 0 is
+// not a valid setting (PriorEvents, Decay) filled in.
 func (c SeasonalConfig) WithDefaults() SeasonalConfig {
-	if c.LearningPeriod == 0 {
-		c.LearningPeriod = 7 * 24 * time.Hour
-	}
-	if c.MinEvents == 0 {
-		c.MinEvents = 200
-	}
 	if c.PriorEvents == 0 {
 		c.PriorEvents = 5
 	}
@@ -116,9 +105,11 @@ func (c SeasonalConfig) WithDefaults() SeasonalConfig {
 	return c
 }
 
-// DefaultSeasonalConfig returns the documented defaults:
-// SeasonalConfig{}.WithDefaults().
-func DefaultSeasonalConfig() SeasonalConfig { return SeasonalConfig{}.WithDefaults() }
+// DefaultSeasonalConfig returns the documented defaults, the one source of
+// the defaults.
+func DefaultSeasonalConfig() SeasonalConfig {
+	return SeasonalConfig{LearningPeriod: defaultLearningPeriod, MinEvents: defaultMinEvents}.WithDefaults()
+}
 
 // Enabled reports whether seasonal baselines are on.
 func (c *SeasonalConfig) Enabled() bool { return c.LearningPeriod > 0 }
@@ -128,8 +119,11 @@ func (c *SeasonalConfig) Enabled() bool { return c.LearningPeriod > 0 }
 func (c *SeasonalConfig) Validate() error {
 	d := c.WithDefaults()
 	var errs []error
-	if math.IsNaN(d.MinEvents) || math.IsInf(d.MinEvents, 0) {
-		errs = append(errs, fmt.Errorf("%w: MinEvents %v not finite", ErrConfig, d.MinEvents))
+	if d.LearningPeriod < 0 {
+		errs = append(errs, fmt.Errorf("%w: LearningPeriod %v negative (0 disables seasonal baselines)", ErrConfig, d.LearningPeriod))
+	}
+	if !(d.MinEvents >= 0) || math.IsInf(d.MinEvents, 0) {
+		errs = append(errs, fmt.Errorf("%w: MinEvents %v not finite and >= 0", ErrConfig, d.MinEvents))
 	}
 	if !(d.PriorEvents > 0) || math.IsInf(d.PriorEvents, 0) {
 		errs = append(errs, fmt.Errorf("%w: PriorEvents %v not > 0", ErrConfig, d.PriorEvents))

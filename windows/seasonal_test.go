@@ -238,46 +238,47 @@ func TestProfileGolden(t *testing.T) {
 	}
 }
 
-// TestSeasonalConfigDefaults pins the defaults the zero value means, the
-// sentinels, and that Validate reports every problem at once.
+// TestSeasonalConfigDefaults pins the defaults, that a zero LearningPeriod
+// and MinEvents are kept (off, no minimum), and that Validate reports
+// every problem at once.
 func TestSeasonalConfigDefaults(t *testing.T) {
 	want := SeasonalConfig{LearningPeriod: 7 * 24 * time.Hour, MinEvents: 200, PriorEvents: 5, Decay: 0.7}
-	if got := (SeasonalConfig{}).WithDefaults(); got != want {
-		t.Errorf("SeasonalConfig{}.WithDefaults() = %+v; want %+v", got, want)
+	if got := DefaultSeasonalConfig().WithDefaults(); got != want {
+		t.Errorf("WithDefaults changed the defaults: %+v; want %+v", got, want)
 	}
 	if got := DefaultSeasonalConfig(); got != want {
 		t.Errorf("DefaultSeasonalConfig() = %+v; want %+v", got, want)
 	}
-	off := SeasonalConfig{LearningPeriod: SeasonalOff, MinEvents: NoMinEvents}.WithDefaults()
-	if off.Enabled() || off.LearningPeriod != SeasonalOff || off.MinEvents != NoMinEvents {
-		t.Errorf("sentinels not kept: %+v", off)
+	off := SeasonalConfig{}.WithDefaults()
+	if off.Enabled() || off.LearningPeriod != 0 || off.MinEvents != 0 {
+		t.Errorf("zero LearningPeriod and MinEvents not kept: %+v", off)
 	}
 	if err := off.Validate(); err != nil {
-		t.Errorf("sentinels: %v", err)
+		t.Errorf("seasonal off: %v", err)
 	}
 	var zero SeasonalConfig
 	if err := zero.Validate(); err != nil {
 		t.Errorf("zero SeasonalConfig: %v", err)
 	}
-	bad := SeasonalConfig{MinEvents: math.NaN(), PriorEvents: -1, Decay: 2}
+	bad := SeasonalConfig{LearningPeriod: -time.Hour, MinEvents: math.NaN(), PriorEvents: -1, Decay: 2}
 	err := bad.Validate()
-	for _, field := range []string{"MinEvents", "PriorEvents", "Decay"} {
+	for _, field := range []string{"LearningPeriod", "MinEvents", "PriorEvents", "Decay"} {
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "windows: invalid config: "+field) {
 			t.Errorf("Validate = %v; want an error naming %s", err, field)
 		}
 	}
 }
 
-// TestSeasonalOffIsFlat: with SeasonalOff a profile learns nothing and the
+// TestSeasonalOffIsFlat: with a LearningPeriod of 0 a profile learns nothing and the
 // operational time is the time itself.
 func TestSeasonalOffIsFlat(t *testing.T) {
-	cfg := SeasonalConfig{LearningPeriod: SeasonalOff}.WithDefaults()
+	cfg := SeasonalConfig{}.WithDefaults()
 	var p Profile
 	for i := 0; i < 1000; i++ {
 		p.Observe(float64(1_700_000_000+i*60), &cfg)
 	}
 	if p.Active() || p.Learned(1_800_000_000, &cfg) {
-		t.Error("profile active with SeasonalOff")
+		t.Error("profile active with a LearningPeriod of 0")
 	}
 	if got := p.Operational(1_700_012_345, &cfg); got != 1_700_012_345 {
 		t.Errorf("Operational = %v; want t", got)

@@ -10,7 +10,6 @@ import (
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/stream"
-	"github.com/changerate/changerate/windows"
 )
 
 // envPrefix prefixes every environment variable of the aggregator.
@@ -254,58 +253,43 @@ func (c *config) processorConfig() aggregate.Config {
 	pc := aggregateDefaults()
 	pc.BatchSize = c.BatchSize
 	pc.Emit = c.Emit
-	pc.CacheObjects = explicitZero(c.CacheObjects, aggregate.Unbounded)
-	pc.CacheBytes = explicitZero(int64(c.CacheBytes), aggregate.Unbounded)
-	pc.InflightBytes = explicitZero(int64(c.InflightBytes), aggregate.Unbounded)
+	pc.CacheObjects = c.CacheObjects
+	pc.CacheBytes = int64(c.CacheBytes)
+	pc.InflightBytes = int64(c.InflightBytes)
 	if c.Emit == aggregate.EmitFinal {
-		pc.CacheObjects, pc.CacheBytes = aggregate.Unbounded, aggregate.Unbounded
+		pc.CacheObjects, pc.CacheBytes = 0, 0 // no bound
 	}
-	pc.Model.LateTolerance = explicitZero(c.LateTolerance, aggregate.ZeroDuration)
+	pc.Model.LateTolerance = c.LateTolerance
 	pc.Model.ReportPeriod = c.ReportPeriod
 	pc.Model.PStale = c.PStale
 	pc.Model.PoolSites = c.PoolSites
 	pc.Model.PublishPooled = c.PoolPublish
-	pc.Model.EmitInterval = explicitZero(c.EmitInterval, aggregate.ZeroDuration)
+	pc.Model.EmitInterval = c.EmitInterval
 	pc.Model.Estimators.MinInterval, pc.Model.Estimators.MaxInterval = c.MinRevisit.Seconds(), c.MaxRevisit.Seconds()
 	pc.Model.Seasonal.LearningPeriod = c.SeasonalLearning
-	if c.SeasonalLearning == 0 { // the option's 0 disables seasonal baselines
-		pc.Model.Seasonal.LearningPeriod = windows.SeasonalOff
-	}
 	pc.Model.Seasonal.MinEvents = c.SeasonalMinEvents
-	if c.SeasonalMinEvents == 0 { // the option's 0 requires no points
-		pc.Model.Seasonal.MinEvents = windows.NoMinEvents
-	}
 	pc.Model.Seasonal.Decay = c.SeasonalDecay
 	pc.Model.Alerts.Period = c.AlertPeriod
 	pc.Model.Alerts.FDR = c.AlertFDR
 	pc.Model.Alerts.MinRatio = c.AlertMinRatio
-	pc.Model.Alerts.MinEvents = explicitZero(c.AlertMinEvents, aggregate.ZeroCount)
-	pc.Model.Alerts.SiteObjects = explicitZero(c.AlertSiteObjects, aggregate.ZeroCount)
+	pc.Model.Alerts.MinEvents = c.AlertMinEvents
+	pc.Model.Alerts.SiteObjects = c.AlertSiteObjects
 	pc.Model.Alerts.SiteTop = c.AlertSiteTop
 	pc.Model.ObjectRhythm = c.ObjectRhythm
 	pc.EstimatesTopic, pc.AccessReportsTopic = c.TopicEstimates, c.TopicAccessReports
 	pc.AlertsTopic, pc.DeadLetterTopic = c.TopicAlerts, c.Topics.DeadLetter
 	pc.LateTopic = c.TopicLate
 	pc.DrainTimeout = c.DrainTimeout
-	pc.TakeoverDelay = explicitZero(c.TakeoverDelay, aggregate.ZeroDuration)
-	pc.IdleCheck = explicitZero(c.IdleCheck, aggregate.ZeroDuration)
-	pc.IdleRelease = explicitZero(c.IdleRelease, aggregate.ZeroDuration)
-	pc.ReorderWindow = explicitZero(c.ReorderWindow, aggregate.ZeroDuration)
-	pc.MaxFuture = explicitZero(c.MaxFuture, aggregate.Unbounded)
+	pc.TakeoverDelay = c.TakeoverDelay
+	pc.IdleCheck = c.IdleCheck
+	pc.IdleRelease = c.IdleRelease
+	pc.ReorderWindow = c.ReorderWindow
+	pc.MaxFuture = c.MaxFuture
 	// Filter mode sorts its input by event time first: the reorder buffer
 	// would only hold (in memory) what is already in order.
 	pc.DisableReorder = c.In != "" && c.Sort
 	pc.OnStateLoss = c.OnStateLoss
 	return pc
-}
-
-// explicitZero maps an option's 0, a meaningful setting on the command
-// line, onto aggregate's sentinel for it (aggregate reads 0 as "default").
-func explicitZero[T ~int | ~int64](v, sentinel T) T {
-	if v == 0 {
-		return sentinel
-	}
-	return v
 }
 
 // kafkaConfig is the Kafka configuration of the consumer and of the sink.

@@ -105,7 +105,7 @@ func TestReadyz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := aggregate.NewProcessor(aggregate.Config{}, mem, stream.NewMemorySink(), slog.New(slog.DiscardHandler), prometheus.NewRegistry(), time.Now)
+	proc, err := aggregate.NewProcessor(aggregate.DefaultConfig(), mem, stream.NewMemorySink(), slog.New(slog.DiscardHandler), prometheus.NewRegistry(), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ func TestCacheBytesConfig(t *testing.T) {
 		t.Errorf("update mode: CacheBytes %d, CacheObjects %d", pc.CacheBytes, pc.CacheObjects)
 	}
 	c.Emit = aggregate.EmitFinal
-	if pc := c.processorConfig(); pc.CacheBytes != aggregate.Unbounded || pc.CacheObjects != aggregate.Unbounded {
-		t.Errorf("final mode: CacheBytes %d, CacheObjects %d, want both Unbounded", pc.CacheBytes, pc.CacheObjects)
+	if pc := c.processorConfig(); pc.CacheBytes != 0 || pc.CacheObjects != 0 {
+		t.Errorf("final mode: CacheBytes %d, CacheObjects %d, want both 0 (no bound)", pc.CacheBytes, pc.CacheObjects)
 	}
 }
 

@@ -182,7 +182,7 @@ func TestLatestEstimatesDependOnCuts(t *testing.T) {
 		}
 		cfg := aggregate.DefaultConfig()
 		cfg.Model.EmitInterval, cfg.Model.ReportPeriod = emitInterval, reportPeriod
-		cfg.IdleRelease = aggregate.ZeroDuration
+		cfg.IdleRelease = 0
 		sink := stream.NewMemorySink()
 		p, err := aggregate.NewProcessor(cfg, st, sink, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), time.Now)
 		if err != nil {

@@ -63,7 +63,7 @@ func TestOracleMatchesProcessor(t *testing.T) {
 	}
 	cfg := aggregate.DefaultConfig()
 	cfg.Model.EmitInterval, cfg.Model.ReportPeriod = emitInterval, reportPeriod
-	cfg.IdleRelease = aggregate.ZeroDuration
+	cfg.IdleRelease = 0
 	p, err := aggregate.NewProcessor(cfg, st, stream.NewMemorySink(), slog.New(slog.DiscardHandler), prometheus.NewRegistry(), time.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -78,12 +78,12 @@ func runLatency(ctx context.Context, e *env, name string, w *workload, rate floa
 	cfg.EstimatesTopic, cfg.AccessReportsTopic, cfg.AlertsTopic, cfg.DeadLetterTopic = t.estimates, t.reports, t.alerts, t.dead
 	cfg.Model.EmitInterval = emit
 	if emit == 0 {
-		cfg.Model.EmitInterval = aggregate.ZeroDuration
+		cfg.Model.EmitInterval = 0
 	}
 	// The reorder buffer would hold every observation for REORDER_WINDOW
 	// (a minute) of event time, by design: longer than the run, so no
 	// estimate would be measured. Latency is measured without it.
-	cfg.ReorderWindow = aggregate.ZeroDuration
+	cfg.ReorderWindow = 0
 	proc, err := aggregate.NewProcessor(cfg, store, sink, slog.New(slog.DiscardHandler), reg, time.Now)
 	if err != nil {
 		return res, err
