@@ -14,7 +14,6 @@ import (
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/cliconfig"
-	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/stream"
@@ -30,7 +29,7 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	if _, err := cliconfig.LoadFrom(func(string) (string, bool) { return "", false }, envPrefix, &c, fs, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, want := c.processorConfig(), aggregateDefaults()
+	got, want := c.processorConfig(), aggregate.DefaultConfig()
 	if got.OnStateLoss != aggregate.OnStateLossStop || want.OnStateLoss != "" && want.OnStateLoss != aggregate.OnStateLossStop {
 		t.Errorf("OnStateLoss %q, library's %q; want both to mean stop", got.OnStateLoss, want.OnStateLoss)
 	}
@@ -150,20 +149,6 @@ func TestSecretsHaveFiles(t *testing.T) {
 		if o.FileOf == "" && (strings.HasSuffix(o.Env, "_PASSWORD") || strings.HasSuffix(o.Env, "_TOKEN") || strings.HasSuffix(o.Env, "_SECRET")) && !files[o.Env] {
 			t.Errorf("%s is a secret without %s_FILE", o.Env, o.Env)
 		}
-	}
-}
-
-// TestKnownVariables: options.Variables lists the aggregator's options
-// exactly (ingest's test checks its own), so that the warning about
-// unknown variables knows every option.
-func TestKnownVariables(t *testing.T) {
-	c := newConfig()
-	var got []string
-	for _, o := range cliconfig.Options(envPrefix, &c) {
-		got = append(got, strings.TrimPrefix(o.Env, envPrefix+"_"))
-	}
-	if want := options.Variables["aggregator"]; !reflect.DeepEqual(got, want) {
-		t.Errorf("options.Variables[\"aggregator\"] = %q,\nwant the options %q", want, got)
 	}
 }
 

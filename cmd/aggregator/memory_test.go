@@ -10,13 +10,14 @@ import (
 )
 
 func TestCacheBytesConfig(t *testing.T) {
-	c := config{CacheBytes: 512 << 20, CacheObjects: 10, Emit: aggregate.EmitUpdate, BatchSize: 100}
+	c := newConfig()
+	c.CacheBytes, c.CacheObjects, c.Emit, c.BatchSize = 512<<20, 10, aggregate.EmitUpdate, 100
 	if pc := c.processorConfig(); pc.CacheBytes != 512<<20 || pc.CacheObjects != 10 {
 		t.Errorf("update mode: CacheBytes %d, CacheObjects %d", pc.CacheBytes, pc.CacheObjects)
 	}
 	c.Emit = aggregate.EmitFinal
 	if pc := c.processorConfig(); pc.CacheBytes != 0 || pc.CacheObjects != 0 {
-		t.Errorf("final mode: CacheBytes %d, CacheObjects %d, want both 0 (no bound)", pc.CacheBytes, pc.CacheObjects)
+		t.Errorf("final mode: CacheBytes %d, CacheObjects %d, want both 0", pc.CacheBytes, pc.CacheObjects)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/changerate/changerate/internal/cliconfig"
@@ -18,36 +17,21 @@ const (
 	modeDemo    = "demo"
 )
 
-// demoOptions are the options the embedded demo reads (names without the
-// prefix): its own, the HTTP server's and the query API's, logging, and
-// the processor's model. Every other option of the aggregator belongs to
+// Which options the embedded demo reads is declared with each option
+// (options.Aggregator's demo tag): demo:"true" for its own, the HTTP
+// server's and the query API's, logging, the processor's model and the
+// consumer group's session timeout and heartbeat; demo:"tuning" for the
+// other Kafka timeouts, options of service mode that the demo's
+// in-process consumer group also reads, accepted with an explicit --demo
+// but never enough to guess the demo. Every other option belongs to
 // service mode (Kafka, Redis, the store, topics, group and shutdown
 // behaviour) or to filter mode (its inputs and outputs), which the demo
 // would ignore: given without KAFKA_BROKERS or IN, they are an error,
 // never the demo.
-var demoOptions = []string{
-	"DEMO", "DEMO_PAGES", "DEMO_DAYS", "DEMO_EXIT",
-	"HTTP_ADDR", "PPROF", "LOG_LEVEL", "LOG_FORMAT",
-	"API_TOKEN", "API_TOKEN_FILE", "API_TIMEOUT", "API_MAX_REQUEST_BYTES", "API_INDEX_OBJECTS", "API_ALERTS",
-	"URL_PROFILE", "MIN_REVISIT", "MAX_REVISIT", "PLAN_BUDGET", "PLAN_PERIOD",
-	// The demo's in-process broker runs the consumer group with these.
-	"KAFKA_SESSION_TIMEOUT", "KAFKA_HEARTBEAT",
-	"PARTITIONS", "IDLE_TTL", "BATCH_SIZE", "CACHE_OBJECTS", "CACHE_BYTES", "INFLIGHT_BYTES", "LATE_TOLERANCE",
-	"REPORT_PERIOD", "EMIT_INTERVAL", "P_STALE", "POOL_SITES", "POOL_PUBLISH", "MAX_FUTURE", "REORDER_WINDOW",
-	"SEASONAL_LEARNING", "SEASONAL_MIN_EVENTS", "SEASONAL_DECAY",
-	"ALERT_PERIOD", "ALERT_FDR", "ALERT_MIN_RATIO", "ALERT_MIN_EVENTS", "ALERT_SITE_OBJECTS", "ALERT_SITE_TOP", "OBJECT_RHYTHM",
-}
-
-// demoTuning are the other Kafka timeouts, options of service mode that
-// the demo also reads (its in-process consumer group's): accepted with an
-// explicit --demo, but, being service settings, never enough to guess the
-// demo (the session timeout and heartbeat, which the tests set, are
-// demoOptions).
-var demoTuning = []string{
-	"KAFKA_REBALANCE_TIMEOUT", "KAFKA_REQUEST_TIMEOUT",
-	"KAFKA_FETCH_TIMEOUT_SLACK", "KAFKA_FETCH_LINGER", "KAFKA_FETCH_MIN_BYTES", "KAFKA_FETCH_MAX_BYTES",
-	"KAFKA_JOIN_TIMEOUT", "KAFKA_ORPHAN_TIMEOUT", "KAFKA_FETCH_STALL_TIMEOUT",
-}
+const (
+	demoReads  = "true"
+	demoTuning = "tuning"
+)
 
 // given lists the options set in the environment (lookup) or on the
 // command line (fs, parsed), as variables with the prefix, in field order.
@@ -69,8 +53,8 @@ func given(cfg *config, fs *flag.FlagSet, lookup cliconfig.Lookup) []cliconfig.O
 //
 //   - filter with IN, service with KAFKA_BROKERS (not both: validate);
 //   - the demo when asked for: DEMO=true (--demo, which also accepts the
-//     Kafka timeouts of demoTuning), or nothing given at all but the
-//     demo's own options (demoOptions), as `go run ./cmd/aggregator`;
+//     options tagged demo:"tuning"), or nothing given at all but the
+//     demo's own options (demo:"true"), as `go run ./cmd/aggregator`;
 //   - otherwise an error naming what was given: a process configured for
 //     service mode that lost its brokers to a typo must not pretend, with
 //     the fake demo data, to be the service.
@@ -92,10 +76,9 @@ func chooseMode(cfg *config, set []cliconfig.Option, unknown []string) (string, 
 	}
 	var foreign, ignored []string // given options not the demo's own; those the demo does not read
 	for _, o := range set {
-		name := strings.TrimPrefix(o.Env, envPrefix+"_")
-		if !slices.Contains(demoOptions, name) {
+		if demo := o.Tag.Get("demo"); demo != demoReads {
 			foreign = append(foreign, o.Env)
-			if !slices.Contains(demoTuning, name) {
+			if demo != demoTuning {
 				ignored = append(ignored, o.Env)
 			}
 		}

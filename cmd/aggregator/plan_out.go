@@ -17,13 +17,10 @@ import (
 // validatePlan checks the --plan-* options and reads PLAN_WEIGHTS's file.
 func (c *config) validatePlan() error {
 	if c.PlanPolicy != "" && !slices.Contains(query.Policies, c.PlanPolicy) {
-		return fmt.Errorf("config: %s must be one of %s, got %q", opt("PLAN_POLICY"), strings.Join(query.Policies, ", "), c.PlanPolicy)
-	}
-	if c.PlanHostCap < 0 {
-		return fmt.Errorf("config: %s must be >= 0 (0: none), got %d", opt("PLAN_HOST_CAP"), c.PlanHostCap)
+		return fmt.Errorf("%s must be one of %s, got %q", opt("PLAN_POLICY"), strings.Join(query.Policies, ", "), c.PlanPolicy)
 	}
 	if c.PlanOut != "" && c.In == "" {
-		return fmt.Errorf("config: %s is a filter-mode option: give %s too", opt("PLAN_OUT"), opt("IN"))
+		return fmt.Errorf("%s is a filter-mode option: give %s too", opt("PLAN_OUT"), opt("IN"))
 	}
 	switch c.PlanWeights {
 	case "", query.WeightsUniform, query.WeightsAccess:
@@ -31,12 +28,12 @@ func (c *config) validatePlan() error {
 	}
 	f, err := os.Open(c.PlanWeights)
 	if err != nil {
-		return fmt.Errorf("config: %s is uniform, access or a file of weights: %w", opt("PLAN_WEIGHTS"), err)
+		return fmt.Errorf("%s is uniform, access or a file of weights: %w", opt("PLAN_WEIGHTS"), err)
 	}
 	defer f.Close()
 	w, err := readWeights(f, c.PlanWeights)
 	if err != nil {
-		return fmt.Errorf("config: %s: %w", opt("PLAN_WEIGHTS"), err)
+		return fmt.Errorf("%s: %w", opt("PLAN_WEIGHTS"), err)
 	}
 	c.planWeights = w
 	return nil

@@ -8,19 +8,27 @@ import (
 	"sort"
 	"time"
 
-	"github.com/changerate/changerate/parse"
+	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
 
-// queryConfig maps the flat configuration onto query.Config.
+// queryConfig maps the options onto query.Config (their to tags), with
+// PLAN_WEIGHTS's file.
 func (c *config) queryConfig() query.Config {
-	return query.Config{
-		Token: c.APIToken, Timeout: c.APITimeout, MaxRequestBytes: int(c.APIMaxRequestBytes), Profile: c.URLProfile,
-		Plan: query.PlanConfig{MinRevisit: c.MinRevisit, MaxRevisit: c.MaxRevisit, Budget: c.PlanBudget, Period: c.PlanPeriod,
-			HostCap: c.PlanHostCap, Weights: c.planWeights},
-	}
+	lib := defaultLibraries()
+	cliconfig.Apply(&c.Aggregator, lib.targets())
+	qc := lib.query
+	qc.Plan.Weights = c.planWeights
+	return qc
+}
+
+// indexConfig maps the options onto query.IndexConfig.
+func (c *config) indexConfig() query.IndexConfig {
+	lib := defaultLibraries()
+	cliconfig.Apply(&c.Aggregator, lib.targets())
+	return lib.index
 }
 
 // headerFieldBytes is the room for header fields that the HTTP server
@@ -37,49 +45,20 @@ func (c *config) maxHeaderBytes() int {
 	return c.queryConfig().WithDefaults().MaxRequestBytes + headerFieldBytes
 }
 
-// validateQuery checks the query API's options (called by validate).
-func (c *config) validateQuery() error {
-	switch c.OutFormat {
-	case "json", "table":
-	default:
-		return fmt.Errorf("config: %s_OUT_FORMAT (--out-format) must be json or table, got %q", envPrefix, c.OutFormat)
-	}
-	if c.APIIndexObjects < 0 {
-		return fmt.Errorf("config: %s must not be negative, got %d", opt("API_INDEX_OBJECTS"), c.APIIndexObjects)
-	}
-	if c.APIAlerts < 0 {
-		return fmt.Errorf("config: %s must not be negative, got %d", opt("API_ALERTS"), c.APIAlerts)
-	}
-	if c.APITimeout < 0 {
-		return fmt.Errorf("config: %s must be a positive duration (0: the default), got %s", opt("API_TIMEOUT"), c.APITimeout)
-	}
+// validateQuery checks what the query API's options' declarations do
+// not (called by validate).
+func (c *config) validateQuery() []error {
+	var errs []error
 	if c.APIMaxRequestBytes != 0 && c.APIMaxRequestBytes < 256 {
-		return fmt.Errorf("config: %s must be at least 256 (0: the default), got %d", opt("API_MAX_REQUEST_BYTES"), c.APIMaxRequestBytes)
-	}
-	switch c.URLProfile {
-	case "", parse.ProfileChangerate, parse.ProfileWHATWG, parse.ProfileSemantic:
-	default:
-		return fmt.Errorf("config: %s must be changerate, whatwg or semantic (as ingest's --profile), got %q", opt("URL_PROFILE"), c.URLProfile)
-	}
-	if c.MinRevisit <= 0 {
-		return fmt.Errorf("config: %s must be a positive duration, got %s", opt("MIN_REVISIT"), c.MinRevisit)
+		errs = append(errs, fmt.Errorf("%s must be at least 256 (0: the default), got %d", opt("API_MAX_REQUEST_BYTES"), c.APIMaxRequestBytes))
 	}
 	if c.MaxRevisit < c.MinRevisit {
-		return fmt.Errorf("config: %s (%s) must be at least %s (%s)", opt("MAX_REVISIT"), c.MaxRevisit, opt("MIN_REVISIT"), c.MinRevisit)
-	}
-	if c.PlanBudget < 1 {
-		return fmt.Errorf("config: %s must be at least 1, got %d", opt("PLAN_BUDGET"), c.PlanBudget)
-	}
-	if c.PlanPeriod < time.Minute {
-		return fmt.Errorf("config: %s must be at least 1m, got %s", opt("PLAN_PERIOD"), c.PlanPeriod)
+		errs = append(errs, fmt.Errorf("%s (%s) must be at least %s (%s)", opt("MAX_REVISIT"), c.MaxRevisit, opt("MIN_REVISIT"), c.MinRevisit))
 	}
 	if err := c.validatePlan(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	if err := c.queryConfig().Validate(); err != nil {
-		return fmt.Errorf("config: %s_API_*: %w", envPrefix, err)
-	}
-	return nil
+	return errs
 }
 
 // queryAPI is the query API and what feeds its index.
@@ -99,7 +78,7 @@ type queryAPI struct {
 // newQuery returns the query API over store and what feeds its index with
 // what the processor writes to sink.
 func newQuery(cfg *config, store state.Store, sink stream.Sink, loc query.Locator, logger *slog.Logger) (*queryAPI, error) {
-	idx := query.NewIndex(query.IndexConfig{MaxObjects: cfg.APIIndexObjects, MaxAlerts: cfg.APIAlerts})
+	idx := query.NewIndex(cfg.indexConfig())
 	srv, err := query.NewServer(cfg.queryConfig(), store, loc, cfg.processorConfig().Model, idx, logger.With("component", "query"))
 	if err != nil {
 		return nil, err

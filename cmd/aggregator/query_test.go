@@ -21,7 +21,8 @@ func TestRebuildIndex(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an in-process Kafka broker")
 	}
-	cfg := &config{TopicEstimates: "estimates", TopicAlerts: "alerts", APIAlerts: 100}
+	cfg := &config{}
+	cfg.TopicEstimates, cfg.TopicAlerts, cfg.APIAlerts = "estimates", "alerts", 100
 	kc := kafkatest.Start(t, kafkatest.Topic{Name: "estimates", Partitions: 3}, kafkatest.Topic{Name: "alerts", Partitions: 2})
 	t0 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	var recs []kafkatest.Record

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/changerate/changerate/ingest"
+	"github.com/changerate/changerate/internal/options"
 )
 
 // TestAutoDetection: --format=auto passes over empty files (the current
@@ -61,7 +62,7 @@ func TestSummaryUnits(t *testing.T) {
 		Skipped: map[string]int64{"record-type": 13}}}}
 	for format, want := range map[string]string{"warc": "records", "squid": "lines"} {
 		var b bytes.Buffer
-		writeSummary(&b, config{Out: "-", DeadLetter: "-"}, ingest.Config{Format: format}, sum, nil, 0)
+		writeSummary(&b, config{options.Ingest{Out: "-", DeadLetter: "-"}}, ingest.Config{Format: format}, sum, nil, 0)
 		for _, w := range []string{"  " + want + " read ", "(" + want + " without an observation)"} {
 			if !strings.Contains(b.String(), w) {
 				t.Errorf("%s: summary lacks %q:\n%s", format, w, b.String())

@@ -5,14 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/changerate/changerate/ingest"
-	"github.com/changerate/changerate/internal/cliconfig"
 	"github.com/changerate/changerate/internal/extsort"
-	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/parse"
 	"github.com/changerate/changerate/stream"
 )
@@ -51,20 +48,6 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	}
 	if kc.ClientID != clientID || kc.GroupID != clientID {
 		t.Errorf("Kafka client id %q, group %q; want %q", kc.ClientID, kc.GroupID, clientID)
-	}
-}
-
-// TestKnownVariables: options.Variables lists ingest's options exactly
-// (the aggregator's test checks its own), so that the warning about
-// unknown variables knows every option.
-func TestKnownVariables(t *testing.T) {
-	c := newConfig()
-	var got []string
-	for _, o := range cliconfig.Options(envPrefix, &c) {
-		got = append(got, strings.TrimPrefix(o.Env, envPrefix+"_"))
-	}
-	if want := options.Variables["ingest"]; !reflect.DeepEqual(got, want) {
-		t.Errorf("options.Variables[\"ingest\"] = %q,\nwant the options %q", want, got)
 	}
 }
 

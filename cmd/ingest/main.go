@@ -57,62 +57,21 @@ const envPrefix = options.Prefix
 // clientID is ingest's default Kafka client id and consumer group.
 const clientID = "changerate-ingest"
 
-// config is the command's settings. Each field's env var is
-// CHANGERATE_<envconfig name> and its flag the same name in lower case
-// with dashes (internal/cliconfig); flags win.
+// config is the command's settings: its options (options.Ingest).
 type config struct {
-	Format               string             `envconfig:"FORMAT" desc:"input format: one of the formats that ingest -h lists, or auto (each input's detected from its first lines)"`
-	Out                  string             `envconfig:"OUT" default:"-" desc:"output: '-' = observations as JSON lines on stdout, 'kafka' = Kafka topics"`
-	DeadLetter           string             `envconfig:"DEAD_LETTER" default:"-" desc:"dead letters in --out=- mode: '-' = stderr, or a file (appended)"`
-	Paths                []string           `envconfig:"PATHS" desc:"inputs when no FILE arguments are given: files, directories, globs or - for stdin, comma-separated"`
-	Follow               bool               `envconfig:"FOLLOW" desc:"follow plain files like tail -F (rotation and truncation handled; new files of the directories and globs are found)"`
-	Zone                 string             `envconfig:"ZONE" desc:"time zone (IANA name, e.g. 'UTC', 'Europe/Oslo') of timestamps without one; '' rejects them"`
-	Profile              string             `envconfig:"PROFILE" desc:"URL canonicalisation profile: changerate, whatwg or semantic"`
-	BaseURL              string             `envconfig:"BASE_URL" desc:"base URL of path-only request targets (CLF, NASA, WorldCup); default 'http://localhost'"`
-	SquidLogformat       string             `envconfig:"SQUID_LOGFORMAT" desc:"Squid logformat: squid (native, default), common, combined, referrer, or a logformat of Squid % tokens or field names"`
-	MaxLineBytes         cliconfig.ByteSize `envconfig:"MAX_LINE_BYTES" desc:"longest accepted line, e.g. 1MiB"`
-	MaxDecompressedBytes cliconfig.ByteSize `envconfig:"MAX_DECOMPRESSED_BYTES" desc:"largest decompressed size of one gzip input, e.g. 64GiB"`
-	MaxRecordBytes       cliconfig.ByteSize `envconfig:"MAX_RECORD_BYTES" desc:"largest WARC record, e.g. 256MiB"`
-	BatchSize            int                `envconfig:"BATCH_SIZE" desc:"messages per sink write"`
-	Checkpoint           string             `envconfig:"CHECKPOINT" desc:"checkpoint file of input positions; empty: none"`
-	CheckpointInterval   time.Duration      `envconfig:"CHECKPOINT_INTERVAL" desc:"least time between checkpoint writes (fsync); 0: after every acknowledged batch"`
-	PollInterval         time.Duration      `envconfig:"POLL_INTERVAL" desc:"follow mode poll period"`
-	ProgressInterval     time.Duration      `envconfig:"PROGRESS_INTERVAL" desc:"period of the progress log line; a negative duration (e.g. -1s): none"`
-	DrainTimeout         time.Duration      `envconfig:"DRAIN_TIMEOUT" desc:"bound of the last batch write after SIGTERM"`
-	WriteRetryTimeout    time.Duration      `envconfig:"WRITE_RETRY_TIMEOUT" desc:"how long a run without FOLLOW retries a failing Kafka write (broker unreachable) before it fails; with FOLLOW or IN_TOPIC failing writes are retried until they succeed"`
-	ShutdownTimeout      time.Duration      `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"exit at the latest this long after SIGTERM"`
-	options.Topics
-	options.HTTP
-	options.Log
-	Report bool   `envconfig:"REPORT" desc:"print per-input counts (lines, observations, skipped and rejects by reason) on stderr at the end, besides the summary"`
-	Order  string `envconfig:"ORDER" desc:"order of the observations written: time (sorted by event time: several files merged, a file written newest first read in order; the default when reading files once) or input (as read; the default with FOLLOW, IN_TOPIC or CHECKPOINT, and for capture indexes, cdx and cdxj, whose captures of each object are in time order)"`
-	options.ExternalSort
-	InTopic string `envconfig:"IN_TOPIC" desc:"read lines from this Kafka topic instead of files (e.g. 'heritrix-crawl-log' with --format=heritrix-json), in consumer group --kafka-group"`
-
-	options.Kafka
-	options.KafkaProducer
+	options.Ingest
 }
 
 // newConfig is the configuration before Load, holding the defaults of the
-// options without a default tag: the libraries' (ingest, parse) and the
-// shared option groups' (see internal/options).
+// options without a default tag: the ingest library's (cliconfig.Defaults,
+// by the options' to tags) and the shared option groups' (see
+// internal/options).
 func newConfig() config {
-	return config{
-		Profile:              parse.ProfileChangerate,
-		MaxLineBytes:         cliconfig.ByteSize(ingest.DefaultMaxLineBytes),
-		MaxDecompressedBytes: cliconfig.ByteSize(ingest.DefaultMaxDecompressedBytes),
-		MaxRecordBytes:       cliconfig.ByteSize(ingest.DefaultMaxRecordBytes),
-		BatchSize:            ingest.DefaultBatchSize,
-		CheckpointInterval:   ingest.DefaultCheckpointInterval,
-		PollInterval:         ingest.DefaultPollInterval,
-		ProgressInterval:     ingest.DefaultProgressInterval,
-		DrainTimeout:         ingest.DefaultDrainTimeout,
-		WriteRetryTimeout:    ingest.DefaultWriteRetryTimeout,
-		Topics:               options.DefaultTopics(),
-		HTTP:                 options.DefaultHTTP(""),
-		ExternalSort:         options.DefaultExternalSort(),
-		Kafka:                options.DefaultKafka(clientID, clientID),
-	}
+	c := config{options.DefaultIngest(clientID)}
+	c.CheckpointInterval = ingest.DefaultCheckpointInterval // the library's 0 is "default", the option's "every batch"
+	def := ingest.Config{}.WithDefaults()
+	cliconfig.Defaults(&c.Ingest, cliconfig.Targets{"ingest": &def})
+	return c
 }
 
 // kafkaConfig is the Kafka configuration of the sink and of --in-topic's
@@ -420,37 +379,27 @@ func configure(args []string, stderr io.Writer) (config, stream.KafkaConfig, []s
 		return o, k, nil, cfgErr("%s_FORMAT (--format) is required: one of the formats -h lists, or auto", envPrefix)
 	}
 	streaming := o.Follow || o.InTopic != "" || o.Checkpoint != ""
+	if err := errors.Join(cliconfig.Check(envPrefix, &o.Ingest), o.Topics.Validate(), o.ExternalSort.Validate()); err != nil {
+		return o, k, nil, cfgErr("%v", err)
+	}
 	switch o.Order {
 	case "":
 		o.Order = "time"
 		if streaming || capturesInOrder(o.Format, paths) {
 			o.Order = "input"
 		}
-	case "input":
 	case "time":
 		if streaming {
 			return o, k, nil, cfgErr("%s_ORDER (--order)=time holds every observation until the inputs end: it cannot go with %s_FOLLOW (--follow), %s_IN_TOPIC (--in-topic) or %s_CHECKPOINT (--checkpoint); use --order=input (the aggregator's reorder buffer puts streams in order)", envPrefix, envPrefix, envPrefix, envPrefix)
 		}
-	default:
-		return o, k, nil, cfgErr("%s_ORDER (--order) must be time or input, got %q", envPrefix, o.Order)
-	}
-	if err := errors.Join(o.Topics.Validate(), o.ExternalSort.Validate()); err != nil {
-		return o, k, nil, cfgErr("%v", err)
 	}
 	kafkaErr := func(err error) error {
 		return cfgErr("%s", options.KafkaError(err))
 	}
-	switch o.Out {
-	case "-":
-	case "kafka":
+	if o.Out == "kafka" {
 		if err := k.Validate(); err != nil {
 			return o, k, nil, kafkaErr(err)
 		}
-	default:
-		return o, k, nil, cfgErr("%s_OUT (--out) must be - or kafka, got %q", envPrefix, o.Out)
-	}
-	if o.ShutdownTimeout <= 0 {
-		return o, k, nil, cfgErr("%s_SHUTDOWN_TIMEOUT (--shutdown-timeout) must be > 0", envPrefix)
 	}
 	if o.InTopic != "" {
 		if len(paths) > 0 {
@@ -498,15 +447,9 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		}
 		zone = z
 	}
-	cfg := ingest.Config{
-		Format: o.Format, Paths: paths, Follow: o.Follow,
-		Parse:        parse.Config{Zone: zone, Profile: o.Profile, BaseURL: o.BaseURL, SquidLogformat: o.SquidLogformat},
-		PollInterval: o.PollInterval, MaxLineBytes: int(o.MaxLineBytes), MaxDecompressedBytes: int64(o.MaxDecompressedBytes),
-		MaxRecordBytes: int64(o.MaxRecordBytes), BatchSize: o.BatchSize, CheckpointPath: o.Checkpoint,
-		CheckpointInterval: checkpointInterval(o.CheckpointInterval),
-		ObservationsTopic:  o.Topics.Observations, DeadLetterTopic: o.Topics.DeadLetter,
-		ProgressInterval: o.ProgressInterval, DrainTimeout: o.DrainTimeout, WriteRetryTimeout: o.WriteRetryTimeout,
-	}
+	cfg := ingest.Config{Paths: paths, Parse: parse.Config{Zone: zone, BaseURL: o.BaseURL},
+		CheckpointInterval: checkpointInterval(o.CheckpointInterval)}
+	cliconfig.Apply(&o.Ingest, cliconfig.Targets{"ingest": &cfg})
 	known := o.Format == ingest.FormatAuto
 	var names []string
 	for _, f := range parse.Formats() {
@@ -520,24 +463,6 @@ func ingestConfig(o config, paths []string) (ingest.Config, error) {
 		// Every line would be rejected (reason no-zone): refuse before
 		// reading instead.
 		return cfg, cfgErr("%s_FORMAT (--format) %s has times without a zone: give %s_ZONE (--zone), e.g. --zone=UTC for the WorldCup98 trace (GMT)", envPrefix, o.Format, envPrefix)
-	}
-	checks := []struct {
-		bad  bool
-		name string
-		msg  string
-	}{
-		{o.MaxLineBytes < 64, "MAX_LINE_BYTES (--max-line-bytes)", "must be >= 64"},
-		{o.MaxDecompressedBytes <= 0, "MAX_DECOMPRESSED_BYTES (--max-decompressed-bytes)", "must be > 0"},
-		{o.MaxRecordBytes <= 0, "MAX_RECORD_BYTES (--max-record-bytes)", "must be > 0"},
-		{o.BatchSize <= 0, "BATCH_SIZE (--batch-size)", "must be > 0"},
-		{o.WriteRetryTimeout <= 0, "WRITE_RETRY_TIMEOUT (--write-retry-timeout)", "must be > 0"},
-		{o.PollInterval <= 0, "POLL_INTERVAL (--poll-interval)", "must be > 0"},
-		{o.DrainTimeout <= 0, "DRAIN_TIMEOUT (--drain-timeout)", "must be > 0"},
-	}
-	for _, c := range checks {
-		if c.bad {
-			return cfg, cfgErr("%s_%s %s", envPrefix, c.name, c.msg)
-		}
 	}
 	if err := (parse.Config{Profile: o.Profile}).Validate(); err != nil {
 		return cfg, cfgErr("%s_PROFILE (--profile): %v", envPrefix, err)

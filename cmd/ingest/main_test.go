@@ -14,6 +14,7 @@ import (
 
 	"github.com/changerate/changerate/ingest"
 	"github.com/changerate/changerate/internal/kafkatest"
+	"github.com/changerate/changerate/internal/options"
 	"github.com/changerate/changerate/records"
 )
 
@@ -350,7 +351,7 @@ func TestSummaryStopped(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			writeSummary(&b, config{Out: "-", DeadLetter: "-"}, tc.cfg, ingest.Summary{Interrupted: true}, nil, 0)
+			writeSummary(&b, config{options.Ingest{Out: "-", DeadLetter: "-"}}, tc.cfg, ingest.Summary{Interrupted: true}, nil, 0)
 			if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.reject) {
 				t.Errorf("summary lacks %q (or has %q):\n%s", tc.want, tc.reject, b.String())
 			}

@@ -18,6 +18,10 @@
 // fields without an envconfig tag are groups: their fields are options
 // with the same prefix, listed where the group is embedded.
 //
+// Beyond envconfig's tags, unit, valid and to declare what a number
+// counts, its bounds and the library field the option sets (declare.go),
+// so that an option is written once: Check, Defaults and Apply read them.
+//
 // Load never modifies the process environment, so concurrent loads (for
 // example parallel tests) are independent. This is why values are decoded
 // here (decode.go, following kelseyhightower/envconfig's documented rules
@@ -58,6 +62,12 @@ type Option struct {
 	Desc, Type string
 	// FileOf is, for a NAME_FILE option, the Env of the option it reads.
 	FileOf string
+	// Unit, Valid and To are the tags of the same names (declare.go).
+	Unit, Valid string
+	To          []string
+	// Tag is the field's whole tag, for tags of the command's own (a
+	// NAME_FILE option has its secret's).
+	Tag reflect.StructTag
 
 	name  string // the envconfig tag: Env without the prefix
 	index []int  // the field, for reflect.Value.FieldByIndex
@@ -96,13 +106,18 @@ func appendOptions(out []Option, prefix string, v reflect.Value, index []int) []
 		if def == "" && !v.Field(i).IsZero() {
 			def = format(v.Field(i))
 		}
+		var to []string
+		if t := f.Tag.Get("to"); t != "" {
+			to = strings.Split(t, ",")
+		}
 		out = append(out, Option{
 			Env: env, Flag: flagName, Default: def, Desc: f.Tag.Get("desc"), Type: f.Type.String(),
+			Unit: f.Tag.Get("unit"), Valid: f.Tag.Get("valid"), To: to, Tag: f.Tag,
 			name: name, index: idx, tag: f.Tag.Get("default"),
 		})
 		if f.Tag.Get("file") == "true" {
 			out = append(out, Option{
-				Env: env + "_FILE", Flag: flagName + "-file", Type: "string", FileOf: env,
+				Env: env + "_FILE", Flag: flagName + "-file", Type: "string", FileOf: env, Tag: f.Tag,
 				Desc: "file whose content (without a trailing newline) is " + env + ", e.g. a mounted Secret; exclusive with it",
 				name: name + "_FILE",
 			})
@@ -115,6 +130,9 @@ func appendOptions(out []Option, prefix string, v reflect.Value, index []int) []
 func flagOf(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
+
+// Name is the option's name without the prefix: BATCH_SIZE.
+func (o Option) Name() string { return o.name }
 
 // OptionName names an option by its variable and its flag, as errors
 // do: OptionName("CHANGERATE", "BATCH_SIZE") is
@@ -145,7 +163,9 @@ func LoadFrom(lookup Lookup, prefix string, spec any, fs *flag.FlagSet, args []s
 	for _, o := range opts {
 		help := o.Desc
 		if o.Default != "" {
-			help += " (default " + o.Default + ")"
+			help += " (default " + strings.TrimSpace(o.Default+" "+o.Unit) + ")"
+		} else if o.Unit != "" {
+			help += " (" + o.Unit + ")"
 		}
 		help += " [env " + o.Env + "]"
 		set := func(v string) error { flags[o.Env] = v; return nil }
@@ -252,14 +272,23 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // Options).
 func WriteReference(w io.Writer, prefix string, spec any) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "| variable | flag | default | meaning |")
-	fmt.Fprintln(tw, "|---|---|---|---|")
+	fmt.Fprintln(tw, "| variable | flag | default | unit | meaning |")
+	fmt.Fprintln(tw, "|---|---|---|---|---|")
 	for _, o := range Options(prefix, spec) {
-		def := o.Default
+		def, unit := o.Default, o.Unit
 		if def == "" {
 			def = "—"
 		}
-		fmt.Fprintf(tw, "| `%s` | `--%s` | `%s` | %s |\n", o.Env, o.Flag, def, o.Desc)
+		switch {
+		case unit != "":
+		case o.Type == durationType.String():
+			unit = "duration"
+		case o.Type == byteSizeType.String():
+			unit = "bytes"
+		default:
+			unit = "—"
+		}
+		fmt.Fprintf(tw, "| `%s` | `--%s` | `%s` | %s | %s |\n", o.Env, o.Flag, def, unit, o.Desc)
 	}
 	return tw.Flush()
 }

@@ -121,7 +121,7 @@ func TestWriteReference(t *testing.T) {
 	if err := WriteReference(&b, "T", &spec{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| `T_BATCH_SIZE` | `--batch-size` | `10` | batch size |", "| `T_NAME` | `--name` | `—` | name |"} {
+	for _, want := range []string{"| `T_BATCH_SIZE` | `--batch-size` | `10` | — | batch size |", "| `T_WAIT` | `--wait` | `1s` | duration | wait |", "| `T_NAME` | `--name` | `—` | — | name |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("reference lacks %q:\n%s", want, b.String())
 		}

@@ -22,7 +22,10 @@ type Setter interface {
 	Set(value string) error
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+)
 
 // selfDecoding returns how field's value parses itself, if it does.
 func selfDecoding(field reflect.Value) func(string) error {

@@ -15,8 +15,8 @@ func Closest(name string) (string, bool) {
 		return "", false
 	}
 	best, bestD := "", -1
-	for _, cmd := range []string{"aggregator", "ingest"} { // a fixed order: ties go to the aggregator's
-		for _, v := range Variables[cmd] {
+	for _, cmd := range commands { // a fixed order: ties go to the aggregator's
+		for _, v := range Variables(cmd.name) {
 			if d := editDistance(opt, v); bestD < 0 || d < bestD {
 				best, bestD = v, d
 			}

@@ -10,7 +10,7 @@ import (
 // (/v1/...) and the pages (/, /objects). Its zero value (no address)
 // serves nothing; DefaultHTTP sets a command's default address.
 type HTTP struct {
-	Addr string `envconfig:"HTTP_ADDR" desc:"listen address of the HTTP server: /metrics and /healthz, and in the aggregator /readyz, the query API /v1/... and the pages / and /objects; empty: none; the aggregator's filter mode starts it only when set explicitly"`
+	Addr string `envconfig:"HTTP_ADDR" demo:"true" desc:"listen address of the HTTP server: /metrics and /healthz, and in the aggregator /readyz, the query API /v1/... and the pages / and /objects; empty: none; the aggregator's filter mode starts it only when set explicitly"`
 }
 
 // DefaultHTTP is the HTTP group listening on addr by default ("" for

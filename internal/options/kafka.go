@@ -48,23 +48,23 @@ func (k Kafka) Config() stream.KafkaConfig {
 // KafkaTimeouts are the bounds of a consumer-group member and of its
 // requests. A zero field means the library's default.
 type KafkaTimeouts struct {
-	Session   time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
-	Heartbeat time.Duration `envconfig:"KAFKA_HEARTBEAT" desc:"consumer-group heartbeat interval"`
-	Rebalance time.Duration `envconfig:"KAFKA_REBALANCE_TIMEOUT" desc:"consumer-group rebalance timeout: how long the coordinator waits for members to rejoin"`
-	Request   time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
+	Session   time.Duration `envconfig:"KAFKA_SESSION_TIMEOUT" demo:"true" desc:"consumer-group session timeout: how long a silent member keeps its partitions"`
+	Heartbeat time.Duration `envconfig:"KAFKA_HEARTBEAT" demo:"true" desc:"consumer-group heartbeat interval"`
+	Rebalance time.Duration `envconfig:"KAFKA_REBALANCE_TIMEOUT" demo:"tuning" desc:"consumer-group rebalance timeout: how long the coordinator waits for members to rejoin"`
+	Request   time.Duration `envconfig:"KAFKA_REQUEST_TIMEOUT" demo:"tuning" desc:"bound of one Kafka request other than fetch (produce, metadata, offsets, group)"`
 	// FetchSlack's description repeats stream.DefaultKafkaFetchMaxWait;
 	// TestDefaultsAreTheLibrarys checks it.
-	FetchSlack time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
+	FetchSlack time.Duration `envconfig:"KAFKA_FETCH_TIMEOUT_SLACK" demo:"tuning" desc:"a fetch without a response after the broker's max wait (500ms) plus this is abandoned and retried on a new connection"`
 	// FetchLinger and FetchMinBytes batch a busy partition's input
 	// (stream.KafkaConfig.FetchLinger).
-	FetchLinger   time.Duration      `envconfig:"KAFKA_FETCH_LINGER" desc:"a fetch of a partition that has input waits up to this long for KAFKA_FETCH_MIN_BYTES, so that batches at moderate rates are not a handful of messages each (each batch costs a state commit and a produce request); at most this is added to an observation's latency"`
-	FetchMinBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MIN_BYTES" desc:"bytes a fetch of a partition that has input waits for (up to KAFKA_FETCH_LINGER), e.g. 64KiB; 1 turns the linger off"`
+	FetchLinger   time.Duration      `envconfig:"KAFKA_FETCH_LINGER" demo:"tuning" desc:"a fetch of a partition that has input waits up to this long for KAFKA_FETCH_MIN_BYTES, so that batches at moderate rates are not a handful of messages each (each batch costs a state commit and a produce request); at most this is added to an observation's latency"`
+	FetchMinBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MIN_BYTES" demo:"tuning" desc:"bytes a fetch of a partition that has input waits for (up to KAFKA_FETCH_LINGER), e.g. 64KiB; 1 turns the linger off"`
 	// FetchMaxBytes sizes a partition's fetches
 	// (stream.KafkaConfig.FetchMaxBytes).
-	FetchMaxBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MAX_BYTES" desc:"most bytes one fetch returns for one partition (Kafka's max.partition.fetch.bytes); a partition with a backlog fills its batch from the responses that are ready (up to BATCH_SIZE, at most two responses), so a history replay with a larger BATCH_SIZE needs this larger too (fewer state writes per observation, more memory); each fetch in flight takes this much of the fetch-ahead budget (as much as INFLIGHT_BYTES)"`
-	Join          time.Duration      `envconfig:"KAFKA_JOIN_TIMEOUT" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
-	Orphan        time.Duration      `envconfig:"KAFKA_ORPHAN_TIMEOUT" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
-	Stall         time.Duration      `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
+	FetchMaxBytes cliconfig.ByteSize `envconfig:"KAFKA_FETCH_MAX_BYTES" demo:"tuning" desc:"most bytes one fetch returns for one partition (Kafka's max.partition.fetch.bytes); a partition with a backlog fills its batch from the responses that are ready (up to BATCH_SIZE, at most two responses), so a history replay with a larger BATCH_SIZE needs this larger too (fewer state writes per observation, more memory); each fetch in flight takes this much of the fetch-ahead budget (as much as INFLIGHT_BYTES)"`
+	Join          time.Duration      `envconfig:"KAFKA_JOIN_TIMEOUT" demo:"tuning" desc:"watchdog: without a consumer-group generation for this long, rejoin with a fresh member ID (default: 2 x KAFKA_REBALANCE_TIMEOUT + 10s)"`
+	Orphan        time.Duration      `envconfig:"KAFKA_ORPHAN_TIMEOUT" demo:"tuning" desc:"another member's partition with input waiting and no committed progress for this long (while this member's are healthy) makes this member rejoin, so that the group drops dead members; negative disables (default: the larger of KAFKA_SESSION_TIMEOUT and 10s)"`
+	Stall         time.Duration      `envconfig:"KAFKA_FETCH_STALL_TIMEOUT" demo:"tuning" desc:"watchdog: an owned partition without any fetch response for this long (while fetching) makes the member rejoin with a fresh member ID (default: the larger of KAFKA_SESSION_TIMEOUT and twice the fetch bound)"`
 }
 
 // DefaultKafkaTimeouts holds the library's defaults (stream.DefaultKafka*),
@@ -102,7 +102,7 @@ func (t KafkaTimeouts) ApplyTo(c *stream.KafkaConfig) {
 type KafkaProducer struct {
 	Compression string `envconfig:"KAFKA_COMPRESSION" desc:"produce compression: none, gzip, snappy, lz4, zstd"`
 	// Linger's default is the command's own (the library's is 0).
-	Linger time.Duration `envconfig:"KAFKA_LINGER" default:"5ms" desc:"how long the producer waits to fill a batch"`
+	Linger time.Duration `envconfig:"KAFKA_LINGER" default:"5ms" valid:">=0" desc:"how long the producer waits to fill a batch"`
 }
 
 // ApplyTo sets the producer options of c.

@@ -10,8 +10,8 @@ import (
 // Log is the logging of a command: level and format of its log/slog
 // handler.
 type Log struct {
-	Level  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	Format string `envconfig:"LOG_FORMAT" default:"text" desc:"text or json"`
+	Level  string `envconfig:"LOG_LEVEL" default:"info" demo:"true" desc:"debug, info, warn or error"`
+	Format string `envconfig:"LOG_FORMAT" default:"text" demo:"true" desc:"text or json"`
 }
 
 // Validate reports every invalid option.

@@ -13,7 +13,7 @@ type Redis struct {
 	Cluster          bool     `envconfig:"REDIS_CLUSTER" desc:"use Redis Cluster"`
 	Username         string   `envconfig:"REDIS_USERNAME" desc:"Redis ACL user"`
 	Password         string   `envconfig:"REDIS_PASSWORD" file:"true" desc:"Redis password (AUTH)"`
-	DB               int      `envconfig:"REDIS_DB" default:"0" desc:"Redis database (standalone only)"`
+	DB               int      `envconfig:"REDIS_DB" default:"0" unit:"database index" desc:"Redis database (standalone only)"`
 	TLS              bool     `envconfig:"REDIS_TLS" desc:"connect to Redis over TLS"`
 	TLSCA            string   `envconfig:"REDIS_TLS_CA" desc:"PEM CA bundle verifying Redis (default: system roots)"`
 	TLSCert          string   `envconfig:"REDIS_TLS_CERT" desc:"PEM client certificate for Redis"`

@@ -14,8 +14,8 @@ import (
 // dead letters; the aggregator reads the observations and writes dead
 // letters of its own.
 type Topics struct {
-	Observations string `envconfig:"OBSERVATIONS_TOPIC" desc:"topic of the observations (ingest's output, the aggregator's input)"`
-	DeadLetter   string `envconfig:"DEAD_LETTER_TOPIC" desc:"topic of dead letters: inputs that cannot be used, with the reason"`
+	Observations string `envconfig:"OBSERVATIONS_TOPIC" to:"ingest:ObservationsTopic" desc:"topic of the observations (ingest's output, the aggregator's input)"`
+	DeadLetter   string `envconfig:"DEAD_LETTER_TOPIC" to:"aggregate:DeadLetterTopic,ingest:DeadLetterTopic" desc:"topic of dead letters: inputs that cannot be used, with the reason"`
 }
 
 // DefaultTopics are the stream package's topic names.
