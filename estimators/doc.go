@@ -144,9 +144,9 @@
 // (The rule it replaces, issue 31, had thresholds fitted to this grid:
 // naive while cgm_lastmod's r̂ < 1, bayes_beta below 10 changes.)
 //
-// On real data (TestPHPDocHistoryEvaluation: 136 PHP-manual pages with ≥ 4
-// change days in 2016–2017, truth = change days per second as in CGM §6.3,
-// read from ../shared/data when present) the best estimate is closer to the
+// On real data (research/estimatorseval's TestPHPDocHistoryEvaluation:
+// 136 PHP-manual pages with ≥ 4 change days in 2016–2017, truth = change
+// days per second as in CGM §6.3, read from ../shared/data when present) the best estimate is closer to the
 // truth than naive for weekly and monthly crawlers (mean |log(est/true)|
 // weekly 0.29 vs 0.29, monthly 0.47 vs 0.50, monthly with Last-Modified
 // 0.38 vs 0.50; medians 0.88/0.86, 0.80/0.68, 0.80/0.68). The changes are

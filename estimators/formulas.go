@@ -65,9 +65,6 @@ func matloffR1Prime(x float64) float64 {
 	return 1/(x*x) - 1/(4*s*s)
 }
 
-// MatloffR is eq. 6, r(λ) = τ/(1 − e^{−λτ}) − 1/λ, with r(0) = τ/2.
-func MatloffR(lambda, tau float64) float64 { return tau * matloffR1(lambda*tau) }
-
 // MatloffSolve solves eq. 5, r(λ̂) = W̄, for the conditional MLE λ̂ given the
 // mean last-event time wbar and period tau. It returns 0 when W̄ ≤ τ/2
 // (§3.2.3: the MLE is then 0) and ok=false when W̄ ≥ τ (no finite root) or

@@ -8,14 +8,18 @@ import (
 
 // Matloff §3.2.3: r(0) = τ/2, r(∞) = τ, r strictly increasing; eq. 15's
 // bracket equals r'(λ)·τ²-scaled variance (Var W = r'(λ)).
+// matloffR is eq. 6, r(λ) = τ/(1 − e^{−λτ}) − 1/λ, with r(0) = τ/2: the
+// function MatloffSolve inverts.
+func matloffR(lambda, tau float64) float64 { return tau * matloffR1(lambda*tau) }
+
 func TestMatloffR(t *testing.T) {
 	for _, tau := range []float64{1, 60, 3600} {
-		near(t, "r(0)", MatloffR(0, tau), tau/2, 1e-15*tau)
-		near(t, "r(1e-9)", MatloffR(1e-9/tau, tau), tau/2, 1e-9*tau)
-		near(t, "r(∞)", MatloffR(1e6/tau, tau), tau, 2e-6*tau)
-		prev := MatloffR(0, tau)
+		near(t, "r(0)", matloffR(0, tau), tau/2, 1e-15*tau)
+		near(t, "r(1e-9)", matloffR(1e-9/tau, tau), tau/2, 1e-9*tau)
+		near(t, "r(∞)", matloffR(1e6/tau, tau), tau, 2e-6*tau)
+		prev := matloffR(0, tau)
 		for x := 1e-4; x < 800; x *= 1.01 {
-			r := MatloffR(x/tau, tau)
+			r := matloffR(x/tau, tau)
 			if !(r > prev) && r < tau {
 				t.Fatalf("τ=%g: r not increasing at λτ=%g: %v ≤ %v", tau, x, r, prev)
 			}
@@ -34,7 +38,7 @@ func TestMatloffR(t *testing.T) {
 		h := 1e-4 * x
 		near(t, "r1' numeric", matloffR1Prime(x), (matloffR1(x+h)-matloffR1(x-h))/(2*h), 1e-6)
 		tau, l := 2.0, x/2.0
-		r := MatloffR(l, tau)
+		r := matloffR(l, tau)
 		bracket := tau*tau/(-math.Expm1(-l*tau)) - 2/l*r - r*r // eq. 15 under the root
 		near(t, "eq. 15 bracket = r'(λ)", bracket, tau*tau*matloffR1Prime(x), 1e-9*tau*tau)
 		m := int64(37)
@@ -47,7 +51,7 @@ func TestMatloffSolve(t *testing.T) {
 	tau := 3600.0
 	for _, x := range []float64{1e-6, 1e-3, 0.01, 0.3, 1, 5, 30, 200} {
 		l := x / tau
-		got, ok := MatloffSolve(MatloffR(l, tau), tau)
+		got, ok := MatloffSolve(matloffR(l, tau), tau)
 		if !ok {
 			t.Fatalf("x=%g: not ok", x)
 		}

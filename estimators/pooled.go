@@ -48,13 +48,13 @@ const PooledMaxChanges = 5
 // MinPoolObjects is the least (weighted) number of objects for a prior.
 const MinPoolObjects = 10
 
-// maxShape bounds the fitted prior's shape: a site whose objects look
+// MaxShape bounds the fitted prior's shape: a site whose objects look
 // identical still gets a prior with a coefficient of variation of 32 %. The
 // moment estimate of σ² is noisy when Poisson noise dominates (few changes
 // per object) and often falls to the floor; with a floor at CV 10 % the
 // intervals of a stationary control of php/doc-en covered 87 %, at 32 %
 // they cover 93 % (research/cmd/eval).
-const maxShape = 10
+const MaxShape = 10
 
 // Evidence is an object's data for the pooled estimator: the likelihood
 // λ^X·e^{−λE} (X, E in seconds), or, when Floor > 0, a step at Floor
@@ -155,7 +155,7 @@ func (p PoolStats) Prior() (GammaPrior, bool) {
 	}
 	mu := p.X / p.E
 	s2 := (p.X2E - 2*mu*p.X + mu*mu*p.E - (p.N-1)*mu) / p.E
-	if floor := mu * mu / maxShape; !(s2 > floor) {
+	if floor := mu * mu / MaxShape; !(s2 > floor) {
 		s2 = floor
 	}
 	g := GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}
@@ -205,20 +205,35 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
 	u := c.unchangedTime()
-	lo, hi, ok := pooledGridRange(prior, ev)
-	if !ok {
-		return Estimate{}, false
-	}
-	var lp [pooledGrid]float64
-	step := math.Log(hi/lo) / (pooledGrid - 1)
-	top := math.Inf(-1)
-	for j := range lp {
-		l := lo * math.Exp(float64(j)*step)
+	return PooledPosterior(prior, ev, 0, func(l float64) float64 {
 		// log prior density + log λ (the Jacobian of the log grid)
 		v := prior.Shape*math.Log(l) - prior.Rate*l - l*u
 		for i := 0; i < k; i++ {
 			v += ws[i] * math.Log(-math.Expm1(-l*ts[i]))
 		}
+		return v
+	}, cfg)
+}
+
+// PooledPosterior is the pooled estimate (posterior median and
+// equal-tailed Config.Level interval) of the log posterior density
+// logPost(λ) (up to a constant, per unit of log λ: the prior's log density
+// plus log λ plus the log likelihood), integrated on pooledGrid
+// log-spaced points over the range of the conjugate approximation under
+// prior and ev (pooledGridRange), widened up to at least hiMin. The
+// product's PooledEstimate and the research module's negative-binomial
+// variant (research/pooled) are its callers.
+func PooledPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func(l float64) float64, cfg *Config) (Estimate, bool) {
+	lo, hi, ok := pooledGridRange(prior, ev)
+	if !ok {
+		return Estimate{}, false
+	}
+	hi = math.Max(hi, hiMin)
+	var lp [pooledGrid]float64
+	step := math.Log(hi/lo) / (pooledGrid - 1)
+	top := math.Inf(-1)
+	for j := range lp {
+		v := logPost(lo * math.Exp(float64(j)*step))
 		lp[j] = v
 		top = math.Max(top, v)
 	}

@@ -5,22 +5,11 @@ import (
 	"math/rand/v2"
 )
 
-// Simulation helpers shared by the evaluation tests. All randomness comes from
+// Simulation helpers of the tests (the evaluation, research/windowseval, has
+// a copy). All randomness comes from
 // PCG generators with fixed seeds, so every number is reproducible.
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x77bb3ad485b7ef83)) }
-
-// poissonTimes returns n arrival times of a homogeneous Poisson process of
-// rate lambda starting after t0.
-func poissonTimes(r *rand.Rand, t0, lambda float64, n int) []float64 {
-	ts := make([]float64, n)
-	t := t0
-	for i := range ts {
-		t += r.ExpFloat64() / lambda
-		ts[i] = t
-	}
-	return ts
-}
 
 // segment is one piece of a piecewise Weibull (power-law) process: n points
 // with cumulative intensity Λ(x) = (x/eta)^beta in local time x from the

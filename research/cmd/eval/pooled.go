@@ -10,6 +10,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/sim"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // singleKeys are the single paper estimators the pooled one is compared
@@ -143,8 +144,8 @@ type pooledScore struct {
 	priorOf func(objs []pooledObj) (estimators.GammaPrior, bool)
 	// nbOf, when set, gives the site a prior of lasting rates with a
 	// dispersion per observed window: the objects are scored with
-	// estimators.PooledNB (one window: k_w = K) and predictiveCoversNB.
-	nbOf func(objs []pooledObj) (estimators.NBPrior, bool)
+	// pooled.NB (one window: k_w = K) and predictiveCoversNB.
+	nbOf func(objs []pooledObj) (pooled.NBPrior, bool)
 	// tau2Of, when set, is the site's period-to-period variance of log
 	// level: the estimate is of the next period's rate, the posterior's
 	// θ times e^η, η ~ N(0, τ²) (driftWiden).
@@ -177,7 +178,7 @@ func newPooledScore() *pooledScore {
 // the objects with a known truth.
 func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	var ps estimators.PoolStats
-	var ds estimators.DispersionStats
+	var ds pooled.DispersionStats
 	var sx, ste, sc, stc float64
 	for _, o := range objs {
 		if o.evOK && o.ev.Floor == 0 {
@@ -208,7 +209,7 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 	if s.tau2Of != nil {
 		tau2 = s.tau2Of(objs)
 	}
-	var nbSite estimators.NBPrior
+	var nbSite pooled.NBPrior
 	if s.nbOf != nil {
 		if nbSite, ok = s.nbOf(objs); !ok {
 			return
@@ -287,7 +288,7 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		}
 		p, pok := o.ch.PooledEstimate(prior, cfg)
 		if s.nbOf != nil {
-			p, pok = estimators.PooledNB(nbSite, o.ev, 1, cfg)
+			p, pok = pooled.NB(nbSite, o.ev, 1, cfg)
 		}
 		post := p // the posterior of this period's rate (before the drift)
 		if tau2 > 0 && pok {
@@ -306,7 +307,7 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		var pn estimators.Estimate
 		pnok := false
 		if nbOK && o.halvesOK {
-			pn, pnok = estimators.PooledNB(nb, o.ev, s.nbParts, cfg)
+			pn, pnok = pooled.NB(nb, o.ev, s.nbParts, cfg)
 		}
 		if o.changes < estimators.PooledMaxChanges && o.f > 0 {
 			var ri [2]int
@@ -663,7 +664,7 @@ func pooledSection(e *Env) {
 	ybd := phpPooled(e, pages, cfg, ybp)
 	r.P("Truth in change days (several commits in one UTC day count once, the granularity of CGM §6.3's daily history; year-before protocol below): "+
 		"pooled %s; over-dispersed: %s.", pooledOurs(ybd), pooledNBOurs(ybd))
-	r.P("Over-dispersed variant (`estimators.PooledNB`, bursts as a gamma-Poisson layer with its dispersion fitted per site from the observed windows): "+
+	r.P("Over-dispersed variant (`research/pooled.NB`, bursts as a gamma-Poisson layer with its dispersion fitted per site from the observed windows): "+
 		"with the dispersion fitted on the two halves of the observed year (protocol above): %s. With the dispersion fitted on the year before and the observed year "+
 		"(selection in %s, truth in %s, disjoint from both years): %s.",
 		pooledNBOurs(php), winsString(ybp.sel), winsString(ybp.tru), pooledNBOurs(yb))

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // An oracle bound of the pooled estimator's form on php/doc-en (issue 16,
@@ -249,7 +250,7 @@ func oracleBound(sets [][]pooledObj, cfg *estimators.Config) boundResult {
 				}
 			}
 		}
-		b.shift = append(b.shift, math.Log(tp.Mean()/obs.Mean()))
+		b.shift = append(b.shift, math.Log(pooled.Mean(tp)/pooled.Mean(obs)))
 		b.cvObs = append(b.cvObs, 1/math.Sqrt(obs.Shape))
 		b.cvTruth = append(b.cvTruth, 1/math.Sqrt(tp.Shape))
 	}
@@ -261,12 +262,12 @@ func oracleBound(sets [][]pooledObj, cfg *estimators.Config) boundResult {
 	global := func(objs []pooledObj) (estimators.GammaPrior, bool) { return groups[objs[0].group].prior(truthMinCV) }
 	truthMean := func(objs []pooledObj) (estimators.GammaPrior, bool) {
 		p, ok := observedPrior(objs)
-		return p.WithMean(siteTruthFit(objs).mean()), ok
+		return pooled.WithMean(p, siteTruthFit(objs).mean()), ok
 	}
 	truthSpread := func(objs []pooledObj) (estimators.GammaPrior, bool) {
 		p, ok := observedPrior(objs)
 		t, tok := site(objs)
-		return t.WithMean(p.Mean()), ok && tok
+		return pooled.WithMean(t, pooled.Mean(p)), ok && tok
 	}
 	b.site, b.global = boundScore(sets, cfg, site, 0.5), boundScore(sets, cfg, global, 0.5)
 	b.truthMean, b.truthSpread = boundScore(sets, cfg, truthMean, 0.5), boundScore(sets, cfg, truthSpread, 0.5)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/sim"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // The truth fit's variance is the truths' sample variance less their
@@ -48,7 +49,7 @@ func TestTruthFit(t *testing.T) {
 				t.Errorf("var_λ %g outside [floor %g, max(raw %g, floor)]: the correction must remove variance, not add it", v, floor, raw)
 			}
 			p, ok := f.prior(truthMinCV)
-			if !ok || math.Abs(p.Mean()/m.mean()-1) > 1e-12 || math.Abs(p.Shape/p.Rate/p.Rate/v-1) > 1e-12 {
+			if !ok || math.Abs(pooled.Mean(p)/m.mean()-1) > 1e-12 || math.Abs(p.Shape/p.Rate/p.Rate/v-1) > 1e-12 {
 				t.Errorf("prior %+v (ok %v): want mean %g, variance %g", p, ok, m.mean(), v)
 			}
 			var rest truthFit

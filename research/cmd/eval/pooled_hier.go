@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // Site priors over time (estimators/pooled_hier.go): can a prior that
@@ -104,13 +105,13 @@ func hierSitePrior(objs []pooledObj, kind hierKind, w float64) sitePrior {
 	if !ok {
 		return sp
 	}
-	var drift estimators.LevelDrift
+	var drift pooled.LevelDrift
 	for h := hierYears; h >= 0; h-- {
 		drift.AddPeriod(periods[h])
 	}
 	tau2, _ := drift.Var()
 	if kind == hierDrift {
-		sp.prior = p.WithLevelVar(tau2)
+		sp.prior = pooled.WithLevelVar(p, tau2)
 	}
 	// The decayed level's variance: the periods' independent deviations
 	// around the site's long-run level (variance τ²/2 each, so that two
@@ -126,7 +127,7 @@ func hierSitePrior(objs []pooledObj, kind hierKind, w float64) sitePrior {
 		swx += wh * periods[h].X
 		sw2x += wh * wh * periods[h].X
 	}
-	sp.level = math.Log(p.Mean())
+	sp.level = math.Log(pooled.Mean(p))
 	sp.v = tau2 / 2 * sw2 / (sw * sw)
 	if swx > 0 {
 		sp.v += sw2x / (swx * swx)
@@ -199,14 +200,14 @@ func groupLevels(sps []sitePrior) map[int]groupLevel {
 // shrink is p with its mean moved to eq. H3's posterior level of a site
 // whose level is level with variance v.
 func (g groupLevel) shrink(p estimators.GammaPrior, level, v float64) estimators.GammaPrior {
-	return p.WithMean(math.Exp(estimators.ShrinkLevel(level, v, g.lg, g.omega2)))
+	return pooled.WithMean(p, math.Exp(pooled.ShrinkLevel(level, v, g.lg, g.omega2)))
 }
 
 // periodPairs are the moments of consecutive periods of the same objects
-// of the site's prior population (estimators.DispersionStats over the
+// of the site's prior population (pooled.DispersionStats over the
 // pairs (period h+1, period h)).
-func periodPairs(objs []pooledObj) estimators.DispersionStats {
-	var ds estimators.DispersionStats
+func periodPairs(objs []pooledObj) pooled.DispersionStats {
+	var ds pooled.DispersionStats
 	for _, o := range objs {
 		if !o.inPrior() {
 			continue
@@ -263,48 +264,48 @@ func siteGroup(objs []pooledObj) int {
 // dispersion k per period pooled over the group's sites (eq. H5), its mean
 // moved to mean when mean > 0 (three-level). ok is false when the site
 // has no consecutive periods' moments (the same sites as before the fix).
-func persistentPrior(objs []pooledObj, w, mean, k float64) (estimators.NBPrior, bool) {
+func persistentPrior(objs []pooledObj, w, mean, k float64) (pooled.NBPrior, bool) {
 	if _, ok := periodPairs(objs).Prior(); !ok {
-		return estimators.NBPrior{}, false
+		return pooled.NBPrior{}, false
 	}
 	sp := hierSitePrior(objs, hierHist, w)
 	if !sp.ok {
-		return estimators.NBPrior{}, false
+		return pooled.NBPrior{}, false
 	}
-	g := sp.prior.Lasting(k)
+	g := pooled.Lasting(sp.prior, k)
 	if mean > 0 {
-		g = g.WithMean(mean)
+		g = pooled.WithMean(g, mean)
 	}
-	return estimators.NBPrior{GammaPrior: g, K: k}, true
+	return pooled.NBPrior{GammaPrior: g, K: k}, true
 }
 
 // persistentPriorCC is the former persistent prior (the comparison of
 // the fix): the lasting rates' spread and the dispersion from the site's
 // own cross-covariance of consecutive periods (periodPairs), the mean
 // hist's (or mean when mean > 0).
-func persistentPriorCC(objs []pooledObj, w, mean float64) (estimators.NBPrior, bool) {
+func persistentPriorCC(objs []pooledObj, w, mean float64) (pooled.NBPrior, bool) {
 	nb, ok := periodPairs(objs).Prior()
 	if !ok {
 		return nb, false
 	}
 	if mean > 0 {
-		nb.GammaPrior = nb.GammaPrior.WithMean(mean)
+		nb.GammaPrior = pooled.WithMean(nb.GammaPrior, mean)
 	} else if sp := hierSitePrior(objs, hierHist, w); sp.ok {
-		nb.GammaPrior = nb.GammaPrior.WithMean(sp.prior.Mean())
+		nb.GammaPrior = pooled.WithMean(nb.GammaPrior, pooled.Mean(sp.prior))
 	}
 	return nb, true
 }
 
 // burstPools is eq. H5's pooled dispersion of every group of the sets.
 func burstPools(sets [][]pooledObj) map[int]float64 {
-	pools := map[int]*estimators.BurstPool{}
+	pools := map[int]*pooled.BurstPool{}
 	for _, objs := range sets {
 		if len(objs) == 0 {
 			continue
 		}
 		g := siteGroup(objs)
 		if pools[g] == nil {
-			pools[g] = &estimators.BurstPool{}
+			pools[g] = &pooled.BurstPool{}
 		}
 		pools[g].Add(periodPairs(objs))
 	}
@@ -317,7 +318,7 @@ func burstPools(sets [][]pooledObj) map[int]float64 {
 
 // siteDrift is the site's LevelDrift (eq. H1) over its prior
 // population's periods.
-func siteDrift(objs []pooledObj) estimators.LevelDrift {
+func siteDrift(objs []pooledObj) pooled.LevelDrift {
 	var periods [hierYears + 1]estimators.PoolStats
 	for _, o := range objs {
 		if !o.inPrior() {
@@ -330,7 +331,7 @@ func siteDrift(objs []pooledObj) estimators.LevelDrift {
 			}
 		}
 	}
-	var d estimators.LevelDrift
+	var d pooled.LevelDrift
 	for h := hierYears; h >= 0; h-- {
 		d.AddPeriod(periods[h])
 	}
@@ -348,7 +349,7 @@ func siteTau2(objs []pooledObj) float64 {
 // their levels' steps; one site's three steps make a noisy τ̂²). The
 // returned function gives a site its group's τ².
 func groupTau2(sets [][]pooledObj) func([]pooledObj) float64 {
-	sums := map[int]*estimators.LevelDrift{}
+	sums := map[int]*pooled.LevelDrift{}
 	for _, objs := range sets {
 		if len(objs) == 0 {
 			continue
@@ -356,7 +357,7 @@ func groupTau2(sets [][]pooledObj) func([]pooledObj) float64 {
 		d := siteDrift(objs)
 		g := siteGroup(objs)
 		if sums[g] == nil {
-			sums[g] = &estimators.LevelDrift{}
+			sums[g] = &pooled.LevelDrift{}
 		}
 		sums[g].N += d.N
 		sums[g].SS += d.SS
@@ -394,10 +395,10 @@ func hierScoreWith(sets [][]pooledObj, cfg *estimators.Config, kind hierKind, w 
 			three = hierPriors(sets, hierThree, w)
 		}
 		ks := burstPools(sets)
-		s.nbOf = func(objs []pooledObj) (estimators.NBPrior, bool) {
+		s.nbOf = func(objs []pooledObj) (pooled.NBPrior, bool) {
 			mean := 0.0
 			if sp, ok := three[&objs[0]]; ok && sp.ok {
-				mean = sp.prior.Mean()
+				mean = pooled.Mean(sp.prior)
 			}
 			if kind == hierPersistentCC {
 				return persistentPriorCC(objs, w, mean)

@@ -85,7 +85,7 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 	rs, base, data := hierCandidates(e, cfg, pages)
 	sibs, search := sibCandidates(cfg, data)
 	rs = append(rs, sibs...)
-	r.P("Extensions of the site prior (`estimators/pooled_hier.go`), each O(1) per site: **hist** fits the gamma prior on the site's "+
+	r.P("Extensions of the site prior (`research/pooled/hier.go`), each O(1) per site: **hist** fits the gamma prior on the site's "+
 		"observed period and the %d periods before it with exponentially decayed sums (weight w^h for the period h back, `PoolStats.Decay`); **drift** "+
 		"inflates hist's prior by the site's period-to-period variance of log level τ² (a log random walk: eq. H1–H2, τ² from the site's own consecutive "+
 		"periods, net of their Poisson noise), so a shifting site's prior is wider; **three-level** shrinks hist's prior mean towards the level of all sites of "+
@@ -93,7 +93,7 @@ func hierSection(e *Env, cfg *estimators.Config, pages map[string][]float64) []h
 		"long-run levels; **persistent** separates a page's lasting rate from its period's bursts (the gamma-Poisson layer of `pooled_nb`): the prior is "+
 		"one of lasting rates, with hist's mean (or three-level's) and the spread of hist's whole periods net of the bursts (eq. H4), the bursts' "+
 		"dispersion per period pooled over the sites of one calendar from the cross-covariance of consecutive periods of the same pages (eq. H5), and the "+
-		"page's count is negative binomial around it (`estimators.PooledNB`); **+ drift in the prediction** keeps a candidate's posterior of this "+
+		"page's count is negative binomial around it (`research/pooled.NB`); **+ drift in the prediction** keeps a candidate's posterior of this "+
 		"period's rate θ and estimates the next period's, θ·e^η with η ~ N(0, τ²) (the site's τ² of eq. H1): the drift widens the prediction, not the "+
 		"prior (its median and interval are the mixture's; the predictive check mixes over η too). The one hyper-parameter, w ∈ {%s}, is chosen on a "+
 		"**training split** only: php/doc-en directories of one half of a fixed hash split (`phpHalf`), and simulated sites of another random stream; the "+

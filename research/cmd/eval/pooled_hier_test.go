@@ -10,6 +10,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/realdata"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // gammaFromQuantiles inverts a gamma's median and upper quantile.
@@ -141,10 +142,10 @@ func TestPersistentPriorSpread(t *testing.T) {
 			t.Errorf("k = ∞: %+v, want hist's %+v", p, h.prior)
 		}
 		q, _ := persistentPrior(objs, 0.75, 0, 2)
-		if !(q.Shape > p.Shape) || math.Abs(q.Mean()/p.Mean()-1) > 1e-12 || q.K != 2 {
+		if !(q.Shape > p.Shape) || math.Abs(pooled.Mean(q.GammaPrior)/pooled.Mean(p.GammaPrior)-1) > 1e-12 || q.K != 2 {
 			t.Errorf("k = 2: %+v against %+v: must be narrower with the same mean", q, p)
 		}
-		if m, _ := persistentPrior(objs, 0.75, 3*p.Mean(), 2); math.Abs(m.Mean()/(3*p.Mean())-1) > 1e-12 || m.Shape != q.Shape {
+		if m, _ := persistentPrior(objs, 0.75, 3*pooled.Mean(p.GammaPrior), 2); math.Abs(pooled.Mean(m.GammaPrior)/(3*pooled.Mean(p.GammaPrior))-1) > 1e-12 || m.Shape != q.Shape {
 			t.Errorf("mean moved: %+v", m)
 		}
 	}
@@ -179,7 +180,7 @@ func TestGroupTau2(t *testing.T) {
 	a, b, c := site(0, 10, 20, 10, 20), site(0, 10, 10, 10, 10), site(1, 5, 40, 5, 40)
 	sets := [][]pooledObj{a, b, c}
 	da, db := siteDrift(a), siteDrift(b)
-	want, _ := estimators.LevelDrift{N: da.N + db.N, SS: da.SS + db.SS, Noise: da.Noise + db.Noise}.Var()
+	want, _ := pooled.LevelDrift{N: da.N + db.N, SS: da.SS + db.SS, Noise: da.Noise + db.Noise}.Var()
 	g := groupTau2(sets)
 	if got := g(a); math.Abs(got-want) > 1e-12 || g(b) != got {
 		t.Errorf("group 0: %g, %g, want %g", got, g(b), want)

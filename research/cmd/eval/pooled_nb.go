@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// The over-dispersed pooled variant (estimators.PooledNB) is judged by the
+// The over-dispersed pooled variant (pooled.NB) is judged by the
 // same target as the Poisson one: ≥ 15 % lower median |log| than the best
 // single paper estimator with fewer than 5 changes, no worse with more,
 // 93–97 % coverage.

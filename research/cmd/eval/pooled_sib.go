@@ -7,6 +7,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/sim"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // Siblings' long-run rates: a site prior with the spread of multi-year
@@ -171,7 +172,7 @@ func sibSitePrior(ps estimators.PoolStats, v sibVariant, tau2 float64, group int
 		if !v.noObs {
 			periods++
 		}
-		sp.level, sp.v = math.Log(p.Mean()), 1/ps.X+tau2/2/periods
+		sp.level, sp.v = math.Log(pooled.Mean(p)), 1/ps.X+tau2/2/periods
 	}
 	return sp
 }

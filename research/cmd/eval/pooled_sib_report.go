@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/research/pooled"
 )
 
 // The sib candidates' part of the pooledtime section: the training
@@ -34,7 +35,7 @@ func sibDiag(sets [][]pooledObj, cfg *estimators.Config, v sibVariant) sibDiagRe
 		if !ok || !tok || !sok {
 			continue
 		}
-		d.shift = append(d.shift, math.Log(sp.Mean()/tp.Mean()))
+		d.shift = append(d.shift, math.Log(pooled.Mean(sp)/pooled.Mean(tp)))
 		for _, o := range objs {
 			if boundObj(o) && o.changes == 0 {
 				d.silent++
@@ -46,7 +47,7 @@ func sibDiag(sets [][]pooledObj, cfg *estimators.Config, v sibVariant) sibDiagRe
 	}
 	d.truthMean = boundScore(sets, cfg, func(objs []pooledObj) (estimators.GammaPrior, bool) {
 		p, ok := sibStats(objs, v).Prior()
-		return p.WithMean(siteTruthFit(objs).mean()), ok
+		return pooled.WithMean(p, siteTruthFit(objs).mean()), ok
 	}, 0.5)
 	return d
 }

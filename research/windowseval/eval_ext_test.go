@@ -1,4 +1,4 @@
-package windows
+package windowseval
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/changerate/changerate/internal/sim"
+	"github.com/changerate/changerate/windows"
 )
 
 // An honest evaluation of the window estimators — data not drawn
@@ -20,7 +21,7 @@ import (
 
 // phpHistoryPath is the real change history of the PHP manual (one line per
 // file and commit: path<TAB>unix time), read in place.
-const phpHistoryPath = "../../shared/data/php-doc-en-history/git-file-changes.tsv.gz"
+const phpHistoryPath = "../../../shared/data/php-doc-en-history/git-file-changes.tsv.gz"
 
 // loadPHPHistories returns the sorted change times of every file with at
 // least minChanges distinct change times.
@@ -111,13 +112,13 @@ var oosNames = [5]string{"intuitive", "weibull", "duane", "window (published)", 
 // points, predicts the updates in (c_j, c_j + horizon] from the rates at
 // c_j (rate·horizon) and compares with the actual count. Predictions use
 // only the points up to c_j.
-func outOfSample(name string, lists [][]float64, horizon float64, cfg *Config) oosResult {
+func outOfSample(name string, lists [][]float64, horizon float64, cfg *windows.Config) oosResult {
 	res := oosResult{name: name}
 	for _, ev := range lists {
 		if len(ev) < 8 {
 			continue
 		}
-		var s Segmenter
+		var s windows.Segmenter
 		first := ev[0]
 		s.Event(first, cfg)
 		i := 1
@@ -225,7 +226,7 @@ func nonWeibullSets(objects int) []struct {
 // extendedReport writes the CUSUM-optimum comparison (section 3b) of
 // docs/windows-eval.md; fa is the measured false-alarm rate per object over
 // 1,000 events (section 2).
-func extendedReport(t *testing.T, p func(string, ...any), cfg *Config, fa float64) {
+func extendedReport(t *testing.T, p func(string, ...any), cfg *windows.Config, fa float64) {
 	// 3b. Lorden
 	arl := 1000 / -math.Log1p(-fa) // events to a false alarm (geometric)
 	p("\n### 3b. Beside the CUSUM optimum (Lorden)\n\n")
@@ -257,7 +258,7 @@ func extendedReport(t *testing.T, p func(string, ...any), cfg *Config, fa float6
 }
 
 // outOfSampleReport writes section 6 of docs/windows-eval.md.
-func outOfSampleReport(t *testing.T, p func(string, ...any), cfg *Config) {
+func outOfSampleReport(t *testing.T, p func(string, ...any), cfg *windows.Config) {
 	sets := nonWeibullSets(200)
 	php, err := loadPHPHistories(30)
 	if err != nil {
@@ -320,7 +321,7 @@ func outOfSampleReport(t *testing.T, p func(string, ...any), cfg *Config) {
 // close to the Poisson mean absolute deviation of a Poisson(10) count
 // (≈ 2.52), within 10 %.
 func TestOutOfSampleSmoke(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := windows.DefaultConfig()
 	var ls [][]float64
 	for o := 0; o < 100; o++ {
 		ev := sim.Poisson{Rate: 1.0 / 3600}.Events(sim.NewRand(uint64(o), 41), 400*3600, nil)

@@ -1,9 +1,11 @@
-package estimators
+package pooled
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/changerate/changerate/estimators"
 )
 
 // LevelDrift recovers the increment variance of a log-level random walk
@@ -17,7 +19,7 @@ func TestLevelDriftRecoversTau2(t *testing.T) {
 			l := math.Log(20.0) // noise 1/20 + 1/20 a pair: uncorrected it fails τ² = 0
 			for h := 0; h < 4; h++ {
 				x := poissonDraw(rng, math.Exp(l))
-				d.AddPeriod(PoolStats{N: 1, X: x, E: 1})
+				d.AddPeriod(estimators.PoolStats{N: 1, X: x, E: 1})
 				l += math.Sqrt(tau2) * rng.NormFloat64()
 			}
 			all.N += d.N
@@ -35,9 +37,9 @@ func TestLevelDriftRecoversTau2(t *testing.T) {
 	if _, ok := d.Var(); ok {
 		t.Error("an empty LevelDrift has a variance")
 	}
-	d.AddPeriod(PoolStats{X: 5, E: 1})
-	d.AddPeriod(PoolStats{X: 0, E: 1}) // breaks the chain
-	d.AddPeriod(PoolStats{X: 5, E: 1})
+	d.AddPeriod(estimators.PoolStats{X: 5, E: 1})
+	d.AddPeriod(estimators.PoolStats{X: 0, E: 1}) // breaks the chain
+	d.AddPeriod(estimators.PoolStats{X: 5, E: 1})
 	if d.N != 0 {
 		t.Errorf("a period without a change must break the chain: %d pairs", int(d.N))
 	}
@@ -46,8 +48,8 @@ func TestLevelDriftRecoversTau2(t *testing.T) {
 // WithLevelVar matches the moments of θ·e^η (eq. H2), checked by Monte
 // Carlo; τ² = 0 leaves the prior unchanged.
 func TestWithLevelVarMoments(t *testing.T) {
-	g := GammaPrior{Shape: 2, Rate: 4}
-	if g.WithLevelVar(0) != g {
+	g := estimators.GammaPrior{Shape: 2, Rate: 4}
+	if WithLevelVar(g, 0) != g {
 		t.Error("τ² = 0 changed the prior")
 	}
 	const tau2, n = 0.3, 400000
@@ -60,9 +62,9 @@ func TestWithLevelVarMoments(t *testing.T) {
 		s2 += l * l
 	}
 	mean, v := s/n, s2/n-(s/n)*(s/n)
-	w := g.WithLevelVar(tau2)
-	if math.Abs(w.Mean()-mean) > 0.01*mean {
-		t.Errorf("mean %g, Monte Carlo %g", w.Mean(), mean)
+	w := WithLevelVar(g, tau2)
+	if math.Abs(Mean(w)-mean) > 0.01*mean {
+		t.Errorf("mean %g, Monte Carlo %g", Mean(w), mean)
 	}
 	if gv := w.Shape / (w.Rate * w.Rate); math.Abs(gv-v) > 0.04*v {
 		t.Errorf("variance %g, Monte Carlo %g", gv, v)
@@ -84,8 +86,8 @@ func TestShrinkLevelAndWithMean(t *testing.T) {
 			t.Errorf("ShrinkLevel(%v): %g, want %g", c, got, c.want)
 		}
 	}
-	g := GammaPrior{Shape: 0.5, Rate: 2}.WithMean(3)
-	if g.Shape != 0.5 || math.Abs(g.Mean()-3) > 1e-12 {
+	g := WithMean(estimators.GammaPrior{Shape: 0.5, Rate: 2}, 3)
+	if g.Shape != 0.5 || math.Abs(Mean(g)-3) > 1e-12 {
 		t.Errorf("WithMean: %+v", g)
 	}
 }
@@ -109,16 +111,16 @@ func TestLastingInvertsH4(t *testing.T) {
 	if mv := ss/n - (s/n)*(s/n); math.Abs(mv/vw-1) > 0.03 {
 		t.Errorf("H4: Monte Carlo variance %g, formula %g", mv, vw)
 	}
-	whole := GammaPrior{Shape: mu * mu / vw, Rate: mu / vw}
-	got := whole.Lasting(k)
+	whole := estimators.GammaPrior{Shape: mu * mu / vw, Rate: mu / vw}
+	got := Lasting(whole, k)
 	if math.Abs(got.Shape/a-1) > 1e-9 || math.Abs(got.Rate/b-1) > 1e-9 {
 		t.Errorf("Lasting(%g) = %+v, want shape %g rate %g", k, got, a, b)
 	}
-	if whole.Lasting(math.Inf(1)) != whole {
+	if Lasting(whole, math.Inf(1)) != whole {
 		t.Error("k = ∞ changed the prior")
 	}
 	// bursts alone explain more than the whole variance: the floor (CV 32 %)
-	if f := (GammaPrior{Shape: 4, Rate: 4}).Lasting(0.5); math.Abs(f.Shape-maxShape) > 1e-9 || math.Abs(f.Mean()-1) > 1e-12 {
+	if f := Lasting(estimators.GammaPrior{Shape: 4, Rate: 4}, 0.5); math.Abs(f.Shape-estimators.MaxShape) > 1e-9 || math.Abs(Mean(f)-1) > 1e-12 {
 		t.Errorf("floor: %+v", f)
 	}
 }
@@ -143,7 +145,7 @@ func TestBurstPoolRecoversK(t *testing.T) {
 					}
 					return gammaDraw(rng, k, k)
 				}
-				ds.Add(Evidence{X: poissonDraw(rng, th*u()), E: 1}, Evidence{X: poissonDraw(rng, th*u()), E: 1})
+				ds.Add(estimators.Evidence{X: poissonDraw(rng, th*u()), E: 1}, estimators.Evidence{X: poissonDraw(rng, th*u()), E: 1})
 			}
 			if v, ok := ds.InvK(); ok {
 				spread.add(v)

@@ -1,10 +1,14 @@
-package estimators
+package pooled
 
-import "math"
+import (
+	"math"
+
+	"github.com/changerate/changerate/estimators"
+)
 
 // Site priors over time: a site's level shifts from period to period.
 //
-// PoolStats.Prior fits a site's Gamma(α, β) prior on one period (the
+// estimators.PoolStats.Prior fits a site's Gamma(α, β) prior on one period (the
 // observed window). When the site's activity varies between periods (a
 // directory edited in campaigns), the period's level is not the level of
 // the periods an estimate is judged on. Three extensions, each O(1) per
@@ -22,7 +26,7 @@ import "math"
 //
 //     E[λ] = μ·e^{τ²/2},   E[λ²] = (σ² + μ²)·e^{2τ²}              (H2)
 //
-//     give the inflated gamma prior (GammaPrior.WithLevelVar): a site whose
+//     give the inflated gamma prior (WithLevelVar): a site whose
 //     level wanders gets a wider prior, so an object's own evidence counts
 //     more;
 //
@@ -33,20 +37,20 @@ import "math"
 //
 //     ℓ*_s = (ℓ_s/v_s + ℓ_g/ω²) / (1/v_s + 1/ω²)                      (H3)
 //
-//     moves the prior's mean (GammaPrior.WithMean) towards all sites' level
+//     moves the prior's mean (WithMean) towards all sites' level
 //     when the site's own is uncertain;
 //
 //  4. lasting rates and bursts: a page's rate in period h is λ_h = θ·u_h,
 //     its lasting rate θ (mean μ, variance σ_θ²) times the period's burst
 //     multiplier u_h ~ Gamma(k, k) (mean 1, variance 1/k; the layer of
-//     pooled_nb.go with periods for halves). The whole periods' moments
+//     nb.go with periods for halves). The whole periods' moments
 //     (PoolStats over page-periods, the low-noise estimate of `pooled`)
 //     measure the variance of λ_h,
 //
 //     σ_w² = σ_θ²·(1 + 1/k) + μ²/k,                                  (H4)
 //
 //     so the lasting rates' prior keeps the whole periods' mean and has
-//     σ_θ² = (σ_w² − μ²/k)/(1 + 1/k) (GammaPrior.Lasting). Only the
+//     σ_θ² = (σ_w² − μ²/k)/(1 + 1/k) (Lasting). Only the
 //     cross-covariance of consecutive periods of the same pages separates
 //     θ's spread from the bursts' (DispersionStats), a noisy moment for
 //     one site: H4 with one site's own 1/k̂ returns that cross-covariance.
@@ -71,7 +75,7 @@ type LevelDrift struct {
 
 // AddPeriod adds one period's site totals (X changes over exposure E). A
 // period without a change breaks the chain (its log level is undefined).
-func (d *LevelDrift) AddPeriod(p PoolStats) {
+func (d *LevelDrift) AddPeriod(p estimators.PoolStats) {
 	if !(p.X > 0) || !(p.E > 0) {
 		d.has = false
 		return
@@ -100,27 +104,27 @@ func (d LevelDrift) Var() (float64, bool) {
 }
 
 // Mean is the prior's mean α/β.
-func (g GammaPrior) Mean() float64 { return g.Shape / g.Rate }
+func Mean(g estimators.GammaPrior) float64 { return g.Shape / g.Rate }
 
 // WithLevelVar is the gamma prior matched to the moments H2 of λ = θ·e^η,
 // θ ~ g, η ~ N(0, tau2).
-func (g GammaPrior) WithLevelVar(tau2 float64) GammaPrior {
+func WithLevelVar(g estimators.GammaPrior, tau2 float64) estimators.GammaPrior {
 	if !(tau2 > 0) {
 		return g
 	}
-	mu := g.Mean()
+	mu := Mean(g)
 	m2 := (g.Shape + 1) * g.Shape / (g.Rate * g.Rate) // σ² + μ²
 	mean := mu * math.Exp(tau2/2)
 	v := m2*math.Exp(2*tau2) - mean*mean
-	return GammaPrior{Shape: mean * mean / v, Rate: mean / v}
+	return estimators.GammaPrior{Shape: mean * mean / v, Rate: mean / v}
 }
 
 // WithMean is the prior with the same shape and the mean m.
-func (g GammaPrior) WithMean(m float64) GammaPrior {
+func WithMean(g estimators.GammaPrior, m float64) estimators.GammaPrior {
 	if !(m > 0) || math.IsInf(m, 0) {
 		return g
 	}
-	return GammaPrior{Shape: g.Shape, Rate: g.Shape / m}
+	return estimators.GammaPrior{Shape: g.Shape, Rate: g.Shape / m}
 }
 
 // ShrinkLevel is eq. H3: the log level l with variance v shrunk towards the
@@ -138,18 +142,18 @@ func ShrinkLevel(l, v, lg, omega2 float64) float64 {
 
 // Lasting is the prior of lasting rates θ from the gamma prior g of the
 // periods' rates λ = θ·u, u ~ Gamma(k, k) (eq. H4): the same mean, the
-// variance (σ_w² − μ²/k)/(1 + 1/k) floored at μ²/maxShape as in
-// PoolStats.Prior. k = +Inf (no bursts) returns g.
-func (g GammaPrior) Lasting(k float64) GammaPrior {
+// variance (σ_w² − μ²/k)/(1 + 1/k) floored at μ²/estimators.MaxShape as in
+// estimators.PoolStats.Prior. k = +Inf (no bursts) returns g.
+func Lasting(g estimators.GammaPrior, k float64) estimators.GammaPrior {
 	if math.IsInf(k, 1) || !(k > 0) {
 		return g
 	}
-	mu := g.Mean()
+	mu := Mean(g)
 	s2 := (g.Shape/(g.Rate*g.Rate) - mu*mu/k) / (1 + 1/k)
-	if floor := mu * mu / maxShape; !(s2 > floor) {
+	if floor := mu * mu / estimators.MaxShape; !(s2 > floor) {
 		s2 = floor
 	}
-	return GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}
+	return estimators.GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}
 }
 
 // BurstPool holds the O(1) sums of eq. H5 over the sites of one calendar.

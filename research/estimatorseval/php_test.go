@@ -1,4 +1,4 @@
-package estimators
+package estimatorseval
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/realdata"
 )
 
@@ -80,7 +81,10 @@ func TestPHPDocHistoryEvaluation(t *testing.T) {
 		t.Skip("evaluation run")
 	}
 	hist := loadPHP(t)
-	cfg := mustCfg(t)
+	cfg := estimators.DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	const start, end = 1451606400.0, 1514764800.0 // 2016-01-01 .. 2018-01-01
 	rng := rand.New(rand.NewPCG(81, 82))
 	type crawler struct {
@@ -117,24 +121,26 @@ func TestPHPDocHistoryEvaluation(t *testing.T) {
 				continue
 			}
 			truth := float64(days) / (end - start)
-			var c Change
+			var c estimators.Change
 			tm := start
 			k := i0 // next change index
 			lastMod := math.NaN()
 			if i0 > 0 {
 				lastMod = times[i0-1]
 			}
+			last := tm // the latest visit's time, at the estimators' millisecond resolution
 			for tm <= end {
 				ch := false
 				for k < len(times) && times[k] <= tm {
 					lastMod, ch = times[k], true
 					k++
 				}
-				v := Visit{Time: tm, Changed: ch}
+				v := estimators.Visit{Time: tm, Changed: ch}
 				if cr.lm && !math.IsNaN(lastMod) {
 					v.LastModified, v.HasLastModified = lastMod, true
 				}
 				c.Visit(v)
+				last = math.Round(tm*1000) / 1000
 				if cr.irregular {
 					tm += rng.ExpFloat64() * cr.interval
 				} else {
@@ -142,8 +148,8 @@ func TestPHPDocHistoryEvaluation(t *testing.T) {
 				}
 			}
 			pages++
-			var out Estimates
-			best, ok := c.Estimate(c.latest(), cfg, &out)
+			var out estimators.Estimates
+			best, ok := c.Estimate(last, &cfg, &out)
 			if ok {
 				errs["best"] = append(errs["best"], best.Rate/truth)
 			}
@@ -169,8 +175,14 @@ func TestPHPDocHistoryEvaluation(t *testing.T) {
 			mal[k] = s / float64(len(v))
 			t.Logf("    %-18s n=%5d median est/true %.3f  mean|log| %.3f", k, len(v), v[len(v)/2], mal[k])
 		}
-		if !cr.irregular && !(mal["best"] < mal[KeyNaive]) {
-			t.Errorf("%s: best (%.3f) not closer to the truth than naive (%.3f)", cr.name, mal["best"], mal[KeyNaive])
+		if !cr.irregular && !(mal["best"] < mal[estimators.KeyNaive]) {
+			t.Errorf("%s: best (%.3f) not closer to the truth than naive (%.3f)", cr.name, mal["best"], mal[estimators.KeyNaive])
 		}
 	}
 }
+
+// day and week in seconds.
+const (
+	day  = 86400.0
+	week = 7 * day
+)

@@ -1,26 +1,28 @@
-package estimators
+package pooled
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/changerate/changerate/estimators"
 )
 
 // With an infinite dispersion K the over-dispersed posterior is Pooled's;
 // with a very large K it is close to it (the grid's resolution).
-func TestPooledNBPoissonLimit(t *testing.T) {
+func TestNBPoissonLimit(t *testing.T) {
 	cfg := mustCfg(t)
-	g := GammaPrior{Shape: 1.5, Rate: 3e5}
-	for _, ev := range []Evidence{{X: 0, E: 2e5}, {X: 2, E: 4e5}, {X: 7, E: 1e6}} {
-		want, ok := Pooled(g, ev, cfg)
+	g := estimators.GammaPrior{Shape: 1.5, Rate: 3e5}
+	for _, ev := range []estimators.Evidence{{X: 0, E: 2e5}, {X: 2, E: 4e5}, {X: 7, E: 1e6}} {
+		want, ok := estimators.Pooled(g, ev, cfg)
 		if !ok {
 			t.Fatal("pooled")
 		}
-		got, ok := PooledNB(NBPrior{g, math.Inf(1)}, ev, 2, cfg)
+		got, ok := NB(NBPrior{g, math.Inf(1)}, ev, 2, cfg)
 		if !ok || got != want {
 			t.Fatalf("K = ∞: %+v, want %+v", got, want)
 		}
-		got, ok = PooledNB(NBPrior{g, 1e9}, ev, 2, cfg)
+		got, ok = NB(NBPrior{g, 1e9}, ev, 2, cfg)
 		if !ok || math.Abs(got.Rate/want.Rate-1) > 0.02 || math.Abs(got.Hi/want.Hi-1) > 0.02 {
 			t.Fatalf("K = 1e9: %+v, want %+v", got, want)
 		}
@@ -42,7 +44,7 @@ func TestDispersionPriorAndCoverage(t *testing.T) {
 		e := 1e5 * (1 + 4*rng.Float64())
 		xa := poissonDraw(rng, lam*gammaDraw(rng, k, k)*e/2)
 		xb := poissonDraw(rng, lam*gammaDraw(rng, k, k)*e/2)
-		ds.Add(Evidence{X: xa, E: e / 2}, Evidence{X: xb, E: e / 2})
+		ds.Add(estimators.Evidence{X: xa, E: e / 2}, estimators.Evidence{X: xb, E: e / 2})
 		objs = append(objs, obj{lam, xa + xb, e})
 	}
 	p, ok := ds.Prior()
@@ -54,7 +56,7 @@ func TestDispersionPriorAndCoverage(t *testing.T) {
 	}
 	cov, n := 0, 0
 	for _, o := range objs[:3000] {
-		est, ok := PooledNB(p, Evidence{X: o.x, E: o.e}, 2, cfg)
+		est, ok := NB(p, estimators.Evidence{X: o.x, E: o.e}, 2, cfg)
 		if !ok {
 			t.Fatal("estimate")
 		}

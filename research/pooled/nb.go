@@ -1,14 +1,16 @@
-package estimators
+package pooled
 
 import (
 	"math"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"github.com/changerate/changerate/estimators"
 )
 
 // Over-dispersed pooled estimates: bursty change histories.
 //
-// The gamma prior of pooled.go assumes that, given its rate λ, an object's
+// The gamma prior of estimators/pooled.go assumes that, given its rate λ, an object's
 // count in the observed window is Poisson. Real histories change in bursts:
 // the window's count varies more than Poisson around the long-run rate. A
 // gamma-Poisson (negative-binomial) layer models it: in each half h of the
@@ -27,7 +29,7 @@ import (
 //	σ̂² = Σ(x_a − μ̂e_a)(x_b − μ̂e_b) / Σe_a·e_b,
 //	1/k̂ = [Σ_h Σ((x_h − μ̂e_h)² − μ̂e_h) − σ̂²Σ_h Σe_h²] / ((σ̂² + μ̂²)·Σ_h Σe_h²),
 //
-// each clipped at its floor (σ̂² at μ̂²/maxShape as in PoolStats.Prior; 1/k̂
+// each clipped at its floor (σ̂² at μ̂²/maxShape as in estimators.PoolStats.Prior; 1/k̂
 // at 0, the Poisson case). Bursts longer than half the window look like
 // rate spread and are absorbed into σ̂² (the prior is wider, not the
 // likelihood). The object's likelihood of its whole-window count x given λ
@@ -52,7 +54,7 @@ type DispersionStats struct {
 
 // Add adds one object's evidence in the first (a) and second (b) half of
 // its window. Floored evidence (every interval changed) is skipped.
-func (d *DispersionStats) Add(a, b Evidence) {
+func (d *DispersionStats) Add(a, b estimators.Evidence) {
 	if a.Floor > 0 || b.Floor > 0 || !(a.E > 0) || !(b.E > 0) || !(a.X >= 0) || !(b.X >= 0) ||
 		math.IsInf(a.X+b.X+a.E+b.E, 0) {
 		return
@@ -77,7 +79,7 @@ func (d *DispersionStats) Add(a, b Evidence) {
 // NBPrior is a Gamma(Shape, Rate) prior for λ with the bursts' dispersion
 // K (per half window; +Inf: Poisson).
 type NBPrior struct {
-	GammaPrior
+	estimators.GammaPrior
 	K float64
 }
 
@@ -92,7 +94,7 @@ func (d DispersionStats) Prior() (NBPrior, bool) {
 	if invK > 0 {
 		k = 1 / invK
 	}
-	p := NBPrior{GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}, k}
+	p := NBPrior{estimators.GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}, k}
 	return p, p.Shape > 0 && p.Rate > 0 && !math.IsInf(p.Shape, 0) && !math.IsInf(p.Rate, 0) && k > 0
 }
 
@@ -106,14 +108,14 @@ func (d DispersionStats) InvK() (float64, bool) {
 // moments are μ̂, σ̂² (clipped at its floor) and the unclipped 1/k̂.
 func (d DispersionStats) moments() (mu, s2, invK float64, ok bool) {
 	X, E := d.Xa+d.Xb, d.Ea+d.Eb
-	if d.N < MinPoolObjects || !(X > 0) || !(E > 0) || !(d.EaEb > 0) {
+	if d.N < estimators.MinPoolObjects || !(X > 0) || !(E > 0) || !(d.EaEb > 0) {
 		return 0, 0, 0, false
 	}
 	mu = X / E
 	// Σ(x_a − μe_a)(x_b − μe_b)
 	cov := d.XaXb - mu*(d.XaEb+d.XbEa) + mu*mu*d.EaEb
 	s2 = cov / d.EaEb
-	if floor := mu * mu / maxShape; !(s2 > floor) {
+	if floor := mu * mu / estimators.MaxShape; !(s2 > floor) {
 		s2 = floor
 	}
 	// Σ_h Σ((x_h − μe_h)² − μe_h)
@@ -123,39 +125,28 @@ func (d DispersionStats) moments() (mu, s2, invK float64, ok bool) {
 	return mu, s2, invK, true
 }
 
-// PooledNB returns the posterior median of λ and its equal-tailed
+// NB returns the posterior median of λ and its equal-tailed
 // Config.Level interval under the prior and the object's whole-window
 // evidence ev, when the window spans parts windows of the length K was
 // fitted on (2 when K was fitted on its halves, 1 when on windows as long
 // as it): k_w = K·parts. Floored evidence and an infinite K fall back to
-// Pooled (the Poisson case).
-func PooledNB(prior NBPrior, ev Evidence, parts float64, cfg *Config) (Estimate, bool) {
+// estimators.Pooled (the Poisson case).
+func NB(prior NBPrior, ev estimators.Evidence, parts float64, cfg *estimators.Config) (estimators.Estimate, bool) {
 	if ev.Floor > 0 || math.IsInf(prior.K, 1) || !(parts > 0) {
-		return Pooled(prior.GammaPrior, ev, cfg)
+		return estimators.Pooled(prior.GammaPrior, ev, cfg)
 	}
 	a, b := prior.Shape, prior.Rate
 	if !(a > 0) || !(b > 0) || !(ev.E > 0) || !(ev.X >= 0) {
-		return Estimate{}, false
+		return estimators.Estimate{}, false
 	}
 	e, x := ev.E, ev.X
 	kw := prior.K * parts
-	// Grid: the Poisson posterior's range (pooledGridRange), widened to
-	// the prior's upper 10⁻⁹ quantile (the negative binomial likelihood
-	// is flatter than the Poisson one above its maximum).
-	lo, hi, ok := pooledGridRange(prior.GammaPrior, ev)
-	if !ok {
-		return Estimate{}, false
-	}
-	hi = math.Max(hi, mathext.GammaIncRegInv(a, 1-1e-9)/b*10)
-	var lp [pooledGrid]float64
-	step := math.Log(hi/lo) / (pooledGrid - 1)
-	top := math.Inf(-1)
-	for j := range lp {
-		l := lo * math.Exp(float64(j)*step)
+	// Grid: the Poisson posterior's range, widened to the prior's upper
+	// 10⁻⁹ quantile (the negative binomial likelihood is flatter than the
+	// Poisson one above its maximum).
+	hiMin := mathext.GammaIncRegInv(a, 1-1e-9) / b * 10
+	return estimators.PooledPosterior(prior.GammaPrior, ev, hiMin, func(l float64) float64 {
 		// log prior density + log λ (the log grid's Jacobian) + log L
-		v := a*math.Log(l) - b*l + x*math.Log(l*e) - (x+kw)*math.Log(kw+l*e)
-		lp[j] = v
-		top = math.Max(top, v)
-	}
-	return gridPosterior(lp[:], top, lo, hi, step, cfg)
+		return a*math.Log(l) - b*l + x*math.Log(l*e) - (x+kw)*math.Log(kw+l*e)
+	}, cfg)
 }
