@@ -18,8 +18,9 @@
 // Every option is an environment variable (prefix CHANGERATE_) and a flag;
 // flags win. `aggregator -h` lists them.
 //
-// Files: main.go (run), mode.go (which mode), config.go (the options and their mapping
-// onto the libraries' configurations), service.go, filter.go and demo.go
+// Files: main.go (run), mode.go (which mode), config.go (the options,
+// declared in internal/options.Aggregator, mapped onto the libraries'
+// configurations, and the rules between them), service.go, filter.go and demo.go
 // (one mode each), http.go and query.go (the HTTP server and the query
 // API's wiring), store.go (Redis).
 package main

@@ -1,18 +1,23 @@
-// Package options declares the option groups of the commands once —
-// Kafka (connection, timeouts, producer), Redis, logging, the shared
-// topics and the external sort: envconfig-tagged structs (read by
-// internal/cliconfig) that a command's configuration embeds, each with a
-// method producing the library's configuration (stream.KafkaConfig,
-// state.RedisConfig, *slog.Logger) or a Validate that reports every
-// invalid option.
+// Package options declares every option of the commands once: the
+// aggregator's (Aggregator) and ingest's (Ingest) declarations, and the
+// groups they share — Kafka (connection, timeouts, producer), Redis,
+// logging, HTTP, the shared topics and the external sort. Each option is
+// an envconfig-tagged field (read by internal/cliconfig) with its unit,
+// bounds (valid) and, where it sets a library's configuration, the
+// library field (to); Variables derives each command's variable names
+// from the declarations for the unknown-variable check.
 //
-// Defaults: a field whose default is the library's has no default tag;
-// the group's constructor (DefaultKafka, DefaultKafkaTimeouts,
-// DefaultRedis, DefaultTopics, DefaultExternalSort) sets it from the library's exported default, and
-// cliconfig documents that value and keeps it unless the option is given.
-// A default tag marks a command's own default, different from or absent
-// in the library's (KAFKA_LINGER, REDIS_REQUIRE_DURABLE, ...). The test
-// TestDefaultsAreTheLibrarys checks both kinds against the libraries.
+// Defaults: an option that sets a library field (to) and has no default
+// tag documents the library's default (cliconfig.Defaults). The shared
+// connection groups map themselves (Kafka.Config, KafkaTimeouts.ApplyTo,
+// Redis.Config), because some library defaults are derived from other
+// fields (Kafka's watchdogs) or would select a mode (Redis's address):
+// their constructors (DefaultKafka, DefaultKafkaTimeouts, DefaultRedis,
+// DefaultTopics, DefaultExternalSort) set the defaults they document. A
+// default tag marks a command's own default, different from or absent in
+// the library's (KAFKA_LINGER, REDIS_REQUIRE_DURABLE, ...). The tests
+// TestDefaultsAreTheLibrarys (here and in each command) check both kinds
+// against the libraries, and TestOptionDeclarations walks every option.
 //
 // Errors name options as the user sets them, "CHANGERATE_X (--x)", without
 // a "config:" prefix: the command adds its own.
