@@ -166,6 +166,14 @@ func (p PoolStats) Prior() (GammaPrior, bool) {
 // evidence, with the equal-tailed Config.Level credible interval: the
 // quantiles of Gamma(α + X, β + E), or of the prior truncated below Floor.
 func Pooled(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
+	return pooled(prior, ev, cfg, nil)
+}
+
+// pooled is Pooled with the quantile memo m (nil: none). The quantiles
+// of the standard gamma, P⁻¹(a, p), depend on the shape and p alone: all
+// objects of a site without a change (X = 0) have a = α, so between two
+// changes of the site's prior they share them.
+func pooled(prior GammaPrior, ev Evidence, cfg *Config, m *quantileMemo) (Estimate, bool) {
 	a, b := prior.Shape+ev.X, prior.Rate+ev.E
 	p0 := 0.0
 	if ev.Floor > 0 {
@@ -175,7 +183,7 @@ func Pooled(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
 	if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) || !(p0 < 1) {
 		return Estimate{}, false
 	}
-	q := func(p float64) float64 { return mathext.GammaIncRegInv(a, p0+p*(1-p0)) / b }
+	q := func(p float64) float64 { return m.gammaIncRegInv(a, p0+p*(1-p0)) / b }
 	pLo, pHi := cfg.tails()
 	return sane(Estimate{Key: KeyPooled, Rate: q(0.5), Lo: q(pLo), Hi: q(pHi), HasCI: true}, true)
 }
@@ -195,17 +203,28 @@ const pooledGrid = 160
 // grid of pooledGrid points (no allocation) and its median and quantiles
 // are read off the cumulative sums.
 func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) {
+	return c.pooledEstimate(prior, cfg, nil)
+}
+
+// PooledEstimateIn is PooledEstimate with the quantile memo of scratch
+// (nil: none): the same estimate, computed once for every object of a
+// site that meets the same quantile of the same prior.
+func (c *Change) PooledEstimateIn(prior GammaPrior, cfg *Config, scratch *Estimates) (Estimate, bool) {
+	return c.pooledEstimate(prior, cfg, scratch.quantiles())
+}
+
+func (c *Change) pooledEstimate(prior GammaPrior, cfg *Config, m *quantileMemo) (Estimate, bool) {
 	ev, ok := c.Evidence(cfg)
 	if !ok || !(prior.Shape > 0) || !(prior.Rate > 0) {
 		return Estimate{}, false
 	}
 	if ev.Floor == 0 && (ev.X == 0 || (c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) && c.lmT > 0)) {
-		return Pooled(prior, ev, cfg)
+		return pooled(prior, ev, cfg, m)
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
 	u := c.unchangedTime()
-	lo, hi, ok := pooledGridRange(prior, ev)
+	lo, hi, ok := pooledGridRange(prior, ev, m)
 	if !ok {
 		return Estimate{}, false
 	}
@@ -233,8 +252,8 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 // posterior, not the prior: with a prior of shape α < 1 the prior's lower
 // quantiles underflow to 0 (α = 0.25: q(10⁻⁷) ≈ 10⁻²⁸/β) while the
 // posterior of an object with changes has shape α + X ≥ 1.
-func pooledGridRange(prior GammaPrior, ev Evidence) (lo, hi float64, ok bool) {
-	q := func(a, b, p float64) float64 { return mathext.GammaIncRegInv(a, p) / b }
+func pooledGridRange(prior GammaPrior, ev Evidence, m *quantileMemo) (lo, hi float64, ok bool) {
+	q := func(a, b, p float64) float64 { return m.gammaIncRegInv(a, p) / b }
 	a, b := prior.Shape+ev.X, prior.Rate+ev.E
 	lo, hi = q(a, b, 1e-9)/10, q(a, b, 1-1e-9)*10
 	if ev.Floor > 0 {

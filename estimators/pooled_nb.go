@@ -142,7 +142,7 @@ func PooledNB(prior NBPrior, ev Evidence, parts float64, cfg *Config) (Estimate,
 	// Grid: the Poisson posterior's range (pooledGridRange), widened to
 	// the prior's upper 10⁻⁹ quantile (the negative binomial likelihood
 	// is flatter than the Poisson one above its maximum).
-	lo, hi, ok := pooledGridRange(prior.GammaPrior, ev)
+	lo, hi, ok := pooledGridRange(prior.GammaPrior, ev, nil)
 	if !ok {
 		return Estimate{}, false
 	}
