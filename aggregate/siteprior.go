@@ -47,8 +47,9 @@ func (s *SiteState) foldPrior(before estimators.Evidence, had bool, o *Object, m
 }
 
 // sitePrior returns the object's pooled estimate under its site's prior
-// when the rule above publishes it.
-func (o *Object) sitePrior(m *Model, site *SiteState) (estimators.Estimate, bool) {
+// when the rule above publishes it; scratch's quantile memo (nil: none)
+// serves the objects of a site that share a quantile of its prior.
+func (o *Object) sitePrior(m *Model, site *SiteState, scratch *estimators.Estimates) (estimators.Estimate, bool) {
 	if site == nil || o.Change.Changes() >= estimators.PooledMaxChanges {
 		return estimators.Estimate{}, false
 	}
@@ -56,7 +57,7 @@ func (o *Object) sitePrior(m *Model, site *SiteState) (estimators.Estimate, bool
 	if !ok {
 		return estimators.Estimate{}, false
 	}
-	e, ok := o.Change.PooledEstimate(prior, &m.Estimators)
+	e, ok := o.Change.PooledEstimateIn(prior, &m.Estimators, scratch)
 	if !ok || !finite(e.Rate) || !(e.Rate > 0) {
 		return estimators.Estimate{}, false
 	}

@@ -1,6 +1,10 @@
 package estimators
 
-import "math"
+import (
+	"math"
+
+	"gonum.org/v1/gonum/mathext"
+)
 
 // quantileMemo remembers recent interval quantiles. They depend only on
 // integer counts (the Garwood interval on the number of changes, the
@@ -85,6 +89,22 @@ func (m *quantileMemo) gamma(a, p, q float64) float64 {
 	}
 	x := gammaQuantile(a, p, q)
 	*e = memoEntry{a, 0, p, x}
+	return x
+}
+
+// gammaIncRegInv returns mathext.GammaIncRegInv(a, p), the p-quantile of
+// the standard Gamma(a), through the memo (m may be nil). Its entries
+// have b = −1, apart from gamma's (b = 0) and beta's (b > 0).
+func (m *quantileMemo) gammaIncRegInv(a, p float64) float64 {
+	if m == nil {
+		return mathext.GammaIncRegInv(a, p)
+	}
+	e := &m.q[memoSlot(a, -1, p)]
+	if e.a == a && e.b == -1 && e.p == p {
+		return e.x
+	}
+	x := mathext.GammaIncRegInv(a, p)
+	*e = memoEntry{a, -1, p, x}
 	return x
 }
 

@@ -166,6 +166,14 @@ func (p PoolStats) Prior() (GammaPrior, bool) {
 // evidence, with the equal-tailed Config.Level credible interval: the
 // quantiles of Gamma(α + X, β + E), or of the prior truncated below Floor.
 func Pooled(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
+	return pooled(prior, ev, cfg, nil)
+}
+
+// pooled is Pooled with the quantile memo m (nil: none). The quantiles
+// of the standard gamma, P⁻¹(a, p), depend on the shape and p alone: all
+// objects of a site without a change (X = 0) have a = α, so between two
+// changes of the site's prior they share them.
+func pooled(prior GammaPrior, ev Evidence, cfg *Config, m *quantileMemo) (Estimate, bool) {
 	a, b := prior.Shape+ev.X, prior.Rate+ev.E
 	p0 := 0.0
 	if ev.Floor > 0 {
@@ -175,7 +183,7 @@ func Pooled(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
 	if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) || !(p0 < 1) {
 		return Estimate{}, false
 	}
-	q := func(p float64) float64 { return mathext.GammaIncRegInv(a, p0+p*(1-p0)) / b }
+	q := func(p float64) float64 { return m.gammaIncRegInv(a, p0+p*(1-p0)) / b }
 	pLo, pHi := cfg.tails()
 	return sane(Estimate{Key: KeyPooled, Rate: q(0.5), Lo: q(pLo), Hi: q(pHi), HasCI: true}, true)
 }
@@ -195,24 +203,35 @@ const pooledGrid = 160
 // grid of pooledGrid points (no allocation) and its median and quantiles
 // are read off the cumulative sums.
 func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) {
+	return c.pooledEstimate(prior, cfg, nil)
+}
+
+// PooledEstimateIn is PooledEstimate with the quantile memo of scratch
+// (nil: none): the same estimate, computed once for every object of a
+// site that meets the same quantile of the same prior.
+func (c *Change) PooledEstimateIn(prior GammaPrior, cfg *Config, scratch *Estimates) (Estimate, bool) {
+	return c.pooledEstimate(prior, cfg, scratch.quantiles())
+}
+
+func (c *Change) pooledEstimate(prior GammaPrior, cfg *Config, m *quantileMemo) (Estimate, bool) {
 	ev, ok := c.Evidence(cfg)
 	if !ok || !(prior.Shape > 0) || !(prior.Rate > 0) {
 		return Estimate{}, false
 	}
 	if ev.Floor == 0 && (ev.X == 0 || (c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) && c.lmT > 0)) {
-		return Pooled(prior, ev, cfg)
+		return pooled(prior, ev, cfg, m)
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
 	u := c.unchangedTime()
-	return PooledPosterior(prior, ev, 0, func(l float64) float64 {
+	return pooledPosterior(prior, ev, 0, func(l float64) float64 {
 		// log prior density + log λ (the Jacobian of the log grid)
 		v := prior.Shape*math.Log(l) - prior.Rate*l - l*u
 		for i := 0; i < k; i++ {
 			v += ws[i] * math.Log(-math.Expm1(-l*ts[i]))
 		}
 		return v
-	}, cfg)
+	}, cfg, m)
 }
 
 // PooledPosterior is the pooled estimate (posterior median and
@@ -224,7 +243,13 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 // product's PooledEstimate and the research module's negative-binomial
 // variant (research/pooled) are its callers.
 func PooledPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func(l float64) float64, cfg *Config) (Estimate, bool) {
-	lo, hi, ok := pooledGridRange(prior, ev)
+	return pooledPosterior(prior, ev, hiMin, logPost, cfg, nil)
+}
+
+// pooledPosterior is PooledPosterior with the caller's quantile memo m
+// (nil: none) for the grid's range.
+func pooledPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func(l float64) float64, cfg *Config, m *quantileMemo) (Estimate, bool) {
+	lo, hi, ok := pooledGridRange(prior, ev, m)
 	if !ok {
 		return Estimate{}, false
 	}
@@ -248,8 +273,8 @@ func PooledPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func(
 // posterior, not the prior: with a prior of shape α < 1 the prior's lower
 // quantiles underflow to 0 (α = 0.25: q(10⁻⁷) ≈ 10⁻²⁸/β) while the
 // posterior of an object with changes has shape α + X ≥ 1.
-func pooledGridRange(prior GammaPrior, ev Evidence) (lo, hi float64, ok bool) {
-	q := func(a, b, p float64) float64 { return mathext.GammaIncRegInv(a, p) / b }
+func pooledGridRange(prior GammaPrior, ev Evidence, m *quantileMemo) (lo, hi float64, ok bool) {
+	q := func(a, b, p float64) float64 { return m.gammaIncRegInv(a, p) / b }
 	a, b := prior.Shape+ev.X, prior.Rate+ev.E
 	lo, hi = q(a, b, 1e-9)/10, q(a, b, 1-1e-9)*10
 	if ev.Floor > 0 {

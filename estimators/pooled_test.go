@@ -195,3 +195,40 @@ func TestPoolStatsRemove(t *testing.T) {
 		}
 	}
 }
+
+// PooledEstimateIn gives exactly PooledEstimate's result, bit for bit,
+// whatever its memo holds: objects without a change (the conjugate
+// posterior, whose Gamma(α) quantiles the memo serves), with some
+// changes (the grid, whose range it serves) and with every interval
+// changed (the floor), each object estimated against a memo the
+// others filled, twice over, under priors that differ in the last bit.
+func TestPooledEstimateInExact(t *testing.T) {
+	cfg := mustCfg(t)
+	var objs []*Change
+	for n := 5; n <= 30; n += 5 {
+		for _, x := range []int{0, 1, 3, n} {
+			ch := make([]bool, n)
+			for i := 0; i < x; i++ {
+				ch[(i*7)%n] = true
+			}
+			objs = append(objs, regular(day*float64(1+n%3), ch))
+		}
+	}
+	var scratch Estimates
+	for round := 0; round < 2; round++ {
+		for _, shape := range []float64{0.4, 2.5, math.Nextafter(2.5, 3), 10} {
+			prior := GammaPrior{Shape: shape, Rate: shape * 20 * day}
+			for i, c := range objs {
+				want, wok := c.PooledEstimate(prior, cfg)
+				got, gok := c.PooledEstimateIn(prior, cfg, &scratch)
+				if gok != wok || math.Float64bits(got.Rate) != math.Float64bits(want.Rate) ||
+					math.Float64bits(got.Lo) != math.Float64bits(want.Lo) || math.Float64bits(got.Hi) != math.Float64bits(want.Hi) {
+					t.Errorf("round %d, shape %v, object %d: memo %+v (%v), without %+v (%v)", round, shape, i, got, gok, want, wok)
+				}
+			}
+		}
+	}
+	if m := scratch.quantiles(); m == nil {
+		t.Fatal("no memo")
+	}
+}

@@ -86,6 +86,10 @@ type Redis struct {
 	parts    map[Partition]*rpart // bucketed layout: bucket counts and sweep plans
 	migrated atomic.Uint64
 
+	// beforeExec, when set (tests), runs between a transaction commit's
+	// check and its EXEC.
+	beforeExec func()
+
 	expired atomic.Uint64
 	ownMu   sync.RWMutex
 	owned   map[string]bool // tags of claimed, not fenced partitions
@@ -312,9 +316,11 @@ func (r *Redis) ExpiryGrace() time.Duration {
 	return expiryGrace(r.cfg.IdleTTL)
 }
 
-// Commit implements Store with one Lua script (EVALSHA) per call. On an
-// error other than ErrFenced and ErrOffsetMismatch (e.g. a timeout) the
-// script may or may not have run: Claim again to read the stored offset.
+// Commit implements Store with one Lua script (EVALSHA) per call, or, in
+// the bucketed layout, one transaction (WATCH/MULTI/EXEC) per call without
+// a sweep step. On an error other than ErrFenced and ErrOffsetMismatch
+// (e.g. a timeout) the script or the transaction may or may not have run:
+// Claim again to read the stored offset.
 func (r *Redis) Commit(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error {
 	if err := checkCommit(p, from, to); err != nil {
 		return err

@@ -45,8 +45,9 @@ func RedisACLRules(cfg RedisConfig) string {
 	if cfg.KeyFormat == KeyFormatBuckets {
 		// the bucketed commit's deletes and sweep; the migration of the
 		// previous release's keys at Claim (SCAN of the partition's tag
-		// on its node, GET, PTTL)
-		cmds = append(cmds, "+hdel", "+hgetall", "+scan", "+get", "+pttl")
+		// on its node, GET, PTTL); the commit's transaction (WATCH of
+		// the meta hash, MULTI, EXEC; UNWATCH and DISCARD from go-redis)
+		cmds = append(cmds, "+hdel", "+hgetall", "+scan", "+get", "+pttl", "+watch", "+unwatch", "+multi", "+exec", "+discard")
 	}
 	if cfg.DB != 0 {
 		cmds = append(cmds, "+select")

@@ -279,8 +279,8 @@ type bucketWrite struct {
 
 // commitBuckets implements Commit for the bucketed layout: the final value
 // of each written object (a batch is applied in order, so the last write
-// of an object wins), grouped by bucket, and the sweep plan's buckets, in
-// one script.
+// of an object wins), grouped by bucket, in one transaction (commitTx), or,
+// when the sweep plan has buckets to sweep, with them in one script.
 func (r *Redis) commitBuckets(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error {
 	rp, err := r.part(ctx, p)
 	if err != nil {
@@ -324,6 +324,11 @@ func (r *Redis) commitBuckets(ctx context.Context, p Partition, epoch, from, to 
 	var st sweepStep
 	if rp.claimed && rp.epoch == epoch {
 		st = rp.sweep.plan(now, ttl)
+	}
+	if st.k == 0 {
+		// No sweep step: the writes alone, in a transaction
+		// (redis_commit_tx.go).
+		return r.commitTx(ctx, p, tag, nb, epoch, from, to, now, bws, fields, writes, size)
 	}
 	keys := make([]string, 1, 1+len(bws)+st.k)
 	keys[0] = tag + ":meta"
