@@ -86,14 +86,17 @@ func writeIssue36(p func(string, ...any)) {
 
 	// per-object rhythm
 	p("\n## 3. Each object's own rhythm (issue 36)\n\n")
-	rh := DefaultModel()
-	rh.ObjectRhythm = true
+	siteOnly := DefaultModel()
+	siteOnly.DisableObjectRhythm = true
 	p("The issue world with a daily peak hour of its own per page (uniform over the day) instead of its site's, so the\n")
-	p("site's profile is wrong for every page. `Model.ObjectRhythm` (rhythm.go) lets an object with ≥ %d accesses a week\n", RhythmMinWeekly)
-	p("learn its own hour-of-day factors: 24 counts of 8 bits (halved at a UTC day boundary when the busiest hour reached\n")
-	p("%d), 24 factors refitted at each day boundary from the completed days only and stored quantised (ln f in steps of\n", rhythmHalveAt)
-	p("2.4 %%), the site's day-of-week factors; after %d days of counting its access window restarts on its own\n", RhythmLearning/86400)
-	p("operational time, and its access alerts are held while it learns. Objects below the threshold keep the site's profile.\n\n")
+	p("site's profile is wrong for every page. By default (`OBJECT_RHYTHM`, rhythm.go) an object with ≥ %d accesses a\n", RhythmMinWeekly)
+	p("week counts its accesses by UTC hour of day for %d days (24 counts in block floating point — 8-bit mantissas, one\n", RhythmLearning/86400)
+	p("exponent — with their exposure, halved at a day boundary when it reaches %d days; an hour's accesses enter its\n", rhythmMemory/256)
+	p("count when the hour is over); then a G-test (χ²₂₃, level %g) asks whether the site's hour factors fit. If they\n", rhythmFitLevel)
+	p("do not, its access window restarts on its own clock (its hour factors, fitted from the counts, times the site's\n")
+	p("day-of-week factors); if they do, it stays on the site's and drops its counts until a new check %d days later.\n", RhythmRecheck/86400)
+	p("During its first week of counting its access alerts are held when the counts so far already reject the site's\n")
+	p("factors, and tested on the site's profile while they fit. \"site's profile\" is `OBJECT_RHYTHM=false`.\n\n")
 	p("| world | configuration | oracle-detectable caught | quiet objects alerted | false alerts |\n|---|---|---|---|---|\n")
 	for _, w := range []struct {
 		name   string
@@ -104,16 +107,15 @@ func writeIssue36(p func(string, ...any)) {
 		for _, c := range []struct {
 			name string
 			m    *Model
-		}{{"site's profile (default)", &m}, {"own rhythm (ObjectRhythm)", &rh}} {
+		}{{"site's profile (OBJECT_RHYTHM=false)", &siteOnly}, {"own rhythm (default)", &m}} {
 			r := scorePower(issueWorld(w.seed, w.lo, w.hi, w.phase), c.m)
 			p("| %s | %s | %d/%d (%.0f %%) | %d/%d | %d |\n", w.name, c.name, r.CaughtOracle, r.Detectable, 100*r.oracleRate(), r.QuietAlerted, r.Quiet, r.FalseAlerts)
 		}
 	}
-	p("\nThe cost is state: the rhythm section (tag, version, flags, start day, last access, 24 counts, 24 factors) is about\n")
-	p("57 bytes in a busy object's value, and `TestEncodedSizeLongHistories` with it on measured p99 232 (proxy) and 241\n")
-	p("(mixed) bytes against the 188 the Redis budget allows (size_test.go; 178 and 187 with it off). So it is off by\n")
-	p("default: turning it on needs the budget raised to the 256-byte jemalloc class, or the counts dropped once the\n")
-	p("factors are learned (the factors alone would then adapt by refits of a day's counts).\n")
+	p("\nThe cost is state, counted in the 256-byte budget (aggregate/size_test.go derives it for the bucketed layout: an\n")
+	p("object of n state bytes costs at most 57 + jemalloc's class of n + 10 bytes of a bucket's MEMORY USAGE, within 256\n")
+	p("up to n = 182): the rhythm section is about 35 bytes while an object counts, 7 between checks.\n")
+	p("`TestEncodedSizeLongHistories` (30-day histories) reports each class's Redis bytes per object.\n")
 
 	// php-doc
 	p("\n## 4. php/doc-en's change history, before and after (issue 36)\n\n")
