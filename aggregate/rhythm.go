@@ -17,13 +17,13 @@ import (
 // An object busy enough to learn one (RhythmMinWeekly accesses a week at
 // its access window's rate) counts its accesses by UTC hour of day in 24
 // quantised counts (8-bit mantissas with a shared exponent; all halved at
-// the start of a UTC day when they have counted rhythmMemory, so the
+// the start of a UTC day when they have counted RhythmMemoryDays, so the
 // memory is one to two weeks whatever the traffic, and every hour has
-// had the same exposure). An hour's accesses enter its count when the hour is over
-// (until then they are held in one more count), so a burst does not raise
-// its own hour's expectation while it lasts.
+// had the same exposure). An hour's accesses enter its count when the
+// hour is over (until then they are held in one more count), so a burst
+// does not raise its own hour's expectation while it lasts.
 //
-// After RhythmLearning of counting, a G-test decides (rhythmFitLevel):
+// After RhythmLearning of counting, a G-test decides (RhythmFitLevel):
 // when the counts reject the site's hour-of-day factors (flat while the
 // site's profile is not active), the object's access window restarts on
 // its own operational time
@@ -42,8 +42,8 @@ import (
 // keeps alerting on the site's profile, which fitted. The state is
 // bounded: 24 mantissas, their exponent, the held count, the exposure and
 // two times, about 35 bytes in the object's value while counting, 7
-// between checks (a separate, versioned section; see
-// AppendBinary). Model.DisableObjectRhythm turns it off.
+// between checks (a separate, versioned section; see AppendBinary).
+// Model.DisableObjectRhythm turns it off.
 type Rhythm struct {
 	// counts are the accesses of completed hours by UTC hour of day, in
 	// block floating point: counts[h]·2^scale (8-bit mantissas with one
@@ -73,8 +73,9 @@ const (
 	// RhythmMinWeekly is the access rate (per week) at which an object
 	// starts learning its own rhythm: 250 a week is about 10 per hour of
 	// day after one week, enough for the G-test to see a daily cycle of
-	// its own (peak/trough 7 shifted by a few hours gives G in the
-	// hundreds against a critical value of 50).
+	// its own: a log-sinusoidal cycle of peak/trough 7 against a flat
+	// site (f ∝ e^{a·cos}, a = ln 7/2) gives G ≈ 2n·KL = 2·250·0.20
+	// ≈ 100 against the critical value 49.7 of χ²₂₃ at RhythmFitLevel.
 	RhythmMinWeekly = 250
 	// RhythmMinPoints is the least window points the rate is judged on.
 	RhythmMinPoints = 30
@@ -88,13 +89,13 @@ const (
 	// the site's profile would follow it. An object counts one week in
 	// five and carries its counts only then.
 	RhythmRecheck = 28 * 86400
-	// rhythmFitLevel is the G-test's level: the site's factors are
-	// rejected when P(χ²₂₃ ≥ G) < rhythmFitLevel. A wrong rejection
+	// RhythmFitLevel is the G-test's level: the site's factors are
+	// rejected when P(χ²₂₃ ≥ G) < RhythmFitLevel. A wrong rejection
 	// restarts the object's window on a clock barely different from the
 	// site's (harmless but it costs the window's history), a wrong
 	// acceptance leaves a rhythm of its own untested, so strong evidence
 	// is asked: 10⁻³.
-	rhythmFitLevel = 1e-3
+	RhythmFitLevel = 1e-3
 )
 
 // Active reports whether the object's access window runs on its own clock.
@@ -155,7 +156,7 @@ func (r *Rhythm) hourFactors(t int64, a float64) (f [24]float64) {
 // hour factors p (a site's): the G-test of the 24 counts against their
 // expectation e_h = n·p_h·x_h/Σ p·x (x_h the hours' exposures),
 // G = 2 Σ H_h ln(H_h/e_h), χ² with 23 degrees of freedom, accepted at
-// rhythmFitLevel. Halved counts make it conservative (a halved Poisson
+// RhythmFitLevel. Halved counts make it conservative (a halved Poisson
 // count's variance is half its mean).
 func (r *Rhythm) fits(t int64, p [24]float64) bool {
 	x := r.exposure(t)
@@ -173,12 +174,15 @@ func (r *Rhythm) fits(t int64, p [24]float64) bool {
 			g += 2 * c * math.Log(c*ps/(n*p[h]*x[h]))
 		}
 	}
-	return mathext.GammaIncRegComp(23.0/2, g/2) >= rhythmFitLevel
+	return mathext.GammaIncRegComp(23.0/2, g/2) >= RhythmFitLevel
 }
 
-// rhythmMemory is the exposure (days, 1/256 units) at which the counts
-// are halved at a day boundary: they then hold 7–14 days.
-const rhythmMemory = 14 * 256
+// RhythmMemoryDays is the exposure at which the counts are halved at a
+// day boundary: they then hold 7–14 days.
+const RhythmMemoryDays = 14
+
+// rhythmMemory is RhythmMemoryDays in the exposure's units (1/256 day).
+const rhythmMemory = RhythmMemoryDays * 256
 
 // newDay starts a UTC day's counting after d completed days: their
 // exposure is added, and when it reached rhythmMemory every count and the
