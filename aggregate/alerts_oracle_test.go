@@ -6,38 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
 )
 
-// oracleLevel is the oracle's significance level (issue 36): a burst is
-// detectable when its window's count is improbable at p < 10⁻⁶ under the
-// count expected there without the burst (a strict level for about 10⁵
-// windows tested).
-const oracleLevel = 1e-6
-
-// poissonUpper returns P(X ≥ k) for X ~ Poisson(mu).
-func poissonUpper(k int, mu float64) float64 {
-	if k <= 0 {
-		return 1
-	}
-	return distuv.Poisson{Lambda: mu}.Survival(float64(k) - 0.5)
-}
-
-// oracleDetectable reports whether the oracle, which knows the burst's
-// window, detects it: P(Poisson(base) ≥ count) < oracleLevel.
-func (b burst) oracleDetectable() bool {
-	return b.obj >= 0 && poissonUpper(b.count, b.base) < oracleLevel
-}
-
-// issueWorld is issue 36's world: 120 objects of 7 sites, 21 days, daily
-// and weekly cycles (by site, or by object with ObjectPhase), rates
-// log-uniform in lo–hi requests a day, every second object with one 4×
-// burst of 1–3 h after day 10, a 7-day learning period.
+// issueWorld is issue 36's world (sim.IssueWorld).
 func issueWorld(seed uint64, lo, hi float64, objectPhase bool) seasonalScenario {
-	return seasonalScenario{Seed: seed, Objects: 120, Sites: 7, Days: 21, RateLo: lo / 24, RateHi: hi / 24,
-		BurstFactor: 4, LearnDays: 7, BurstAfter: 10, ObjectPhase: objectPhase}
+	return sim.IssueWorld(seed, lo, hi, objectPhase)
 }
 
 // powerResult is the detector's score on a world against the oracle.
@@ -58,19 +33,19 @@ type powerResult struct {
 // ends and which is published by the burst's end + 1 h (as TestAlertTargets).
 func scorePower(sc seasonalScenario, m *Model) powerResult {
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	evs, bursts, names, sites := sc.generate(start)
+	evs, bursts, names, sites := sc.Generate(start)
 	res := runDetector(evs, names, sites, m)
 	by := alertedObjects(res)
 	learned := float64(start.Unix()) + sc.LearnDays*86400
 	r := powerResult{Events: len(evs)}
 	for _, e := range evs {
-		if bursts[e.obj].obj < 0 && e.t >= learned {
+		if bursts[e.Obj].Obj < 0 && e.T >= learned {
 			r.QuietPoints++
 		}
 	}
 	for i, b := range bursts {
 		as := by[names[i]]
-		if b.obj < 0 {
+		if b.Obj < 0 {
 			r.Quiet++
 			n := 0
 			for _, p := range as {
@@ -85,7 +60,7 @@ func scorePower(sc seasonalScenario, m *Model) powerResult {
 			continue
 		}
 		r.Bursts++
-		det := b.oracleDetectable()
+		det := b.OracleDetectable()
 		if det {
 			r.Detectable++
 		}
@@ -95,16 +70,16 @@ func scorePower(sc seasonalScenario, m *Model) powerResult {
 			}
 			ws := float64(p.a.WindowStart.UnixMilli()) / 1e3
 			at := float64(p.a.AsOf.UnixMilli()) / 1e3
-			if ws < b.to && p.at <= b.to+3600 && at >= b.from {
+			if ws < b.To && p.at <= b.To+3600 && at >= b.From {
 				r.Caught++
 				if det {
 					r.CaughtOracle++
-					r.Ratios = append(r.Ratios, float64(b.count)/b.base)
+					r.Ratios = append(r.Ratios, float64(b.Count)/b.Base)
 				}
-				r.Delays = append(r.Delays, (p.at-b.from)/60)
+				r.Delays = append(r.Delays, (p.at-b.From)/60)
 				k := 0.0
 				for _, e := range evs {
-					if int(e.obj) == i && e.t > b.from && e.t <= at {
+					if int(e.Obj) == i && e.T > b.From && e.T <= at {
 						k++
 					}
 				}

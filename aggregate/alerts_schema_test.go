@@ -15,7 +15,7 @@ import (
 func TestAlertRecordsMatchSchema(t *testing.T) {
 	sc := seasonalScenario{Seed: 14, Objects: 32, Sites: 4, Days: 14, RateLo: 20, RateHi: 80, BurstFactor: 4, LearnDays: 7}
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	evs, _, names, sites := sc.generate(start)
+	evs, _, names, sites := sc.Generate(start)
 	m := DefaultModel()
 	ps := runDetector(evs, names, sites, &m)
 	scopes := map[string]int{}

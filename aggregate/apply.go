@@ -151,7 +151,7 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 		site.Observe(ts, &m.Seasonal)
 		restartBefore(&o.AccessWin, site)
 	}
-	if m.ObjectRhythm && m.Seasonal.Enabled() {
+	if !m.DisableObjectRhythm && m.Seasonal.Enabled() {
 		op = o.rhythm(t, op, m, site)
 	}
 	// rises are also confirmed by the scan (Alerts.ScanAlarms; a copy of
@@ -165,9 +165,11 @@ func (o *Object) access(t int64, m *Model, site *windows.Profile, eff *Effects) 
 }
 
 // rhythm counts the access at t (Unix ms) in the object's Rhythm, starts
-// learning one when the object is busy enough, switches its access window
-// to its own clock when the learning is over, and returns the access's
-// time on the window's clock (siteOp: on the site's, used until then).
+// learning one when the object is busy enough, tests it against the
+// site's hour factors when the learning is over (switching the access
+// window to the object's own clock when they do not fit), and returns the
+// access's time on the window's clock (siteOp: on the site's, used
+// otherwise).
 func (o *Object) rhythm(t int64, siteOp float64, m *Model, site *windows.Profile) float64 {
 	r := &o.Rhythm
 	ts := seconds(t)
@@ -183,25 +185,41 @@ func (o *Object) rhythm(t int64, siteOp float64, m *Model, site *windows.Profile
 	prev := r.lastAccess
 	r.lastAccess = t
 	if ts < float64(r.first) {
-		return siteOp
+		return siteOp // before counting starts (or the next check)
 	}
-	if floorDiv(t, 86400000) > max(floorDiv(prev, 86400000), r.first/86400) {
-		r.newDay(m.Seasonal.PriorEvents)
+	if prev >= r.first*1000 && floorDiv(t, 3600000) != floorDiv(prev, 3600000) {
+		r.fold(prev) // prev's hour is over
 	}
-	r.count(ts)
-	if !r.active {
-		if ts-float64(r.first) < RhythmLearning {
+	if d := floorDiv(t, 86400000) - max(floorDiv(prev, 86400000), r.first/86400); d > 0 {
+		r.newDay(d)
+	}
+	// the clock's factors are the completed hours' (the held count is
+	// this hour's)
+	var op float64
+	switch {
+	case r.active:
+		c := o.clock(site, m)
+		c.ta, c.la = seconds(prev), o.AccessWin.Last()
+		op = math.Round(c.At(ts)*1000) / 1000
+	case ts-float64(r.first) < RhythmLearning:
+		op = siteOp
+	default:
+		// the learning is over (whole days counted): do the site's
+		// factors fit the object's counts?
+		if r.fits(t, siteHours(site)) {
+			r.siteFits = true
+			r.counts, r.scale, r.cur, r.days = [24]uint8{}, 0, 0, 0
+			r.first = floorDiv(t, 86400000)*86400 + RhythmRecheck
 			return siteOp
 		}
 		// the window starts afresh on the object's clock (Λ = t at its
 		// origin, like a site profile's activation)
-		r.active = true
+		r.active, r.siteFits = true, false
 		o.AccessWin = windows.Segmenter{}
-		return ts
+		op = ts
 	}
-	c := o.clock(site, m)
-	c.ta, c.la = seconds(prev), o.AccessWin.Last()
-	return math.Round(c.At(ts)*1000) / 1000
+	r.cur = uint16(min(int(r.cur)+1, math.MaxUint16))
+	return op
 }
 
 // maxProfileLag is the oldest Last-Modified date, relative to the visit

@@ -203,13 +203,13 @@ type Model struct {
 	// multiple-testing adjustment (alerts.go).
 	Seasonal windows.SeasonalConfig
 	Alerts   AlertConfig
-	// ObjectRhythm lets an object busy enough (RhythmMinWeekly accesses a
-	// week) learn its own daily access profile and run its access window
-	// on it (rhythm.go; issue 36), instead of its site's. Off by default:
-	// the rhythm adds about 57 bytes to a busy object's value (24 counts,
-	// 24 quantised factors, times), beyond the 188-byte state budget
-	// (size_test.go: p99 232 bytes for proxy histories with it on).
-	ObjectRhythm bool
+	// DisableObjectRhythm keeps every object on its site's daily access
+	// profile. By default an object busy enough (RhythmMinWeekly accesses
+	// a week) learns its own and, when its site's does not fit it, runs its
+	// access window on it (rhythm.go; issue 36); its state grows by 32
+	// bytes while it counts (7 between checks when its site's profile
+	// fits).
+	DisableObjectRhythm bool
 }
 
 // hash32 is FNV-1a, 32 bits, never 0 (0 means "none").

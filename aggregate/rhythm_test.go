@@ -18,8 +18,7 @@ func TestObjectClockInverse(t *testing.T) {
 	for h := range r.counts {
 		r.counts[h] = uint8(10 + 200*math.Pow(math.Sin(float64(h)/24*math.Pi), 4))
 	}
-	r.fit(5)
-	c := &objClock{ta: 1.8e9 + 1234.5, la: 5e5, f: r.hourFactors()}
+	c := &objClock{ta: 1.8e9 + 1234.5, la: 5e5, f: r.hourFactors(0, 5)}
 	for d := range c.g {
 		c.g[d] = 0.5 + 0.2*float64(d)
 	}
@@ -41,35 +40,56 @@ func TestObjectClockInverse(t *testing.T) {
 	}
 }
 
-// TestRhythmEncoding: an object learning and using its rhythm round-trips
-// exactly, with its rhythm section, and the section is bounded.
+// TestRhythmEncoding: an object learning, using or having tested its
+// rhythm round-trips exactly, with its rhythm section, and the section is
+// bounded. A page read mostly at night (its own daily cycle, peak/trough
+// 19, with no site profile: flat) switches to its own clock; a page read
+// uniformly keeps the site's (flat) and drops its counts until the next
+// check.
 func TestRhythmEncoding(t *testing.T) {
 	m := DefaultModel()
-	m.ObjectRhythm = true
-	rng := sim.NewRand(5, 5)
-	var o Object
-	var eff Effects
-	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	started, active := false, false
-	for ts := 0.0; ts < 12*86400; ts += rng.ExpFloat64() * 600 {
-		obs := records.Observation{Object: "http://a.example/x", Kind: records.KindAccess, Time: start.Add(time.Duration(ts * float64(time.Second)))}
-		eff.Reset()
-		o.Apply(&obs, &m, &eff)
-		b := o.AppendBinary(nil)
-		var d Object
-		if err := d.DecodeBinary(b); err != nil || !reflect.DeepEqual(d, o) {
-			t.Fatalf("at %.0f s: round trip: %v", ts, err)
-		}
-		if o.Rhythm.Started() {
-			started = true
-			if n := len(b) - len(withoutRhythm(o).AppendBinary(nil)); n > 60 {
-				t.Fatalf("rhythm section of %d bytes, documented about 57", n)
+	for _, c := range []struct {
+		name       string
+		amp        float64 // rate ∝ 1 + amp·cos(2π(h−3)/24)
+		wantActive bool
+	}{{"night page", 0.9, true}, {"flat page", 0, false}} {
+		rng := sim.NewRand(5, 5)
+		var o Object
+		var eff Effects
+		start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+		started, active, fits, counting := false, false, false, 0
+		for ts := 0.0; ts < 40*86400; ts += rng.ExpFloat64() * 300 {
+			h := math.Mod(ts/3600, 24)
+			if rng.Float64()*(1+c.amp) > 1+c.amp*math.Cos(2*math.Pi*(h-3)/24) {
+				continue // thinning: the daily cycle
 			}
+			obs := records.Observation{Object: "http://a.example/x", Kind: records.KindAccess, Time: start.Add(time.Duration(ts * float64(time.Second)))}
+			eff.Reset()
+			o.Apply(&obs, &m, &eff)
+			b := o.AppendBinary(nil)
+			var d Object
+			if err := d.DecodeBinary(b); err != nil || !reflect.DeepEqual(d, o) {
+				t.Fatalf("%s at %.0f s: round trip: %v", c.name, ts, err)
+			}
+			if o.Rhythm.Started() {
+				started = true
+				n := len(b) - len(withoutRhythm(o).AppendBinary(nil))
+				if n > 36 {
+					t.Fatalf("%s: rhythm section of %d bytes, documented about 35", c.name, n)
+				}
+				if o.Rhythm.siteFits && o.Rhythm.first*1000 > o.Rhythm.lastAccess && n > 7 {
+					t.Fatalf("%s: rhythm section of %d bytes between checks, documented 7", c.name, n)
+				}
+				if o.Rhythm.counts != [24]uint8{} {
+					counting++
+				}
+			}
+			active = active || o.Rhythm.Active()
+			fits = fits || o.Rhythm.siteFits
 		}
-		active = active || o.Rhythm.Active()
-	}
-	if !started || !active {
-		t.Fatalf("rhythm started %v, active %v: the test covers neither", started, active)
+		if !started || counting == 0 || active != c.wantActive || fits == c.wantActive {
+			t.Errorf("%s: rhythm started %v, counted at %d accesses, active %v, site's fitted %v", c.name, started, counting, active, fits)
+		}
 	}
 }
 
@@ -80,18 +100,18 @@ func withoutRhythm(o Object) *Object {
 
 // TestAlertObjectRhythm is issue 36's per-object-rhythm acceptance test:
 // the issue world with a daily peak hour of its own per page (the site's
-// profile is then wrong for each page) and Model.ObjectRhythm: ≤ 5 % of
+// profile is then wrong for each page) with the defaults: ≤ 5 % of
 // the quiet objects alerted after learning and ≥ 80 % of the
 // oracle-detectable bursts caught within 1 h of their end; the same in the
 // issue's own world (pages in phase with their site) and at 200–2,000
-// requests a day. Without the object's rhythm the per-page world alerts
+// requests a day. Without the object's rhythm (DisableObjectRhythm) the
+// per-page world alerts
 // most quiet objects (the scenario must defeat the site's profile).
 func TestAlertObjectRhythm(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("long simulation")
 	}
 	m := DefaultModel()
-	m.ObjectRhythm = true
 	for _, w := range []struct {
 		name   string
 		seed   uint64
@@ -105,6 +125,7 @@ func TestAlertObjectRhythm(t *testing.T) {
 		}
 	}
 	off := DefaultModel()
+	off.DisableObjectRhythm = true
 	if r := scorePower(issueWorld(46, 40, 400, true), &off); r.quietRate() < 0.5 {
 		t.Errorf("the site's profile alerted only %.2f of the per-page world's quiet objects: the scenario tests nothing", r.quietRate())
 	}

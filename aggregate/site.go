@@ -122,9 +122,9 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 			// the window runs on the object's own clock (rhythm.go)
 			d.shiftCandidate(name, records.EstimateAccess, sh, obj.clock(acProf, d.m), det)
 			continue
-		case obj.Rhythm.Started():
-			// the object is learning its own rhythm: its baseline is not
-			// known yet (the site's may be another rhythm)
+		case obj.Rhythm.holdsAlerts(acProf):
+			// the object is learning its own rhythm and the site's does
+			// not fit it: its baseline is not known yet
 			d.book.counts[candidateCount{records.EstimateAccess, outcomeLearning}]++
 			continue
 		}

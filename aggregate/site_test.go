@@ -20,8 +20,8 @@ func seasonalLog(t *testing.T, evs []simEvent, names, sites []string) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, e := range evs {
-		o := records.Observation{Object: names[e.obj], Site: sites[e.obj], Kind: records.KindAccess,
-			Time: time.UnixMilli(int64(math.Round(e.t * 1000))).UTC(), Format: "jsonl"}
+		o := records.Observation{Object: names[e.Obj], Site: sites[e.Obj], Kind: records.KindAccess,
+			Time: time.UnixMilli(int64(math.Round(e.T * 1000))).UTC(), Format: "jsonl"}
 		if err := enc.Encode(o); err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func seasonalLog(t *testing.T, evs []simEvent, names, sites []string) []byte {
 func TestProcessorSeasonalAlerts(t *testing.T) {
 	sc := seasonalScenario{Seed: 3, Objects: 8, Sites: 2, Days: 10, RateLo: 30, RateHi: 60, BurstFactor: 4, LearnDays: 7}
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	evs, _, names, sites := sc.generate(start)
+	evs, _, names, sites := sc.Generate(start)
 	in := seasonalLog(t, evs, names, sites)
 	cfg := DefaultConfig()
 	cfg.BatchSize = 997
@@ -110,7 +110,7 @@ func TestProcessorSeasonalAlerts(t *testing.T) {
 	for i, e := range evs {
 		// (+1 s: WindowEnd is Λ⁻¹(Λ(t)), within milliseconds of the
 		// confirming point's t)
-		if float64(det.UnixMilli())/1e3+1 < e.t {
+		if float64(det.UnixMilli())/1e3+1 < e.T {
 			cut = bytes.Index(in, seasonalLog(t, evs[i:i+1], names, sites))
 			break
 		}

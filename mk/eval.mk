@@ -12,3 +12,9 @@ eval: ## regenerate docs/eval/REPORT.md and its plots from simulations and ../sh
 
 eval-quick: ## the evaluation in --quick mode (CI size), into a scratch directory
 	$(GO) -C research run ./cmd/eval --quick --out $(EVAL_QUICK_OUT) --data $(EVAL_DATA)
+
+# The alerts evaluation (docs/alerts-eval.md) is research/cmd/alertseval:
+# seeded simulations and ../shared/data through aggregate.Processor.
+.PHONY: alerts-eval
+alerts-eval: ## regenerate docs/alerts-eval.md (alert power against the oracle, own rhythms, php-doc, NASA; ~10 min)
+	$(GO) -C research run ./cmd/alertseval -out $(CURDIR)/docs/alerts-eval.md -data $(EVAL_DATA)

@@ -127,6 +127,7 @@ func (c *config) processorConfig() aggregate.Config {
 	// Filter mode sorts its input by event time first: the reorder buffer
 	// would only hold (in memory) what is already in order.
 	pc.DisableReorder = c.In != "" && c.Sort
+	pc.Model.DisableObjectRhythm = !c.ObjectRhythm // the option says what is on; the library's zero value is on
 	return pc
 }
 

@@ -69,7 +69,7 @@ type Aggregator struct {
 	AlertMinEvents    int64         `envconfig:"ALERT_MIN_EVENTS" unit:"events" valid:">=0" to:"aggregate:Model.Alerts.MinEvents" demo:"true" desc:"least observed (up) or expected (down) events since the change point"`
 	AlertSiteObjects  int           `envconfig:"ALERT_SITE_OBJECTS" unit:"objects" valid:">=0" to:"aggregate:Model.Alerts.SiteObjects" demo:"true" desc:"this many objects of one site shifting in one period become one site alert; 0 disables site alerts"`
 	AlertSiteTop      int           `envconfig:"ALERT_SITE_TOP" unit:"objects" valid:">=1" to:"aggregate:Model.Alerts.SiteTop" demo:"true" desc:"objects listed in a site alert"`
-	ObjectRhythm      bool          `envconfig:"OBJECT_RHYTHM" to:"aggregate:Model.ObjectRhythm" demo:"true" desc:"an object with at least 250 accesses a week learns its own daily access profile and is tested against it instead of its site's (pages or accounts of one site active at different hours); about 57 bytes more state per such object"`
+	ObjectRhythm      bool          `envconfig:"OBJECT_RHYTHM" default:"true" desc:"an object with at least 250 accesses a week learns its own daily access profile and, when its site's does not fit it, is tested against its own (pages or accounts of one site active at different hours); about 35 bytes more state per such object while it counts its accesses (7 between checks); false keeps every object on its site's profile"`
 
 	AlertsOut        string `envconfig:"ALERTS_OUT" desc:"filter mode: write alerts to this file (- for stdout); default: not written"`
 	AccessReportsOut string `envconfig:"ACCESS_REPORTS_OUT" desc:"filter mode: write access reports to this file (- for stdout); default: not written"`

@@ -1,21 +1,16 @@
-package aggregate
+package main
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 
+	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
 )
-
-// phpDoc is php/doc-en's per-file change history (git, paths and commit
-// times), read in place from ../shared/data.
-const phpDoc = "../../shared/data/php-doc-en-history/git-file-changes.tsv.gz"
-
-// loadPHPDoc reads phpDoc as `ingest --format=changes-tsv` does, in time
-// order.
-func loadPHPDoc() ([]records.Observation, error) { return loadReal(phpDoc, "changes-tsv") }
 
 // phpDocBefore are the alert counts of php-doc before issue 36, measured
 // with the build of commit 95cbebe (`ingest --format=changes-tsv … |
@@ -25,13 +20,14 @@ var phpDocBefore = struct {
 	total, down, downCritical, up, inconsistent int
 }{900, 888, 686, 12, 863}
 
-// writeIssue36 appends issue 36's sections to the alerts report.
-func writeIssue36(p func(string, ...any)) {
-	m := DefaultModel()
-	noScan := DefaultModel()
-	noScan.Alerts.ScanAlarms = ScanOff
+// power is section 2: detection power against the oracle by traffic band.
+func (r *report) power(ctx context.Context) error {
+	p := r.p
+	m := aggregate.DefaultModel()
+	noScan := aggregate.DefaultModel()
+	noScan.Alerts.ScanAlarms = aggregate.ScanOff
 	p("\n## 2. Detection power against the oracle (issue 36)\n\n")
-	p("The issue's world (`issueWorld`): 120 objects of 7 sites, 21 days, daily (peak/trough 7, peak hour by site) and\n")
+	p("The issue's world (`sim.IssueWorld`): 120 objects of 7 sites, 21 days, daily (peak/trough 7, peak hour by site) and\n")
 	p("weekly cycles, rates log-uniform in the band's requests a day, every second object with one 4× burst of 1–3 h\n")
 	p("after day 10, a 7-day learning period; one seed per band. The oracle knows each burst's window and tests its count\n")
 	p("against the count expected there without the burst (the exact integral of the no-burst intensity):\n")
@@ -46,10 +42,22 @@ func writeIssue36(p func(string, ...any)) {
 		name   string
 		lo, hi float64
 	}{{"issue world, 40–400/day", 40, 400}, {"20–60/day", 20, 60}, {"60–200/day", 60, 200}, {"200–600/day", 200, 600}, {"600–2,000/day", 600, 2000}}
+	scores := make([]powerResult, 2*len(worlds))
+	if err := r.parallel(len(scores), func(k int) error {
+		w := newWorld(sim.IssueWorld(uint64(36+k/2), worlds[k/2].lo, worlds[k/2].hi, false))
+		mk := m
+		if k%2 == 0 {
+			mk = noScan
+		}
+		var err error
+		scores[k], err = scoreWorld(ctx, w, mk)
+		return err
+	}); err != nil {
+		return err
+	}
 	var lordenRows []string
 	for i, w := range worlds {
-		sc := issueWorld(uint64(36+i), w.lo, w.hi, false)
-		b, a := scorePower(sc, &noScan), scorePower(sc, &m)
+		b, a := scores[2*i], scores[2*i+1]
 		p("| %s | %d/%d | %d (%.0f %%) | %d (%.0f %%) | %d/%d | %d/%d | %d/%d | %d | %.0f | %.0f |\n", w.name, a.Detectable, a.Bursts,
 			b.CaughtOracle, 100*b.oracleRate(), a.CaughtOracle, 100*a.oracleRate(), a.Caught, a.Bursts,
 			b.QuietAlerted, b.Quiet, a.QuietAlerted, a.Quiet, a.FalseAlerts, median(a.Delays), median(a.DelayPoints))
@@ -78,56 +86,79 @@ func writeIssue36(p func(string, ...any)) {
 	p("the burst's start to the update point that confirmed it (caught bursts; publication waits for the testing\n")
 	p("period's end, up to 1 h more).\n\n")
 	p("| world | false alerts | quiet points | ARL₀ (points) | ln(ARL₀)/I | median delay (points) | ratio |\n|---|---|---|---|---|---|---|\n")
-	for _, r := range lordenRows {
-		p("%s\n", r)
+	for _, row := range lordenRows {
+		p("%s\n", row)
 	}
 	p("\nA ratio below 1 is possible: Lorden's bound is for a detector that does not know the shift's size and time, at\n")
 	p("the run length it achieves, and the bursts here are 4× with an onset the scan's CUSUM resets to within a few points.\n")
 
-	// per-object rhythm
+	return nil
+}
+
+// rhythm is section 3: each object's own rhythm.
+func (r *report) rhythm(ctx context.Context) error {
+	p := r.p
+	m := aggregate.DefaultModel()
+	siteOnly := aggregate.DefaultModel()
+	siteOnly.DisableObjectRhythm = true
 	p("\n## 3. Each object's own rhythm (issue 36)\n\n")
-	rh := DefaultModel()
-	rh.ObjectRhythm = true
 	p("The issue world with a daily peak hour of its own per page (uniform over the day) instead of its site's, so the\n")
-	p("site's profile is wrong for every page. `Model.ObjectRhythm` (rhythm.go) lets an object with ≥ %d accesses a week\n", RhythmMinWeekly)
-	p("learn its own hour-of-day factors: 24 counts of 8 bits (halved at a UTC day boundary when the busiest hour reached\n")
-	p("%d), 24 factors refitted at each day boundary from the completed days only and stored quantised (ln f in steps of\n", rhythmHalveAt)
-	p("2.4 %%), the site's day-of-week factors; after %d days of counting its access window restarts on its own\n", RhythmLearning/86400)
-	p("operational time, and its access alerts are held while it learns. Objects below the threshold keep the site's profile.\n\n")
+	p("site's profile is wrong for every page. By default (`OBJECT_RHYTHM`, rhythm.go) an object with ≥ %d accesses a\n", aggregate.RhythmMinWeekly)
+	p("week counts its accesses by UTC hour of day for %d days (24 counts in block floating point — 8-bit mantissas, one\n", aggregate.RhythmLearning/86400)
+	p("exponent — with their exposure, halved at a day boundary when it reaches %d days; an hour's accesses enter its\n", aggregate.RhythmMemoryDays)
+	p("count when the hour is over); then a G-test (χ²₂₃, level %g) asks whether the site's hour factors fit. If they\n", aggregate.RhythmFitLevel)
+	p("do not, its access window restarts on its own clock (its hour factors, fitted from the counts, times the site's\n")
+	p("day-of-week factors); if they do, it stays on the site's and drops its counts until a new check %d days later.\n", aggregate.RhythmRecheck/86400)
+	p("During its first week of counting its access alerts are held when the counts so far already reject the site's\n")
+	p("factors, and tested on the site's profile while they fit. \"site's profile\" is `OBJECT_RHYTHM=false`.\n\n")
 	p("| world | configuration | oracle-detectable caught | quiet objects alerted | false alerts |\n|---|---|---|---|---|\n")
-	for _, w := range []struct {
+	worlds := []struct {
 		name   string
 		seed   uint64
 		lo, hi float64
 		phase  bool
-	}{{"per-page phase, 40–400/day", 46, 40, 400, true}, {"per-page phase, 200–2,000/day", 47, 200, 2000, true}, {"site phase (issue world), 40–400/day", 36, 40, 400, false}, {"site phase, 20–60/day", 37, 20, 60, false}} {
-		for _, c := range []struct {
-			name string
-			m    *Model
-		}{{"site's profile (default)", &m}, {"own rhythm (ObjectRhythm)", &rh}} {
-			r := scorePower(issueWorld(w.seed, w.lo, w.hi, w.phase), c.m)
-			p("| %s | %s | %d/%d (%.0f %%) | %d/%d | %d |\n", w.name, c.name, r.CaughtOracle, r.Detectable, 100*r.oracleRate(), r.QuietAlerted, r.Quiet, r.FalseAlerts)
-		}
+	}{{"per-page phase, 40–400/day", 46, 40, 400, true}, {"per-page phase, 200–2,000/day", 47, 200, 2000, true}, {"site phase (issue world), 40–400/day", 36, 40, 400, false}, {"site phase, 20–60/day", 37, 20, 60, false}}
+	configs := []struct {
+		name string
+		m    aggregate.Model
+	}{{"site's profile (OBJECT_RHYTHM=false)", siteOnly}, {"own rhythm (default)", m}}
+	scores := make([]powerResult, len(worlds)*len(configs))
+	if err := r.parallel(len(scores), func(k int) error {
+		w := worlds[k/len(configs)]
+		var err error
+		scores[k], err = scoreWorld(ctx, newWorld(sim.IssueWorld(w.seed, w.lo, w.hi, w.phase)), configs[k%len(configs)].m)
+		return err
+	}); err != nil {
+		return err
 	}
-	p("\nThe cost is state: the rhythm section (tag, version, flags, start day, last access, 24 counts, 24 factors) is about\n")
-	p("57 bytes in a busy object's value, and `TestEncodedSizeLongHistories` with it on measured p99 232 (proxy) and 241\n")
-	p("(mixed) bytes against the 188 the Redis budget allows (size_test.go; 178 and 187 with it off). So it is off by\n")
-	p("default: turning it on needs the budget raised to the 256-byte jemalloc class, or the counts dropped once the\n")
-	p("factors are learned (the factors alone would then adapt by refits of a day's counts).\n")
+	for k, s := range scores {
+		p("| %s | %s | %d/%d (%.0f %%) | %d/%d | %d |\n", worlds[k/len(configs)].name, configs[k%len(configs)].name,
+			s.CaughtOracle, s.Detectable, 100*s.oracleRate(), s.QuietAlerted, s.Quiet, s.FalseAlerts)
+	}
+	p("\nThe cost is state, counted in the 256-byte budget (aggregate/size_test.go derives it for the bucketed layout: an\n")
+	p("object of n state bytes costs at most 57 + jemalloc's class of n + 10 bytes of a bucket's MEMORY USAGE, within 256\n")
+	p("up to n = 182): the rhythm section is about 35 bytes while an object counts, 7 between checks.\n")
+	p("`TestEncodedSizeLongHistories` (30-day histories) reports each class's Redis bytes per object.\n")
 
-	// php-doc
+	return nil
+}
+
+// phpDoc is section 4: php/doc-en's change history, before and after.
+func (r *report) phpDoc(ctx context.Context) error {
+	p := r.p
 	p("\n## 4. php/doc-en's change history, before and after (issue 36)\n\n")
-	obs, err := loadPHPDoc()
+	obs, err := loadReal(filepath.Join(r.data, "php-doc-en-history", "git-file-changes.tsv.gz"), "changes-tsv")
 	if err != nil {
 		p("php-doc data not available: %v\n", err)
-		return
+		return nil
 	}
-	det := newDetector(&m)
-	as := runWith(det, obs)
-	count := map[string]int{}
+	res, err := run(ctx, slice(obs), aggregate.DefaultModel())
+	if err != nil {
+		return err
+	}
+	as := res.alerts // in publication order
 	inconsistent := 0
 	for _, x := range as {
-		count[x.Test+" "+x.Severity]++
 		if x.PeriodStart != nil && x.WindowEnd != nil && x.PeriodStart.After(*x.WindowEnd) {
 			inconsistent++
 		}
@@ -148,12 +179,14 @@ func writeIssue36(p func(string, ...any)) {
 			}
 		case "cusum-binomial-up":
 			up++
-		case SilenceTest:
+		case aggregate.SilenceTest:
 			sil++
 		}
 	}
 	p("| after | %d | %d (%d) | %d | %d | %d |\n\n", len(as), down, downCrit, up, sil, inconsistent)
-	p("Of the %d shifts confirmed (after), %d drops were held back as against a rate not established. A drop is alerted\n", det.totals[outcomeAlerted]+det.totals[outcomeNotEstablished]+det.totals[outcomeSmallEffect]+det.totals[outcomeNotDiscovery], det.totals[outcomeNotEstablished])
+	outcome := func(o string) float64 { return res.candidates["change "+o] + res.candidates["access "+o] }
+	p("Of the %.0f shifts confirmed (after), %.0f drops were held back as against a rate not established. A drop is alerted\n",
+		outcome("alerted")+outcome("not_established")+outcome("small_effect")+outcome("not_discovery"), outcome("not_established"))
 	p("only against an **established rate**: ")
 	p("at least `MinEvents` (8) update points before the change point (the rate's relative standard error 1/√n ≤ 35 %%, so\n")
 	p("a halving is two standard errors away) over a span at least as long as the drop's window (`Established`). A new\n")
@@ -166,8 +199,8 @@ func writeIssue36(p func(string, ...any)) {
 	p("Twenty alerts, sampled in time order from the %d (every alert when fewer), each in words:\n\n", len(as))
 	sample := as
 	if len(sample) > 20 {
-		r := sim.NewRand(36, 20)
-		idx := r.Perm(len(as))[:20]
+		rng := sim.NewRand(36, 20)
+		idx := rng.Perm(len(as))[:20]
 		sort.Ints(idx)
 		sample = nil
 		for _, i := range idx {
@@ -202,4 +235,5 @@ func writeIssue36(p func(string, ...any)) {
 	p("on 2012-03-01/02, the days PHP 5.4.0 was released, where 0.1 were expected. The drops of 2009–2024 are long-lived\n")
 	p("pages (types, operators, the command line, PCRE syntax, the installation FAQ) edited several times less over\n")
 	p("years than in the years before: the \"has not changed as it used to\" alert a documentation team can act on.\n")
+	return nil
 }
