@@ -182,6 +182,12 @@ func (p PoolStats) Prior() (GammaPrior, bool) {
 // whose mean is (α/β)·Q(α + 1, βF)/Q(α, βF) (Q the upper regularised
 // incomplete gamma function).
 func Pooled(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
+	return sane(pooledConjugate(prior, ev, cfg))
+}
+
+// pooledConjugate is Pooled before sane (its interval may leave out the
+// mean: PooledQuantile reads single quantiles off it).
+func pooledConjugate(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
 	a, b := prior.Shape+ev.X, prior.Rate+ev.E
 	p0 := 0.0
 	if ev.Floor > 0 {
@@ -197,7 +203,7 @@ func Pooled(prior GammaPrior, ev Evidence, cfg *Config) (Estimate, bool) {
 		mean *= mathext.GammaIncRegComp(a+1, b*ev.Floor) / (1 - p0)
 	}
 	pLo, pHi := cfg.tails()
-	return sane(Estimate{Key: KeyPooled, Rate: mean, Lo: q(pLo), Hi: q(pHi), HasCI: true}, true)
+	return Estimate{Key: KeyPooled, Rate: mean, Lo: q(pLo), Hi: q(pHi), HasCI: true}, true
 }
 
 // pooledGrid is the number of grid points of the exact posterior.
@@ -216,12 +222,36 @@ const pooledGrid = 160
 // grid of pooledGrid points (no allocation) and its mean (P1) and
 // quantiles are read off the weights and their cumulative sums.
 func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) {
+	return sane(c.pooledPosterior(prior, cfg))
+}
+
+// PooledQuantile is the p quantile (0 < p < 1) of the posterior whose mean
+// and equal-tailed interval PooledEstimate publishes (research/cmd/eval
+// scores quantiles of it as point estimates).
+func (c *Change) PooledQuantile(prior GammaPrior, p float64, cfg *Config) (float64, bool) {
+	if !(p > 0 && p < 1) {
+		return 0, false
+	}
+	cq := *cfg
+	cq.Level = math.Abs(1 - 2*p) // tails p and 1 − p
+	e, ok := c.pooledPosterior(prior, &cq)
+	switch {
+	case !ok || !e.HasCI:
+		return 0, false
+	case p > 0.5:
+		return e.Hi, e.Hi >= 0 && !math.IsInf(e.Hi, 0)
+	}
+	return e.Lo, e.Lo >= 0 && !math.IsInf(e.Lo, 0)
+}
+
+// pooledPosterior is PooledEstimate before sane.
+func (c *Change) pooledPosterior(prior GammaPrior, cfg *Config) (Estimate, bool) {
 	ev, ok := c.Evidence(cfg)
 	if !ok || !(prior.Shape > 0) || !(prior.Rate > 0) {
 		return Estimate{}, false
 	}
 	if ev.Floor == 0 && (ev.X == 0 || c.Complete() || (c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) && c.lmT > 0)) {
-		return Pooled(prior, ev, cfg)
+		return pooledConjugate(prior, ev, cfg)
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
@@ -243,7 +273,7 @@ func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) 
 		lp[j] = v
 		top = math.Max(top, v)
 	}
-	return gridPosterior(lp[:], top, lo, hi, step, cfg)
+	return gridPosteriorRaw(lp[:], top, lo, hi, step, cfg)
 }
 
 // pooledGridRange is the grid of the exact posterior: a factor 10 beyond
@@ -273,6 +303,11 @@ func pooledGridRange(prior GammaPrior, ev Evidence) (lo, hi float64, ok bool) {
 // and the equal-tailed credible interval of cfg, by the midpoint rule in
 // log λ.
 func gridPosterior(lp []float64, top, lo, hi, step float64, cfg *Config) (Estimate, bool) {
+	return sane(gridPosteriorRaw(lp, top, lo, hi, step, cfg))
+}
+
+// gridPosteriorRaw is gridPosterior before sane.
+func gridPosteriorRaw(lp []float64, top, lo, hi, step float64, cfg *Config) (Estimate, bool) {
 	if math.IsInf(top, 0) || math.IsNaN(top) {
 		return Estimate{}, false
 	}
@@ -294,5 +329,5 @@ func gridPosterior(lp []float64, top, lo, hi, step float64, cfg *Config) (Estima
 		return hi
 	}
 	pLo, pHi := cfg.tails()
-	return sane(Estimate{Key: KeyPooled, Rate: first / total, Lo: quant(pLo), Hi: quant(pHi), HasCI: true}, true)
+	return Estimate{Key: KeyPooled, Rate: first / total, Lo: quant(pLo), Hi: quant(pHi), HasCI: true}, true
 }

@@ -286,3 +286,26 @@ func TestPoolStatsRemove(t *testing.T) {
 		}
 	}
 }
+
+// PooledQuantile reads single quantiles off the posterior PooledEstimate
+// summarises: for an object seen not to change (conjugate Gamma(α, β + U))
+// the Gamma's own quantiles, and the published interval's ends at 2.5 % and
+// 97.5 %.
+func TestPooledQuantile(t *testing.T) {
+	cfg := mustCfg(t)
+	c := regular(day, make([]bool, 30))
+	prior := GammaPrior{Shape: 2, Rate: day}
+	for _, p := range []float64{0.1, 0.45, 0.5, 0.9} {
+		got, ok := c.PooledQuantile(prior, p, cfg)
+		want := mathext.GammaIncRegInv(2, p) / (31 * day)
+		if !ok || math.Abs(got/want-1) > 1e-12 {
+			t.Errorf("p = %g: %g (ok %v), want %g", p, got, ok, want)
+		}
+	}
+	e, _ := c.PooledEstimate(prior, cfg)
+	lo, _ := c.PooledQuantile(prior, 0.025, cfg)
+	hi, _ := c.PooledQuantile(prior, 0.975, cfg)
+	if lo != e.Lo || hi != e.Hi {
+		t.Errorf("quantiles %g, %g; interval [%g, %g]", lo, hi, e.Lo, e.Hi)
+	}
+}
