@@ -26,11 +26,13 @@ import (
 //
 // An object with fewer than estimators.PooledMaxChanges changes whose site
 // has a prior (at least estimators.MinPoolObjects objects with evidence)
-// publishes the pooled estimate — the median of its Gamma(α + x, β + e)
-// posterior, with the equal-tailed credible interval — as rate_per_s. On
-// php/doc-en's next year (one prior for all pages of a design) its deviance
-// for pages seen to change 1–4 times is 0.51–0.62 of naive's in every
-// design and year. Objects without a host (changes-tsv paths) have no
+// publishes the pooled estimate — the mean of its Gamma(α + x, β + e)
+// posterior (the Bayes act for the next period's Poisson deviance,
+// estimators/pooled.go P1), with the equal-tailed credible interval — as
+// rate_per_s. On php/doc-en's next year through ingest and the aggregator
+// (docs/eval/NEXTYEAR.md, daily and weekly crawlers of one site) its
+// deviance is below one global rate's for pages seen not to change and
+// below naive's for pages seen to change 1–4 times. Objects without a host (changes-tsv paths) have no
 // site and keep their own estimate, and so do all objects when seasonal
 // baselines are off (Seasonal.LearningPeriod = 0): SiteState
 // exists only with them.

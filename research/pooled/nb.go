@@ -125,7 +125,7 @@ func (d DispersionStats) moments() (mu, s2, invK float64, ok bool) {
 	return mu, s2, invK, true
 }
 
-// NB returns the posterior median of λ and its equal-tailed
+// NB returns the posterior mean of λ (P1) and its equal-tailed
 // Config.Level interval under the prior and the object's whole-window
 // evidence ev, when the window spans parts windows of the length K was
 // fitted on (2 when K was fitted on its halves, 1 when on windows as long

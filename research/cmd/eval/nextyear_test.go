@@ -1,9 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/changerate/changerate/records"
 )
 
 // TestDeviance: (N1) at known points: 0 at y = μ; 2μ at y = 0; the
@@ -96,5 +101,44 @@ func TestHeldOutWorlds(t *testing.T) {
 		if got := X / T / 0.02; got < 0.95 || got > 1.04 {
 			t.Errorf("shape %g: seen rate / λ = %.3f", k, got)
 		}
+	}
+}
+
+// TestNYInputs: the generated inputs of the programs' path — the git log
+// up to t1 (changes-tsv) and a crawler's visits (observation JSON lines,
+// changed when a commit fell since the previous visit; the first visit is
+// the baseline).
+func TestNYInputs(t *testing.T) {
+	pages := map[string][]float64{"a.xml": {100, 250, 260, 900}, "b.xml": {500}}
+	names := []string{"a.xml", "b.xml"}
+	var tsv strings.Builder
+	if err := writeChangesTSV(&tsv, names, pages, 800); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a.xml\t100\na.xml\t250\na.xml\t260\nb.xml\t500\n"; tsv.String() != want {
+		t.Errorf("changes-tsv:\n%s\nwant\n%s", tsv.String(), want)
+	}
+	var js strings.Builder
+	if err := writeVisits(&js, names, pages, 200, 500, 100); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	// b.xml starts after t0 = 200: not visited. a.xml at 200, 300, 400, 500.
+	if len(lines) != 4 {
+		t.Fatalf("%d lines:\n%s", len(lines), js.String())
+	}
+	var changed []bool
+	for _, l := range lines {
+		var o records.Observation
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if o.Object != nyURL("a.xml") || o.Kind != records.KindVisit || o.Site != "doc.php.net" {
+			t.Errorf("observation %+v", o)
+		}
+		changed = append(changed, o.Changed == records.Changed)
+	}
+	if want := []bool{false, true, false, false}; !slices.Equal(changed, want) {
+		t.Errorf("changed %v, want %v", changed, want)
 	}
 }

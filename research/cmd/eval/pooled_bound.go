@@ -150,30 +150,18 @@ func observedPrior(objs []pooledObj) (estimators.GammaPrior, bool) {
 }
 
 // posteriorQuantile is the q quantile of the object's pooled posterior
-// under prior: the lower (q < ½) or upper (q > ½) end of PooledEstimate's
-// equal-tailed interval at the level |1 − 2q|.
+// under prior (estimators.Change.PooledQuantile: the posterior whose mean
+// and equal-tailed interval PooledEstimate publishes).
 func posteriorQuantile(c *estimators.Change, prior estimators.GammaPrior, q float64, cfg *estimators.Config) (float64, bool) {
-	cq := *cfg
-	cq.Level = math.Abs(1 - 2*q)
-	x, ok := c.PooledEstimate(prior, &cq)
-	switch {
-	case !ok:
-		return 0, false
-	case q == 0.5:
-		return x.Rate, true
-	case !x.HasCI:
-		return 0, false
-	case q < 0.5:
-		return x.Lo, true
-	}
-	return x.Hi, true
+	return c.PooledQuantile(prior, q, cfg)
 }
 
 // boundScore scores the sets as phpPooled does (each site's prior
 // population its scored objects; a site scored only when its observed
 // window gives a prior, so that every prior is judged on the same
 // objects) with the site prior of priorOf and the posterior's q quantile
-// as the point estimate (q = 0.5: the published median).
+// as the point estimate (q = 0.5: the median; the aggregator publishes the
+// mean).
 func boundScore(sets [][]pooledObj, cfg *estimators.Config, priorOf func([]pooledObj) (estimators.GammaPrior, bool), q float64) *pooledScore {
 	return boundScoreObj(sets, cfg, priorOf, nil, q)
 }
