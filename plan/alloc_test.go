@@ -90,6 +90,9 @@ func checkKKT(t *testing.T, pages []Page, cfg AllocConfig, a Allocation) {
 				continue
 			}
 			marg = p.Weight * freshnessSlope(p.Rate, f)
+			if p.uncertain() {
+				marg = p.Weight * expectedSlope(p.Rate, p.Shape, f)
+			}
 		case PolicyLambdaCraw:
 			if !(p.Rate > 0) {
 				continue
