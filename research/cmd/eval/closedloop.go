@@ -181,7 +181,10 @@ func (st *loopState) posteriors(now float64, pooled bool) []plan.Page {
 			continue
 		}
 		e, ok := st.est[i].Estimate(now, st.cfg, nil)
-		if !ok || !e.HasCI {
+		if !ok || !e.HasCI || !(e.Lo > 0 || e.Rate == 0) {
+			if r := plan.PlanningRate(e.Rate, e.Hi); ok && r > 0 {
+				out[i] = plan.Page{Rate: r, Weight: 1} // no interval to read a posterior from: the point plan
+			}
 			continue
 		}
 		if st.fit == nil {
