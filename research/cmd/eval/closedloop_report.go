@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 
 	"github.com/dustin/go-humanize"
 )
@@ -12,7 +13,7 @@ import (
 
 func closedLoopSection(e *Env) {
 	r := e.R
-	r.H(2, "Closed loop: revisit plans against the schedulers crawlers run (php/doc-en)")
+	r.H(2, "Closed loop: revisit plans against the schedulers crawlers run ("+historyName(e)+")")
 	pages, ok := loopPages(e)
 	if !ok {
 		return
@@ -31,7 +32,7 @@ func closedLoopSection(e *Env) {
 		}
 	}
 	res := runAllLoops(w, cycle, e.Procs)
-	r.P("**Setting.** The php/doc-en history's last two years (bulk commits of ≥ %d files removed): the %s pages that changed at least once in the 3 years "+
+	r.P("**Setting.** The "+historyName(e)+" history's last two years (bulk commits of ≥ %d files removed): the %s pages that changed at least once in the 3 years "+
 		"before the start (a crawler's known active pages; chosen without looking at the two years), %s changes in the scored second year. "+
 		"Every crawler seeds with one visit of every page at the start, then visits at a constant rate of B visits a day (the same count for every policy: "+
 		"visit k at start + k/B, the page whose next fetch is due the earliest), sees only whether the page's digest changed since its previous visit, "+
@@ -43,7 +44,7 @@ func closedLoopSection(e *Env) {
 		"changes); the point-estimate variant is the default before (the estimate, its upper bound when 0: plan.PlanningRate) "+
 		"and replans with `plan.Allocate` every %s. The first year is warm-up; freshness (the share of pages up to date, time-averaged) and the harmonic "+
 		"staleness cost (1 + ½ + … + 1/n for n changes not yet picked up, time-averaged; Kolobov et al.'s penalty) are scored over the second. "+
-		"php/doc-en has no accesses, so both are unweighted. Baselines: Nutch's AdaptiveFetchSchedule and StormCrawler's AdaptiveScheduler with their "+
+		historyName(e)+" has no accesses, so both are unweighted. Baselines: Nutch's AdaptiveFetchSchedule and StormCrawler's AdaptiveScheduler with their "+
 		"shipped defaults (×1.4 / ×0.8 of a 30-day interval within [60 s, 90 d]; ×1.5 / halfway to 1 h of a 1-day interval within [1 h, 14 d]), "+
 		"uniform revisiting, CGM's f ∝ √λ on the same estimates, and the freshness-optimal allocation on the true rates (each page's changes over the two years, which it knows from the start).",
 		bulkThreshold, commas(len(w.names)), commas(changes), dayWord(cycle))
@@ -76,7 +77,7 @@ func closedLoopSection(e *Env) {
 			series[p].Y = append(series[p].Y, 1-res[b][p].freshness)
 		}
 	}
-	r.Plot(Fig{File: "closedloop_staleness.png", Title: "php/doc-en closed loop: share of page-time stale (1 − freshness)",
+	r.Plot(Fig{File: "closedloop_staleness.png", Title: historyName(e) + " closed loop: share of page-time stale (1 − freshness)",
 		XLabel: "visits per page per day", YLabel: "1 − freshness", LogX: true, LogY: true, Series: series})
 	var checks []check
 	for b, bl := range loopBudgets {
@@ -90,7 +91,7 @@ func closedLoopSection(e *Env) {
 		"worth no visit under a stationary Poisson model. The posterior keeps every page's marginal value of a visit above 0, which is what keeps "+
 		"the estimated policies near uniform; no posterior of a stationary rate accounts for a rate that moves from one year to the next.", 100*newShare,
 		res[0][loopPastIdx].freshness, res[1][loopPastIdx].freshness, res[2][loopPastIdx].freshness)
-	r.Verdict("Closed loop (php/doc-en)", "issue 33 target", ours, checks, loopCause(res, newShare))
+	r.Verdict("Closed loop ("+historyName(e)+")", "issue 33 target", ours, checks, loopCause(res, newShare))
 	accessLoop(e, w, cycle)
 }
 
@@ -118,7 +119,7 @@ func accessLoop(e *Env, w *loopWorld, cycle float64) {
 		}
 	}
 	res := runPolicies(wa, accessPolicies, cycle, e.Procs)
-	r.P("php/doc-en has no accesses, so this run borrows them: the request counts of NASA-HTTP's %s URLs on 1 Aug 1995 (a real, heavy-tailed "+
+	r.P(historyName(e)+" has no accesses, so this run borrows them: the request counts of NASA-HTTP's %s URLs on 1 Aug 1995 (a real, heavy-tailed "+
 		"popularity), ranked and given to the pages in a seeded random order independent of their changes (%s of the %s pages get requests; "+
 		"the rest none). Our policy plans with weights=access (each page's true access rate; the product uses its measured one); the "+
 		"baselines know no accesses. The score is the share of requests that find their page fresh: freshness time-averaged per page, weighted "+
@@ -151,7 +152,7 @@ func accessLoop(e *Env, w *loopWorld, cycle float64) {
 			atLeast(fmt.Sprintf("%s: default / true-rate allocation", bl.label), rs[0].freshness/rs[6].freshness, 0.98,
 				"issue 33 target: ≥ 98 % of the freshness-optimal allocation on the true rates (both weights=access)"))
 	}
-	r.Verdict("Closed loop, access-weighted (php/doc-en × NASA-HTTP accesses)", "issue 33 target",
+	r.Verdict("Closed loop, access-weighted ("+historyName(e)+" × NASA-HTTP accesses)", "issue 33 target",
 		fmt.Sprintf("default %.4f / %.4f / %.4f of requests fresh at N/1, N/7, N/30", res[0][0].freshness, res[1][0].freshness, res[2][0].freshness), checks, "")
 }
 
@@ -244,3 +245,12 @@ func joinSemi(p []string) string {
 }
 
 func commas(n int) string { return humanize.Comma(int64(n)) }
+
+// historyName names the closedloop and ttl sections' history: php/doc-en,
+// or the -changes file's name.
+func historyName(e *Env) string {
+	if e.Changes != "" {
+		return filepath.Base(e.Changes)
+	}
+	return "php/doc-en"
+}

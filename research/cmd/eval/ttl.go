@@ -270,7 +270,7 @@ var ttlRates = []float64{0.1, 1, 10}
 
 func ttlSection(e *Env) {
 	r := e.R
-	r.H(2, "TTLs against the cache heuristics (php/doc-en)")
+	r.H(2, "TTLs against the cache heuristics ("+historyName(e)+")")
 	r.P("Per 1,000 requests; both of our rules are listed: the Poisson TTL (`estimators.TTL`, what the aggregator publishes as ttl_s) and the age rule " +
 		"(`estimators.BurstModel`), whose curve the verdict checks.")
 	pages, ok := loopPages(e)
@@ -360,7 +360,7 @@ func ttlSection(e *Env) {
 		for _, f := range order {
 			ss = append(ss, *series[f])
 		}
-		r.Plot(Fig{File: fmt.Sprintf("ttl_%g.png", rate), Title: fmt.Sprintf("php/doc-en cache, %g requests/day/page", rate),
+		r.Plot(Fig{File: fmt.Sprintf("ttl_%g.png", rate), Title: fmt.Sprintf("%s cache, %g requests/day/page", historyName(e), rate),
 			XLabel: "origin requests per 1,000", YLabel: "stale hits per 1,000", LogX: true, LogY: true, Series: ss})
 		below, n := 0, 0
 		for _, p := range pts {
@@ -390,15 +390,15 @@ func ttlSection(e *Env) {
 	}
 	burst, poisson := w.burstiness(3 * loopDay)
 	r.P("**Where and why.** A Poisson rate gives a page the same lifetime whatever happened last; the Last-Modified heuristics give a short "+
-		"lifetime right after a change. php/doc-en's edits come in bursts: %.0f %% of its changes in the two years follow the page's previous change within "+
+		"lifetime right after a change. "+historyName(e)+"'s edits come in bursts: %.0f %% of its changes in the two years follow the page's previous change within "+
 		"3 days, where a Poisson process at each page's own rate would give %.1f %%. Squid's 3-day cap makes its TTL a near-constant 3 days for pages "+
 		"years old and cuts it just after an edit, when the next edit is most likely; RFC 9111's uncapped 10 %% gives old pages lifetimes of weeks to years. "+
 		"The age rule has both shapes from one fitted model, but one model for the whole site: every page of the same age gets the same lifetime, "+
 		"and its intervals are those the cache saw (changes between two fetches are missed, so the fitted intervals are longer than the truth's). "+
 		"At each default's origin load, the age rule has fewer stale hits than %s, and more than %s.", 100*burst, 100*poisson,
 		orNone(ttlWhere(res, true)), orNone(ttlWhere(res, false)))
-	r.Verdict("TTLs vs cache heuristics (php/doc-en)", "issue 33 target", "see the tables", checks, ttlCause(res)+
-		fmt.Sprintf("; php/doc-en's edits are bursty (%.0f %% of changes within 3 days of the previous, %.1f %% under Poisson), which the age heuristics exploit", 100*burst, 100*poisson))
+	r.Verdict("TTLs vs cache heuristics ("+historyName(e)+")", "issue 33 target", "see the tables", checks, ttlCause(res)+
+		fmt.Sprintf("; "+historyName(e)+"'s edits are bursty (%.0f %% of changes within 3 days of the previous, %.1f %% under Poisson), which the age heuristics exploit", 100*burst, 100*poisson))
 }
 
 // ttlWhere lists the (rate, default heuristic) pairs where our curve is
