@@ -51,6 +51,22 @@ type Page struct {
 	Weight float64
 	// Host is the page's host for the politeness caps.
 	Host string
+	// Shape, when > 0 and finite, says the rate is uncertain: λ ~
+	// Gamma(Shape, Shape/Rate), Rate its posterior mean, and the freshness
+	// policy maximises the expected freshness over it (posterior.go).
+	// 0: Rate is known. The other policies plan at Rate.
+	Shape float64
+}
+
+// uncertain reports whether p's rate has a Gamma posterior.
+func (p Page) uncertain() bool { return p.Shape > 0 && !math.IsInf(p.Shape, 1) && p.Rate > 0 }
+
+// expected is p's expected freshness at visit rate f.
+func (p Page) expected(f float64) float64 {
+	if p.uncertain() {
+		return ExpectedFreshness(p.Rate, p.Shape, f)
+	}
+	return Freshness(p.Rate, f)
 }
 
 // AllocConfig is an allocation's budget and bounds, in the pages' unit of
@@ -232,6 +248,9 @@ func response(cfg *AllocConfig, p Page, nu float64) float64 {
 	}
 	switch cfg.Policy {
 	case PolicyFreshness:
+		if p.uncertain() {
+			return expectedResponse(p.Rate, p.Shape, p.Weight, nu)
+		}
 		if !(p.Rate > 0) || p.Weight/p.Rate <= nu {
 			return 0
 		}
@@ -377,6 +396,9 @@ func Allocate(pages []Page, cfg AllocConfig) (Allocation, error) {
 	a.Cost = 0
 	for i, p := range pages {
 		F := Freshness(p.Rate, a.Rate[i])
+		if cfg.Policy == PolicyFreshness {
+			F = p.expected(a.Rate[i])
+		}
 		uf += F
 		if p.Weight > 0 {
 			wsum += p.Weight

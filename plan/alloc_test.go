@@ -90,6 +90,9 @@ func checkKKT(t *testing.T, pages []Page, cfg AllocConfig, a Allocation) {
 				continue
 			}
 			marg = p.Weight * freshnessSlope(p.Rate, f)
+			if p.uncertain() {
+				marg = p.Weight * expectedSlope(p.Rate, p.Shape, f)
+			}
 		case PolicyLambdaCraw:
 			if !(p.Rate > 0) {
 				continue
@@ -325,6 +328,39 @@ func TestPlanningRate(t *testing.T) {
 	} {
 		if got := PlanningRate(c.rate, c.hi); got != c.want {
 			t.Errorf("PlanningRate(%v, %v) = %v, want %v", c.rate, c.hi, got, c.want)
+		}
+	}
+}
+
+// LambdaCrawl's cost, analytically. Kolobov et al. (NeurIPS 2019) are not
+// among the project's papers (../shared/seeds), so their worked example
+// cannot be checked; the formula is checked against what it is derived
+// from instead. A page changing as a Poisson process of rate Δ and crawled
+// as one of rate ρ has, at a random time, N changes since its last crawl
+// with P(N = n) = (ρ/(ρ+Δ))(Δ/(ρ+Δ))ⁿ (geometric: the age since the
+// crawl is Exp(ρ)); its expected harmonic penalty E[H(N)], H(n) = 1 + ½ +
+// … + 1/n, summed here term by term, is the cost μ ln(1 + Δ/ρ) per unit
+// weight that Allocate minimises. And ρ = (−Δ + √(Δ² + 4μΔ/λ))/2 is the
+// root of the stationarity condition μΔ/(ρ(ρ+Δ)) = λ.
+func TestLambdaCrawlCostAnalytic(t *testing.T) {
+	for _, c := range []struct{ delta, rho float64 }{{1, 1}, {4, 0.5}, {0.1, 3}, {10, 10}} {
+		q := c.delta / (c.rho + c.delta)
+		sum, h, pn := 0.0, 0.0, 1-q // P(N = 0)
+		for n := 1; n < 20000; n++ {
+			pn *= q
+			h += 1 / float64(n)
+			sum += pn * h
+		}
+		// tolerance: the series' tail beyond 20,000 terms (q ≤ 0.89 here:
+		// < 1e-300) and float rounding
+		if want := math.Log1p(c.delta / c.rho); math.Abs(sum-want) > 1e-12 {
+			t.Errorf("Δ %g ρ %g: E[H(N)] = %.15f, ln(1+Δ/ρ) = %.15f", c.delta, c.rho, sum, want)
+		}
+		// the closed form solves the stationarity condition
+		mu, lam := 2.0, 0.3
+		rho := response(&AllocConfig{Policy: PolicyLambdaCraw}, Page{Rate: c.delta, Weight: mu}, lam)
+		if got := mu * c.delta / (rho * (rho + c.delta)); math.Abs(got-lam) > 1e-12*lam {
+			t.Errorf("Δ %g: μΔ/(ρ(ρ+Δ)) = %g at ρ = %g, want λ = %g", c.delta, got, rho, lam)
 		}
 	}
 }

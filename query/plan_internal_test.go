@@ -172,3 +172,38 @@ func TestOptimalPlanZeroAndMaxRevisit(t *testing.T) {
 		t.Errorf("%d visits for a budget of 60", len(res.Visits))
 	}
 }
+
+// The freshness policy plans on each object's posterior matched to its
+// published interval: the rates are plan.Allocate's on those Gamma pages,
+// and an object with no change seen ([0, Hi]) gets visits.
+func TestOptimalPlanPosterior(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	var cands []Candidate
+	for i := 0; i < 20; i++ {
+		r := float64(i+1) / 86400 / 10
+		cands = append(cands, Candidate{Object: fmt.Sprintf("http://a.example/%d", i), Site: "a.example", Rate: r, Lo: r / 3, Hi: r * 2.5, AsOf: start})
+	}
+	cands = append(cands, Candidate{Object: "http://a.example/new", Site: "a.example", Rate: 0, Hi: 1.0 / 86400, AsOf: start})
+	rates := make([]float64, len(cands))
+	pages := make([]plan.Page, len(cands))
+	for i, c := range cands {
+		rates[i] = plan.PlanningRate(c.Rate, c.Hi)
+		m, a, ok := plan.GammaFromInterval(c.Lo, c.Hi, 0.95)
+		if !ok {
+			t.Fatalf("%s: no posterior", c.Object)
+		}
+		pages[i] = plan.Page{Rate: m, Shape: a, Weight: 1, Host: c.Site}
+	}
+	cfg := PlanConfig{}.WithDefaults()
+	res := makePlan(cands, PlanRequest{Policy: PolicyFreshness, Budget: 10, Period: 24 * time.Hour, Start: start, Weights: WeightsUniform}, cfg)
+	a, err := plan.Allocate(pages, plan.AllocConfig{Policy: plan.PolicyFreshness, Budget: 10.0 / 86400, MaxRate: 1 / cfg.MinRevisit.Seconds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(a.Freshness-res.ExpectedFreshness) > 1e-12 {
+		t.Errorf("expected freshness %g, plan.Allocate's on the posteriors %g", res.ExpectedFreshness, a.Freshness)
+	}
+	if !(a.Rate[len(cands)-1] > 0) {
+		t.Errorf("the object with no change seen gets no visit rate")
+	}
+}

@@ -181,6 +181,9 @@ func weightOf(c Candidate, mode string, cfg PlanConfig) float64 {
 	return 1
 }
 
+// publishedLevel is the coverage of the published intervals (ci95).
+const publishedLevel = 0.95
+
 // optimalPlan is the freshness and lambdacrawl policies: plan.Allocate's
 // visit rates fᵢ (per second) for the budget per period, within
 // 1/MinRevisit and the host caps; each object's visits fall every 1/fᵢ from
@@ -190,8 +193,29 @@ func weightOf(c Candidate, mode string, cfg PlanConfig) float64 {
 func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanRequest, cfg PlanConfig) PlanResult {
 	P := req.Period.Seconds()
 	pages := make([]plan.Page, len(cands))
+	fits := map[[2]float64][2]float64{} // the posterior of an interval, once per distinct interval
 	for i, c := range cands {
 		pages[i] = plan.Page{Rate: rates[i], Weight: weightOf(c, req.Weights, cfg), Host: c.Site}
+		// A posterior needs an interval: one with Lo > 0, or the zero
+		// estimate's [0, Hi] (no change seen; the exponential posterior).
+		if req.Policy != PolicyFreshness || !(rates[i] > 0) || !(c.Lo > 0 || c.Rate == 0) {
+			continue
+		}
+		// The freshness policy maximises the expected freshness under the
+		// posterior of λ matched to the published 95 % interval (issue
+		// 33: a point estimate sends no visit to pages that have not
+		// changed yet and over-trusts a few changes).
+		key := [2]float64{c.Lo, c.Hi}
+		g, seen := fits[key]
+		if !seen {
+			if m, a, ok := plan.GammaFromInterval(c.Lo, c.Hi, publishedLevel); ok {
+				g = [2]float64{m, a}
+			}
+			fits[key] = g
+		}
+		if g[0] > 0 {
+			pages[i].Rate, pages[i].Shape = g[0], g[1]
+		}
 	}
 	ac := plan.AllocConfig{Policy: plan.PolicyFreshness, Budget: float64(req.Budget) / P, MaxRate: 1 / cfg.MinRevisit.Seconds()}
 	if req.Policy == PolicyLambdaCrawl {
@@ -235,6 +259,13 @@ func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanReq
 			res.SlowerThanMaxRevisit++
 		}
 		last := minTime(c.AsOf, req.Start)
+		if iv > end.Sub(last).Seconds() {
+			// the first visit falls after the period (and 1/f may be far
+			// beyond what a time.Duration holds: the posterior gives
+			// every object a rate, some of them tiny)
+			leftOut[i] = ReasonLaterThanPeriod
+			continue
+		}
 		first := last.Add(dur(iv))
 		if first.Before(req.Start) {
 			first = req.Start

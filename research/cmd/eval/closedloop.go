@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"sync"
 
@@ -42,6 +43,18 @@ type loopWorld struct {
 	// changes there over two years (per second); past its rate in the
 	// warm-up year (T0, S] alone.
 	truth, past []float64
+	// access is each page's access rate (requests a day), nil when the
+	// history has none: then every score is unweighted.
+	access []float64
+}
+
+// weight is page i's weight in the access-weighted score (1 without
+// accesses).
+func (w *loopWorld) weight(i int) float64 {
+	if w.access == nil {
+		return 1
+	}
+	return w.access[i]
 }
 
 // newLoopWorld takes the last two years of the history: the pages that
@@ -100,6 +113,8 @@ type loopState struct {
 	last   []float64
 	est    []estimators.Change
 	cfg    *estimators.Config
+	// fit memoises plan.GammaFromInterval by interval.
+	fit map[[2]float64][2]float64
 }
 
 // rates returns every page's planning rate as the aggregator publishes it
@@ -126,10 +141,79 @@ func (st *loopState) rates(now float64) []float64 {
 	return out
 }
 
+// posteriors returns every page's Gamma posterior of λ as a planning page
+// (plan.Page's Rate = mean, Shape), matched to the published estimate's
+// interval (plan.GammaFromInterval), as /v1/plan does; with pooled, pages
+// with fewer than estimators.PooledMaxChanges changes take the pooled
+// posterior Gamma(α + x, β + e) under the prior of all pages
+// (estimators.PoolStats over their evidence, one site), which is what the
+// aggregator publishes with POOL_SITES and POOL_PUBLISH (its interval is
+// that Gamma's; for existence-of-change evidence, the conjugate
+// approximation of the grid posterior it publishes). A page with no
+// estimate yet is planned at the mean rate of all pages with shape 1.
+func (st *loopState) posteriors(now float64, pooled bool) []plan.Page {
+	out := make([]plan.Page, len(st.est))
+	var x, T float64
+	for i := range st.est {
+		x += float64(st.est[i].Changes())
+		T += st.est[i].Span()
+	}
+	mean := (x + 0.5) / math.Max(T, loopDay)
+	var prior estimators.GammaPrior
+	havePrior := false
+	evs := make([]estimators.Evidence, len(st.est))
+	evOK := make([]bool, len(st.est))
+	if pooled {
+		var ps estimators.PoolStats
+		for i := range st.est {
+			evs[i], evOK[i] = st.est[i].Evidence(st.cfg)
+			if evOK[i] {
+				ps.Add(evs[i], 1)
+			}
+		}
+		prior, havePrior = ps.Prior()
+	}
+	for i := range st.est {
+		out[i] = plan.Page{Rate: mean, Shape: 1, Weight: 1}
+		if havePrior && evOK[i] && st.est[i].Changes() < estimators.PooledMaxChanges {
+			a, b := prior.Shape+evs[i].X, prior.Rate+evs[i].E
+			out[i].Rate, out[i].Shape = a/b, a
+			continue
+		}
+		e, ok := st.est[i].Estimate(now, st.cfg, nil)
+		if !ok || !e.HasCI || !(e.Lo > 0 || e.Rate == 0) {
+			if r := plan.PlanningRate(e.Rate, e.Hi); ok && r > 0 {
+				out[i] = plan.Page{Rate: r, Weight: 1} // no interval to read a posterior from: the point plan
+			}
+			continue
+		}
+		if st.fit == nil {
+			st.fit = map[[2]float64][2]float64{}
+		}
+		key := [2]float64{e.Lo, e.Hi}
+		g, seen := st.fit[key]
+		if !seen {
+			if m, a, ok := plan.GammaFromInterval(e.Lo, e.Hi, st.cfg.Level); ok {
+				g = [2]float64{m, a}
+			}
+			st.fit[key] = g
+		}
+		if g[0] > 0 {
+			out[i].Rate, out[i].Shape = g[0], g[1]
+		}
+	}
+	return out
+}
+
 // allocPolicy plans with plan.Allocate on the estimates (or the truth).
 type allocPolicy struct {
 	label string
 	cfg   plan.AllocConfig
+	// posterior plans on each page's posterior (pooled: under the pooled
+	// prior) instead of its point estimate.
+	posterior, pooled bool
+	// byAccess weighs every page by its access rate (weights=access).
+	byAccess bool
 	// truth plans once on the true rates; past plans on the warm-up
 	// year's true rates from the scored year's start (the warm-up year on
 	// uniform rates).
@@ -156,12 +240,23 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 		for i := range rates {
 			rates[i] = 1 // uniform until the warm-up year is known
 		}
+	case p.posterior:
 	default:
 		rates = st.rates(now)
 	}
-	pages := make([]plan.Page, len(rates))
-	for i, r := range rates {
-		pages[i] = plan.Page{Rate: r, Weight: 1}
+	var pages []plan.Page
+	if p.posterior && !p.truth && !p.past {
+		pages = st.posteriors(now, p.pooled)
+	} else {
+		pages = make([]plan.Page, len(rates))
+		for i, r := range rates {
+			pages[i] = plan.Page{Rate: r, Weight: 1}
+		}
+	}
+	if p.byAccess {
+		for i := range pages {
+			pages[i].Weight = st.w.weight(i)
+		}
 	}
 	cfg := p.cfg
 	cfg.Budget = st.budget
@@ -238,7 +333,7 @@ func (p *adaptivePolicy) visited(i int, _ float64, changed bool) {
 type loopResult struct {
 	policy    string
 	budget    float64 // visits per page per day
-	freshness float64 // time-averaged, mean over pages
+	freshness float64 // time-averaged, mean over pages (access-weighted when the world has accesses)
 	cost      float64 // time-averaged harmonic staleness, mean over pages
 	visits    int
 	predicted float64 // our policies: the last plan's expected freshness
@@ -380,10 +475,14 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 	for i := range st.last {
 		score(i, st.last[i], w.T1)
 	}
-	span := (w.T1 - w.S) * float64(n)
+	wsum := 0.0
 	for i := range fresh {
-		res.freshness += fresh[i] / span
-		res.cost += cost[i] / span
+		wsum += w.weight(i)
+	}
+	span := (w.T1 - w.S) * wsum
+	for i := range fresh {
+		res.freshness += w.weight(i) * fresh[i] / span
+		res.cost += w.weight(i) * cost[i] / span
 	}
 	if a, ok := pol.(*allocPolicy); ok {
 		res.predicted = a.predicted
@@ -395,7 +494,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 // first; defaultIdx is the default policy's index.
 func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 	return []loopPolicy{
-		&allocPolicy{label: "freshness (default)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}},
+		&allocPolicy{label: "freshness (default): posterior of the published estimate", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
+		&allocPolicy{label: "freshness, pooled posterior", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true, pooled: true},
+		&allocPolicy{label: "freshness at the point estimate (before)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}},
 		&allocPolicy{label: "lambdacrawl", cfg: plan.AllocConfig{Policy: plan.PolicyLambdaCraw}},
 		&allocPolicy{label: "√λ (cgm)", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0.5}},
 		&allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0}},
@@ -407,14 +508,14 @@ func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 }
 
 // loopBaselines are the indices of loopPolicies the default must match.
-var loopBaselines = []int{2, 3, 4, 5}
+var loopBaselines = []int{4, 5, 6, 7}
 
 // loopTruthIdx is the true-rate allocation's index; loopPastIdx the
 // allocation on the warm-up year's true rates (a diagnostic: what the
 // past, known exactly, says about the scored year).
 const (
-	loopTruthIdx = 6
-	loopPastIdx  = 7
+	loopTruthIdx = 8
+	loopPastIdx  = 9
 )
 
 // loopBudgets are the budgets, visits per page per day.
@@ -423,35 +524,9 @@ var loopBudgets = []struct {
 	v     float64
 }{{"N/1", 1}, {"N/7", 1.0 / 7}, {"N/30", 1.0 / 30}}
 
-// runAllLoops runs every policy at every budget on procs goroutines;
-// out[b][p] is budget b's policy p.
+// runAllLoops runs every policy of loopPolicies at every budget.
 func runAllLoops(w *loopWorld, cycle float64, procs int) [][]loopResult {
-	ps, _ := loopPolicies()
-	out := make([][]loopResult, len(loopBudgets))
-	type job struct{ b, p int }
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	for range max(procs, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				fresh, _ := loopPolicies()
-				out[j.b][j.p] = runLoop(w, fresh[j.p], loopBudgets[j.b].v, cycle)
-			}
-		}()
-	}
-	for b := range loopBudgets {
-		out[b] = make([]loopResult, len(ps))
-	}
-	for b := range loopBudgets {
-		for p := range ps {
-			jobs <- job{b, p}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	return out
+	return runPolicies(w, func() []loopPolicy { ps, _ := loopPolicies(); return ps }, cycle, procs)
 }
 
 // loopVerdictChecks are the issue's targets at one budget: the default's
@@ -471,4 +546,68 @@ func loopVerdictChecks(label string, rs []loopResult) []check {
 		atLeast(fmt.Sprintf("%s: default / true-rate allocation", label), def/rs[loopTruthIdx].freshness, 0.98,
 			"issue 33 target: ≥ 98 % of the freshness-optimal allocation on the true rates"),
 	}
+}
+
+// withAccess returns w with access rates: the request counts per URL of a
+// real access log (counts, any order), ranked, given to w's pages in a
+// seeded random order (independent of their changes); pages beyond the
+// log's URLs get none. Counts are per the log's span (perDay scales them
+// to a day).
+func (w *loopWorld) withAccess(counts []float64, perDay float64, seed uint64) *loopWorld {
+	c := append([]float64(nil), counts...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(c)))
+	out := *w
+	out.access = make([]float64, len(w.names))
+	perm := rand.New(rand.NewPCG(seed, 33)).Perm(len(w.names))
+	for k, i := range perm {
+		if k < len(c) {
+			out.access[i] = c[k] * perDay
+		}
+	}
+	return &out
+}
+
+// accessPolicies are the access-weighted run's policies: ours with
+// weights=access first, then the same unweighted, the baselines (which
+// know no accesses) and the true-rate allocation with access weights.
+func accessPolicies() []loopPolicy {
+	return []loopPolicy{
+		&allocPolicy{label: "freshness (default), weights=access", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true, byAccess: true},
+		&allocPolicy{label: "freshness (default), unweighted", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
+		&allocPolicy{label: "√λ (cgm)", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0.5}},
+		&allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0}},
+		nutchPolicy(),
+		stormPolicy(),
+		&allocPolicy{label: "freshness on the true rates, weights=access", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, truth: true, byAccess: true},
+	}
+}
+
+// runPolicies runs every policy of mk() at every budget on procs
+// goroutines; out[b][p] is budget b's policy p.
+func runPolicies(w *loopWorld, mk func() []loopPolicy, cycle float64, procs int) [][]loopResult {
+	n := len(mk())
+	out := make([][]loopResult, len(loopBudgets))
+	for b := range out {
+		out[b] = make([]loopResult, n)
+	}
+	type job struct{ b, p int }
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range max(procs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				out[j.b][j.p] = runLoop(w, mk()[j.p], loopBudgets[j.b].v, cycle)
+			}
+		}()
+	}
+	for b := range loopBudgets {
+		for p := 0; p < n; p++ {
+			jobs <- job{b, p}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return out
 }

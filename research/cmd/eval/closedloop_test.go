@@ -91,3 +91,38 @@ func TestCachePage(t *testing.T) {
 		t.Errorf("origin %g stale %g, want 3 and 4", origin, stale)
 	}
 }
+
+// The age rule's observations: the time between distinct Last-Modified
+// values seen, and the latest one's age at the latest fetch, running.
+func TestCacheIntervals(t *testing.T) {
+	got := cacheIntervals([]float64{10, 20, 30, 40, 50}, []float64{5, 5, 25, 25, 45})
+	want := []struct {
+		l     float64
+		ended bool
+	}{{20, true}, {20, true}, {5, false}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Length != w.l || got[i].Ended != w.ended {
+			t.Errorf("interval %d: %+v, want %+v", i, got[i], w)
+		}
+	}
+}
+
+// Access rates go to the pages by rank in a permutation; pages beyond
+// the log's URLs get none, and the weighted score weighs by them.
+func TestWithAccess(t *testing.T) {
+	w := &loopWorld{names: []string{"a", "b", "c", "d"}}
+	wa := w.withAccess([]float64{1, 5, 3}, 2, 1)
+	seen := map[float64]int{}
+	for _, a := range wa.access {
+		seen[a]++
+	}
+	if seen[10] != 1 || seen[6] != 1 || seen[2] != 1 || seen[0] != 1 {
+		t.Errorf("access %v, want 10, 6, 2 and 0 in some order", wa.access)
+	}
+	if w.access != nil || w.weight(0) != 1 {
+		t.Errorf("withAccess changed the original world")
+	}
+}

@@ -51,7 +51,49 @@ func ourTTL(pStale float64) func(t, lm float64, c *estimators.Change, cfg *estim
 	}
 }
 
+// ageFit is the site's renewal model (estimators.FitLomax) fitted at the
+// scored year's start from what the cache saw in the warm-up year.
+type ageFit struct {
+	m  estimators.BurstModel
+	ok bool
+}
+
+// ourAgeTTL is estimators.AgeTTL with the site's fit from scoredFrom on,
+// and ourTTL before (the warm-up, which collects the fit's data) or
+// without a fit.
+func ourAgeTTL(pStale, scoredFrom float64, fit *ageFit) func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
+	poisson := ourTTL(pStale)
+	return func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
+		if t <= scoredFrom || !fit.ok {
+			return poisson(t, lm, c, cfg)
+		}
+		ttl, ok := fit.m.TTL(t-lm, pStale)
+		if !ok {
+			return 0
+		}
+		return ttl
+	}
+}
+
+// cacheIntervals turns one page's origin fetches (times and the
+// Last-Modified each returned) into the renewal model's observations: the
+// time between two distinct Last-Modified values seen, and from the latest
+// one to the latest fetch, still running.
+func cacheIntervals(fetchT, fetchLM []float64) []estimators.Interval {
+	var out []estimators.Interval
+	for k := 1; k < len(fetchT); k++ {
+		if fetchLM[k] != fetchLM[k-1] {
+			out = append(out, estimators.Interval{Length: fetchLM[k] - fetchLM[k-1], Ended: true})
+		}
+	}
+	if n := len(fetchT); n > 0 {
+		out = append(out, estimators.Interval{Length: fetchT[n-1] - fetchLM[n-1]})
+	}
+	return out
+}
+
 const (
+	ageFamily   = "ours, age: BurstModel.TTL(age, pStale)"
 	squidFamily = "Squid refresh_pattern 20 %, max"
 	rfcFamily   = "RFC 9111 heuristic (no cap)"
 	ourFamily   = "ours: estimators.TTL(λ̂, pStale)"
@@ -68,10 +110,29 @@ func ttlMethods() []ttlMethod {
 	for _, p := range []float64{0.025, 0.05, 0.1, 0.2, 0.4, 0.8} {
 		ms = append(ms, ttlMethod{rfcFamily, p, heuristicTTL(p, math.Inf(1))})
 	}
-	for _, p := range []float64{0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6} {
+	for _, p := range ourPStales {
 		ms = append(ms, ttlMethod{ourFamily, p, ourTTL(p)})
 	}
 	return ms
+}
+
+var ourPStales = []float64{0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6}
+
+// agePStales reach further down: the age rule's lifetimes are longer at
+// equal pStale for old copies.
+var agePStales = []float64{0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
+
+// ageMethods are the age rule's methods, one per pStale, with the fits
+// they use (filled by fitAge).
+func ageMethods(scoredFrom float64) ([]ttlMethod, []*ageFit) {
+	var ms []ttlMethod
+	var fits []*ageFit
+	for _, p := range agePStales {
+		f := &ageFit{}
+		ms = append(ms, ttlMethod{ageFamily, p, ourAgeTTL(p, scoredFrom, f)})
+		fits = append(fits, f)
+	}
+	return ms, fits
 }
 
 // ttlPoint is one method's score: stale hits and origin requests per
@@ -85,26 +146,44 @@ type ttlPoint struct {
 // ttlRun scores every method at request rate perDay (per page) on pages
 // (whole histories, for Last-Modified) over w's two years, the second
 // scored.
-func ttlRun(w *loopWorld, full [][]float64, perDay float64, seed uint64) []ttlPoint {
-	ms := ttlMethods()
+func ttlRun(w *loopWorld, full [][]float64, perDay float64, seed uint64) ([]ttlPoint, []*ageFit) {
+	ams, fits := ageMethods(w.S)
+	ms := append(ttlMethods(), ams...)
 	stale := make([]float64, len(ms))
 	origin := make([]float64, len(ms))
 	requests := 0.0
 	cfg := newEstConfig()
+	reqs := make([][]float64, len(w.names))
 	for i := range w.names {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		var req []float64
 		for t := w.T0 + rng.ExpFloat64()*loopDay/perDay; t <= w.T1; t += rng.ExpFloat64() * loopDay / perDay {
-			req = append(req, t)
+			reqs[i] = append(reqs[i], t)
 		}
-		ev := full[i]
-		for _, t := range req {
+		for _, t := range reqs[i] {
 			if t > w.S {
 				requests++
 			}
 		}
+	}
+	// The age rule's fit: the intervals its cache saw in the warm-up year
+	// (where it runs ourTTL at the same pStale), over every page.
+	for k, p := range agePStales {
+		var iv []estimators.Interval
+		warm := ttlMethod{ourFamily, p, ourTTL(p)}
+		for i := range w.names {
+			var ft, fl []float64
+			cachePageObs(reqs[i], full[i], warm, w.T0, w.S, cfg, func(t, lm float64) {
+				if t <= w.S {
+					ft, fl = append(ft, t), append(fl, lm)
+				}
+			})
+			iv = append(iv, cacheIntervals(ft, fl)...)
+		}
+		fits[k].m, fits[k].ok = estimators.FitBurst(iv)
+	}
+	for i := range w.names {
 		for k, m := range ms {
-			st, or := cachePage(req, ev, m, w.T0, w.S, cfg)
+			st, or := cachePage(reqs[i], full[i], m, w.T0, w.S, cfg)
 			stale[k] += st
 			origin[k] += or
 		}
@@ -113,7 +192,7 @@ func ttlRun(w *loopWorld, full [][]float64, perDay float64, seed uint64) []ttlPo
 	for k, m := range ms {
 		out[k] = ttlPoint{m.family, m.param, 1000 * stale[k] / requests, 1000 * origin[k] / requests}
 	}
-	return out
+	return out, fits
 }
 
 // cachePage runs one page's cache under method m: requests at req (sorted),
@@ -122,6 +201,12 @@ func ttlRun(w *loopWorld, full [][]float64, perDay float64, seed uint64) []ttlPo
 // requests among the requests after scoredFrom. The cache starts empty at
 // t0.
 func cachePage(req, ev []float64, m ttlMethod, t0, scoredFrom float64, cfg *estimators.Config) (stale, origin float64) {
+	return cachePageObs(req, ev, m, t0, scoredFrom, cfg, nil)
+}
+
+// cachePageObs is cachePage calling fetched (when not nil) with every
+// origin fetch's time and the Last-Modified it returned.
+func cachePageObs(req, ev []float64, m ttlMethod, t0, scoredFrom float64, cfg *estimators.Config, fetched func(t, lm float64)) (stale, origin float64) {
 	var c estimators.Change
 	expires := math.Inf(-1)
 	j := sort.SearchFloat64s(ev, t0) // ev[:j] happened by the current request
@@ -145,6 +230,9 @@ func cachePage(req, ev []float64, m ttlMethod, t0, scoredFrom float64, cfg *esti
 		}
 		c.Visit(estimators.Visit{Time: t, Changed: atFetch >= 0 && j > atFetch, LastModified: lm, HasLastModified: true})
 		atFetch = j
+		if fetched != nil {
+			fetched(t, lm)
+		}
 		expires = t + m.ttl(t, lm, &c, cfg)
 		if scored {
 			origin++
@@ -155,10 +243,13 @@ func cachePage(req, ev []float64, m ttlMethod, t0, scoredFrom float64, cfg *esti
 
 // ourStaleAt interpolates our curve's stale hits at origin load x (linear
 // between the two points around it); NaN outside our curve's range.
-func ourStaleAt(pts []ttlPoint, x float64) float64 {
+func ourStaleAt(pts []ttlPoint, x float64) float64 { return familyStaleAt(pts, x, ageFamily) }
+
+// familyStaleAt interpolates family's curve's stale hits at origin load x.
+func familyStaleAt(pts []ttlPoint, x float64, family string) float64 {
 	var ours []ttlPoint
 	for _, p := range pts {
-		if p.family == ourFamily {
+		if p.family == family {
 			ours = append(ours, p)
 		}
 	}
@@ -179,7 +270,9 @@ var ttlRates = []float64{0.1, 1, 10}
 
 func ttlSection(e *Env) {
 	r := e.R
-	r.H(2, "TTLs against the cache heuristics (php/doc-en)")
+	r.H(2, "TTLs against the cache heuristics ("+historyName(e)+")")
+	r.P("Per 1,000 requests; both of our rules are listed: the Poisson TTL (`estimators.TTL`, what the aggregator publishes as ttl_s) and the age rule " +
+		"(`estimators.BurstModel`), whose curve the verdict checks.")
 	pages, ok := loopPages(e)
 	if !ok {
 		return
@@ -194,6 +287,7 @@ func ttlSection(e *Env) {
 		full[i] = pages[n]
 	}
 	res := make([][]ttlPoint, len(ttlRates))
+	fits := make([][]*ageFit, len(ttlRates))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(e.Procs, 1))
 	for k, rate := range ttlRates {
@@ -202,7 +296,7 @@ func ttlSection(e *Env) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			res[k] = ttlRun(w, full, rate, e.Seed+uint64(k))
+			res[k], fits[k] = ttlRun(w, full, rate, e.Seed+uint64(k))
 		}()
 	}
 	wg.Wait()
@@ -211,7 +305,13 @@ func ttlSection(e *Env) {
 		"the copy. The heuristics take the lifetime as a share of the copy's age since its Last-Modified (Squid's refresh_pattern: 20 %% at most "+
 		"its max, 3 days by default, the curve over the max; RFC 9111 §4.2.2's typical 10 %%, no cap, the curve over the share); ours is `estimators.TTL` (1 − e^{−λ̂·TTL} = pStale) of the estimate the cache keeps "+
 		"from its own origin fetches (digest change and Last-Modified at each; a zero estimate at its upper bound, plan.PlanningRate; no estimate yet: "+
-		"revalidate). The first year is warm-up; the second is scored, per 1,000 requests. Each curve runs over its method's parameter.",
+		"revalidate). The age rule is `estimators.BurstModel.TTL`: the lifetime within which a copy fetched at age a since its Last-Modified changes with "+
+		"probability pStale when the page's intervals between changes are the first of a background Poisson time (rate λ₀) and a burst (an "+
+		"exponential time whose rate is Gamma(α, β), drawn afresh for each interval): λ₀L + α ln(1 + L/(β + a)) = −ln(1 − pStale), a share of "+
+		"the age that levels off at the background's Poisson lifetime (Squid's cap, derived); (λ₀, α, β) are fitted by maximum likelihood "+
+		"(`estimators.FitBurst`) to the intervals between the Last-Modified values the cache saw over all pages in the warm-up year (where it "+
+		"runs the Poisson TTL), once, at the scored year's start. "+
+		"The first year is warm-up; the second is scored, per 1,000 requests. Each curve runs over its method's parameter.",
 		stride, commas(len(w.names)), "0.1, 1 and 10")
 	var checks []check
 	for k, rate := range ttlRates {
@@ -227,13 +327,19 @@ func ttlSection(e *Env) {
 			case squidFamily:
 				name = fmt.Sprintf("max %.3g d", p.param)
 			}
-			cmp := "—"
-			if p.family != ourFamily {
+			cmp, cmpPoisson := "—", "—"
+			if p.family != ourFamily && p.family != ageFamily {
 				if y := ourStaleAt(pts, p.origin); !math.IsNaN(y) {
 					cmp = fmt.Sprintf("%.2f", y)
 				}
+				if y := familyStaleAt(pts, p.origin, ourFamily); !math.IsNaN(y) {
+					cmpPoisson = fmt.Sprintf("%.2f", y)
+				}
 			}
-			rows = append(rows, []string{p.family, name, fmt.Sprintf("%.2f", p.origin), fmt.Sprintf("%.2f", p.stale), cmp})
+			if p.family == ageFamily {
+				name = fmt.Sprintf("pStale %g", p.param)
+			}
+			rows = append(rows, []string{p.family, name, fmt.Sprintf("%.2f", p.origin), fmt.Sprintf("%.2f", p.stale), cmp, cmpPoisson})
 			s, ok := series[p.family]
 			if !ok {
 				s = &Series{Name: p.family}
@@ -244,16 +350,21 @@ func ttlSection(e *Env) {
 			s.Y = append(s.Y, p.stale)
 		}
 		r.H(3, fmt.Sprintf("%g requests a day per page", rate))
-		r.Table([]string{"method", "parameter", "origin requests / 1,000", "stale hits / 1,000", "ours at the same origin load"}, rows)
+		r.Table([]string{"method", "parameter", "origin requests / 1,000", "stale hits / 1,000", "age rule at the same origin load", "Poisson TTL at the same origin load"}, rows)
+		if f := fits[k][len(fits[k])/2]; f.ok {
+			r.P("The age rule's fit (warm-up year, pStale %g's cache): background 1/λ₀ = %.0f days, burst shape α = %.3g, scale β = %.2g days; "+
+				"its lifetime at pStale %g is %s.", agePStales[len(fits[k])/2], 1/(f.m.Base*loopDay), f.m.Shape, f.m.Scale/loopDay,
+				agePStales[len(fits[k])/2], ageLifetimes(f.m, agePStales[len(fits[k])/2]))
+		}
 		var ss []Series
 		for _, f := range order {
 			ss = append(ss, *series[f])
 		}
-		r.Plot(Fig{File: fmt.Sprintf("ttl_%g.png", rate), Title: fmt.Sprintf("php/doc-en cache, %g requests/day/page", rate),
+		r.Plot(Fig{File: fmt.Sprintf("ttl_%g.png", rate), Title: fmt.Sprintf("%s cache, %g requests/day/page", historyName(e), rate),
 			XLabel: "origin requests per 1,000", YLabel: "stale hits per 1,000", LogX: true, LogY: true, Series: ss})
 		below, n := 0, 0
 		for _, p := range pts {
-			if p.family == ourFamily {
+			if p.family == ourFamily || p.family == ageFamily {
 				continue
 			}
 			if y := ourStaleAt(pts, p.origin); !math.IsNaN(y) {
@@ -270,22 +381,24 @@ func ttlSection(e *Env) {
 		}{{squidFamily, 3, "Squid's default (20 %, max 3 d)"}, {rfcFamily, 0.1, "RFC 9111's 10 %"}} {
 			for _, p := range pts {
 				if p.family == d.family && p.param == d.param {
-					checks = append(checks, atMost(fmt.Sprintf("%g/day: ours − %s, stale hits/1,000 at its origin load %.1f", rate, d.label, p.origin),
+					checks = append(checks, atMost(fmt.Sprintf("%g/day: age rule − %s, stale hits/1,000 at its origin load %.1f", rate, d.label, p.origin),
 						ourStaleAt(pts, p.origin)-p.stale, 0, "issue 33 target: our curve at or below the heuristic's default point; interpolated linearly between our parameters, — when outside our curve"))
 				}
 			}
 		}
-		r.P("Ours lies at or below %d of the %d heuristic points within its range of origin load.", below, n)
+		r.P("The age rule lies at or below %d of the %d heuristic points within its range of origin load.", below, n)
 	}
 	burst, poisson := w.burstiness(3 * loopDay)
-	r.P("**Where and why ours is above.** A Poisson rate gives a page the same lifetime whatever happened last; the Last-Modified heuristics give a short "+
-		"lifetime right after a change. php/doc-en's edits come in bursts: %.0f %% of its changes in the two years follow the page's previous change within "+
+	r.P("**Where and why.** A Poisson rate gives a page the same lifetime whatever happened last; the Last-Modified heuristics give a short "+
+		"lifetime right after a change. "+historyName(e)+"'s edits come in bursts: %.0f %% of its changes in the two years follow the page's previous change within "+
 		"3 days, where a Poisson process at each page's own rate would give %.1f %%. Squid's 3-day cap makes its TTL a near-constant 3 days for pages "+
 		"years old and cuts it just after an edit, when the next edit is most likely; RFC 9111's uncapped 10 %% gives old pages lifetimes of weeks to years. "+
-		"At each default's origin load, ours has fewer stale hits than %s, and more than %s.", 100*burst, 100*poisson,
+		"The age rule has both shapes from one fitted model, but one model for the whole site: every page of the same age gets the same lifetime, "+
+		"and its intervals are those the cache saw (changes between two fetches are missed, so the fitted intervals are longer than the truth's). "+
+		"At each default's origin load, the age rule has fewer stale hits than %s, and more than %s.", 100*burst, 100*poisson,
 		orNone(ttlWhere(res, true)), orNone(ttlWhere(res, false)))
-	r.Verdict("TTLs vs cache heuristics (php/doc-en)", "issue 33 target", "see the tables", checks, ttlCause(res)+
-		fmt.Sprintf("; php/doc-en's edits are bursty (%.0f %% of changes within 3 days of the previous, %.1f %% under Poisson), which the age heuristics exploit", 100*burst, 100*poisson))
+	r.Verdict("TTLs vs cache heuristics ("+historyName(e)+")", "issue 33 target", "see the tables", checks, ttlCause(res)+
+		fmt.Sprintf("; "+historyName(e)+"'s edits are bursty (%.0f %% of changes within 3 days of the previous, %.1f %% under Poisson), which the age heuristics exploit", 100*burst, 100*poisson))
 }
 
 // ttlWhere lists the (rate, default heuristic) pairs where our curve is
@@ -337,7 +450,7 @@ func ttlCause(res [][]ttlPoint) string {
 	var parts []string
 	for k, rate := range ttlRates {
 		for _, p := range res[k] {
-			if p.family == ourFamily {
+			if p.family == ourFamily || p.family == ageFamily {
 				continue
 			}
 			y := ourStaleAt(res[k], p.origin)
@@ -348,6 +461,16 @@ func ttlCause(res [][]ttlPoint) string {
 				parts = append(parts, fmt.Sprintf("%g/day %s %g: ours %.2f stale hits against %.2f at %.1f origin requests per 1,000", rate, p.family, p.param, y, p.stale, p.origin))
 			}
 		}
+	}
+	return joinSemi(parts)
+}
+
+// ageLifetimes lists m's lifetimes at pStale p for a few ages.
+func ageLifetimes(m estimators.BurstModel, p float64) string {
+	var parts []string
+	for _, a := range []float64{0, 1, 10, 100, 1000} {
+		l, _ := m.TTL(a*loopDay, p)
+		parts = append(parts, fmt.Sprintf("%.2g d at age %g d", l/loopDay, a))
 	}
 	return joinSemi(parts)
 }
