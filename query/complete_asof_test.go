@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,19 @@ func TestAPICompleteHistoryAsOf(t *testing.T) {
 	}
 	if end := t0.Add(year); !rec.AsOf.Equal(end) {
 		t.Errorf("as_of %s, want the end of the log %s", rec.AsOf, end)
+	}
+	// The object page's timeline tells the latest change from the as-of.
+	var v query.ObjectView
+	if err := json.Unmarshal(e.get(t, "/v1/objects/view?url="+q("https://git.example/burst.xml"), 200), &v); err != nil {
+		t.Fatal(err)
+	}
+	var sawLast, sawAsOf bool
+	for _, ev := range v.Timeline {
+		sawLast = sawLast || (ev.Event == "latest observation" && ev.Time.Equal(t0.Add(7*day)))
+		sawAsOf = sawAsOf || (strings.HasPrefix(ev.Event, "as_of: partition's latest event") && ev.Time.Equal(t0.Add(year)))
+	}
+	if !sawLast || !sawAsOf {
+		t.Errorf("timeline lacks the latest observation (%v) or the partition's as_of (%v): %+v", sawLast, sawAsOf, v.Timeline)
 	}
 	want := 5.5 / (year.Seconds() + tau0)
 	if rec.RatePerS == nil || rec.Estimator != "poisson_events" || math.Abs(*rec.RatePerS/want-1) > 1e-9 {

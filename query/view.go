@@ -200,7 +200,14 @@ func (s *Server) view(ctx context.Context, object string) (*ObjectView, error) {
 		if v.Change.TTLS != nil {
 			add(asOf.Add(time.Duration(*v.Change.TTLS*float64(time.Second))), records.EstimateChange, "cache TTL expires (copy fetched at as_of)")
 		}
-		add(asOf, records.EstimateChange, "as_of: latest observation")
+		if last := o.LastTime(); asOf.After(last) {
+			// A complete history is estimated as of its partition's
+			// latest event time (aggregate.ChangeEstimateAsOf).
+			add(last, records.EstimateChange, "latest observation")
+			add(asOf, records.EstimateChange, "as_of: partition's latest event (complete history observed to here)")
+		} else {
+			add(asOf, records.EstimateChange, "as_of: latest observation")
+		}
 	}
 	if v.Access != nil {
 		v.AccessPlot = duaneView(o.AccessWin.Duane())
