@@ -78,7 +78,7 @@ func windowRecord(s windows.Summary, st *recordStore) *records.Window {
 // its latest observation. ok is false when the object has seen no visit.
 // scratch is reused to avoid allocation in the estimators.
 func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.changeEstimate(object, Site(object), m, nil, scratch, nil)
+	return o.changeEstimate(object, Site(object), m, nil, 0, scratch, nil)
 }
 
 // ChangeEstimateAt is ChangeEstimate for an object whose change window ran
@@ -86,17 +86,42 @@ func (o *Object) ChangeEstimate(object string, m *Model, scratch *estimators.Est
 // window's times are published in real time and its rates are
 // deseasonalised.
 func (o *Object) ChangeEstimateAt(object string, m *Model, site *SiteState, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
-	return o.changeEstimate(object, Site(object), m, site, scratch, nil)
+	return o.changeEstimate(object, Site(object), m, site, 0, scratch, nil)
 }
 
-// changeEstimate is ChangeEstimateAt, for an object whose host is
-// Site(object), with the record's storage in st (nil: allocated).
-func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
+// ChangeEstimateAsOf is ChangeEstimateAt as of the partition's as-of time
+// asOf (the latest event time its aggregator has seen; zero: none). A
+// complete history (estimators.Change.Complete) is observed up to it: its
+// estimate and the record's as_of are at asOf when it is after the
+// object's latest observation (estimators/events.go E1). Other objects
+// keep the time of their latest observation.
+func (o *Object) ChangeEstimateAsOf(object string, m *Model, site *SiteState, asOf time.Time, scratch *estimators.Estimates) (rec records.Estimate, ok bool) {
+	var ms int64
+	if !asOf.IsZero() {
+		ms = asOf.UnixMilli()
+	}
+	return o.changeEstimate(object, Site(object), m, site, ms, scratch, nil)
+}
+
+// estimateTime is the time (Unix ms) a change estimate is computed at:
+// the object's latest observation, or, for a complete history, the
+// partition's as-of partAsOf (Unix ms; 0: none) when later.
+func (o *Object) estimateTime(partAsOf int64) int64 {
+	if partAsOf > o.lastTime && o.Change.Complete() {
+		return partAsOf
+	}
+	return o.lastTime
+}
+
+// changeEstimate is ChangeEstimateAsOf, for an object whose host is
+// Site(object), with the partition's as-of partAsOf (Unix ms; 0: none)
+// and the record's storage in st (nil: allocated).
+func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, partAsOf int64, scratch *estimators.Estimates, st *recordStore) (rec records.Estimate, ok bool) {
 	st.reset()
 	if !o.HasChange() {
 		return records.Estimate{}, false
 	}
-	asOf := seconds(o.lastTime)
+	asOf := seconds(o.estimateTime(partAsOf))
 	rec = records.Estimate{
 		Object: object, Site: host, Kind: records.EstimateChange, AsOf: timeOf(asOf),
 		Observations: o.Change.Visits(), Changes: o.Change.Changes(),

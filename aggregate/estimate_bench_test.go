@@ -109,7 +109,7 @@ func BenchmarkChangeEstimate(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				o := &objs[i%len(objs)]
-				if _, ok := o.changeEstimate("https://golden.example.org/x", "golden.example.org", &m, nil, &scratch, st); !ok {
+				if _, ok := o.changeEstimate("https://golden.example.org/x", "golden.example.org", &m, nil, 0, &scratch, st); !ok {
 					b.Fatal("no estimate")
 				}
 				i++

@@ -302,7 +302,7 @@ func TestRecordStoreSameRecords(t *testing.T) {
 			var oka, okb bool
 			if kind == "change" {
 				a, oka = o.ChangeEstimate("x", &m, &es)
-				b, okb = o.changeEstimate("x", "", &m, nil, &es, &st)
+				b, okb = o.changeEstimate("x", "", &m, nil, 0, &es, &st)
 			} else {
 				a, oka = o.AccessEstimate("x", &m, &es)
 				b, okb = o.accessEstimate("x", "", &m, nil, &es, &st)

@@ -153,7 +153,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 		site = &se.st
 	}
 	if change {
-		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
+		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, w.rb.latest(), &w.es, &w.rs); ok {
 			w.pools.apply(&rec, &w.rs, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))

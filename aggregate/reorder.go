@@ -222,6 +222,21 @@ func newReorderBuf(tol time.Duration) *reorderBuf {
 // late; ok is false before the first observation.
 func (r *reorderBuf) watermark() (int64, bool) { return r.maxSeen - r.tol, r.hasMax }
 
+// latest is the latest event time seen on the partition (Unix ms; 0:
+// none): the as-of time of its complete histories' estimates
+// (Object.ChangeEstimateAsOf). It is committed with every batch (position)
+// and read back by the query API (ReorderLatest), so that both compute an
+// estimate at the same time. Observations held in the buffer are seen: a
+// complete history's exposure may run up to the reorder window past its
+// applied changes until they are released (at the end of a finite input
+// nothing is held).
+func (r *reorderBuf) latest() int64 {
+	if r == nil || !r.hasMax {
+		return 0
+	}
+	return r.maxSeen
+}
+
 // late reports whether an observation at t (Unix ms) is late.
 func (r *reorderBuf) late(t int64) bool {
 	if r.off {
@@ -399,6 +414,21 @@ func ReorderPosition(latest, watermark, earliestHeld int64) []byte {
 	b = binary.AppendVarint(b, latest)
 	b = binary.AppendVarint(b, watermark)
 	return binary.AppendVarint(b, earliestHeld)
+}
+
+// ReorderLatest decodes the latest event time seen on a partition from its
+// committed reorder-buffer position (ReorderPosition): the as-of time of
+// its complete histories' estimates (Object.ChangeEstimateAsOf). ok is
+// false for an empty or unreadable position.
+func ReorderLatest(v []byte) (t time.Time, ok bool) {
+	if len(v) < 2 || v[0] != 1 {
+		return time.Time{}, false
+	}
+	ms, n := binary.Varint(v[1:])
+	if n <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
 }
 
 // idleWait is how long a fetch may wait before the handler's idle work

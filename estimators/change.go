@@ -259,26 +259,26 @@ func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 }
 
 // Estimate computes every defined change-rate estimator as of asOf
-// (seconds; the visit estimators depend only on the visits, asOf is
-// accepted for symmetry with windows) into out (which is Reset first) and
+// (seconds; the visit estimators depend only on the visits; a complete
+// history's exposure runs to asOf, events.go E1, when asOf is after its
+// latest event) into out (which is Reset first) and
 // returns the best estimate under the rule of the package documentation;
 // ok=false when there is too little data for a best estimate. Each
 // estimator is computed once: the best estimate is picked from those
 // published in out. With out == nil only the best estimate is computed. It
 // does not allocate.
 func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
-	_ = asOf
 	if out == nil {
 		mat, matOK := c.mat.estimates(cfg, nil)
-		return sane(c.best(cfg, mat, matOK, true, nil, nil))
+		return sane(c.best(cfg, asOf, mat, matOK, true, nil, nil))
 	}
-	return c.estimate(cfg, out, out.quantiles())
+	return c.estimate(cfg, asOf, out, out.quantiles())
 }
 
 // estimate is Estimate for out != nil with the quantile memo mq (nil: none).
-func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
+func (c *Change) estimate(cfg *Config, asOf float64, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
 	if c.Complete() {
-		return c.completeEstimate(cfg, out, mq)
+		return c.completeEstimate(cfg, asOf, out, mq)
 	}
 	out.Reset()
 	var v visitEstimates
@@ -289,7 +289,7 @@ func (c *Change) estimate(cfg *Config, out *Estimates, mq *quantileMemo) (best E
 		}
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, mat, matOK, true, &v, mq))
+	return sane(c.best(cfg, asOf, mat, matOK, true, &v, mq))
 }
 
 // The visit-based estimators, by their index in visitEstimators, which is
@@ -332,15 +332,16 @@ func (v *visitEstimates) of(k int, c *Change, cfg *Config, withCI bool) (Estimat
 	return visitEstimators[k](c, cfg, withCI, nil)
 }
 
-// best applies the best-estimate rule (see doc.go); withCI=false skips the
-// interval of the chosen estimator. pre, when not nil, holds the
+// best applies the best-estimate rule (see doc.go) as of asOf (seconds;
+// a complete history's exposure end, see Estimate); withCI=false skips
+// the interval of the chosen estimator. pre, when not nil, holds the
 // candidates already computed.
-func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitEstimates, mq *quantileMemo) (Estimate, bool) {
+func (c *Change) best(cfg *Config, asOf float64, mat Estimate, matOK, withCI bool, pre *visitEstimates, mq *quantileMemo) (Estimate, bool) {
 	if c.Complete() {
 		if c.Intervals() < int64(cfg.MinIntervals) {
 			return Estimate{}, false
 		}
-		return c.poissonEventsEst(cfg, withCI, nil)
+		return c.poissonEventsEst(cfg, asOf, withCI, nil)
 	}
 	minN := int64(cfg.MinIntervals)
 	if c.Intervals() >= minN {
@@ -355,14 +356,14 @@ func (c *Change) best(cfg *Config, mat Estimate, matOK, withCI bool, pre *visitE
 }
 
 // bestRate is the best estimate's rate without any interval (for the
-// schedules).
+// schedules), as of the latest visit.
 func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	var mat Estimate
 	var matOK bool
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := sane(c.best(cfg, mat, matOK, false, nil, nil))
+	e, ok := sane(c.best(cfg, c.latest(), mat, matOK, false, nil, nil))
 	return e.Rate, ok
 }
 

@@ -3,6 +3,7 @@ package estimators
 import (
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -78,7 +79,7 @@ func TestPoissonEventsNoChange(t *testing.T) {
 	c.Visit(Visit{Time: 1e9, Complete: true})
 	// A second event at the same millisecond is not accepted; span 0.
 	c.Visit(Visit{Time: 1e9, Complete: true})
-	if _, ok := c.poissonEventsEst(&cfg, true, nil); ok {
+	if _, ok := c.poissonEventsEst(&cfg, c.latest(), true, nil); ok {
 		t.Error("defined without a span")
 	}
 	c = completeHistory(1e9, 100*86400, 200*86400)
@@ -165,5 +166,46 @@ func TestGone(t *testing.T) {
 	c.Visit(Visit{Time: 1e9 + 2*86400})
 	if c.Gone() {
 		t.Fatal("gone after content was seen again")
+	}
+}
+
+// TestPoissonEventsExposureToAsOf: N changes in [t₀, t_last] of a complete
+// history observed up to t_end publish (N+½)/((t_end − t₀) + τ₀) (events.go
+// E1, E3) with the Gamma(N+½, (t_end − t₀) + τ₀) interval (E4), and naive
+// N/(t_end − t₀): the quiet time after the last change is exposure. An
+// as-of at or before t_last (or +Inf) is t_last.
+func TestPoissonEventsExposureToAsOf(t *testing.T) {
+	cfg := DefaultConfig()
+	const day, year = 86400.0, 365 * 86400.0
+	// 5 changes in the first week after the baseline, a log of one year.
+	t0 := 1.5e9
+	c := completeHistory(t0, 1*day, 2*day, 3*day, 5*day, 7*day)
+	tEnd := t0 + year
+	var out Estimates
+	best, ok := c.Estimate(tEnd, &cfg, &out)
+	if !ok || best.Key != KeyPoissonEvents {
+		t.Fatalf("best = %+v, %v; want %s", best, ok, KeyPoissonEvents)
+	}
+	a, b := 5.5, year+43200
+	near(t, "rate", best.Rate, a/b, 1e-12)
+	g := distuv.Gamma{Alpha: a, Beta: b}
+	near(t, "lo", best.Lo/g.Quantile(0.025), 1, 1e-9)
+	near(t, "hi", best.Hi/g.Quantile(0.975), 1, 1e-9)
+	naive, ok := out.Get(KeyNaive)
+	if !ok {
+		t.Fatal("naive absent")
+	}
+	near(t, "naive", naive.Rate, 5/year, 1e-12)
+	near(t, "naive hi", naive.Hi*year/distuv.ChiSquared{K: 12}.Quantile(0.975)*2, 1, 1e-9)
+	if b2, ok := c.Estimate(tEnd, &cfg, nil); !ok || b2 != best {
+		t.Errorf("Estimate(nil) = %+v, want %+v", b2, best)
+	}
+	// One week's exposure would be 52 times the rate.
+	for _, asOf := range []float64{t0 + 7*day, t0, math.Inf(1), math.NaN()} {
+		e, ok := c.Estimate(asOf, &cfg, nil)
+		if !ok {
+			t.Fatalf("as of %v: no estimate", asOf)
+		}
+		near(t, "rate to the last change", e.Rate, 5.5/(7*day+43200), 1e-12)
 	}
 }

@@ -375,11 +375,11 @@ func (s *Server) handleObject(r *http.Request) (any, error) {
 	if kind != "" && kind != records.EstimateChange && kind != records.EstimateAccess {
 		return nil, badRequest("kind must be change or access, got %q", kind)
 	}
-	o, site, err := s.load(r.Context(), obj)
+	l, err := s.load(r.Context(), obj)
 	if err != nil {
 		return nil, err
 	}
-	change, access := s.estimates(o, site, obj)
+	change, access := s.estimates(l, obj)
 	switch {
 	case kind == records.EstimateAccess && access != nil:
 		return access, nil

@@ -16,44 +16,58 @@ import (
 // errNotFound is returned by lookups of objects the store does not hold.
 var errNotFound = errors.New("query: object not found")
 
-// load reads and decodes the committed state of object and of its site's
-// seasonal profile (nil when the store holds none), in one store read.
-func (s *Server) load(ctx context.Context, object string) (*aggregate.Object, *aggregate.SiteState, error) {
+// loaded is an object's committed state, its site's seasonal profile (nil
+// when the store holds none) and its partition's as-of time (zero: none).
+type loaded struct {
+	obj  *aggregate.Object
+	site *aggregate.SiteState
+	asOf time.Time
+}
+
+// load reads and decodes the committed state of object, of its site's
+// seasonal profile and its partition's as-of time (the latest event time
+// the aggregator committed, aggregate.ReorderLatest), in one store read.
+func (s *Server) load(ctx context.Context, object string) (loaded, error) {
 	p, err := s.locate.Locate(ctx, object)
 	if err != nil {
-		return nil, nil, &unavailableError{"Kafka", fmt.Errorf("query: locate %s: %w", object, err)}
+		return loaded{}, &unavailableError{"Kafka", fmt.Errorf("query: locate %s: %w", object, err)}
 	}
-	keys := []string{object}
+	keys := []string{object, aggregate.ReorderObject}
 	if host := aggregate.Site(object); host != "" {
 		keys = append(keys, aggregate.SiteKeyPrefix+host)
 	}
 	vals, err := s.store.Get(ctx, p, keys, nil)
 	if err != nil {
-		return nil, nil, &unavailableError{"state store", fmt.Errorf("query: read %s: %w", object, err)}
+		return loaded{}, &unavailableError{"state store", fmt.Errorf("query: read %s: %w", object, err)}
 	}
 	if len(vals) < 1 || vals[0] == nil {
-		return nil, nil, errNotFound
+		return loaded{}, errNotFound
 	}
 	var o aggregate.Object
 	if err := o.DecodeBinary(vals[0]); err != nil {
-		return nil, nil, fmt.Errorf("query: decode %s: %w", object, err)
+		return loaded{}, fmt.Errorf("query: decode %s: %w", object, err)
 	}
-	var site *aggregate.SiteState
-	if len(vals) > 1 && vals[1] != nil {
-		site = new(aggregate.SiteState)
-		if err := site.DecodeBinary(vals[1]); err != nil {
-			return nil, nil, fmt.Errorf("query: decode the site profile of %s: %w", object, err)
+	l := loaded{obj: &o}
+	if len(vals) > 1 {
+		l.asOf, _ = aggregate.ReorderLatest(vals[1])
+	}
+	if len(vals) > 2 && vals[2] != nil {
+		l.site = new(aggregate.SiteState)
+		if err := l.site.DecodeBinary(vals[2]); err != nil {
+			return loaded{}, fmt.Errorf("query: decode the site profile of %s: %w", object, err)
 		}
 	}
-	return &o, site, nil
+	return l, nil
 }
 
 // estimates builds the object's change and access estimate records exactly
 // as the aggregator publishes them, with its site's seasonal profile (nil
-// when the object has none).
-func (s *Server) estimates(o *aggregate.Object, site *aggregate.SiteState, object string) (change, access *records.Estimate) {
+// when the object has none), as of its partition's committed as-of (a
+// complete history's exposure ends there, aggregate.ChangeEstimateAsOf).
+func (s *Server) estimates(l loaded, object string) (change, access *records.Estimate) {
+	o, site := l.obj, l.site
 	var es estimators.Estimates
-	if rec, ok := o.ChangeEstimateAt(object, &s.model, site, &es); ok {
+	if rec, ok := o.ChangeEstimateAsOf(object, &s.model, site, l.asOf, &es); ok {
 		change = &rec
 	}
 	if rec, ok := o.AccessEstimateAt(object, &s.model, site, &es); ok {
@@ -144,12 +158,13 @@ func duaneView(p windows.DuanePlot) *DuaneView {
 
 // view builds the ObjectView of object.
 func (s *Server) view(ctx context.Context, object string) (*ObjectView, error) {
-	o, site, err := s.load(ctx, object)
+	l, err := s.load(ctx, object)
 	if err != nil {
 		return nil, err
 	}
+	o, site := l.obj, l.site
 	v := &ObjectView{Object: object, Site: aggregate.Site(object), Timeline: []TimelineEvent{}}
-	v.Change, v.Access = s.estimates(o, site, object)
+	v.Change, v.Access = s.estimates(l, object)
 	if site != nil && site.Sitemap.Checks() > 0 {
 		t := site.Sitemap
 		v.SiteSitemap = &SiteSitemap{Agree: t.Agree, Disagree: t.Disagree, Trust: t.Trust(), Trusted: t.Trusted()}
@@ -185,7 +200,14 @@ func (s *Server) view(ctx context.Context, object string) (*ObjectView, error) {
 		if v.Change.TTLS != nil {
 			add(asOf.Add(time.Duration(*v.Change.TTLS*float64(time.Second))), records.EstimateChange, "cache TTL expires (copy fetched at as_of)")
 		}
-		add(asOf, records.EstimateChange, "as_of: latest observation")
+		if last := o.LastTime(); asOf.After(last) {
+			// A complete history is estimated as of its partition's
+			// latest event time (aggregate.ChangeEstimateAsOf).
+			add(last, records.EstimateChange, "latest observation")
+			add(asOf, records.EstimateChange, "as_of: partition's latest event (complete history observed to here)")
+		} else {
+			add(asOf, records.EstimateChange, "as_of: latest observation")
+		}
 	}
 	if v.Access != nil {
 		v.AccessPlot = duaneView(o.AccessWin.Duane())

@@ -230,7 +230,10 @@ func TestRealCrawlLogsEitherOrder(t *testing.T) {
 // (N+½)/(T+τ₀) (estimators/events.go), not a visit-based estimator that
 // reads every commit as "changed at every visit" (issue 31: cgm_improved
 // was published for 11,192 of the 12,096 files with ≥ 5 changes, a median
-// 2.83× their rate N/T, which naive gives exactly here).
+// 2.83× their rate N/T, which naive gives exactly here). T is the
+// exposure of estimators/events.go E1: from the file's first event to the
+// as-of time, the end of the log with --emit=final (not the file's last
+// change), in both naive and poisson_events.
 //
 // Tolerance: for N ≥ 5 changes, (N+½)/(T+τ₀) ÷ N/T = (1 + ½/N)·T/(T+τ₀)
 // lies in (1 − τ₀/T, 1.1]; the median over files must lie in [0.95, 1.10]
@@ -253,6 +256,9 @@ func TestRealPHPDocCompleteEvents(t *testing.T) {
 		byEstimator[e.Estimator]++
 		ratios = append(ratios, *e.RatePerS/naive)
 		if e.Estimator == "poisson_events" {
+			// naive is N/T with T the exposure of (E1): from the
+			// file's first event to the end of the log (the as-of of
+			// --emit=final), not to its last change.
 			N := float64(e.Changes)
 			T := N / naive
 			if want := (N + 0.5) / (T + tau0); math.Abs(*e.RatePerS/want-1) > 1e-9 {
@@ -260,8 +266,9 @@ func TestRealPHPDocCompleteEvents(t *testing.T) {
 			}
 		}
 		if e.Object == "reference/filesystem/functions/unlink.xml" {
-			// 23 changes in the file, one every ~313 days; the rule
-			// published one every 81 days.
+			// 23 changes in the file, one every ~313 days between its
+			// first and last change (387 to the end of the log); the
+			// rule published one every 81 days.
 			days := 1 / *e.RatePerS / 86400
 			t.Logf("unlink.xml: one change every %.0f days (naive %.0f)", days, 1/naive/86400)
 			if math.Abs(days*naive*86400-1) > 0.05 {
