@@ -251,7 +251,6 @@ func (m Model) Validate() error {
 	add(m.LateTolerance < 0, "LateTolerance must be 0 or more, got %s", m.LateTolerance)
 	add(m.EmitInterval < 0, "EmitInterval must be 0 or more, got %s", m.EmitInterval)
 	add(m.ReportPeriod < time.Second, "ReportPeriod must be at least 1s, got %s", m.ReportPeriod)
-	add(m.PoolSites < 0, "PoolSites must not be negative, got %d", m.PoolSites)
 	add(!(m.PStale > 0 && m.PStale < 1), "PStale must be in (0,1), got %g", m.PStale)
 	if err := m.Estimators.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("aggregate: estimators: %w", err))

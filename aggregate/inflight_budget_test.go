@@ -173,7 +173,7 @@ func TestInflightBudgetSameResults(t *testing.T) {
 	run := func(budget int64) (map[int32]map[string][]byte, map[string][]byte) {
 		cfg := DefaultConfig()
 		cfg.BatchSize, cfg.InflightBytes = 9, budget
-		cfg.Model.EmitInterval, cfg.Model.PoolSites = 0, 0
+		cfg.Model.EmitInterval = 0
 		mem := newMemory(t)
 		p, sink := newTestProcessor(t, cfg, mem)
 		src := stream.NewMemorySource()

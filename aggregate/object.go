@@ -185,19 +185,9 @@ type Model struct {
 	EmitInterval time.Duration
 	// PStale is the target probability that a cached copy served within
 	// its TTL is stale; the TTL of an estimate is chosen for it. Default 0.1.
-	PStale float64
-	// PoolSites is the most sites per partition whose pooled
-	// (empirical-Bayes) prior is kept (see pooled.go); 0 disables pooled
-	// estimates. Default 0 (off; SuggestedPoolSites explains why).
-	PoolSites int
-	// PublishPooled makes the pooled estimate the published one (rate_per_s,
-	// estimator, ci95, ttl_s) for objects with fewer than
-	// estimators.PooledMaxChanges changes. Off by default: it meets its
-	// accuracy and coverage target on simulated sites but not on the real
-	// php/doc-en history (docs/eval/REPORT.md).
-	PublishPooled bool
-	Estimators    estimators.Config
-	Windows       windows.Config
+	PStale     float64
+	Estimators estimators.Config
+	Windows    windows.Config
 	// Seasonal configures the per-site daily and weekly baselines of
 	// access rates (see windows.Profile); Alerts the alert filter and the
 	// multiple-testing adjustment (alerts.go).

@@ -154,7 +154,6 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 	}
 	if change {
 		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, w.rb.latest(), &w.es, &w.rs); ok {
-			w.pools.apply(&rec, &w.rs, obj, &w.p.cfg.Model, !w.final)
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))
 			w.p.metrics.estChange.Inc()
@@ -204,16 +203,6 @@ func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Es
 func (w *worker) emitFinal(ctx context.Context) error {
 	names := w.cache.names()
 	sort.Strings(names)
-	for _, n := range names { // the site priors see every object first (pooled.go)
-		e, _ := w.cache.entry(n)
-		obj, err := w.cache.load(e)
-		if err != nil {
-			w.corrupt(n, err)
-		}
-		w.pools.fold(Site(n), obj, &w.p.cfg.Model)
-		w.cache.release(obj)
-	}
-	w.final = true
 	var out []stream.Message
 	var pub []PublishedEstimate
 	var slab outSlab

@@ -467,8 +467,6 @@ type worker struct {
 	free      []*batchWork // recycled batches
 	evicted   map[string]evictedState
 	scratch   []byte                // encoding buffer
-	pools     *sitePools            // per-site pooled priors (pooled.go)
-	final     bool                  // emitFinal: the priors are already folded
 	det       *detector             // site profiles and the alert book (site.go, alerts.go)
 	touched   map[*siteEntry]string // sites the batch being prepared changed, by host (apply → writeSites)
 	// checkFailing: the last idle check could not reach the store (logged
@@ -483,6 +481,6 @@ type worker struct {
 func (p *Processor) newWorker(ctx context.Context, part state.Partition, c stream.Claim, next int64, log *slog.Logger) *worker {
 	cch := newCache(p.cfg.CacheObjects, p.budget)
 	return &worker{p: p, hctx: ctx, part: part, claim: c, gen: c.Generation(), next: next, from: next, log: log, cache: cch,
-		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part), pools: newSitePools(p.cfg.Model.PoolSites),
+		pos: part.Topic + "/" + strconv.Itoa(int(part.ID)) + "@", gauges: p.metrics.partition(part),
 		det: newDetector(&p.cfg.Model)}
 }

@@ -119,7 +119,6 @@ func TestPipelineSlowCommitsTinyCache(t *testing.T) {
 	run := func(batch, cache int, slow bool) (map[string][]byte, map[string][]byte) {
 		cfg := DefaultConfig()
 		cfg.BatchSize, cfg.CacheObjects, cfg.Model.EmitInterval = batch, cache, time.Hour
-		cfg.Model.PoolSites = 0 // pooled estimates depend on the publication order (pooled.go)
 		mem := newMemory(t)
 		var st state.Store = mem
 		if slow {

@@ -163,7 +163,7 @@ func TestEmitModesAgree(t *testing.T) {
 	want := sf.Latest(stream.TopicEstimates)
 	for _, bs := range []int{1, 7, 5000} {
 		upd := DefaultConfig()
-		upd.Model.EmitInterval, upd.Model.PoolSites = 0, 0
+		upd.Model.EmitInterval = 0
 		upd.BatchSize, upd.CacheObjects = bs, 5 // a small cache forces store reads
 		pu, su := newTestProcessor(t, upd, newMemory(t))
 		runReader(t, pu, in)

@@ -52,7 +52,6 @@ func TestConfigErrors(t *testing.T) {
 		{"bad float in the environment", map[string]string{"CHANGERATE_ALERT_FDR": "x"}, []string{"--in=-"}, []string{"CHANGERATE_ALERT_FDR", "--alert-fdr", "not a number"}},
 		{"bad byte size", nil, []string{"--in=-", "--cache-bytes=12QB"}, []string{"CHANGERATE_CACHE_BYTES", "--cache-bytes", "256MiB"}},
 		{"seasonal decay out of range", nil, []string{"--in=-", "--seasonal-decay=0"}, []string{"CHANGERATE_SEASONAL_DECAY", "--seasonal-decay"}},
-		{"negative pooled sites", nil, []string{"--in=-", "--pool-sites=-1"}, []string{"CHANGERATE_POOL_SITES", "--pool-sites"}},
 		{"unknown URL profile", nil, []string{"--in=-", "--url-profile=x"}, []string{"CHANGERATE_URL_PROFILE", "--url-profile"}},
 		{"small API request limit", nil, []string{"--in=-", "--api-max-request-bytes=2"}, []string{"CHANGERATE_API_MAX_REQUEST_BYTES", "--api-max-request-bytes"}},
 		{"negative API alerts", nil, []string{"--in=-", "--api-alerts=-1"}, []string{"CHANGERATE_API_ALERTS", "--api-alerts"}},

@@ -46,8 +46,8 @@ func bestSection(e *Env) {
 		k, b := e.pooledSim.bestSingle(0)
 		p := quantile(e.pooledSim.errs[0]["pooled"], 0.5)
 		line := fmt.Sprintf("7. **Fewer than %d changes, with a site prior → `pooled` (aggregator).** On the simulated sites its median |log| is %s against %s for the best "+
-			"single paper estimator (%s), with %s coverage of its 95 %% intervals; the aggregator adds it as an estimate and publishes it in that regime "+
-			"only with Model.PublishPooled, off by default because the target is not met on php/doc-en (`aggregate/pooled.go`).",
+			"single paper estimator (%s), with %s coverage of its 95 %% intervals; the aggregator publishes it in that regime "+
+			"under the site prior it stores with the site's state (`aggregate/siteprior.go`).",
 			estimators.PooledMaxChanges, f3(p), f3(b), k, pct(e.pooledSim.coverage(0)))
 		if e.pooledPHP != nil {
 			k, b := e.pooledPHP.bestSingle(0)

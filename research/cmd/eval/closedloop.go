@@ -117,9 +117,8 @@ type loopState struct {
 	fit map[[2]float64][2]float64
 }
 
-// rates returns every page's planning rate as the aggregator publishes it
-// by default (the pooled estimate is off unless POOL_SITES and
-// POOL_PUBLISH): plan.PlanningRate of the estimators' best (its upper bound
+// rates returns every page's planning rate from its own estimate (without
+// the site prior of aggregate/siteprior.go): plan.PlanningRate of the estimators' best (its upper bound
 // when the best is 0), or, for a page without an estimate yet, the mean
 // rate of every page (changes detected over time observed).
 func (st *loopState) rates(now float64) []float64 {
@@ -147,7 +146,7 @@ func (st *loopState) rates(now float64) []float64 {
 // with fewer than estimators.PooledMaxChanges changes take the pooled
 // posterior Gamma(α + x, β + e) under the prior of all pages
 // (estimators.PoolStats over their evidence, one site), which is what the
-// aggregator publishes with POOL_SITES and POOL_PUBLISH (its interval is
+// aggregator publishes for a site's sparse objects (aggregate/siteprior.go; its interval is
 // that Gamma's; for existence-of-change evidence, the conjugate
 // approximation of the grid posterior it publishes). A page with no
 // estimate yet is planned at the mean rate of all pages with shape 1.

@@ -40,8 +40,8 @@ func closedLoopSection(e *Env) {
 		"interval; the mean rate of all pages until a page has one). The default plans as /v1/plan does: it maximises the expected freshness under "+
 		"each page's posterior of λ, the Gamma matched to the published interval (plan.GammaFromInterval; a page with no change seen has the "+
 		"exponential posterior of its upper bound, whose infinite marginal value at f = 0 always buys it visits); the pooled variant takes the "+
-		"posterior under the prior of all pages (what the aggregator publishes with POOL_SITES and POOL_PUBLISH, for pages with fewer than 5 "+
-		"changes); the point-estimate variant is the default before (the estimate, its upper bound when 0: plan.PlanningRate) "+
+		"posterior under the prior of all pages (what the aggregator publishes by default for a site's pages with fewer than 5 "+
+		"changes, aggregate/siteprior.go); the point-estimate variant is the default before (the estimate, its upper bound when 0: plan.PlanningRate) "+
 		"and replans with `plan.Allocate` every %s. The first year is warm-up; freshness (the share of pages up to date, time-averaged) and the harmonic "+
 		"staleness cost (1 + ½ + … + 1/n for n changes not yet picked up, time-averaged; Kolobov et al.'s penalty) are scored over the second. "+
 		historyName(e)+" has no accesses, so both are unweighted. Baselines: Nutch's AdaptiveFetchSchedule and StormCrawler's AdaptiveScheduler with their "+

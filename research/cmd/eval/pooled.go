@@ -698,8 +698,8 @@ func pooledPHPCause(php, ctl, one, orc, bound *pooledScore) string {
 		"on the real histories a directory's observed year differs from its truth years by a factor e^%s to e^%s (quartiles of the site level; "+
 		"stationary: e^%s to e^%s), which the prior, fitted on the observed year, passes to every page of the site. Moving each site's prior to its truth "+
 		"level (a diagnostic using the truth) brings the ratio from %s to %s; pooling the whole manual as one site narrows the spread (e^%s to e^%s) and "+
-		"gives %s. After the diagnostic the ratio is still above the target's 0.85, so the shared shift is the main cause, not the only one%s. The pooled "+
-		"estimate is therefore not published by default (aggregate.Model.PublishPooled).",
+		"gives %s. After the diagnostic the ratio is still above the target's 0.85, so the shared shift is the main cause, not the only one%s. (The "+
+		"aggregator publishes the posterior mean under a stored site prior: aggregate/siteprior.go.)",
 		f3(ratio(ctl)), pct(ctl.predCoverage(0)), f2(quantile(php.siteLevels, 0.25)), f2(quantile(php.siteLevels, 0.75)),
 		f2(quantile(ctl.siteLevels, 0.25)), f2(quantile(ctl.siteLevels, 0.75)), f3(ratio(php)), f3(ratio(orc)),
 		f2(quantile(one.siteLevels, 0.25)), f2(quantile(one.siteLevels, 0.75)), f3(ratio(one)), rest)
