@@ -45,8 +45,13 @@ func liveLog(objects, visits int) []byte {
 // the aggregator's own CPU per observation in that shape, without I/O.
 func BenchmarkProcessorLive(b *testing.B) {
 	const objects, visits = 20000, 4
-	in := liveLog(objects, visits)
-	n := int64(objects * visits)
+	benchmarkLive(b, liveLog(objects, visits), objects*visits)
+}
+
+// benchmarkLive runs the Processor (default configuration, in-memory
+// store, discarding sink) over the n observations of in per iteration and
+// reports ns/obs.
+func benchmarkLive(b *testing.B, in []byte, n int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		store := newMemoryB(b)
@@ -58,11 +63,11 @@ func BenchmarkProcessorLive(b *testing.B) {
 		if err := src.Run(context.Background(), p.Handle); err != nil {
 			b.Fatal(err)
 		}
-		if p.Committed() != n {
+		if p.Committed() != int64(n) {
 			b.Fatalf("committed %d of %d", p.Committed(), n)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*n), "ns/obs")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/obs")
 }
 
 // poissonLiveLog is liveLog with the content of benchreport's live shape
@@ -120,22 +125,5 @@ func poissonLiveLog(objects, visits int) []byte {
 // the site prior's pooled estimate is published for most observations.
 func BenchmarkProcessorLivePoisson(b *testing.B) {
 	const objects, visits = 20000, 4
-	in := poissonLiveLog(objects, visits)
-	n := int64(objects * visits)
-	b.ReportAllocs()
-	for b.Loop() {
-		store := newMemoryB(b)
-		p, err := NewProcessor(noFutureCheck(DefaultConfig()), store, discardSink{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), func() time.Time { return t0 })
-		if err != nil {
-			b.Fatal(err)
-		}
-		src := stream.NewReaderSource(stream.TopicObservations, bytes.NewReader(in), 0)
-		if err := src.Run(context.Background(), p.Handle); err != nil {
-			b.Fatal(err)
-		}
-		if p.Committed() != n {
-			b.Fatalf("committed %d of %d", p.Committed(), n)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*n), "ns/obs")
+	benchmarkLive(b, poissonLiveLog(objects, visits), objects*visits)
 }
