@@ -20,12 +20,12 @@ func TestAlertRecordsMatchSchema(t *testing.T) {
 	ps := runDetector(evs, names, sites, &m)
 	scopes := map[string]int{}
 	for _, p := range ps {
-		b, err := json.Marshal(p.a)
+		b, err := json.Marshal(p.Alert)
 		if err != nil {
 			t.Fatal(err)
 		}
 		recordschema.Check(t, recordschema.Alert, b)
-		scopes[p.a.Scope]++
+		scopes[p.Alert.Scope]++
 	}
 	// The check must have seen alerts to mean anything. (This world
 	// raises object alerts only; site alerts are checked where the

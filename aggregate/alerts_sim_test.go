@@ -17,11 +17,8 @@ type (
 	burst            = sim.Burst
 )
 
-// published is an alert with the event time at which it was published.
-type published struct {
-	a  records.Alert
-	at float64
-}
+// published is an alert with its publication time (sim.PublishedAlert).
+type published = sim.PublishedAlert
 
 // runDetector feeds the events through the aggregator's per-partition
 // alert logic (the code Processor.prepare runs) and returns the alerts.
@@ -36,32 +33,14 @@ func runDetector(evs []simEvent, names, sites []string, m *Model) []published {
 		eff.Reset()
 		det.apply(obs.Object, det.site(Site(obs.Object)), &objs[e.Obj], &obs, &eff)
 		for _, a := range det.take() {
-			out = append(out, published{a, e.T})
+			out = append(out, published{Alert: a, At: e.T})
 		}
 	}
 	det.flush()
 	for _, a := range det.take() {
-		out = append(out, published{a, math.Inf(1)})
+		out = append(out, published{Alert: a, At: math.Inf(1)})
 	}
 	return out
-}
-
-// alertedObjects returns, per object name, the alerts naming it (object
-// alerts, and site alerts listing it).
-func alertedObjects(ps []published) map[string][]published {
-	m := map[string][]published{}
-	for _, p := range ps {
-		if p.a.Scope == records.AlertScopeSite {
-			for _, o := range p.a.TopObjects {
-				q := p
-				q.a.Object, q.a.WindowStart = o.Object, o.WindowStart
-				m[o.Object] = append(m[o.Object], q)
-			}
-			continue
-		}
-		m[p.a.Object] = append(m[p.a.Object], p)
-	}
-	return m
 }
 
 // TestAlertTargets is issue 14's acceptance test on the seeded simulation:
@@ -105,43 +84,14 @@ func beforeModel() Model {
 
 // scoreAlerts runs the detector with m and returns the fraction of quiet
 // objects alerted after the learning period and the fraction of bursts
-// caught.
+// caught (sim.ScoreAlerts).
 func scoreAlerts(t *testing.T, what string, sc seasonalScenario, start time.Time, evs []simEvent, bursts []burst, names, sites []string, m *Model) (fa, det float64) {
 	res := runDetector(evs, names, sites, m)
-	quietAlerted, quiet, caught, nb := 0, 0, 0, 0
-	by := alertedObjects(res)
 	learned := float64(start.Unix()) + sc.LearnDays*86400
-	var delays []float64
-	for i, b := range bursts {
-		as := by[names[i]]
-		if b.Obj < 0 {
-			quiet++
-			for _, p := range as {
-				if float64(p.a.AsOf.Unix()) >= learned {
-					quietAlerted++
-					break
-				}
-			}
-			continue
-		}
-		nb++
-		for _, p := range as {
-			if p.a.Kind != records.EstimateAccess || p.a.Test != "cusum-binomial-up" || p.a.WindowStart == nil {
-				continue
-			}
-			ws := float64(p.a.WindowStart.UnixMilli()) / 1e3
-			if ws < b.To && p.at <= b.To+3600 && float64(p.a.AsOf.Unix()) >= b.From {
-				caught++
-				delays = append(delays, (p.at-b.From)/60)
-				break
-			}
-		}
-	}
-	sort.Float64s(delays)
-	fa = float64(quietAlerted) / float64(quiet)
-	det = float64(caught) / float64(nb)
+	r := sim.ScoreAlerts(evs, bursts, names, learned, res)
+	fa, det = r.QuietRate(), r.CaughtRate()
 	t.Logf("%s: %d events, %d alert records; quiet objects alerted after learning: %d/%d = %.1f%% (target ≤ 5%%); bursts caught: %d/%d = %.1f%% (target ≥ 80%%); median minutes from burst start to publication %.0f",
-		what, len(evs), len(res), quietAlerted, quiet, 100*fa, caught, nb, 100*det, median(delays))
+		what, len(evs), len(res), r.QuietAlerted, r.Quiet, 100*fa, r.Caught, r.Bursts, 100*det, median(r.Delays))
 	return fa, det
 }
 

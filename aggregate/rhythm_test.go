@@ -119,14 +119,14 @@ func TestAlertObjectRhythm(t *testing.T) {
 		phase  bool
 	}{{"per-page phase, 40–400/day", 46, 40, 400, true}, {"per-page phase, 200–2,000/day", 47, 200, 2000, true}, {"site phase (issue world), 40–400/day", 36, 40, 400, false}, {"site phase, 20–60/day", 37, 20, 60, false}} {
 		r := scorePower(issueWorld(w.seed, w.lo, w.hi, w.phase), &m)
-		t.Logf("%s: oracle-detectable %d, caught %d (%.0f %%); quiet objects alerted %d/%d (%d alerts)", w.name, r.Detectable, r.CaughtOracle, 100*r.oracleRate(), r.QuietAlerted, r.Quiet, r.FalseAlerts)
-		if r.oracleRate() < 0.8 || r.quietRate() > 0.05 {
-			t.Errorf("%s: caught %.2f (≥ 0.80), quiet alerted %.3f (≤ 0.05)", w.name, r.oracleRate(), r.quietRate())
+		t.Logf("%s: oracle-detectable %d, caught %d (%.0f %%); quiet objects alerted %d/%d (%d alerts)", w.name, r.Detectable, r.CaughtOracle, 100*r.OracleRate(), r.QuietAlerted, r.Quiet, r.FalseAlerts)
+		if r.OracleRate() < 0.8 || r.QuietRate() > 0.05 {
+			t.Errorf("%s: caught %.2f (≥ 0.80), quiet alerted %.3f (≤ 0.05)", w.name, r.OracleRate(), r.QuietRate())
 		}
 	}
 	off := DefaultModel()
 	off.DisableObjectRhythm = true
-	if r := scorePower(issueWorld(46, 40, 400, true), &off); r.quietRate() < 0.5 {
-		t.Errorf("the site's profile alerted only %.2f of the per-page world's quiet objects: the scenario tests nothing", r.quietRate())
+	if r := scorePower(issueWorld(46, 40, 400, true), &off); r.QuietRate() < 0.5 {
+		t.Errorf("the site's profile alerted only %.2f of the per-page world's quiet objects: the scenario tests nothing", r.QuietRate())
 	}
 }

@@ -60,7 +60,7 @@ func TestProcessorSeasonalAlerts(t *testing.T) {
 	model := cfg.Model
 	var want []records.Alert
 	for _, pa := range runDetector(evs, names, sites, &model) {
-		want = append(want, pa.a)
+		want = append(want, pa.Alert)
 	}
 	if len(want) == 0 {
 		t.Fatal("the in-process detector raised no alert: the scenario tests nothing")

@@ -97,7 +97,7 @@ func (r *report) targets(ctx context.Context) error {
 	flat := aggregate.DefaultModel()
 	flat.Seasonal.LearningPeriod = 0
 	rows = append(rows, row{"flat baseline, other filters as defaults", flat}, row{"before issue 14 (flat, every shift)", beforeModel()})
-	scores := make([]powerResult, len(rows))
+	scores := make([]sim.AlertScore, len(rows))
 	if err := r.parallel(len(rows), func(i int) error {
 		var err error
 		scores[i], err = scoreWorld(ctx, w, rows[i].m)
@@ -108,7 +108,7 @@ func (r *report) targets(ctx context.Context) error {
 	var rowText []string
 	for i, s := range scores {
 		t := fmt.Sprintf("%d | %d/%d = %.1f %% | %d/%d = %.1f %% | %.0f | %.0f |", s.Alerts, s.QuietAlerted, s.Quiet,
-			100*s.quietRate(), s.Caught, s.Bursts, 100*float64(s.Caught)/float64(s.Bursts), median(s.Delays), median(s.DelayPoints))
+			100*s.QuietRate(), s.Caught, s.Bursts, 100*float64(s.Caught)/float64(s.Bursts), median(s.Delays), median(s.DelayPoints))
 		rowText = append(rowText, t)
 		p("| %s | %s\n", rows[i].name, t)
 	}

@@ -42,7 +42,7 @@ func (r *report) power(ctx context.Context) error {
 		name   string
 		lo, hi float64
 	}{{"issue world, 40–400/day", 40, 400}, {"20–60/day", 20, 60}, {"60–200/day", 60, 200}, {"200–600/day", 200, 600}, {"600–2,000/day", 600, 2000}}
-	scores := make([]powerResult, 2*len(worlds))
+	scores := make([]sim.AlertScore, 2*len(worlds))
 	if err := r.parallel(len(scores), func(k int) error {
 		w := newWorld(sim.IssueWorld(uint64(36+k/2), worlds[k/2].lo, worlds[k/2].hi, false))
 		mk := m
@@ -59,7 +59,7 @@ func (r *report) power(ctx context.Context) error {
 	for i, w := range worlds {
 		b, a := scores[2*i], scores[2*i+1]
 		p("| %s | %d/%d | %d (%.0f %%) | %d (%.0f %%) | %d/%d | %d/%d | %d/%d | %d | %.0f | %.0f |\n", w.name, a.Detectable, a.Bursts,
-			b.CaughtOracle, 100*b.oracleRate(), a.CaughtOracle, 100*a.oracleRate(), a.Caught, a.Bursts,
+			b.CaughtOracle, 100*b.OracleRate(), a.CaughtOracle, 100*a.OracleRate(), a.Caught, a.Bursts,
 			b.QuietAlerted, b.Quiet, a.QuietAlerted, a.Quiet, a.FalseAlerts, median(a.Delays), median(a.DelayPoints))
 		// Lorden: the optimal detector's worst-case mean delay for a
 		// 4× rise at the measured false-alarm run length
@@ -122,7 +122,7 @@ func (r *report) rhythm(ctx context.Context) error {
 		name string
 		m    aggregate.Model
 	}{{"site's profile (OBJECT_RHYTHM=false)", siteOnly}, {"own rhythm (default)", m}}
-	scores := make([]powerResult, len(worlds)*len(configs))
+	scores := make([]sim.AlertScore, len(worlds)*len(configs))
 	if err := r.parallel(len(scores), func(k int) error {
 		w := worlds[k/len(configs)]
 		var err error
@@ -133,7 +133,7 @@ func (r *report) rhythm(ctx context.Context) error {
 	}
 	for k, s := range scores {
 		p("| %s | %s | %d/%d (%.0f %%) | %d/%d | %d |\n", worlds[k/len(configs)].name, configs[k%len(configs)].name,
-			s.CaughtOracle, s.Detectable, 100*s.oracleRate(), s.QuietAlerted, s.Quiet, s.FalseAlerts)
+			s.CaughtOracle, s.Detectable, 100*s.OracleRate(), s.QuietAlerted, s.Quiet, s.FalseAlerts)
 	}
 	p("\nThe cost is state, counted in the 256-byte budget (aggregate/size_test.go derives it for the bucketed layout: an\n")
 	p("object of n state bytes costs at most 57 + jemalloc's class of n + 10 bytes of a bucket's MEMORY USAGE, within 256\n")

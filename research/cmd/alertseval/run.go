@@ -154,18 +154,9 @@ func (w *world) observations(yield func(*records.Observation) bool) {
 	}
 }
 
-// published is an alert with the event time at which the aggregator
-// published it: its testing period is published when the partition's
-// event time passes the period's end, at the first request after it
-// (+Inf: at the end of the input).
-type published struct {
-	a  records.Alert
-	at float64
-}
-
 // publish pairs the alerts with their publication times.
-func (w *world) publish(as []records.Alert, period time.Duration) []published {
-	out := make([]published, 0, len(as))
+func (w *world) publish(as []records.Alert, period time.Duration) []sim.PublishedAlert {
+	out := make([]sim.PublishedAlert, 0, len(as))
 	for _, a := range as {
 		at := math.Inf(1)
 		if a.PeriodStart != nil {
@@ -174,27 +165,9 @@ func (w *world) publish(as []records.Alert, period time.Duration) []published {
 				at = w.evs[i].T
 			}
 		}
-		out = append(out, published{a, at})
+		out = append(out, sim.PublishedAlert{Alert: a, At: at})
 	}
 	return out
-}
-
-// alertedObjects returns, per object name, the alerts naming it (object
-// alerts, and site alerts listing it).
-func alertedObjects(ps []published) map[string][]published {
-	m := map[string][]published{}
-	for _, p := range ps {
-		if p.a.Scope == records.AlertScopeSite {
-			for _, o := range p.a.TopObjects {
-				q := p
-				q.a.Object, q.a.WindowStart = o.Object, o.WindowStart
-				m[o.Object] = append(m[o.Object], q)
-			}
-			continue
-		}
-		m[p.a.Object] = append(m[p.a.Object], p)
-	}
-	return m
 }
 
 // loadReal reads a real data file (gzip) with a format's parser, as ingest

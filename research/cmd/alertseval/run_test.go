@@ -23,8 +23,8 @@ func TestPublishTimes(t *testing.T) {
 	}
 	got := w.publish(as, time.Hour)
 	for i, want := range []float64{3600, 7300, math.Inf(1), math.Inf(1)} {
-		if got[i].at != want {
-			t.Errorf("alert %d published at %v, want %v", i, got[i].at, want)
+		if got[i].At != want {
+			t.Errorf("alert %d published at %v, want %v", i, got[i].At, want)
 		}
 	}
 }
