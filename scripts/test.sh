@@ -34,11 +34,26 @@ export CHANGERATE_ARTIFACT_DIR="${CHANGERATE_ARTIFACT_DIR:-$PWD/artifacts}"
 if command -v promtool >/dev/null 2>&1; then export CHANGERATE_REQUIRE_PROMTOOL=1; fi
 
 go vet ./...
-go test -race -count=1 -timeout 20m "$@" ./...
-# The research and measurement tools (evaluation, benchmark report) are a
-# module of their own, research/, built against this one.
 go -C research vet ./...
-go -C research test -race -count=1 -timeout 20m "$@" ./...
+# The research and measurement tools (evaluation, benchmark report) are a
+# module of their own, research/, built against this one. Its tests run
+# beside the product's: the product's end-to-end tests spend most of their
+# time waiting on processes they killed or paused, which leaves a core
+# free. Its output is printed after the product's, whole.
+research_log=$(mktemp)
+trap 'rm -f "$research_log"' EXIT
+go -C research test -race -count=1 -timeout 20m "$@" ./... >"$research_log" 2>&1 &
+research_pid=$!
+product=0
+go test -race -count=1 -timeout 20m "$@" ./... || product=$?
+research=0
+wait "$research_pid" || research=$?
+echo "--- research module (go -C research test):"
+cat "$research_log"
 # The patched copy of kafka-go (third_party/kafka-go, PATCH.md) is another
 # module: its test compares the patched record decoder with upstream's.
 go test -race -count=1 -run 'RecordCursor' github.com/segmentio/kafka-go/protocol
+if [ "$product" != 0 ] || [ "$research" != 0 ]; then
+  echo "test.sh: product tests exit $product, research tests exit $research" >&2
+  exit 1
+fi
