@@ -125,24 +125,49 @@ func driftWiden(est estimators.Estimate, tau2, pointQ float64, cfg *estimators.C
 
 // gammaFromQuantiles is the Gamma(a, b) whose median is med and whose p
 // quantile is hi (hi > med, p > ½): the ratio of the two quantiles falls
-// with the shape, found by bisection in log a.
+// with the shape; log a is found by regula falsi with the Illinois
+// modification (Dowell & Jarratt 1971) on the log of the ratio, which is
+// smooth and monotone in log a, to the precision of 36 bisections of the
+// bracket (18.4/2³⁶) in about a quarter of their evaluations.
 func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
-	want := hi / med
-	ratio := func(a float64) float64 {
-		return mathext.GammaIncRegInv(a, p) / mathext.GammaIncRegInv(a, 0.5)
+	want := math.Log(hi / med)
+	f := func(x float64) float64 {
+		a := math.Exp(x)
+		return math.Log(mathext.GammaIncRegInv(a, p)/mathext.GammaIncRegInv(a, 0.5)) - want
 	}
 	lo, up := math.Log(1e-3), math.Log(1e5)
-	if !(ratio(math.Exp(up)) < want) || !(ratio(math.Exp(lo)) > want) {
+	flo, fup := f(lo), f(up)
+	if !(fup < 0) || !(flo > 0) {
 		return 0, 0, false
 	}
-	for i := 0; i < 36; i++ { // relative precision of a: 18.4/2³⁶
-		mid := (lo + up) / 2
-		if ratio(math.Exp(mid)) > want {
-			lo = mid
-		} else {
-			up = mid
+	const tol = 18.4 / (1 << 36)
+	x, side := lo, 0
+	for i := 0; i < 100 && up-lo > tol; i++ {
+		x = (lo*fup - up*flo) / (fup - flo)
+		if !(x > lo && x < up) { // rounding at a tiny bracket: bisect
+			x = (lo + up) / 2
+		}
+		fx := f(x)
+		switch {
+		case fx == 0:
+			lo, up = x, x
+		case fx > 0:
+			lo, flo = x, fx
+			if side == 1 {
+				fup /= 2
+			}
+			side = 1
+		default:
+			up, fup = x, fx
+			if side == -1 {
+				flo /= 2
+			}
+			side = -1
+		}
+		if math.Abs(fx) < 1e-13 {
+			break
 		}
 	}
-	a = math.Exp((lo + up) / 2)
+	a = math.Exp(x)
 	return a, mathext.GammaIncRegInv(a, 0.5) / med, true
 }
