@@ -103,6 +103,7 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end fault test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	f := newSmallFixture(t, crashLoopSize(), 18)
 	f.smallCleanRun(t)
 	if t.Failed() {

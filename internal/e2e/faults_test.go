@@ -384,6 +384,7 @@ func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end fault tests")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	f := newFixture(t)
 	f.cleanRun(t)
 	if t.Failed() {

@@ -110,6 +110,7 @@ func TestFlakyNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end fault test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	_, aggBin := buildBinaries(t)
 	f := &fixture{aggBin: aggBin, seed: seedFromEnv() + 19}
 	f.w = genWorkload(f.seed, flakySize())

@@ -26,6 +26,7 @@ func TestGroupRecreated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	_, aggBin := buildBinaries(t)
 	const topic, parts = "obs-group", 4
 	w := genWorkload(seedFromEnv()+7, 20000)

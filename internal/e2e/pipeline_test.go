@@ -172,6 +172,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	ingestBin, aggBin := buildBinaries(t)
 	kafkatest.KcatPath(t) // skip or fail early when kcat is missing
 	rds := redistest.Start(t)

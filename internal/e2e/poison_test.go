@@ -63,6 +63,7 @@ func TestPoisonMessages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	runPoison(t, poisons(seedFromEnv()), 8<<20)
 }
 
@@ -77,6 +78,7 @@ func TestPoisonOversizedObservation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	big := []byte(`{"object":"http://x.example/` + strings.Repeat("a", 600<<10) + `","time":"2026-10-02T00:00:00Z","kind":"visit","digest":"d1"}`)
 	runPoison(t, []poison{{"oversized observation", "poison-big", big, "", ""}}, 0)
 }

@@ -22,6 +22,7 @@ func TestRedisRestartWithoutPersistence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end fault test")
 	}
+	t.Parallel() // its own broker, Redis and processes
 	f := newSmallFixture(t, 20000, 20)
 	rds := redistest.Start(t) // no AOF, no RDB snapshots
 	outputTopics(t, f.kc, "-lost")
