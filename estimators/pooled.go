@@ -298,15 +298,16 @@ func gridLogPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func
 		return Estimate{}, false
 	}
 	hi = math.Max(hi, hiMin)
-	var lp [pooledGrid]float64
+	var lp, ex [pooledGrid]float64
 	step := math.Log(hi/lo) / (pooledGrid - 1)
 	top := math.Inf(-1)
 	for j := range lp {
-		v := logPost(lo * math.Exp(float64(j)*step))
+		ex[j] = math.Exp(float64(j) * step)
+		v := logPost(lo * ex[j])
 		lp[j] = v
 		top = math.Max(top, v)
 	}
-	return gridPosteriorRaw(lp[:], top, lo, hi, step, cfg)
+	return gridPosteriorRaw(lp[:], ex[:], top, lo, hi, step, cfg)
 }
 
 // pooledGridRange is the grid of the exact posterior: a factor 10 beyond
@@ -332,10 +333,11 @@ func pooledGridRange(prior GammaPrior, ev Evidence, m *quantileMemo) (lo, hi flo
 }
 
 // gridPosteriorRaw is the pooled estimate from a log posterior lp
-// evaluated on the log-spaced grid lo·e^{j·step} (top = max lp), before
-// sane: the posterior mean (P1) and the equal-tailed credible interval of
-// cfg, by the midpoint rule in log λ.
-func gridPosteriorRaw(lp []float64, top, lo, hi, step float64, cfg *Config) (Estimate, bool) {
+// evaluated on the log-spaced grid lo·ex[j], ex[j] = e^{j·step} (top = max
+// lp), before sane: the posterior mean (P1) and the equal-tailed credible
+// interval of cfg, by the midpoint rule in log λ. The caller's ex (the
+// exponentials it evaluated lp at) spares one exponential per point.
+func gridPosteriorRaw(lp, ex []float64, top, lo, hi, step float64, cfg *Config) (Estimate, bool) {
 	if math.IsInf(top, 0) || math.IsNaN(top) {
 		return Estimate{}, false
 	}
@@ -343,7 +345,7 @@ func gridPosteriorRaw(lp []float64, top, lo, hi, step float64, cfg *Config) (Est
 	for j := range lp {
 		lp[j] = math.Exp(lp[j] - top)
 		total += lp[j]
-		first += lp[j] * lo * math.Exp(float64(j)*step)
+		first += lp[j] * lo * ex[j]
 	}
 	quant := func(p float64) float64 {
 		target, acc := p*total, 0.0

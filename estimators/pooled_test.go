@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"github.com/changerate/changerate/internal/cputime"
 )
 
 // gammaDraw draws Gamma(shape, rate) (Marsaglia–Tsang, with the shape < 1
@@ -295,16 +297,7 @@ func TestPoolStatsRemove(t *testing.T) {
 // others filled, twice over, under priors that differ in the last bit.
 func TestPooledEstimateInExact(t *testing.T) {
 	cfg := mustCfg(t)
-	var objs []*Change
-	for n := 5; n <= 30; n += 5 {
-		for _, x := range []int{0, 1, 3, n} {
-			ch := make([]bool, n)
-			for i := 0; i < x; i++ {
-				ch[(i*7)%n] = true
-			}
-			objs = append(objs, regular(day*float64(1+n%3), ch))
-		}
-	}
+	objs := pooledObjects()
 	var scratch Estimates
 	for round := 0; round < 2; round++ {
 		for _, shape := range []float64{0.4, 2.5, math.Nextafter(2.5, 3), 10} {
@@ -322,6 +315,46 @@ func TestPooledEstimateInExact(t *testing.T) {
 	if m := scratch.quantiles(); m == nil {
 		t.Fatal("no memo")
 	}
+}
+
+// pooledObjects are regularly visited objects (5–30 visits, 1–3 days
+// apart) seen to change never, once, three times and at every visit: the
+// conjugate, grid and floored posteriors.
+func pooledObjects() []*Change {
+	var objs []*Change
+	for n := 5; n <= 30; n += 5 {
+		for _, x := range []int{0, 1, 3, n} {
+			ch := make([]bool, n)
+			for i := 0; i < x; i++ {
+				ch[(i*7)%n] = true
+			}
+			objs = append(objs, regular(day*float64(1+n%3), ch))
+		}
+	}
+	return objs
+}
+
+// BenchmarkPooledEstimateIn is the pooled estimate with the quantile memo
+// of one scratch, as the aggregator publishes it, over pooledObjects under
+// four priors: ns per estimate.
+func BenchmarkPooledEstimateIn(b *testing.B) {
+	cfg := mustCfg(b)
+	objs := pooledObjects()
+	var scratch Estimates
+	b.ReportAllocs()
+	n := 0
+	c0 := cputime.Process()
+	for b.Loop() {
+		for _, shape := range []float64{0.4, 2.5, 4, 10} {
+			prior := GammaPrior{Shape: shape, Rate: shape * 20 * day}
+			for _, c := range objs {
+				c.PooledEstimateIn(prior, cfg, &scratch)
+				n++
+			}
+		}
+	}
+	b.ReportMetric(float64((cputime.Process()-c0).Nanoseconds())/float64(n), "cpu-ns/estimate")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/estimate")
 }
 
 // PooledQuantile reads single quantiles off the posterior PooledEstimate
