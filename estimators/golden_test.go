@@ -26,15 +26,19 @@ func goldenStates() (Change, Access) {
 	return c, a
 }
 
-// TestEncodingGolden pins the current (version-2) encoding: states stored in
-// Redis by one build must decode in the next. Regenerate with -update only
-// together with a new encodingVersion, keeping the old file for
-// TestEncodingGoldenV1-style decoding tests.
+// goldenRef is the reference time of the golden encodings: the latest
+// observation, as aggregate passes it.
+const goldenRef = 1.7e9 + 3*86400 + 7
+
+// TestEncodingGolden pins the current encoding (Change version 3, Access
+// version 2): states stored in Redis by one build must decode in the next.
+// Regenerate with -update only together with a new version, keeping the
+// old file for TestEncodingGoldenV1/V2-style decoding tests.
 func TestEncodingGolden(t *testing.T) {
 	c, a := goldenStates()
-	const ref = 1.7e9 + 3*86400 + 7 // the latest observation, as aggregate passes it
+	const ref = goldenRef
 	got := "change " + hex.EncodeToString(c.AppendBinaryAt(nil, ref)) + "\naccess " + hex.EncodeToString(a.AppendBinaryAt(nil, ref)) + "\n"
-	path := filepath.Join("testdata", "encoding_v2.golden")
+	path := filepath.Join("testdata", "encoding_v3.golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -92,6 +96,9 @@ func TestEncodingGoldenV1(t *testing.T) {
 			}
 			want := c
 			want.sumSq = float32(2*86400.0*86400.0 + 86407.0*86407.0)
+			// No dependence count before version 3: it starts at the
+			// decoding, after the state's 3 intervals.
+			want.pairs, want.prevChanged, want.pairBase = 0, false, 3
 			if d != want {
 				t.Errorf("v1 change decodes to\n%+v, want\n%+v", d, want)
 			}
@@ -103,6 +110,55 @@ func TestEncodingGoldenV1(t *testing.T) {
 			n, err := d.DecodeBinary(b)
 			if err != nil || n != len(b) || d != a {
 				t.Errorf("v1 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
+			}
+		default:
+			t.Fatalf("unknown line %q", line)
+		}
+	}
+}
+
+// TestEncodingGoldenV2 decodes the states a version-2 build stored (before
+// the flag-dependence count): every field exactly, the count starting at
+// the decoding (pairBase = the 3 intervals, no pair, latest flag unknown),
+// so D (dependence.go) is 1 until later visits give it pairs; Access is
+// still version 2 and decodes to the same state.
+func TestEncodingGoldenV2(t *testing.T) {
+	c, a := goldenStates()
+	raw, err := os.ReadFile(filepath.Join("testdata", "encoding_v2.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		kind, hx, _ := strings.Cut(line, " ")
+		b, _ := hex.DecodeString(hx)
+		switch kind {
+		case "change":
+			if b[0]>>4 != 2 {
+				t.Fatalf("v2 golden has version %d", b[0]>>4)
+			}
+			var d Change
+			n, err := d.DecodeBinaryAt(b, goldenRef)
+			if err != nil || n != len(b) {
+				t.Fatalf("v2 change: n %d of %d, %v", n, len(b), err)
+			}
+			want := c
+			want.pairs, want.prevChanged, want.pairBase = 0, false, 3
+			if d != want {
+				t.Errorf("v2 change decodes to\n%+v, want\n%+v", d, want)
+			}
+			if D := d.FlagDependence(); D != 1 {
+				t.Errorf("v2 change: D = %v without a count, want 1", D)
+			}
+			// Re-encoded as version 3 it keeps its base.
+			var e Change
+			if _, err := e.DecodeBinaryAt(d.AppendBinaryAt(nil, goldenRef), goldenRef); err != nil || e != d {
+				t.Errorf("v2 → v3 round trip: %v %+v", err, e)
+			}
+		case "access":
+			var d Access
+			n, err := d.DecodeBinaryAt(b, goldenRef)
+			if err != nil || n != len(b) || d != a {
+				t.Errorf("v2 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
 			}
 		default:
 			t.Fatalf("unknown line %q", line)
