@@ -106,11 +106,25 @@ func (c *Change) FlagDependence() float64 {
 // (D4) for the estimators of regular visits that read the change flags;
 // the others, and D = 1, are returned unchanged.
 func (c *Change) dependentInterval(e Estimate, cfg *Config, m *quantileMemo) Estimate {
-	if !e.HasCI || !c.Regular(cfg) {
+	if !c.Regular(cfg) {
 		return e
 	}
-	D := c.FlagDependence()
-	if D == 1 {
+	return c.effectiveInterval(e, c.FlagDependence(), cfg, m)
+}
+
+// EffectiveInterval is e (naive, cgm_improved or bayes_beta of c's
+// visits) with its interval recomputed on the effective sample (D4) for a
+// given variance factor D > 0 (FlagDependence gives the published one);
+// research/cmd/eval uses it to separate the error of D̂ from the rest.
+func (c *Change) EffectiveInterval(e Estimate, D float64, cfg *Config) Estimate {
+	if !(D > 0) {
+		return e
+	}
+	return c.effectiveInterval(e, D, cfg, nil)
+}
+
+func (c *Change) effectiveInterval(e Estimate, D float64, cfg *Config, m *quantileMemo) Estimate {
+	if !e.HasCI || D == 1 {
 		return e
 	}
 	n, T, ok := c.visitBase()
