@@ -1,12 +1,8 @@
 package estimators
 
 import (
-	"encoding/hex"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -196,14 +192,12 @@ func TestDependenceEncoding(t *testing.T) {
 		t.Error("pairs = X decoded")
 	}
 
-	raw, err := os.ReadFile(filepath.Join("testdata", "encoding_v2.golden"))
-	if err != nil {
-		t.Fatal(err)
+	v2 := goldenFile(t, "encoding_v2.golden")[0]
+	if v2.kind != "change" {
+		t.Fatalf("first golden line is %q", v2.kind)
 	}
-	hx, _, _ := strings.Cut(strings.TrimPrefix(string(raw), "change "), "\n")
-	v2, _ := hex.DecodeString(hx)
 	var o Change
-	if _, err := o.DecodeBinaryAt(v2, goldenRef); err != nil {
+	if _, err := o.DecodeBinaryAt(v2.b, goldenRef); err != nil {
 		t.Fatal(err)
 	}
 	base := o.Intervals()

@@ -80,14 +80,9 @@ func TestEncodingGolden(t *testing.T) {
 // becomes the float32 of the float64 sum.
 func TestEncodingGoldenV1(t *testing.T) {
 	c, a := goldenStates()
-	raw, err := os.ReadFile(filepath.Join("testdata", "encoding_v1.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		kind, hx, _ := strings.Cut(line, " ")
-		b, _ := hex.DecodeString(hx)
-		switch kind {
+	for _, g := range goldenFile(t, "encoding_v1.golden") {
+		b := g.b
+		switch g.kind {
 		case "change":
 			var d Change
 			n, err := d.DecodeBinary(b)
@@ -112,7 +107,7 @@ func TestEncodingGoldenV1(t *testing.T) {
 				t.Errorf("v1 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
 			}
 		default:
-			t.Fatalf("unknown line %q", line)
+			t.Fatalf("unknown kind %q", g.kind)
 		}
 	}
 }
@@ -124,14 +119,9 @@ func TestEncodingGoldenV1(t *testing.T) {
 // still version 2 and decodes to the same state.
 func TestEncodingGoldenV2(t *testing.T) {
 	c, a := goldenStates()
-	raw, err := os.ReadFile(filepath.Join("testdata", "encoding_v2.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		kind, hx, _ := strings.Cut(line, " ")
-		b, _ := hex.DecodeString(hx)
-		switch kind {
+	for _, g := range goldenFile(t, "encoding_v2.golden") {
+		b := g.b
+		switch g.kind {
 		case "change":
 			if b[0]>>4 != 2 {
 				t.Fatalf("v2 golden has version %d", b[0]>>4)
@@ -161,7 +151,32 @@ func TestEncodingGoldenV2(t *testing.T) {
 				t.Errorf("v2 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
 			}
 		default:
-			t.Fatalf("unknown line %q", line)
+			t.Fatalf("unknown kind %q", g.kind)
 		}
 	}
+}
+
+// goldenLine is one "kind hex" line of a golden encoding file.
+type goldenLine struct {
+	kind string
+	b    []byte
+}
+
+// goldenFile reads testdata/name.
+func goldenFile(t *testing.T, name string) []goldenLine {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []goldenLine
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		kind, hx, _ := strings.Cut(line, " ")
+		b, err := hex.DecodeString(hx)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, goldenLine{kind, b})
+	}
+	return out
 }
