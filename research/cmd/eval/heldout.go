@@ -175,6 +175,13 @@ func heldOutSection(e *Env) {
 		{"bursty changes k=0.5, r=1", 1, 60, false, false, 0.5},
 		{"periodic-ish changes k=3, r=0.3", 0.3, 60, false, false, 3},
 		{"periodic-ish changes k=3, r=1", 1, 60, false, false, 3},
+		// Appended (so the cells above keep their seeds): the remaining
+		// regimes of r for the renewal worlds. Nearly periodic changes at
+		// r = 3 change in (almost) every interval, p → 1 and λ_p → ∞:
+		// left out.
+		{"bursty changes k=0.5, r=0.1", 0.1, 60, false, false, 0.5},
+		{"bursty changes k=0.5, r=3", 3, 60, false, false, 0.5},
+		{"periodic-ish changes k=3, r=0.1", 0.1, 60, false, false, 3},
 	}
 	keys := []string{estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta, estimators.KeyCGMIrregularMLE, estimators.KeyCGMLastMod}
 	cfg := newEstConfig()
