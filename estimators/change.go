@@ -58,12 +58,11 @@ type Change struct {
 	gone uint32
 
 	// The serial dependence of the change flags (dependence.go): pairs
-	// counts the adjacent visit intervals both changed (C of D3) among
-	// the intervals after the first pairBase ones (a state stored before
-	// the count existed starts counting at its decoding), and
-	// prevChanged says whether the latest interval changed.
+	// counts the adjacent visit intervals both changed (C of D3; a state
+	// stored before the count existed starts from its expectation for
+	// independent flags, expectedPairs), and prevChanged says whether
+	// the latest interval changed.
 	pairs       int64
-	pairBase    int64
 	prevChanged bool
 }
 

@@ -25,10 +25,9 @@ package estimators
 // of an AR(1) series in Box, Jenkins & Reinsel, Time Series Analysis).
 //
 // ρ is estimated from the count C of adjacent interval pairs that both
-// changed, among the m − 1 adjacent pairs of the m intervals counted
-// (m = n, or the intervals since a state stored before the count existed
-// was decoded): E[C] = (m − 1)·P(x_i = x_{i+1} = 1) = (m − 1)·(p² +
-// ρ·p(1−p)), so with p̂ = X/n
+// changed, among the m − 1 adjacent pairs of m intervals (m = n):
+// E[C] = (m − 1)·P(x_i = x_{i+1} = 1) = (m − 1)·(p² + ρ·p(1−p)), so with
+// p̂ = X/n
 //
 //	ρ̂ = (C/(m − 1) − p̂²) / (p̂(1 − p̂)) + 1/n                             (D3)
 //
@@ -36,7 +35,11 @@ package estimators
 // independent flags), so that ρ̂ is unbiased to first order at ρ = 0.
 // ρ̂ is not defined when every flag, or none, is set (p̂(1−p̂) = 0: the
 // count has no binomial spread to scale) or with fewer than two counted
-// intervals; then D = 1.
+// intervals; then D = 1. A state stored before the count existed
+// (encoding version 1 or 2) starts from C = E, the expectation for
+// independent flags (expectedPairs), rather than from a separate base,
+// which would cost its bytes in every state: its earlier intervals count
+// as independent, and its D̂ is pulled toward 1 by their share.
 //
 // The published interval is the chosen estimator's own interval
 // recomputed on the effective sample — n/D trials with X/D changes, the
@@ -91,7 +94,7 @@ func VarianceFactor(rho float64) float64 { return (1 + rho) / (1 - rho) }
 // to [1, n]; 1 where ρ̂ is not defined.
 func (c *Change) FlagDependence() float64 {
 	n := c.Intervals()
-	rho, ok := FlagCorrelation(n, c.changes, n-c.pairBase, c.pairs)
+	rho, ok := FlagCorrelation(n, c.changes, n, c.pairs)
 	if !ok || rho <= 0 {
 		return 1
 	}

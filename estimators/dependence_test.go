@@ -62,7 +62,7 @@ func TestVarianceFactorMarkov(t *testing.T) {
 			})
 			sx += float64(X)
 			sxx += float64(X) * float64(X)
-			if r, ok := FlagCorrelation(c.Intervals(), c.Changes(), c.Intervals()-c.pairBase, c.pairs); ok {
+			if r, ok := FlagCorrelation(c.Intervals(), c.Changes(), c.Intervals(), c.pairs); ok {
 				srho += r
 				nrho++
 			}
@@ -104,7 +104,7 @@ func TestFlagCorrelationCases(t *testing.T) {
 		for i, ch := range tc.flags {
 			c.Visit(Visit{Time: float64(i + 1), Changed: ch == '1'})
 		}
-		rho, ok := FlagCorrelation(c.Intervals(), c.Changes(), c.Intervals()-c.pairBase, c.pairs)
+		rho, ok := FlagCorrelation(c.Intervals(), c.Changes(), c.Intervals(), c.pairs)
 		if ok != tc.ok || math.Abs(rho-tc.rho) > 1e-12 {
 			t.Errorf("%s: ρ̂ = %v %v, want %v %v", tc.flags, rho, ok, tc.rho, tc.ok)
 		}
@@ -167,16 +167,18 @@ func TestDependentCoverageMarkov(t *testing.T) {
 }
 
 // TestDependenceEncoding: the dependence count and the latest flag round-
-// trip; a version-2 state (the golden file) continues with the count
-// starting at its decoding — the pairs of its later intervals only, the
-// boundary pair not counted — and D̂ uses those intervals.
+// trip, and a corrupt count is rejected; a version-2 state (the golden
+// file: 3 intervals, 2 changed) starts from the expected count of
+// independent flags, round(X²(n−1)/n²) = round(4·2/9) = 1, and adds the
+// pairs of its later intervals (the boundary pair not counted: its latest
+// flag is unknown).
 func TestDependenceEncoding(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var c Change
 	c.Visit(Visit{Time: 1e9})
 	markovFlags(rng, 300, 0.4, 0.5, func(i int, x bool) { c.Visit(Visit{Time: 1e9 + float64(i+1)*3600, Changed: x}) })
-	if c.pairs == 0 || c.pairBase != 0 {
-		t.Fatalf("pairs %d base %d", c.pairs, c.pairBase)
+	if c.pairs == 0 {
+		t.Fatalf("no pairs")
 	}
 	ref := c.latest()
 	b := c.AppendBinaryAt(nil, ref)
@@ -184,8 +186,7 @@ func TestDependenceEncoding(t *testing.T) {
 	if _, err := d.DecodeBinaryAt(b, ref); err != nil || d != c {
 		t.Fatalf("round trip: %v\n%+v\n%+v", err, d, c)
 	}
-	// A corrupt count (more pairs than changes) is rejected: rewrite the
-	// state with pairs = X and re-encode.
+	// More pairs than changes − 1 is corrupt.
 	bad := c
 	bad.pairs = bad.changes
 	if _, err := d.DecodeBinaryAt(bad.AppendBinaryAt(nil, ref), ref); err == nil {
@@ -200,22 +201,21 @@ func TestDependenceEncoding(t *testing.T) {
 	if _, err := o.DecodeBinaryAt(v2.b, goldenRef); err != nil {
 		t.Fatal(err)
 	}
-	base := o.Intervals()
+	if o.pairs != 1 || o.prevChanged {
+		t.Fatalf("v2 state: pairs %d, latest flag %v; want 1, false", o.pairs, o.prevChanged)
+	}
 	flags := []bool{true, true, false, true, true, true, false}
 	for i, x := range flags {
 		o.Visit(Visit{Time: goldenRef + float64(i+1)*86400, Changed: x})
 	}
-	// Pairs among the 7 later intervals: (1,2), (4,5), (5,6).
-	if o.pairBase != base || o.pairs != 3 {
-		t.Errorf("after a v2 state: base %d (want %d), pairs %d (want 3)", o.pairBase, base, o.pairs)
+	// 1 imputed + the later pairs (1,2), (4,5), (5,6).
+	if o.pairs != 4 {
+		t.Errorf("after a v2 state: pairs %d, want 4", o.pairs)
 	}
-	rho, ok := FlagCorrelation(o.Intervals(), o.Changes(), int64(len(flags)), 3)
-	want := 1.0
-	if ok && rho > 0 {
-		want = VarianceFactor(rho)
-	}
-	if D := o.FlagDependence(); !ok || D != want {
-		t.Errorf("D = %v, want %v (ρ̂ %v over the %d counted intervals)", D, want, rho, len(flags))
+	// n = 10, X = 7, C = 4: ρ̂ = (4/9 − 0.49)/0.21 + 0.1 < 0, so D = 1.
+	rho, ok := FlagCorrelation(10, 7, 10, 4)
+	if want := (4.0/9-0.49)/0.21 + 0.1; !ok || math.Abs(rho-want) > 1e-12 || o.FlagDependence() != 1 {
+		t.Errorf("ρ̂ = %v (want %v), D = %v (want 1)", rho, want, o.FlagDependence())
 	}
 	var p Change
 	if _, err := p.DecodeBinaryAt(o.AppendBinaryAt(nil, o.latest()), o.latest()); err != nil || p != o {

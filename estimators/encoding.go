@@ -20,7 +20,8 @@ const encodingVersion = 2
 
 // changeVersion is Change's encoding: version 2 plus the flag-dependence
 // count (dependence.go). Version-2 states still decode: they lack the
-// count, which then starts at their decoding (pairBase = their intervals).
+// count, which then starts at its expectation for independent flags
+// (expectedPairs) and the latest flag as unchanged.
 const changeVersion = 3
 
 const (
@@ -54,8 +55,7 @@ const maxMillis = MaxTime * 1000
 //	lastmod:  uvarint N, X (Fig. 10), T (ms), ages, Σ age (ms)
 //	matloff:  uvarint periods, M_n, #(0,h); float64 Σ τ, Σ W/τ
 //	extra:    uvarint complete change events (Visit.Complete), uvarint
-//	          "gone" answers since the latest visit (MarkGone), uvarint
-//	          intervals before the dependence count began (pairBase)
+//	          "gone" answers since the latest visit (MarkGone)
 //
 // ref (seconds) is a time the caller passes again to DecodeBinaryAt, best
 // the object's latest observation, which makes the latest visit time 1–3
@@ -74,7 +74,7 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	if c.mat != (matloffState{}) {
 		flags |= secMatloff
 	}
-	if c.events != 0 || c.gone != 0 || c.pairBase != 0 {
+	if c.events != 0 || c.gone != 0 {
 		flags |= secExtra
 	}
 	dst = append(dst, changeVersion<<4|flags)
@@ -126,21 +126,21 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	if flags&secExtra != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.events))
 		dst = binary.AppendUvarint(dst, uint64(c.gone))
-		dst = binary.AppendUvarint(dst, uint64(c.pairBase))
 	}
 	return dst
 }
 
 // expectedPairs is E = round(X²(n−1)/n²), the expected number of adjacent
-// changed pairs among n independent flags with X set, in [0, X]: the
+// changed pairs among n independent flags with X set, at most X − 1: the
 // encoding stores the count's difference from it, a byte for all but
-// strongly dependent flags. Exact operations, so encoder and decoder agree.
+// strongly dependent flags, and a state stored before the count existed
+// starts from it. Exact operations, so encoder and decoder agree.
 func expectedPairs(n, x int64) int64 {
 	if n <= 1 || x <= 0 {
 		return 0
 	}
 	N, X := float64(n), float64(x)
-	return min(int64(math.Round(X*X*(N-1)/(N*N))), x)
+	return min(int64(math.Round(X*X*(N-1)/(N*N))), x-1)
 }
 
 func b2u(b bool) uint64 {
@@ -293,20 +293,15 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	if flags&secExtra != 0 {
 		s.events = d.r.Count()
 		gone := d.r.Count()
-		if v3 {
-			s.pairBase = d.r.Count()
-		}
-		if d.err() == nil && (s.events > s.visits || gone > math.MaxUint32 || (s.events == 0 && gone == 0 && s.pairBase == 0)) {
+		if d.err() == nil && (s.events > s.visits || gone > math.MaxUint32 || (s.events == 0 && gone == 0)) {
 			d.r.Fail("bad events or gone count")
 		}
 		s.gone = uint32(gone)
 	}
 	if !v3 {
-		// A version-2 state: the dependence count starts here.
-		s.pairBase = s.Intervals()
-	}
-	if d.err() == nil && (s.pairBase > s.Intervals() || s.pairs > max(s.Intervals()-s.pairBase-1, 0) || (s.prevChanged && s.pairBase >= s.Intervals())) {
-		d.r.Fail("bad dependence count")
+		// A version-2 state: the dependence count starts at its
+		// expectation for independent flags.
+		s.pairs = expectedPairs(s.Intervals(), s.changes)
 	}
 	if err := d.err(); err != nil {
 		return 0, err

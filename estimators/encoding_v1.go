@@ -17,8 +17,8 @@ import (
 //
 // States stored by a version-1 build are decoded into the version-2 state:
 // times and sums rounded to whole milliseconds (Σ t_u is then derived from
-// the span), Σ I² to float32, and the dependence count starts at the
-// decoding, as for version 2. Nothing writes version 1 any more.
+// the span), Σ I² to float32, and the dependence count starts at its
+// expectation for independent flags, as for version 2. Nothing writes version 1 any more.
 
 func (c *Change) decodeV1(src []byte) (int, error) {
 	d := decoder{r: reader{wire.NewReader(src)}}
@@ -104,7 +104,7 @@ func (c *Change) decodeV1(src []byte) (int, error) {
 	if err := d.err(); err != nil {
 		return 0, err
 	}
-	s.pairBase = s.Intervals() // no dependence count (dependence.go) before version 3
+	s.pairs = expectedPairs(s.Intervals(), s.changes) // no dependence count before version 3 (dependence.go)
 	*c = s
 	return d.r.Offset(), nil
 }

@@ -125,15 +125,15 @@ func TestEventsEncoding(t *testing.T) {
 	if _, err := d.DecodeBinaryAt(b, ref); err != nil || d != c || !d.Complete() {
 		t.Fatalf("round trip: %v, %+v", err, d)
 	}
-	// The last three bytes are the events count (3), the gone count (0)
-	// and the dependence count's base (0); 4 events > visits is corrupt.
+	// The last two bytes are the events count (3) and the gone count (0);
+	// 4 events > visits is corrupt.
 	bad := append([]byte(nil), b...)
-	bad[len(bad)-3] = 4
+	bad[len(bad)-2] = 4
 	if _, err := d.DecodeBinaryAt(bad, ref); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("events > visits: err = %v", err)
 	}
 	// The same state without the events section is a sampled history.
-	old := append([]byte(nil), b[:len(b)-3]...)
+	old := append([]byte(nil), b[:len(b)-2]...)
 	old[0] &^= secExtra
 	if _, err := d.DecodeBinaryAt(old, ref); err != nil || d.Complete() || d.Events() != 0 {
 		t.Errorf("old state: err %v, complete %v (%s)", err, d.Complete(), hex.EncodeToString(old))
