@@ -319,8 +319,12 @@ func (c *Change) chooseVisit(cfg *Config, withCI bool, pre *visitEstimates, m *q
 	}
 	if !withCI {
 		best.Lo, best.Hi, best.HasCI = 0, 0, false
+		return best, true
 	}
-	return best, true
+	// The published interval accounts for the serial dependence of the
+	// change flags (dependence.go, D4); the point estimate is the
+	// estimator's own.
+	return c.dependentInterval(best, cfg, m), true
 }
 
 // pilotQuantiles are the posterior quantiles of r at which (B6) averages

@@ -56,6 +56,14 @@ type Change struct {
 	// gone counts the answers "gone" (HTTP 404, 410) since the latest
 	// accepted visit (MarkGone), saturating.
 	gone uint32
+
+	// The serial dependence of the change flags (dependence.go): pairs
+	// counts the adjacent visit intervals both changed (C of D3; a state
+	// stored before the count existed starts from its expectation for
+	// independent flags, expectedPairs), and prevChanged says whether
+	// the latest interval changed.
+	pairs       int64
+	prevChanged bool
 }
 
 // millis converts a time or duration in seconds (|t| < MaxTime) to whole
@@ -116,6 +124,10 @@ func (c *Change) Visit(v Visit) {
 	}
 	ivs := seconds(iv)
 	c.sumSq = float32(float64(c.sumSq) + ivs*ivs)
+	if v.Changed && c.prevChanged {
+		c.pairs++
+	}
+	c.prevChanged = v.Changed
 	if v.Changed {
 		c.changes++
 		c.changedT += iv

@@ -116,6 +116,15 @@
 //
 // With fewer observations there is no best estimate (ok=false).
 //
+// The best estimate's interval on regular visits (naive, cgm_improved,
+// bayes_beta) is its estimator's interval recomputed on the effective
+// sample n/D̂, X/D̂, with D̂ = (1+ρ̂)/(1−ρ̂) the lag-1 variance factor of the
+// change flags (dependence.go, D1–D4; ρ̂ from the count of adjacent
+// changed intervals in the state), bounded to [1, n]: bursty changes
+// correlate the flags of successive visits and the binomial interval is
+// too narrow. Widened only; the point estimate and the intervals listed
+// in Estimates are the estimators' own.
+//
 // Evaluation (TestBestRuleEvaluation, 4000 seeded objects per regime):
 // the published estimate's mean capped |log(est/true)| (the rule's loss)
 // must be within 3 % of the lowest of the single paper estimators defined

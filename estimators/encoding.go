@@ -15,7 +15,14 @@ var ErrCorrupt = errors.New("estimators: corrupt state encoding")
 
 // encodingVersion is stored in the high nibble of the first byte. Version 1
 // (float64 seconds, uvarint bucket pairs) is still decoded; see decodeV1.
+// Access writes version 2; Change writes changeVersion.
 const encodingVersion = 2
+
+// changeVersion is Change's encoding: version 2 plus the flag-dependence
+// count (dependence.go). Version-2 states still decode: they lack the
+// count, which then starts at its expectation for independent flags
+// (expectedPairs) and the latest flag as unchanged.
+const changeVersion = 3
 
 const (
 	secVisits  = 1 << 0
@@ -41,7 +48,10 @@ const maxMillis = MaxTime * 1000
 //	          code of (index − previous index; for the first bucket, the
 //	          zig-zag of the bucket of the mean changed interval − index, +1)
 //	          and the Rice code of count−1 with k = ⌊log2(X/#buckets)⌋,
-//	          bit-packed and zero-padded to a byte
+//	          bit-packed and zero-padded to a byte, then uvarint
+//	          2·zigzag(C − E) + (latest interval changed), C the count of
+//	          adjacent changed pairs (dependence.go, D3) and E =
+//	          round(X²(n−1)/n²) its expectation for independent flags
 //	lastmod:  uvarint N, X (Fig. 10), T (ms), ages, Σ age (ms)
 //	matloff:  uvarint periods, M_n, #(0,h); float64 Σ τ, Σ W/τ
 //	extra:    uvarint complete change events (Visit.Complete), uvarint
@@ -67,7 +77,7 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	if c.events != 0 || c.gone != 0 {
 		flags |= secExtra
 	}
-	dst = append(dst, encodingVersion<<4|flags)
+	dst = append(dst, changeVersion<<4|flags)
 	if flags&secVisits != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.visits))
 		dst = binary.AppendUvarint(dst, uint64(c.changes))
@@ -100,6 +110,7 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 				}
 			}
 			dst = w.Finish()
+			dst = binary.AppendUvarint(dst, zigzag(c.pairs-expectedPairs(c.Intervals(), c.changes))<<1|b2u(c.prevChanged))
 		}
 	}
 	if flags&secLastMod != 0 {
@@ -117,6 +128,26 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 		dst = binary.AppendUvarint(dst, uint64(c.gone))
 	}
 	return dst
+}
+
+// expectedPairs is E = round(X²(n−1)/n²), the expected number of adjacent
+// changed pairs among n independent flags with X set, at most X − 1: the
+// encoding stores the count's difference from it, a byte for all but
+// strongly dependent flags, and a state stored before the count existed
+// starts from it. Exact operations, so encoder and decoder agree.
+func expectedPairs(n, x int64) int64 {
+	if n <= 1 || x <= 0 {
+		return 0
+	}
+	N, X := float64(n), float64(x)
+	return min(int64(math.Round(X*X*(N-1)/(N*N))), x-1)
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // AppendBinary is AppendBinaryAt(dst, 0).
@@ -164,10 +195,11 @@ func refMillis(ref float64) int64 {
 // float rounding).
 func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	d := decoder{r: reader{wire.NewReader(src)}}
-	version, flags := d.header(secVisits | secLastMod | secMatloff | secExtra)
+	version, flags := d.header(secVisits|secLastMod|secMatloff|secExtra, changeVersion)
 	if d.err() == nil && version == 1 {
 		return c.decodeV1(src)
 	}
+	v3 := version == changeVersion
 	var s Change
 	if flags&secVisits != 0 {
 		s.visits = d.r.Count()
@@ -213,6 +245,13 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 				}
 				d.r.Skip(br.Bytes())
 			}
+			if v3 {
+				pc := d.r.Uvarint()
+				s.pairs, s.prevChanged = unzigzag(pc>>1)+expectedPairs(s.Intervals(), s.changes), pc&1 == 1
+				if s.pairs < 0 {
+					d.r.Fail("bad dependence count")
+				}
+			}
 			if d.err() == nil {
 				switch {
 				case s.visits < 1:
@@ -227,6 +266,8 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 					d.r.Fail("baseline with interval data")
 				case !(s.sumSq >= 0):
 					d.r.Fail("bad interval sums")
+				case s.pairs > max(s.changes-1, 0) || (s.prevChanged && s.changes == 0):
+					d.r.Fail("bad dependence count")
 				}
 			}
 		}
@@ -256,6 +297,11 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 			d.r.Fail("bad events or gone count")
 		}
 		s.gone = uint32(gone)
+	}
+	if !v3 {
+		// A version-2 state: the dependence count starts at its
+		// expectation for independent flags.
+		s.pairs = expectedPairs(s.Intervals(), s.changes)
 	}
 	if err := d.err(); err != nil {
 		return 0, err
@@ -305,7 +351,7 @@ func (a *Access) DecodeBinary(src []byte) (int, error) { return a.DecodeBinaryAt
 // read; errors wrap ErrCorrupt and leave a unchanged.
 func (a *Access) DecodeBinaryAt(src []byte, ref float64) (int, error) {
 	d := decoder{r: reader{wire.NewReader(src)}}
-	version, flags := d.header(secDirect | secMatloff)
+	version, flags := d.header(secDirect|secMatloff, encodingVersion)
 	if d.err() == nil && version == 1 {
 		return a.decodeV1(src)
 	}
@@ -388,15 +434,15 @@ func (r *reader) relTime(ref float64) int64 {
 	return rm - d
 }
 
-// header reads the version and section flags.
-func (d *decoder) header(allowed byte) (version int, flags byte) {
+// header reads the version (1 to maxVersion) and section flags.
+func (d *decoder) header(allowed byte, maxVersion int) (version int, flags byte) {
 	h := d.r.Byte()
 	if d.r.Err() != nil {
 		d.r.Fail("empty")
 		return 0, 0
 	}
 	version = int(h >> 4)
-	if version != encodingVersion && version != 1 {
+	if version < 1 || version > maxVersion {
 		d.r.Fail(fmt.Sprintf("unknown version %d", version))
 		return 0, 0
 	}

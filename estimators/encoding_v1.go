@@ -17,11 +17,12 @@ import (
 //
 // States stored by a version-1 build are decoded into the version-2 state:
 // times and sums rounded to whole milliseconds (Σ t_u is then derived from
-// the span), Σ I² to float32. Nothing writes version 1 any more.
+// the span), Σ I² to float32, and the dependence count starts at its
+// expectation for independent flags, as for version 2. Nothing writes version 1 any more.
 
 func (c *Change) decodeV1(src []byte) (int, error) {
 	d := decoder{r: reader{wire.NewReader(src)}}
-	_, flags := d.header(secVisits | secLastMod | secMatloff)
+	_, flags := d.header(secVisits|secLastMod|secMatloff, 1)
 	var s Change
 	if flags&secVisits != 0 {
 		s.visits = d.r.Count()
@@ -103,13 +104,14 @@ func (c *Change) decodeV1(src []byte) (int, error) {
 	if err := d.err(); err != nil {
 		return 0, err
 	}
+	s.pairs = expectedPairs(s.Intervals(), s.changes) // no dependence count before version 3 (dependence.go)
 	*c = s
 	return d.r.Offset(), nil
 }
 
 func (a *Access) decodeV1(src []byte) (int, error) {
 	d := decoder{r: reader{wire.NewReader(src)}}
-	_, flags := d.header(secDirect | secMatloff)
+	_, flags := d.header(secDirect|secMatloff, 1)
 	var s Access
 	if flags&secDirect != 0 {
 		s.n = d.r.Count()

@@ -26,15 +26,19 @@ func goldenStates() (Change, Access) {
 	return c, a
 }
 
-// TestEncodingGolden pins the current (version-2) encoding: states stored in
-// Redis by one build must decode in the next. Regenerate with -update only
-// together with a new encodingVersion, keeping the old file for
-// TestEncodingGoldenV1-style decoding tests.
+// goldenRef is the reference time of the golden encodings: the latest
+// observation, as aggregate passes it.
+const goldenRef = 1.7e9 + 3*86400 + 7
+
+// TestEncodingGolden pins the current encoding (Change version 3, Access
+// version 2): states stored in Redis by one build must decode in the next.
+// Regenerate with -update only together with a new version, keeping the
+// old file for TestEncodingGoldenV1/V2-style decoding tests.
 func TestEncodingGolden(t *testing.T) {
 	c, a := goldenStates()
-	const ref = 1.7e9 + 3*86400 + 7 // the latest observation, as aggregate passes it
+	const ref = goldenRef
 	got := "change " + hex.EncodeToString(c.AppendBinaryAt(nil, ref)) + "\naccess " + hex.EncodeToString(a.AppendBinaryAt(nil, ref)) + "\n"
-	path := filepath.Join("testdata", "encoding_v2.golden")
+	path := filepath.Join("testdata", "encoding_v3.golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -76,14 +80,9 @@ func TestEncodingGolden(t *testing.T) {
 // becomes the float32 of the float64 sum.
 func TestEncodingGoldenV1(t *testing.T) {
 	c, a := goldenStates()
-	raw, err := os.ReadFile(filepath.Join("testdata", "encoding_v1.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		kind, hx, _ := strings.Cut(line, " ")
-		b, _ := hex.DecodeString(hx)
-		switch kind {
+	for _, g := range goldenFile(t, "encoding_v1.golden") {
+		b := g.b
+		switch g.kind {
 		case "change":
 			var d Change
 			n, err := d.DecodeBinary(b)
@@ -92,6 +91,9 @@ func TestEncodingGoldenV1(t *testing.T) {
 			}
 			want := c
 			want.sumSq = float32(2*86400.0*86400.0 + 86407.0*86407.0)
+			// No dependence count before version 3: it starts at its
+			// expectation for 2 of 3 independent flags, round(4·2/9) = 1.
+			want.pairs, want.prevChanged = 1, false
 			if d != want {
 				t.Errorf("v1 change decodes to\n%+v, want\n%+v", d, want)
 			}
@@ -105,7 +107,80 @@ func TestEncodingGoldenV1(t *testing.T) {
 				t.Errorf("v1 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
 			}
 		default:
-			t.Fatalf("unknown line %q", line)
+			t.Fatalf("unknown kind %q", g.kind)
 		}
 	}
+}
+
+// TestEncodingGoldenV2 decodes the states a version-2 build stored (before
+// the flag-dependence count): every field exactly, the count starting at
+// its expectation for independent flags (2 of 3 set: round(4·2/9) = 1),
+// the latest flag taken as unchanged; Access is still version 2 and
+// decodes to the same state.
+func TestEncodingGoldenV2(t *testing.T) {
+	c, a := goldenStates()
+	for _, g := range goldenFile(t, "encoding_v2.golden") {
+		b := g.b
+		switch g.kind {
+		case "change":
+			if b[0]>>4 != 2 {
+				t.Fatalf("v2 golden has version %d", b[0]>>4)
+			}
+			var d Change
+			n, err := d.DecodeBinaryAt(b, goldenRef)
+			if err != nil || n != len(b) {
+				t.Fatalf("v2 change: n %d of %d, %v", n, len(b), err)
+			}
+			want := c
+			want.pairs, want.prevChanged = 1, false
+			if d != want {
+				t.Errorf("v2 change decodes to\n%+v, want\n%+v", d, want)
+			}
+			// Re-encoded as version 3 it round-trips and grows by the
+			// count's one byte (C − E = 0), as a new state does: the
+			// state budget (aggregate TestEncodedSize*) holds for
+			// migrated states too.
+			var e Change
+			b3 := d.AppendBinaryAt(nil, goldenRef)
+			if _, err := e.DecodeBinaryAt(b3, goldenRef); err != nil || e != d {
+				t.Errorf("v2 → v3 round trip: %v %+v", err, e)
+			}
+			if len(b3) != len(b)+1 {
+				t.Errorf("v2 state of %d bytes re-encodes to %d, want %d", len(b), len(b3), len(b)+1)
+			}
+		case "access":
+			var d Access
+			n, err := d.DecodeBinaryAt(b, goldenRef)
+			if err != nil || n != len(b) || d != a {
+				t.Errorf("v2 access: n %d of %d, %v: %+v want %+v", n, len(b), err, d, a)
+			}
+		default:
+			t.Fatalf("unknown kind %q", g.kind)
+		}
+	}
+}
+
+// goldenLine is one "kind hex" line of a golden encoding file.
+type goldenLine struct {
+	kind string
+	b    []byte
+}
+
+// goldenFile reads testdata/name.
+func goldenFile(t *testing.T, name string) []goldenLine {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []goldenLine
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		kind, hx, _ := strings.Cut(line, " ")
+		b, err := hex.DecodeString(hx)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, goldenLine{kind, b})
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/changerate/changerate/estimators"
 )
@@ -96,6 +97,61 @@ func identifiedRate(lambda, k float64) float64 {
 	return -math.Log1p(-p)
 }
 
+// hoCell is one world's measurements against one target (λ, or λ_p).
+type hoCell struct {
+	capped map[string]float64 // Σ capped |log| per estimator ("best": published)
+	n      map[string]int
+	logs   []float64 // the published estimate's |log|
+}
+
+func newHOCell() *hoCell { return &hoCell{capped: map[string]float64{}, n: map[string]int{}} }
+
+func (h *hoCell) add(key string, est, truth, logG float64) {
+	l := absLog(est, truth)
+	h.capped[key] += math.Min(l, logG)
+	h.n[key]++
+	if key == "best" {
+		h.logs = append(h.logs, l)
+	}
+}
+
+// lowest is the lowest mean capped |log| among keys defined in every run.
+func (h *hoCell) lowest(keys []string) (float64, string) {
+	lo, k := math.Inf(1), ""
+	for _, key := range keys {
+		if h.n[key] != h.n["best"] || h.n[key] == 0 {
+			continue
+		}
+		if m := h.capped[key] / float64(h.n[key]); m < lo {
+			lo, k = m, key
+		}
+	}
+	return lo, k
+}
+
+func (h *hoCell) mean() float64 { return h.capped["best"] / float64(h.n["best"]) }
+
+func (h *hoCell) lowestVal(keys []string) float64 { v, _ := h.lowest(keys); return v }
+
+// simulatedFactor is D of (D1) as the simulation shows it: the variance of
+// the count X over the K objects' regular visits divided by the binomial
+// variance n·p̄(1 − p̄), p̄ the mean share of changed intervals.
+func simulatedFactor(cs []*estimators.Change) float64 {
+	var sx, sxx, sn float64
+	for _, c := range cs {
+		x := float64(c.Changes())
+		sx += x
+		sxx += x * x
+		sn += float64(c.Intervals())
+	}
+	K := float64(len(cs))
+	m := sx / K
+	v := (sxx - K*m*m) / (K - 1)
+	n := sn / K
+	p := m / n
+	return v / (n * p * (1 - p))
+}
+
 func heldOutSection(e *Env) {
 	r := e.R
 	r.H(2, "Held-out simulation: the best-estimate rule on worlds it was not derived on (issue 31)")
@@ -119,104 +175,158 @@ func heldOutSection(e *Env) {
 		{"bursty changes k=0.5, r=1", 1, 60, false, false, 0.5},
 		{"periodic-ish changes k=3, r=0.3", 0.3, 60, false, false, 3},
 		{"periodic-ish changes k=3, r=1", 1, 60, false, false, 3},
+		// Appended (so the cells above keep their seeds): the remaining
+		// regimes of r for the renewal worlds. Nearly periodic changes at
+		// r = 3 change in (almost) every interval, p → 1 and λ_p → ∞:
+		// left out.
+		{"bursty changes k=0.5, r=0.1", 0.1, 60, false, false, 0.5},
+		{"bursty changes k=0.5, r=3", 3, 60, false, false, 0.5},
+		{"periodic-ish changes k=3, r=0.1", 0.1, 60, false, false, 3},
 	}
 	keys := []string{estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta, estimators.KeyCGMIrregularMLE, estimators.KeyCGMLastMod}
 	cfg := newEstConfig()
 	logG := math.Log(5.572 / 0.02532)
-	var rows [][]string
-	var checks, idChecks []check
+	var rows, calRows [][]string
+	var checks, lambdaChecks []check
+	var stillFail []string
 	for wi, w := range worlds {
 		rng := rand.New(rand.NewPCG(e.Seed, uint64(900+wi)))
-		type acc struct {
-			capped float64
-			logs   []float64
-			n      int
-		}
-		accs := map[string]*acc{"best": {}}
-		for _, k := range keys {
-			accs[k] = &acc{}
-		}
-		chosen := map[string]int{}
-		covered, withCI := 0, 0
-		// The identified rate (H6) and the published interval's coverage
-		// of it (the visit designs without Last-Modified; with it, every
-		// change time's last one is seen and λ itself is the target).
+		// The identified rate (H6): on regular visits without
+		// Last-Modified the visits see only each interval's change flag;
+		// with Last-Modified every interval's last change time is seen,
+		// and on these Poisson worlds λ itself is the target.
 		lp := w.r
 		if !w.lm && !w.irregular {
 			lp = identifiedRate(w.r, w.shape)
 		}
-		coveredP := 0
-		var logsP []float64
-		add := func(a *acc, v float64) {
-			l := math.Inf(1)
-			if v > 0 {
-				l = math.Abs(math.Log(v / w.r))
-			}
-			a.capped += math.Min(l, logG)
-			a.logs = append(a.logs, l)
-			a.n++
+		identified := lp == w.r
+		cs := make([]*estimators.Change, K)
+		for k := range cs {
+			cs[k] = hoObserve(rng, w)
 		}
-		for k := 0; k < K; k++ {
-			c := hoObserve(rng, w)
-			var out estimators.Estimates
+		// D as the simulation shows it (regular visits only: there the
+		// flags are identically distributed and D1 applies).
+		Dsim := math.NaN()
+		if !w.irregular {
+			Dsim = simulatedFactor(cs)
+		}
+		toL, toP := newHOCell(), newHOCell()
+		chosen := map[string]int{}
+		var withCI, covL, covP, covOwnP, covSimP int
+		var sumD float64
+		var out estimators.Estimates
+		for _, c := range cs {
 			best, ok := c.Estimate(c.Span(), cfg, &out)
 			if !ok {
 				continue
 			}
 			chosen[best.Key]++
-			add(accs["best"], best.Rate)
-			if best.HasCI {
-				withCI++
-				if best.Lo <= w.r && w.r <= best.Hi {
-					covered++
-				}
-				if best.Lo <= lp && lp <= best.Hi {
-					coveredP++
-				}
-			}
-			logsP = append(logsP, absLog(best.Rate, lp))
+			toL.add("best", best.Rate, w.r, logG)
+			toP.add("best", best.Rate, lp, logG)
 			for _, key := range keys {
 				if x, ok := out.Get(key); ok {
-					add(accs[key], x.Rate)
+					toL.add(key, x.Rate, w.r, logG)
+					toP.add(key, x.Rate, lp, logG)
 				}
 			}
-		}
-		b := accs["best"]
-		lowest, lowKey := math.Inf(1), ""
-		for _, key := range keys {
-			a := accs[key]
-			if a.n != b.n || a.n == 0 {
+			if !best.HasCI {
 				continue
 			}
-			if m := a.capped / float64(a.n); m < lowest {
-				lowest, lowKey = m, key
+			withCI++
+			in := func(e estimators.Estimate, t float64) bool { return e.Lo <= t && t <= e.Hi }
+			if in(best, w.r) {
+				covL++
+			}
+			if in(best, lp) {
+				covP++
+			}
+			// The estimator's own interval (independent flags) and the
+			// interval with the simulated D (the oracle of D4).
+			own, _ := out.Get(best.Key)
+			if in(own, lp) {
+				covOwnP++
+			}
+			if !w.irregular {
+				if in(c.EffectiveInterval(own, Dsim, cfg), lp) {
+					covSimP++
+				}
+				sumD += c.FlagDependence()
 			}
 		}
-		mean := b.capped / float64(b.n)
-		sort.Float64s(b.logs)
-		cov := float64(covered) / float64(withCI)
-		covP := float64(coveredP) / float64(withCI)
-		rows = append(rows, []string{w.name, keyCounts(chosen), f3(mean), f3(b.logs[len(b.logs)/2]), fmt.Sprintf("%s %s", lowKey, f3(lowest)), pct(cov),
-			f3(lp / w.r), f3(medianOf(logsP)), pct(covP)})
-		checks = append(checks, atMost(w.name+": mean capped |log| ÷ lowest single estimator's", mean/lowest, 1.03,
-			"within 3 % of the best single paper estimator (the mean's sampling error at K runs is ≈ 1.5 %)"))
-		checks = append(checks, coverageCheck(w.name+": coverage of the published interval", cov, withCI, "issue 31: 93–97 % of true rates"))
-		if lp != w.r {
-			idChecks = append(idChecks, coverageCheck(w.name+": coverage of the identified rate λ_p (H6)", covP, withCI,
-				"the 95 % interval's coverage of what the visits identify"))
+		frac := func(k int) float64 { return float64(k) / float64(withCI) }
+		lowL, lowLKey := toL.lowest(keys)
+		lowP, lowPKey := toP.lowest(keys)
+		sort.Float64s(toL.logs)
+		rows = append(rows, []string{w.name, keyCounts(chosen), f3(toL.mean()), f3(medianOf(toL.logs)), fmt.Sprintf("%s %s", lowLKey, f3(lowL)), pct(frac(covL)),
+			f3(lp / w.r), f3(toP.mean()), f3(medianOf(toP.logs)), fmt.Sprintf("%s %s", lowPKey, f3(lowP))})
+		meanD, simCov := math.NaN(), math.NaN()
+		if !w.irregular {
+			meanD, simCov = sumD/float64(withCI), frac(covSimP)
+		}
+		target, why := "λ", "λ is identified (Poisson changes)"
+		cell, cov := toL, frac(covL)
+		if !identified {
+			target, why = "λ_p", "λ is not identified by regular visits' change flags (H6): scored against λ_p, what they identify"
+			cell, cov = toP, frac(covP)
+		}
+		// Why a cell misses 93–97 %: computed from the same run.
+		lo, hi := coverageBand(withCI)
+		inBand := func(x float64) bool { return x >= lo && x <= hi }
+		cause := "calibrated"
+		switch {
+		case inBand(cov):
+		case math.IsNaN(simCov):
+			cause = "not measured here"
+		case Dsim < 1:
+			cause = fmt.Sprintf("variance factor: D = %.2f < 1 (negative dependence), and the published interval is widened only", Dsim)
+		default:
+			cause = fmt.Sprintf("variance factor: mean D̂ %.2f (lag 1) against D = %.2f; dependence beyond lag 1", meanD, Dsim)
+		}
+		if !inBand(cov) && !math.IsNaN(simCov) {
+			if inBand(simCov) {
+				cause += "; the simulated D calibrates it"
+			} else {
+				cause += fmt.Sprintf("; even the simulated D gives %s: not the variance factor alone", pct(simCov))
+			}
+		}
+		calRows = append(calRows, []string{w.name, target, pct(frac(covOwnP)), pct(cov), f3(meanD), f3(Dsim), pct(simCov), cause})
+		checks = append(checks, atMost(w.name+": mean capped |log| to "+target+" ÷ lowest single estimator's", cell.mean()/cell.lowestVal(keys), 1.03,
+			"within 3 % of the best single paper estimator (the mean's sampling error at K runs is ≈ 1.5 %); "+why))
+		checks = append(checks, coverageCheck(w.name+": coverage of "+target+" by the published interval", cov, withCI, "issue 31: 93–97 %; "+why))
+		if !identified {
+			lambdaChecks = append(lambdaChecks, atMost(w.name+": mean capped |log| to λ ÷ lowest single estimator's", toL.mean()/lowL, 1.03,
+				"within 3 % of the best single paper estimator; λ is not identified by these visits (H6): which estimator's bias happens to fit this renewal world"))
+			lambdaChecks = append(lambdaChecks, coverageCheck(w.name+": coverage of λ by the published interval", frac(covL), withCI,
+				"issue 31: 93–97 % of true rates; λ is not identified by these visits (H6)"))
+		}
+		if !inBand(cov) || cell.mean()/cell.lowestVal(keys) > 1.03 {
+			stillFail = append(stillFail, w.name)
 		}
 	}
-	r.Table([]string{"world", "published", "mean capped |log|", "median |log|", "lowest single", "coverage", "λ_p/λ", "median |log| to λ_p", "coverage of λ_p"}, rows)
+	r.Table([]string{"world", "published", "mean capped |log| to λ", "median |log| to λ", "lowest single to λ", "coverage of λ", "λ_p/λ", "mean capped |log| to λ_p", "median |log| to λ_p", "lowest single to λ_p"}, rows)
 	r.P("**What the visits identify.** On regular visits without Last-Modified every estimator sees only whether each interval held a " +
 		"change. In a stationary renewal world that happens with probability p = λ∫₀¹(1 − F(s))ds (H5; F the change intervals' " +
 		"distribution), which the estimators read through the Poisson relation as λ_p = −ln(1 − p) (H6): λ_p = λ for Poisson changes, " +
 		"below λ for bursty ones (several changes fall in one interval and count once) and above it for nearly periodic ones (almost every " +
-		"interval holds exactly one). The columns λ_p/λ (computed by quadrature, `identifiedRate`), the median |log| to λ_p and the coverage " +
-		"of λ_p show that the published estimate is centred on λ_p; λ itself is not identified by the per-interval change probability, " +
-		"so no interval built from it can be calibrated for λ in every renewal world. The remaining miss of λ_p's coverage is the serial " +
-		"dependence of the intervals' change flags, which the binomial likelihood of every visit estimator treats as independent.")
+		"interval holds exactly one). λ itself is not identified by the flags: replacing every change by a burst of m changes within one " +
+		"interval multiplies λ by m and leaves every flag as it was, so no estimator of these visits, and no interval built from them, can " +
+		"be calibrated for λ in every renewal world. The rule's checks of these worlds are therefore scored against λ_p, with that reason " +
+		"next to each check; their coverage of λ is kept, unchanged in meaning, in its own verdict below, which still differs.")
+	r.P("**Calibration.** The published interval of naive, cgm_improved and bayes_beta on regular visits is the estimator's own " +
+		"interval recomputed on the effective sample n/D̂, X/D̂, D̂ = (1 + ρ̂)/(1 − ρ̂) the lag-1 variance factor of the change flags " +
+		"(estimators/dependence.go, D2–D4; ρ̂ from the state's count of adjacent changed pairs), bounded to [1, n]: widened, never " +
+		"narrowed. Columns: the coverage of the target by the estimator's own interval (independent flags, the published interval " +
+		"before this correction), by the published one, the mean D̂, the factor D the simulation shows (Var(X) over the objects ÷ " +
+		"n·p̄(1 − p̄), D1), and the coverage with that D in place of D̂ — which separates an error of D̂ from a biased point estimate " +
+		"or a wrong target. The cause column is computed from these.")
+	r.Table([]string{"world", "target", "coverage, independent flags", "coverage, published", "mean D̂", "D simulated", "coverage with simulated D", "cause"}, calRows)
+	r.P("Cells that still miss (coverage outside 93–97 %% or the rule > 3 %% above the best single estimator, against the identifiable "+
+		"target): %s.", strings.Join(stillFail, "; "))
 	r.Verdict("held-out worlds", "issue 31: the rule is good on worlds it was not derived on; 93–97 % coverage in every regime",
-		"the published estimate", checks, "")
-	r.Verdict("held-out non-Poisson worlds, identified rate", "the published interval covers what regular visits identify, λ_p (H6)",
-		"the published estimate's 95 % interval", idChecks, "")
+		"the published estimate, against λ where the visits identify it and λ_p where they do not (reason beside each check)", checks,
+		"see the cause column of the calibration table; bursty flags are dependent beyond lag 1 (ρ₂ > ρ₁²), which D̂ does not see, and "+
+			"the negative dependence of nearly periodic changes would need a narrower interval than the published one")
+	r.Verdict("held-out non-Poisson worlds, true λ", "issue 31: 93–97 % of true rates in every regime",
+		"the published estimate and its 95 % interval against λ", lambdaChecks,
+		"λ is not identified by regular visits' change flags (H6): the estimate is centred on λ_p (see λ_p/λ)")
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/changerate/changerate/estimators"
 )
 
 // TestIdentifiedRate: (H5)–(H6) against closed forms and a simulation.
@@ -45,6 +47,41 @@ func TestIdentifiedRate(t *testing.T) {
 			if math.Abs(m-want) > 4*se {
 				t.Errorf("k=%g r=%g: changed share %.4f, want 1 − e^{−λ_p} = %.4f ± %.4f", k, r, m, want, 4*se)
 			}
+		}
+	}
+}
+
+// TestSimulatedFactor: the calibration table's D (D1 as the simulation
+// shows it) on regular visits whose change flags are a two-state Markov
+// chain with P(change) = p and lag-1 correlation ρ is (1+ρ)/(1−ρ) (D2),
+// within three relative standard errors √(2/(K−1)) of a sample variance
+// plus the finite-n term 2ρ(1−ρⁿ)/(n(1−ρ)²) of (D1).
+func TestSimulatedFactor(t *testing.T) {
+	const n, K = 400, 3000
+	for _, tc := range []struct{ p, rho float64 }{{0.3, 0}, {0.3, 0.5}, {0.6, -0.3}} {
+		rng := rand.New(rand.NewPCG(11, uint64(tc.rho*10+10)))
+		p11, p01 := tc.p+tc.rho*(1-tc.p), tc.p*(1-tc.rho)
+		cs := make([]*estimators.Change, K)
+		for k := range cs {
+			var c estimators.Change
+			c.Visit(estimators.Visit{Time: 0})
+			x := rng.Float64() < tc.p
+			for i := 1; i <= n; i++ {
+				if i > 1 {
+					q := p01
+					if x {
+						q = p11
+					}
+					x = rng.Float64() < q
+				}
+				c.Visit(estimators.Visit{Time: float64(i), Changed: x})
+			}
+			cs[k] = &c
+		}
+		want := (1 + tc.rho) / (1 - tc.rho)
+		tol := 3*math.Sqrt(2.0/(K-1))*want + math.Abs(2*tc.rho*(1-math.Pow(tc.rho, n))/(n*(1-tc.rho)*(1-tc.rho)))
+		if got := simulatedFactor(cs); math.Abs(got-want) > tol {
+			t.Errorf("p %.1f ρ %.1f: D = %.3f, want %.3f ± %.3f", tc.p, tc.rho, got, want, tol)
 		}
 	}
 }
