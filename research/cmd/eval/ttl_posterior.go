@@ -163,6 +163,12 @@ func optMethods(perDay, scoredFrom float64, fit *postFit) []ttlMethod {
 // u = ln(1 + s/(β + a)).
 const optAgeFamily = "ours, load-optimal: age model, ∫₀ᴸ s dF + F(L)/r = θ"
 
+// optAgeInFamily is the load-optimal age rule with the age model fitted
+// in sample, to the scored year's own intervals (the Poisson TTL's cache
+// there): a diagnostic of how much of the gap to Squid is the change from
+// the warm-up year to the scored one, not a rule a cache could run.
+const optAgeInFamily = "diagnostic: load-optimal age model fitted on the scored year itself"
+
 func burstG(m estimators.BurstModel, age, l, perSec float64) float64 {
 	c := m.Scale + age
 	if m.Shape == 0 {
@@ -208,12 +214,12 @@ func optAgeTTL(m estimators.BurstModel, age, perSec, theta float64) float64 {
 	return math.Exp((lo + hi) / 2)
 }
 
-func optAgeMethods(perDay, scoredFrom float64, fit *ageFit) []ttlMethod {
+func optAgeMethods(family string, perDay, scoredFrom float64, fit *ageFit) []ttlMethod {
 	var ms []ttlMethod
 	poisson := ourTTL(0.01)
 	for _, th := range optThetas {
 		th := th
-		ms = append(ms, ttlMethod{optAgeFamily, th, func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
+		ms = append(ms, ttlMethod{family, th, func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
 			if t <= scoredFrom || !fit.ok {
 				return poisson(t, lm, c, cfg)
 			}

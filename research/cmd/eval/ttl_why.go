@@ -14,6 +14,7 @@ var ourFamilies = []struct{ family, label string }{
 	{postFamily, "posterior rule"},
 	{optFamily, "load-optimal, posterior"},
 	{optAgeFamily, "load-optimal, age model"},
+	{optAgeInFamily, "diagnostic: load-optimal age, fitted in sample"},
 }
 
 // isOurs reports whether family is one of our rules.
