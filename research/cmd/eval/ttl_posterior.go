@@ -39,21 +39,36 @@ type postFit struct {
 	ok    bool
 }
 
-// ourPostTTL is the posterior rule from scoredFrom on with the site's
-// prior, ourTTL before it (the warm-up) or without a prior.
-func ourPostTTL(pStale, scoredFrom float64, fit *postFit) func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
-	poisson := ourTTL(pStale)
-	firstAge := map[*estimators.Change]float64{} // one cache per page and method, run in one goroutine
-	return func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
+// posteriorAt returns the page's posterior (k, R) at a fill: ok is false
+// up to scoredFrom (the warm-up) or without a prior. It records the age at
+// the page's first fill (one cache per page and method, each run in one
+// goroutine).
+func posteriorAt(scoredFrom float64, fit *postFit) func(t, lm float64, c *estimators.Change, cfg *estimators.Config) (k, r float64, ok bool) {
+	firstAge := map[*estimators.Change]float64{}
+	return func(t, lm float64, c *estimators.Change, cfg *estimators.Config) (float64, float64, bool) {
 		if _, ok := firstAge[c]; !ok {
 			firstAge[c] = math.Max(t-lm, 0)
 		}
 		if t <= scoredFrom || !fit.ok {
-			return poisson(t, lm, c, cfg)
+			return 0, 0, false
 		}
 		k, r := fit.prior.Shape, fit.prior.Rate+firstAge[c]
 		if ev, ok := c.Evidence(cfg); ok {
 			k, r = k+ev.X, r+ev.E
+		}
+		return k, r, true
+	}
+}
+
+// ourPostTTL is the posterior rule from scoredFrom on with the site's
+// prior, ourTTL before it (the warm-up) or without a prior.
+func ourPostTTL(pStale, scoredFrom float64, fit *postFit) func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
+	poisson := ourTTL(pStale)
+	post := posteriorAt(scoredFrom, fit)
+	return func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
+		k, r, ok := post(t, lm, c, cfg)
+		if !ok {
+			return poisson(t, lm, c, cfg)
 		}
 		return postTTL(k, r, pStale)
 	}
@@ -131,19 +146,16 @@ func optTTL(k, r, perSec, theta float64) float64 {
 // optThetas are θ in days.
 var optThetas = []float64{1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1}
 
+// ourOptTTL is the load-optimal rule under the posterior from scoredFrom
+// on, the Poisson TTL at pStale 0.01 before it (the warm-up) or without a
+// prior.
 func ourOptTTL(theta, perDay, scoredFrom float64, fit *postFit) func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
 	poisson := ourTTL(0.01)
-	firstAge := map[*estimators.Change]float64{}
+	post := posteriorAt(scoredFrom, fit)
 	return func(t, lm float64, c *estimators.Change, cfg *estimators.Config) float64 {
-		if _, ok := firstAge[c]; !ok {
-			firstAge[c] = math.Max(t-lm, 0)
-		}
-		if t <= scoredFrom || !fit.ok {
+		k, r, ok := post(t, lm, c, cfg)
+		if !ok {
 			return poisson(t, lm, c, cfg)
-		}
-		k, r := fit.prior.Shape, fit.prior.Rate+firstAge[c]
-		if ev, ok := c.Evidence(cfg); ok {
-			k, r = k+ev.X, r+ev.E
 		}
 		return optTTL(k, r, perDay/loopDay, theta*loopDay)
 	}
