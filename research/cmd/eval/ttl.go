@@ -317,7 +317,7 @@ func ttlSection(e *Env) {
 	r.H(2, "TTLs against the cache heuristics ("+historyName(e)+")")
 	r.P("Per 1,000 requests; our five rules are listed: the Poisson TTL (`estimators.TTL`, what the aggregator publishes as ttl_s), the age rule " +
 		"(`estimators.BurstModel`), whose curve the verdict checks, the posterior rule, which uses both the age and the page's own evidence, and the " +
-		"load-optimal lifetimes under the posterior and under the age model.")
+		"load-optimal lifetimes under the posterior and under the age model; one more column is a diagnostic, the last of these fitted in sample.")
 	pages, ok := loopPages(e)
 	if !ok {
 		return
