@@ -38,28 +38,34 @@ import (
 // exists only with them.
 
 // foldPrior replaces the object's previous evidence (before, when had) by
-// its current one in the site's prior statistics.
-func (s *SiteState) foldPrior(before estimators.Evidence, had bool, o *Object, m *Model) {
+// its current one in its population's prior statistics pool.
+func foldPrior(pool *estimators.PoolStats, before estimators.Evidence, had bool, o *Object, m *Model) {
 	if had {
-		s.Pool.Remove(before, 1)
+		pool.Remove(before, 1)
 	}
 	if ev, ok := o.Change.Evidence(&m.Estimators); ok {
-		s.Pool.Add(ev, 1)
+		pool.Add(ev, 1)
 	}
 }
 
 // sitePrior returns the object's pooled estimate under its site's prior
 // when the rule above publishes it; scratch's quantile memo (nil: none)
 // serves the objects of a site that share a quantile of its prior.
-func (o *Object) sitePrior(m *Model, site *SiteState, scratch *estimators.Estimates) (estimators.Estimate, bool) {
+func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *estimators.Estimates) (estimators.Estimate, bool) {
 	if site == nil || o.Change.Changes() >= estimators.PooledMaxChanges {
 		return estimators.Estimate{}, false
 	}
-	prior, ok := site.Pool.Prior()
+	// The complete histories' exposures run to the partition's as-of
+	// time, in the prior's sums as in the object's own evidence.
+	var part float64
+	if partAsOf > 0 {
+		part = seconds(partAsOf)
+	}
+	prior, ok := site.Pool.PriorAt(part)
 	if !ok {
 		return estimators.Estimate{}, false
 	}
-	e, ok := o.Change.PooledEstimateIn(prior, &m.Estimators, scratch)
+	e, ok := o.Change.PooledEstimateIn(prior, seconds(o.estimateTime(partAsOf)), &m.Estimators, scratch)
 	if !ok || !finite(e.Rate) || !(e.Rate > 0) {
 		return estimators.Estimate{}, false
 	}
