@@ -32,10 +32,29 @@ import (
 // rate_per_s. On php/doc-en's next year through ingest and the aggregator
 // (docs/eval/NEXTYEAR.md, daily and weekly crawlers of one site) its
 // deviance is below one global rate's for pages seen not to change and
-// below naive's for pages seen to change 1–4 times. Objects without a host (changes-tsv paths) have no
-// site and keep their own estimate, and so do all objects when seasonal
-// baselines are off (Seasonal.LearningPeriod = 0): SiteState
-// exists only with them.
+// below naive's for pages seen to change 1–4 times.
+//
+// Objects without a host (changes-tsv paths, a git log's files) belong to
+// the population of the partition's hostless objects: their prior is kept
+// in the SiteState of the site "" (key SiteKeyPrefix alone; a changes-tsv
+// path never starts with '#', a comment, so no path collides with it),
+// stored, replayed and read by the query API like a site's. With seasonal
+// baselines off (Seasonal.LearningPeriod = 0) the prior does not vanish:
+// every site still keeps its SiteState, with its prior alone (PriorOnly:
+// the profiles are neither learned nor used, and the sitemap checks are
+// kept as without a site). The prior's sums depend on the objects'
+// evidence only, so an object's pooled estimate is the same with seasonal
+// baselines on and off.
+//
+// A complete history's evidence (estimators.Change.EvidenceAt) is open:
+// its exposure runs from its baseline to the as-of time, as its own
+// poisson_events estimate's does (estimators/events.go E1), and the
+// prior's sums keep it open (estimators.PoolStats.PriorAt, P2). The prior
+// is fitted as of the partition's as-of time (the latest event time; the
+// whole input's with --emit=final; the query API reads the stored one),
+// and the object's posterior uses its evidence as of the same time, so a
+// path quiet since its last change is evidence of a quiet path until the
+// end of the log, not a burst of changes.
 
 // foldPrior replaces the object's previous evidence (before, when had) by
 // its current one in its population's prior statistics pool.

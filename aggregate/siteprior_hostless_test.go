@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -34,7 +35,7 @@ func hostlessLog(seed uint64, n int, shape float64) ([]byte, map[string]float64,
 	var evs []ev
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("en/reference/f%04d.xml", i)
-		l := gammaVariate(r, shape) / (shape * 100 * day)
+		l := sim.Gamma(r, shape) / (shape * 100 * day)
 		truth[name] = l
 		s := r.Float64() * 2 * year
 		evs = append(evs, ev{s, name})
@@ -57,29 +58,6 @@ func hostlessLog(seed uint64, n int, shape float64) ([]byte, map[string]float64,
 	}
 	last := evs[len(evs)-1].t
 	return buf.Bytes(), truth, next, t0.Add(time.Duration(math.Round(last)) * time.Second)
-}
-
-// gammaVariate draws Gamma(shape, 1) (Marsaglia–Tsang with the shape < 1
-// boost).
-func gammaVariate(r *rand.Rand, shape float64) float64 {
-	boost := 1.0
-	if shape < 1 {
-		boost = math.Pow(r.Float64(), 1/shape)
-		shape++
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		z := r.NormFloat64()
-		v := 1 + c*z
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		if math.Log(r.Float64()) < z*z/2+d-d*v+d*math.Log(v) {
-			return boost * d * v
-		}
-	}
 }
 
 // poissonDev is the Poisson deviance of a count y under the mean mu.
