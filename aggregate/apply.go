@@ -25,6 +25,18 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 // Last-Modified date is counted in the change profile, and the change
 // window runs on its operational time in the same way.
 func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, eff *Effects) Outcome {
+	var pool *estimators.PoolStats
+	if site != nil {
+		pool = &site.Pool
+	}
+	return o.applyAt(obs, m, site, pool, eff)
+}
+
+// applyAt is ApplyAt with the change-rate prior's statistics in pool (nil:
+// none), apart from the seasonal state: an object without a seasonal
+// profile (no host, or seasonal baselines off) still folds its evidence
+// into its population's prior (siteprior.go).
+func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, pool *estimators.PoolStats, eff *Effects) Outcome {
 	t := obs.Time.UnixMilli()
 	seen := o.lastTime != 0 || o.flags != 0
 	// Duplicate detection.
@@ -110,12 +122,12 @@ func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, ef
 		}
 		var before estimators.Evidence
 		had := false
-		if site != nil && o.HasChange() {
+		if pool != nil && o.HasChange() {
 			before, had = o.Change.Evidence(&m.Estimators)
 		}
 		if o.visit(obs, ts, reordered, m, p, eff) {
-			if site != nil {
-				site.foldPrior(before, had, o, m)
+			if pool != nil {
+				foldPrior(pool, before, had, o, m)
 			}
 		} else if !obs.Kind.IsAccess() {
 			outcome = NoInformation

@@ -129,7 +129,7 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 	scratch.Reset()
 	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
 	fill(&rec, best, bok, scratch, st)
-	if e, ok := o.sitePrior(m, site, scratch); ok {
+	if e, ok := o.sitePrior(m, site, partAsOf, scratch); ok {
 		publishPrior(&rec, st, e)
 		best, bok = e, true
 	}

@@ -150,7 +150,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 	}
 	var site *SiteState
 	if se != nil {
-		site = &se.st
+		site = PriorView(host, &w.p.cfg.Model, &se.st, &w.siteView)
 	}
 	if change {
 		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, w.rb.latest(), &w.es, &w.rs); ok {

@@ -443,21 +443,24 @@ type worker struct {
 	// process stops. Store reads retried in place (retryRead, checkLost)
 	// give up when it ends; the batches' own store calls use the batch
 	// context (run), which outlives it by DrainTimeout.
-	hctx   context.Context
-	part   state.Partition
-	claim  stream.Claim
-	gen    int64
-	next   int64 // next offset committed (as far as the handler has seen)
-	from   int64 // first offset of the next batch (after those in flight)
-	log    *slog.Logger
-	cache  *cache
-	effs   Effects
-	es     estimators.Estimates
-	rs     recordStore // storage of the estimate records being encoded
-	pos    string      // topic/partition@ prefix for dead letters
-	gauges partitionGauges
-	rb     *reorderBuf
-	rated  bool // appendEstimates published a rate (see countRated)
+	hctx  context.Context
+	part  state.Partition
+	claim stream.Claim
+	gen   int64
+	next  int64 // next offset committed (as far as the handler has seen)
+	from  int64 // first offset of the next batch (after those in flight)
+	log   *slog.Logger
+	cache *cache
+	effs  Effects
+	es    estimators.Estimates
+	rs    recordStore // storage of the estimate records being encoded
+	// siteView holds the prior of a PriorOnly site for an estimate
+	// (PriorView).
+	siteView SiteState
+	pos      string // topic/partition@ prefix for dead letters
+	gauges   partitionGauges
+	rb       *reorderBuf
+	rated    bool // appendEstimates published a rate (see countRated)
 	// ratedAbove0: a rate above 0
 	ratedAbove0 bool
 

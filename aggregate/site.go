@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -25,6 +26,29 @@ const DefaultMaxSites = 10000
 type siteEntry struct {
 	st  SiteState
 	seq uint64 // last batch that changed it
+	// prior: the entry holds its population's change-rate prior only
+	// (PriorOnly): its seasonal profiles are neither learned nor used.
+	prior bool
+}
+
+// PriorOnly reports whether the objects of host (Site(object); "" for
+// objects without a host) keep only their population's change-rate prior
+// in their SiteState, without seasonal profiles: objects without a host
+// (their population is the partition's hostless objects, stored as the
+// site "" under the key SiteKeyPrefix), and every site when seasonal
+// baselines are off (siteprior.go). Their estimates read the state's
+// Pool alone (PriorView).
+func PriorOnly(host string, m *Model) bool { return host == "" || !m.Seasonal.Enabled() }
+
+// PriorView is the site state an estimate of an object of host reads:
+// s, or, when PriorOnly, a copy of its prior alone in *view (so that
+// stored profiles of another configuration are not used). nil for nil.
+func PriorView(host string, m *Model, s, view *SiteState) *SiteState {
+	if s == nil || !PriorOnly(host, m) || (!s.Access.Active() && !s.Change.Active()) {
+		return s // estimates read only active profiles
+	}
+	*view = SiteState{Pool: s.Pool}
+	return view
 }
 
 // detector is the per-partition alert logic shared by the Processor and
@@ -56,7 +80,8 @@ func (x *Detector) Apply(name string, obj *Object, obs *records.Observation, eff
 	return oc
 }
 
-// Site returns the seasonal state of a site (nil if never seen).
+// Site returns the seasonal state of a site (nil if never seen; "": the
+// prior of the objects without a host).
 func (x *Detector) Site(host string) *SiteState {
 	if e := x.d.sites[host]; e != nil {
 		return &e.st
@@ -71,15 +96,13 @@ func newDetector(m *Model) *detector {
 	return &detector{m: m, sites: map[string]*siteEntry{}, book: newAlertBook(&m.Alerts), totals: map[string]int{}}
 }
 
-// site returns the site's entry, creating an empty one (nil when seasonal
-// baselines are off or the object has no site).
+// site returns the site's entry, creating an empty one; host "" is the
+// population of the objects without a host. Entries of PriorOnly hosts
+// keep the prior alone.
 func (d *detector) site(host string) *siteEntry {
-	if !d.m.Seasonal.Enabled() || host == "" {
-		return nil
-	}
 	e := d.sites[host]
 	if e == nil {
-		e = &siteEntry{}
+		e = &siteEntry{prior: PriorOnly(host, d.m)}
 		d.sites[host] = e
 	}
 	return e
@@ -96,11 +119,15 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	first := prev.IsZero() || d.book.periodOf(prev) < d.book.periodOf(obs.Time)
 	d.out = d.book.Observe(obs.Time, first, d.out)
 	var st *SiteState
+	var pool *estimators.PoolStats
 	if se != nil {
-		st = &se.st
+		pool = &se.st.Pool
+		if !se.prior {
+			st = &se.st
+		}
 	}
 	lastPoint := obj.ChangeWin.Last()
-	oc := obj.ApplyAt(obs, d.m, st, eff)
+	oc := obj.applyAt(obs, d.m, st, pool, eff)
 	now := seconds(obs.Time.UnixMilli())
 	// the partition's clock: a reordered observation is confirmed when the
 	// partition sees it, not before its testing period
@@ -224,18 +251,16 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 	if !d.loaded {
 		hosts, keys = append(hosts, ""), append(keys, AlertsKey)
 	}
-	if d.m.Seasonal.Enabled() {
-		seen := map[string]bool{}
-		for j := range b.objs {
-			h := b.objs[j].site
-			if h == "" || seen[h] {
-				continue
-			}
-			seen[h] = true
-			if _, ok := d.sites[h]; !ok {
-				hosts = append(hosts, h)
-				keys = append(keys, siteKey(h))
-			}
+	seen := map[string]bool{}
+	for j := range b.objs {
+		h := b.objs[j].site
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if _, ok := d.sites[h]; !ok {
+			hosts = append(hosts, h)
+			keys = append(keys, siteKey(h))
 		}
 	}
 	if len(keys) == 0 {
@@ -257,7 +282,7 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 		return fmt.Errorf("aggregate: load %d site profiles of %s/%d: %w", len(keys), w.part.Topic, w.part.ID, err)
 	}
 	for k, v := range vals {
-		if hosts[k] == "" { // the alert book
+		if keys[k] == AlertsKey { // the alert book
 			d.loaded = true
 			if v != nil {
 				if err := d.book.decodeBinary(v); err != nil {
@@ -267,7 +292,7 @@ func (w *worker) loadSites(ctx context.Context, b *batchWork) error {
 			}
 			continue
 		}
-		e := &siteEntry{}
+		e := &siteEntry{prior: PriorOnly(hosts[k], d.m)}
 		if v != nil {
 			if err := e.st.DecodeBinary(v); err != nil {
 				w.p.metrics.corrupt.Inc()

@@ -31,6 +31,14 @@ type SiteState struct {
 	Pool estimators.PoolStats
 }
 
+// poolSums and poolOpenSums are the numbers of float64 sums of an encoded
+// prior: N, X, E, X2E, F, then, when the site has complete histories, ON,
+// OX, OX2, OS, OXS, OS2, Latest (estimators.PoolStats).
+const (
+	poolSums     = 5
+	poolOpenSums = 7
+)
+
 // siteVersion is the first byte of an encoded SiteState; siteVersionSitemap
 // that of a site with sitemap checks (version 1's layout, then the checks),
 // so that the sites without any encode as before.
@@ -41,7 +49,8 @@ const (
 
 // AppendBinary appends the site's encoding: version, then each profile as a
 // uvarint length and its windows.Profile encoding, then, when the prior's
-// statistics are not all zero, its five sums N, X, E, X2E, F as float64.
+// statistics are not all zero, its sums as float64 (poolSums, then
+// poolOpenSums when it holds complete histories).
 func (s *SiteState) AppendBinary(dst []byte) []byte {
 	version := byte(siteVersion)
 	if s.Sitemap.Checks() > 0 {
@@ -64,9 +73,14 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
 	}
-	if s.Pool != (estimators.PoolStats{}) {
-		for _, v := range [...]float64{s.Pool.N, s.Pool.X, s.Pool.E, s.Pool.X2E, s.Pool.F} {
+	if p := &s.Pool; *p != (estimators.PoolStats{}) {
+		for _, v := range [...]float64{p.N, p.X, p.E, p.X2E, p.F} {
 			dst = wire.AppendFloat64(dst, v)
+		}
+		if p.ON != 0 || p.OX != 0 || p.OX2 != 0 || p.OS != 0 || p.OXS != 0 || p.OS2 != 0 || p.Latest != 0 {
+			for _, v := range [...]float64{p.ON, p.OX, p.OX2, p.OS, p.OXS, p.OS2, p.Latest} {
+				dst = wire.AppendFloat64(dst, v)
+			}
 		}
 	}
 	return dst
@@ -107,13 +121,14 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
 	}
 	if n := len(r.Rest()); n != 0 {
-		if n != 5*8 {
+		if n != poolSums*8 && n != (poolSums+poolOpenSums)*8 {
 			return fmt.Errorf("%w: site: %d trailing bytes", ErrCorrupt, n)
 		}
-		var v [5]float64
-		for i := range v {
+		var v [poolSums + poolOpenSums]float64
+		for i := range v[:n/8] {
 			v[i] = r.Float64()
-			// Sums of added and removed evidence may round a little below 0.
+			// Sums of added and removed evidence may round a little below
+			// 0 (the open sums' times are Unix seconds, not negative).
 			if r.Err() == nil && !(v[i] >= -1e-6*math.Max(1, math.Abs(v[i]))) {
 				return fmt.Errorf("%w: site: prior sums %v", ErrCorrupt, v)
 			}
@@ -121,7 +136,8 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		if err := r.Err(); err != nil {
 			return fmt.Errorf("%w: site: prior sums: %w", ErrCorrupt, err)
 		}
-		d.Pool = estimators.PoolStats{N: v[0], X: v[1], E: v[2], X2E: v[3], F: v[4]}
+		d.Pool = estimators.PoolStats{N: v[0], X: v[1], E: v[2], X2E: v[3], F: v[4],
+			ON: v[5], OX: v[6], OX2: v[7], OS: v[8], OXS: v[9], OS2: v[10], Latest: v[11]}
 	}
 	*s = d
 	return nil

@@ -73,19 +73,33 @@ const MaxShape = 10
 // Evidence is an object's data for the pooled estimator: the likelihood
 // λ^X·e^{−λE} (X, E in seconds), or, when Floor > 0, a step at Floor
 // (every interval changed; X and E then only feed the site's prior).
+//
+// Open marks a complete history (events.go E1), whose exposure is not
+// fixed: it runs from Since (its baseline t₀) to the as-of time t_end, so
+// E = t_end − t₀ grows while the object is quiet. E is the exposure as of
+// the time the evidence was taken (Change.EvidenceAt's asOf, at least its
+// last event); PoolStats keeps such evidence open (its sums are
+// polynomials in t_end).
 type Evidence struct {
 	X, E, Floor float64
+	Since       float64
+	Open        bool
 }
 
-// Evidence returns the object's evidence; ok is false when the object has
-// no usable data.
-func (c *Change) Evidence(cfg *Config) (Evidence, bool) {
+// Evidence returns the object's evidence as of its latest observation;
+// ok is false when the object has no usable data.
+func (c *Change) Evidence(cfg *Config) (Evidence, bool) { return c.EvidenceAt(0, cfg) }
+
+// EvidenceAt is Evidence as of asOf (Unix seconds): a complete history's
+// exposure runs to asOf when it is after the object's last event (E1),
+// the exposure its own estimate (poisson_events, naive) uses. Other
+// objects' evidence does not depend on asOf.
+func (c *Change) EvidenceAt(asOf float64, cfg *Config) (Evidence, bool) {
 	if c.Complete() {
-		// A complete history's likelihood is exactly λ^N e^{−λT} (events.go E1).
-		if T := c.Span(); T > 0 {
-			return Evidence{X: float64(c.changes), E: T}, true
-		}
-		return Evidence{}, false
+		// A complete history's likelihood is exactly λ^N e^{−λT} (events.go
+		// E1), its exposure open: one with its baseline alone (T = 0 as of
+		// its last event) is evidence of a quiet object from then on.
+		return Evidence{X: float64(c.changes), E: c.exposure(asOf), Since: seconds(c.first), Open: true}, true
 	}
 	if c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) && c.lmT > 0 {
 		return Evidence{X: float64(c.lmX), E: seconds(c.lmT)}, true
@@ -121,8 +135,17 @@ func (c *Change) Evidence(cfg *Config) (Evidence, bool) {
 // only bound their rate from below, so they are left out of the moments,
 // and a site where they are more than MaxFloored of the objects has no
 // prior (its rates are beyond what its crawler can measure).
+//
+// The open sums hold the complete histories (Evidence.Open), whose
+// exposure e_i = t − s_i runs from their baseline s_i to the as-of time
+// t: ON objects, OX = Σx, OX2 = Σx², OS = Σs, OXS = Σx·s, OS2 = Σs², so
+// that Σe, Σx·e and Σe² at any t are polynomials in t (PriorAt).
+// Latest is the largest as-of time of the open evidence added (s + e),
+// a clock: removing evidence does not move it back.
 type PoolStats struct {
 	N, X, E, X2E, F float64
+
+	ON, OX, OX2, OS, OXS, OS2, Latest float64
 }
 
 // MaxFloored is the largest share of floored objects with which a site's
@@ -136,7 +159,23 @@ func (p *PoolStats) Add(ev Evidence, w float64) {
 		p.F += w
 		return
 	}
-	if !(e > 0) || !(x >= 0) || math.IsInf(x, 0) || math.IsInf(e, 0) {
+	if !(e > 0 || ev.Open && e == 0) || !(x >= 0) || math.IsInf(x, 0) || math.IsInf(e, 0) {
+		return
+	}
+	if ev.Open {
+		s := ev.Since
+		if math.IsInf(s, 0) || math.IsNaN(s) {
+			return
+		}
+		p.ON += w
+		p.OX += w * x
+		p.OX2 += w * x * x
+		p.OS += w * s
+		p.OXS += w * x * s
+		p.OS2 += w * s * s
+		if w > 0 && s+e > p.Latest {
+			p.Latest = s + e
+		}
 		return
 	}
 	p.N += w
@@ -154,6 +193,7 @@ func (p *PoolStats) Remove(ev Evidence, w float64) { p.Add(ev, -w) }
 // that follows the site's recent objects.
 func (p *PoolStats) Decay(f float64) {
 	p.N, p.X, p.E, p.X2E, p.F = p.N*f, p.X*f, p.E*f, p.X2E*f, p.F*f
+	p.ON, p.OX, p.OX2, p.OS, p.OXS, p.OS2 = p.ON*f, p.OX*f, p.OX2*f, p.OS*f, p.OXS*f, p.OS2*f
 }
 
 // GammaPrior is a Gamma(Shape, Rate) prior for λ (Rate in seconds).
@@ -161,14 +201,53 @@ type GammaPrior struct {
 	Shape, Rate float64
 }
 
-// Prior fits the gamma prior by the moments above; ok is false with fewer
-// than MinPoolObjects objects or no change at all.
-func (p PoolStats) Prior() (GammaPrior, bool) {
-	if p.N < MinPoolObjects || !(p.X > 0) || !(p.E > 0) || p.F > MaxFloored*(p.N+p.F) {
+// Prior fits the gamma prior by the moments above, as of the latest time
+// of its open evidence (PriorAt(0)); ok is false with fewer than
+// MinPoolObjects objects or no change at all.
+func (p PoolStats) Prior() (GammaPrior, bool) { return p.PriorAt(0) }
+
+// PriorAt is Prior with the complete histories' exposures running to t
+// (Unix seconds; at least Latest, the time their evidence was taken).
+//
+// The moment fit solves Σ w_i[(x_i − μ̂e_i)² − μ̂e_i − σ̂²e_i²] = 0, whose
+// expectation is 0 for any weights fixed by the exposures (E[(x − μe)²]
+// = μe + σ²e²). Clayton & Kaldor's weights w_i = 1/e_i give the σ̂² above.
+// For the open evidence, Σx_i²/e_i at a moving t is no sum of O(1)
+// terms; its weights are 1/ē, ē = Σe_i/ON their mean exposure at t (the
+// same weights when their exposures are equal):
+//
+//	σ̂² = (S + O/ē − (N + ON − 1)μ̂) / (E + Σe_i²/ē),                (P2)
+//	S = X2E − 2μ̂X + μ̂²E,   O = Σx_i² − 2μ̂Σx_i·e_i + μ̂²Σe_i²
+//
+// with μ̂ = (X + Σx_i)/(E + Σe_i), Σe_i = ON·t − OS, Σx_i·e_i =
+// OX·t − OXS and Σe_i² = ON·t² − 2t·OS + OS2. Without open evidence
+// (P2) is the σ̂² above.
+func (p PoolStats) PriorAt(t float64) (GammaPrior, bool) {
+	t = math.Max(t, p.Latest)
+	n, x, e := p.N, p.X, p.E
+	var oe, oxe, oe2 float64
+	if p.ON > 0 {
+		oe = p.ON*t - p.OS
+		oxe = p.OX*t - p.OXS
+		oe2 = math.Max(p.ON*t*t-2*t*p.OS+p.OS2, oe*oe/p.ON) // Σe² ≥ (Σe)²/n; rounding
+		if !(oe > 0) {
+			oe, oxe, oe2 = 0, 0, 0
+		} else {
+			n, x, e = n+p.ON, x+p.OX, e+oe
+		}
+	}
+	if n < MinPoolObjects || !(x > 0) || !(e > 0) || p.F > MaxFloored*(n+p.F) {
 		return GammaPrior{}, false
 	}
-	mu := p.X / p.E
-	s2 := (p.X2E - 2*mu*p.X + mu*mu*p.E - (p.N-1)*mu) / p.E
+	mu := x / e
+	num := p.X2E - 2*mu*p.X + mu*mu*p.E - (n-1)*mu
+	den := p.E
+	if oe > 0 {
+		mean := oe / p.ON
+		num += (p.OX2 - 2*mu*oxe + mu*mu*oe2) / mean
+		den += oe2 / mean
+	}
+	s2 := num / den
 	if floor := mu * mu / MaxShape; !(s2 > floor) {
 		s2 = floor
 	}
@@ -226,14 +305,16 @@ const pooledGrid = 160
 // grid of pooledGrid points (no allocation) and its mean (P1) and
 // quantiles are read off the weights and their cumulative sums.
 func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) {
-	return sane(c.pooledPosterior(prior, cfg, nil))
+	return sane(c.pooledPosterior(prior, 0, cfg, nil))
 }
 
-// PooledEstimateIn is PooledEstimate with the quantile memo of scratch
-// (nil: none): the same estimate, computed once for every object of a
-// site that meets the same quantile of the same prior.
-func (c *Change) PooledEstimateIn(prior GammaPrior, cfg *Config, scratch *Estimates) (Estimate, bool) {
-	return sane(c.pooledPosterior(prior, cfg, scratch.quantiles()))
+// PooledEstimateIn is PooledEstimate as of asOf (Unix seconds; a
+// complete history's evidence is EvidenceAt(asOf), its exposure runs to
+// asOf as its own estimate's does; 0: its last event) with the quantile
+// memo of scratch (nil: none): the same estimate, computed once for every
+// object of a site that meets the same quantile of the same prior.
+func (c *Change) PooledEstimateIn(prior GammaPrior, asOf float64, cfg *Config, scratch *Estimates) (Estimate, bool) {
+	return sane(c.pooledPosterior(prior, asOf, cfg, scratch.quantiles()))
 }
 
 // PooledQuantile is the p quantile (0 < p < 1) of the posterior whose mean
@@ -245,7 +326,7 @@ func (c *Change) PooledQuantile(prior GammaPrior, p float64, cfg *Config) (float
 	}
 	cq := *cfg
 	cq.Level = math.Abs(1 - 2*p) // tails p and 1 − p
-	e, ok := c.pooledPosterior(prior, &cq, nil)
+	e, ok := c.pooledPosterior(prior, 0, &cq, nil)
 	switch {
 	case !ok || !e.HasCI:
 		return 0, false
@@ -255,10 +336,10 @@ func (c *Change) PooledQuantile(prior GammaPrior, p float64, cfg *Config) (float
 	return e.Lo, e.Lo >= 0 && !math.IsInf(e.Lo, 0)
 }
 
-// pooledPosterior is PooledEstimate before sane, with the quantile memo m
-// (nil: none).
-func (c *Change) pooledPosterior(prior GammaPrior, cfg *Config, m *quantileMemo) (Estimate, bool) {
-	ev, ok := c.Evidence(cfg)
+// pooledPosterior is PooledEstimateIn before sane, with the quantile memo
+// m (nil: none).
+func (c *Change) pooledPosterior(prior GammaPrior, asOf float64, cfg *Config, m *quantileMemo) (Estimate, bool) {
+	ev, ok := c.EvidenceAt(asOf, cfg)
 	if !ok || !(prior.Shape > 0) || !(prior.Rate > 0) {
 		return Estimate{}, false
 	}

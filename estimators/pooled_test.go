@@ -304,7 +304,7 @@ func TestPooledEstimateInExact(t *testing.T) {
 			prior := GammaPrior{Shape: shape, Rate: shape * 20 * day}
 			for i, c := range objs {
 				want, wok := c.PooledEstimate(prior, cfg)
-				got, gok := c.PooledEstimateIn(prior, cfg, &scratch)
+				got, gok := c.PooledEstimateIn(prior, 0, cfg, &scratch)
 				if gok != wok || math.Float64bits(got.Rate) != math.Float64bits(want.Rate) ||
 					math.Float64bits(got.Lo) != math.Float64bits(want.Lo) || math.Float64bits(got.Hi) != math.Float64bits(want.Hi) {
 					t.Errorf("round %d, shape %v, object %d: memo %+v (%v), without %+v (%v)", round, shape, i, got, gok, want, wok)

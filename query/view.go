@@ -32,10 +32,9 @@ func (s *Server) load(ctx context.Context, object string) (loaded, error) {
 	if err != nil {
 		return loaded{}, &unavailableError{"Kafka", fmt.Errorf("query: locate %s: %w", object, err)}
 	}
-	keys := []string{object, aggregate.ReorderObject}
-	if host := aggregate.Site(object); host != "" {
-		keys = append(keys, aggregate.SiteKeyPrefix+host)
-	}
+	// the site's state; for an object without a host, its population's
+	// prior (the site "", aggregate.PriorOnly)
+	keys := []string{object, aggregate.ReorderObject, aggregate.SiteKeyPrefix + aggregate.Site(object)}
 	vals, err := s.store.Get(ctx, p, keys, nil)
 	if err != nil {
 		return loaded{}, &unavailableError{"state store", fmt.Errorf("query: read %s: %w", object, err)}
@@ -65,7 +64,9 @@ func (s *Server) load(ctx context.Context, object string) (loaded, error) {
 // when the object has none), as of its partition's committed as-of (a
 // complete history's exposure ends there, aggregate.ChangeEstimateAsOf).
 func (s *Server) estimates(l loaded, object string) (change, access *records.Estimate) {
-	o, site := l.obj, l.site
+	o := l.obj
+	var view aggregate.SiteState
+	site := aggregate.PriorView(aggregate.Site(object), &s.model, l.site, &view)
 	var es estimators.Estimates
 	if rec, ok := o.ChangeEstimateAsOf(object, &s.model, site, l.asOf, &es); ok {
 		change = &rec

@@ -427,3 +427,67 @@ func TestRealHeritrixNoWaldOverOneEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestRealPHPDocHostlessPrior: the php-doc git log's paths have no host;
+// through the programs' path (ingest --format=changes-tsv | aggregator
+// --emit=final) those with fewer than 5 changes publish `pooled` under the
+// prior of the partition's hostless objects (aggregate/siteprior.go), and
+// its posterior is the conjugate Gamma(α + N, β + T) with T the exposure
+// to the end of the log (estimators.Change.EvidenceAt), one (α, β) for
+// all: solved from two files, (α + N)/(β + T) reproduces every other
+// pooled file with N ≥ 1 (T = N / naive) to 1e-6 relative.
+func TestRealPHPDocHostlessPrior(t *testing.T) {
+	src := realSample(t, realData(t, "php-doc-en-history/git-file-changes.tsv.gz"))
+	out, stderr, err := filter(t, ingestFiles(t, "changes-tsv", nil, src))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	type nt struct{ n, T, rate float64 }
+	var pts []nt
+	few, pooled := 0, 0
+	for _, e := range estimates(t, out) {
+		if e.Changes >= 5 || e.RatePerS == nil {
+			continue
+		}
+		few++
+		if e.Estimator != "pooled" {
+			continue
+		}
+		pooled++
+		if naive := e.Estimates["naive"]; e.Changes > 0 && naive > 0 {
+			pts = append(pts, nt{float64(e.Changes), float64(e.Changes) / naive, *e.RatePerS})
+		}
+	}
+	t.Logf("%d files with < 5 changes, %d publish pooled", few, pooled)
+	// Files published from their change window after a confirmed shift
+	// follow it instead (about 7 % of files with ≥ 5 changes, fewer here).
+	if few == 0 || float64(pooled) < 0.9*float64(few) {
+		t.Fatalf("pooled published for %d of %d files with < 5 changes", pooled, few)
+	}
+	// Two files with different N give α and β: r_i(β + T_i) = α + N_i.
+	var a, b nt
+	a = pts[0]
+	for _, p := range pts[1:] {
+		if p.n != a.n {
+			b = p
+			break
+		}
+	}
+	beta := (b.n - a.n - b.rate*b.T + a.rate*a.T) / (b.rate - a.rate)
+	alpha := a.rate*(beta+a.T) - a.n
+	if !(alpha > 0 && beta > 0) {
+		t.Fatalf("prior from two files: α %g β %g", alpha, beta)
+	}
+	t.Logf("hostless prior: shape %.3f, mean %.3f changes a year", alpha, alpha/beta*365*86400)
+	bad := 0
+	for _, p := range pts {
+		if want := (alpha + p.n) / (beta + p.T); math.Abs(p.rate/want-1) > 1e-6 {
+			if bad++; bad <= 5 {
+				t.Errorf("N %g, T %.0f days: pooled %g, want (α+N)/(β+T) = %g", p.n, p.T/86400, p.rate, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d pooled files off the conjugate posterior", bad, len(pts))
+	}
+}

@@ -304,15 +304,26 @@ func TestPipelineEndToEnd(t *testing.T) {
 	}
 	keys = objKeys
 	// besides the objects: one alert book per partition that committed a
-	// batch (key "#alerts"; no site profiles, see step 2)
-	books := 0
+	// batch (key "#alerts") and one state per site and partition that
+	// holds the site's change-rate prior (key "#site HOST"; without
+	// seasonal profiles, see step 2: aggregate.PriorOnly)
+	books, sites := 0, 0
 	for _, k := range keys {
-		if strings.HasSuffix(k, ":o:"+aggregate.AlertsKey) {
+		switch {
+		case strings.HasSuffix(k, ":o:"+aggregate.AlertsKey):
 			books++
+		case strings.Contains(k, ":o:"+aggregate.SiteKeyPrefix):
+			sites++
 		}
 	}
-	if want := len(sc.Pages()) + len(sc.ProxyPages()); len(keys)-books != want || books < 1 || books > 4 {
-		t.Errorf("%d object states and %d alert books in Redis, want %d and 1–4", len(keys)-books, books, want)
+	hosts := map[string]bool{}
+	for _, pg := range append(sc.Pages(), sc.ProxyPages()...) {
+		hosts[aggregate.Site(pg.URL)] = true
+	}
+	if want := len(sc.Pages()) + len(sc.ProxyPages()); len(keys)-books-sites != want || books < 1 || books > 4 ||
+		sites < len(hosts) || sites > len(hosts)*books {
+		t.Errorf("%d object states, %d alert books and %d site states in Redis, want %d, 1–4 and %d–%d (each of %d sites in 1 to %d partitions)",
+			len(keys)-books-sites, books, sites, want, len(hosts), len(hosts)*books, len(hosts), books)
 	}
 
 	// 5. kcat (a non-Go client) reads the estimates.
