@@ -348,7 +348,7 @@ func BenchmarkPooledEstimateIn(b *testing.B) {
 		for _, shape := range []float64{0.4, 2.5, 4, 10} {
 			prior := GammaPrior{Shape: shape, Rate: shape * 20 * day}
 			for _, c := range objs {
-				c.PooledEstimateIn(prior, cfg, &scratch)
+				c.PooledEstimateIn(prior, 0, cfg, &scratch)
 				n++
 			}
 		}
