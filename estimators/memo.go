@@ -108,6 +108,28 @@ func (m *quantileMemo) gammaIncRegInv(a, p float64) float64 {
 	return x
 }
 
+// gammaTail returns gammaTail(a, upper) through the memo (m may be nil),
+// keyed apart from gammaIncRegInv's entries by b = −2 (lower) or −3.
+func (m *quantileMemo) gammaTail(a float64, upper bool) (float64, bool) {
+	if m == nil {
+		return gammaTail(a, upper)
+	}
+	b := -2.0
+	if upper {
+		b = -3
+	}
+	e := &m.q[memoSlot(a, b, 1e-9)]
+	if e.a == a && e.b == b && e.p == 1e-9 {
+		return e.x, e.x > 0
+	}
+	x, ok := gammaTail(a, upper)
+	if !ok {
+		x = 0
+	}
+	*e = memoEntry{a, b, 1e-9, x}
+	return x, ok
+}
+
 // beta returns betaQuantile(a, b, p) through the memo (m may be nil).
 func (m *quantileMemo) beta(a, b, p float64) float64 {
 	if m == nil {

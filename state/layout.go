@@ -29,13 +29,22 @@ import (
 // which MIGRATE moves in about 6 ms on 1 Gbit/s (DUMP and RESTORE of a
 // hash run at hundreds of MB/s; the wire dominates). At 100,000 objects
 // over 12 partitions a bucket holds 8 objects and its key costs about
-// 12 bytes per object; at 1,000,000, about 1.2. Derivation and the
-// measured figures: docs/state-layout.md.
+// 12 bytes per object; at 1,000,000, about 1.2. Why not fewer: "without
+// a long block" read as Redis's own threshold for a slow command
+// (slowlog-log-slower-than, 10 ms by default), a bucket may hold 1.25 MB
+// (10 ms at 1 Gbit/s), 6,800 objects of 184 bytes (0.7 MB / 3,800): at the
+// design point that needs at least 3.9e6/6,800 = 574 buckets; 512 would
+// give 7,600 objects, 1.4 MB, 11 ms; 1024 is the smallest power of two
+// under the threshold (the count need not be one). A
+// deployment far below the design point may use fewer (the commit's HSETs
+// then carry more fields each, which costs Redis less CPU per
+// observation): CHANGERATE_REDIS_BUCKETS. Derivation and the measured
+// figures: docs/state-layout.md.
 const DefaultBuckets = 1024
 
-// maxBuckets bounds the bucket count: three base-64 digits in a compact
+// MaxBuckets bounds the bucket count: three base-64 digits in a compact
 // bucket key.
-const maxBuckets = 1 << 18
+const MaxBuckets = 1 << 18
 
 // stampLen is the length of the stamp before each stored value.
 const stampLen = 6

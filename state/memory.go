@@ -45,8 +45,8 @@ func (c MemoryConfig) Validate() error {
 	if c.IdleTTL < 0 {
 		errs = append(errs, fmt.Errorf("state: MemoryConfig.IdleTTL: %v is negative", c.IdleTTL))
 	}
-	if c.Buckets < 0 || c.Buckets > maxBuckets {
-		errs = append(errs, fmt.Errorf("state: MemoryConfig.Buckets: %d is not in [0, %d]", c.Buckets, maxBuckets))
+	if c.Buckets < 0 || c.Buckets > MaxBuckets {
+		errs = append(errs, fmt.Errorf("state: MemoryConfig.Buckets: %d is not in [0, %d]", c.Buckets, MaxBuckets))
 	}
 	return errors.Join(errs...)
 }

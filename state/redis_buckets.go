@@ -94,7 +94,7 @@ func (r *Redis) part(ctx context.Context, p Partition) (rpart, error) {
 	}
 	var out rpart
 	if s, ok := st[0].(string); ok {
-		if out.nb, err = strconv.Atoi(s); err != nil || out.nb <= 0 || out.nb > maxBuckets {
+		if out.nb, err = strconv.Atoi(s); err != nil || out.nb <= 0 || out.nb > MaxBuckets {
 			return rpart{}, fmt.Errorf("bucket count %q in the meta hash", s)
 		}
 		out.sweep.nb = out.nb
@@ -159,7 +159,7 @@ func (r *Redis) claimBuckets(ctx context.Context, op string, p Partition, epoch 
 		return 0, fmt.Errorf("state: %s %v: unexpected script code %d", op, p, code)
 	}
 	nb, err := strconv.Atoi(nbs)
-	if err != nil || nb <= 0 || nb > maxBuckets {
+	if err != nil || nb <= 0 || nb > MaxBuckets {
 		return 0, fmt.Errorf("state: %s %v: bucket count %q in the meta hash", op, p, nbs)
 	}
 	cursor, _ := strconv.Atoi(sws)

@@ -215,8 +215,8 @@ func (c RedisConfig) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("KeyFormat: %q is not buckets, compact or readable", c.KeyFormat))
 	}
-	if c.Buckets < 0 || c.Buckets > maxBuckets {
-		errs = append(errs, fmt.Errorf("Buckets: %d is not in [1, %d]", c.Buckets, maxBuckets))
+	if c.Buckets < 0 || c.Buckets > MaxBuckets {
+		errs = append(errs, fmt.Errorf("Buckets: %d is not in [1, %d]", c.Buckets, MaxBuckets))
 	}
 	switch c.ExpiryEvents {
 	case ExpiryEventsConfig, ExpiryEventsSubscribe, ExpiryEventsOff:

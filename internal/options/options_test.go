@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -81,8 +82,11 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	if got, want := state.RedisACLRules(readable(rc)), state.RedisACLRules(readable(state.RedisConfig{})); got != want {
 		t.Errorf("Redis defaults differ from the library's:\n ACL %s\nwant %s", got, want)
 	}
-	if rc.KeyPrefix != DefaultRedisKeyPrefix || rc.ExpiryEvents != state.ExpiryEventsConfig {
-		t.Errorf("Redis KeyPrefix %q, ExpiryEvents %q", rc.KeyPrefix, rc.ExpiryEvents)
+	if rc.KeyPrefix != DefaultRedisKeyPrefix || rc.ExpiryEvents != state.ExpiryEventsConfig || rc.Buckets != state.DefaultBuckets {
+		t.Errorf("Redis KeyPrefix %q, ExpiryEvents %q, Buckets %d", rc.KeyPrefix, rc.ExpiryEvents, rc.Buckets)
+	}
+	if !strings.Contains(optionDesc(t, "REDIS_BUCKETS"), fmt.Sprintf("the default %d ", state.DefaultBuckets)) {
+		t.Errorf("REDIS_BUCKETS's description does not state the library's default %d", state.DefaultBuckets)
 	}
 	if a.Topics != (Topics{stream.TopicObservations, stream.TopicDeadLetter}) || a.ExternalSort.Memory != extsort.DefaultMemory {
 		t.Errorf("topics %+v, sort %+v", a.Topics, a.ExternalSort)
@@ -113,6 +117,33 @@ func optionDesc(t *testing.T, name string) string {
 	}
 	t.Fatalf("no option %s", name)
 	return ""
+}
+
+// TestRedisBucketsBounds: REDIS_BUCKETS's bounds are the library's, and
+// a value set reaches state.RedisConfig.Buckets.
+func TestRedisBucketsBounds(t *testing.T) {
+	a := defaults()
+	for _, o := range cliconfig.Options(Prefix, &a) {
+		if o.Env == Prefix+"_REDIS_BUCKETS" {
+			if want := fmt.Sprintf(">=1 <=%d", state.MaxBuckets); o.Valid != want {
+				t.Errorf("valid %q, want %q (state.MaxBuckets)", o.Valid, want)
+			}
+		}
+	}
+	got, err := load(t, map[string]string{"CHANGERATE_REDIS_BUCKETS": "128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := got.Redis.Config(0)
+	rc.Addrs = []string{"localhost:6379"}
+	if rc.Buckets != 128 || rc.Validate() != nil {
+		t.Errorf("REDIS_BUCKETS=128: RedisConfig.Buckets %d, Validate %v", rc.Buckets, rc.Validate())
+	}
+	// The library's check, named by the option (RedisError).
+	rc.Buckets = state.MaxBuckets + 1
+	if msg := RedisError(rc.Validate(), "IDLE_TTL"); !strings.HasPrefix(msg, Name("REDIS_BUCKETS")+":") {
+		t.Errorf("RedisError = %q, want it to name REDIS_BUCKETS", msg)
+	}
 }
 
 // TestDocumentedDefaultsLoad: the reference's defaults, given as values,

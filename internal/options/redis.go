@@ -26,7 +26,10 @@ type Redis struct {
 	// (state.Redis.CheckDurability).
 	RequireDurable bool `envconfig:"REDIS_REQUIRE_DURABLE" default:"true" desc:"refuse to start unless every Redis master has maxmemory-policy noeviction and appendonly yes (false: for tests and development only)"`
 	// KeyFormat's default is the library's, buckets.
-	KeyFormat string `envconfig:"REDIS_KEY_FORMAT" desc:"state layout: buckets (each partition's objects in 1024 Redis hashes, no Redis TTL; the owner sweeps idle objects; migrates a partition's compact keys at its claim), compact (the previous release's: one 14-byte hashed key per object with a TTL) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
+	KeyFormat string `envconfig:"REDIS_KEY_FORMAT" desc:"state layout: buckets (each partition's objects in REDIS_BUCKETS Redis hashes, no Redis TTL; the owner sweeps idle objects; migrates a partition's compact keys at its claim), compact (the previous release's: one 14-byte hashed key per object with a TTL) or readable ({prefix topic:partition}:o:<object>, for debugging)"`
+	// Buckets' default is the library's, state.DefaultBuckets; its upper
+	// bound is state.MaxBuckets (TestRedisBucketsBounds).
+	Buckets int `envconfig:"REDIS_BUCKETS" unit:"buckets per partition" valid:">=1 <=262144" desc:"hashes per partition of the buckets layout, fixed at a partition's first claim: a partition already claimed keeps the count stored in its meta hash, whatever this says; only partitions claimed for the first time take it. A bucket holds objects ÷ (partitions × buckets) objects, about 185 bytes each with 180-byte states, and Redis Cluster's MIGRATE blocks both nodes while it moves one (about 8 ms per MB on 1 Gbit/s): the default 1024 keeps a bucket at 0.7 MB (6 ms) at 10^9 objects over 256 partitions. Fewer buckets put more objects in each of a commit's HSETs and cost Redis less CPU per observation: with far fewer objects, size buckets to stay under about 1 MB (docs/state-layout.md)"`
 }
 
 // DefaultRedisKeyPrefix is state.RedisConfig's default KeyPrefix, which
@@ -40,6 +43,7 @@ func DefaultRedis() Redis {
 		KeyPrefix:    DefaultRedisKeyPrefix,
 		ExpiryEvents: state.ExpiryEventsConfig,
 		KeyFormat:    state.KeyFormatBuckets,
+		Buckets:      state.DefaultBuckets,
 	}
 }
 
@@ -48,7 +52,7 @@ func DefaultRedis() Redis {
 func (r Redis) Config(idleTTL time.Duration) state.RedisConfig {
 	return state.RedisConfig{
 		Addrs: r.Addrs, Username: r.Username, Password: r.Password, DB: r.DB,
-		Cluster: r.Cluster, KeyPrefix: r.KeyPrefix, KeyFormat: r.KeyFormat, IdleTTL: idleTTL,
+		Cluster: r.Cluster, KeyPrefix: r.KeyPrefix, KeyFormat: r.KeyFormat, Buckets: r.Buckets, IdleTTL: idleTTL,
 		SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword, ExpiryEvents: r.ExpiryEvents,
 		TLS: state.RedisTLS{Enable: r.TLS, CAFile: r.TLSCA, CertFile: r.TLSCert, KeyFile: r.TLSKey},
 	}
@@ -63,6 +67,7 @@ func redisFields(idleTTL string) []struct{ field, option string } {
 		{"SentinelMaster:", Name("REDIS_SENTINEL_MASTER") + ":"},
 		{"ExpiryEvents:", Name("REDIS_EXPIRY_EVENTS") + ":"},
 		{"KeyFormat:", Name("REDIS_KEY_FORMAT") + ":"},
+		{"Buckets:", Name("REDIS_BUCKETS") + ":"},
 		{"KeyPrefix:", Name("REDIS_KEY_PREFIX") + ":"},
 		{"IdleTTL:", Name(idleTTL) + ":"},
 		{"Addrs:", Name("REDIS_ADDRS") + ":"},

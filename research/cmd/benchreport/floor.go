@@ -23,7 +23,9 @@ import (
 //     aggregator's commits wrote (changerate_state_commit_batch_objects),
 //     each an HSET of a value of the mean state size (plus the 6-byte
 //     stamp) into a bucket of the bucketed layout, pipelined 1000 to a
-//     round trip.
+//     round trip; the buckets are as many as the aggregator's run used
+//     (the partitions' meta hashes and their stored bucket counts,
+//     floorBuckets), so that the floor's keys are the run's.
 //
 // The pipeline's CPU per observation is then compared with the floor's,
 // per process: aggregator ÷ (the kcat reader + the kcat producer + the
@@ -37,6 +39,7 @@ type floorResult struct {
 	StateClient, StateRedis  float64 // the HSET client (this process) and redis-server
 	StateWrites              int64
 	StateValueBytes          int
+	Parts, Buckets           int   // partitions and buckets per partition of the run (floorBuckets)
 	UsedBefore, UsedAfter    int64 // Redis used_memory before the aggregator started and at its end
 	UsedPerObject            float64
 	PipelineAgg, PipelineRed float64 // copies of the run's, for the ratios
@@ -94,14 +97,40 @@ func floorPublish(ctx context.Context, lp *liveProcs, n float64, f *floorResult)
 	return nil
 }
 
+// floorBuckets returns the partitions of the run in Redis (their meta
+// hashes, "{tag}:meta") and their bucket count (the "nb" each stored at
+// its first claim), which must be the same for all.
+func floorBuckets(ctx context.Context, e *env) (parts, nb int, err error) {
+	it := e.rc.Scan(ctx, 0, "*:meta", 1000).Iterator()
+	for it.Next(ctx) {
+		s, err := e.rc.HGet(ctx, it.Val(), "nb").Result()
+		if err != nil {
+			return 0, 0, fmt.Errorf("floor: bucket count of %s: %w", it.Val(), err)
+		}
+		b, err := strconv.Atoi(s)
+		if err != nil || b <= 0 || (nb != 0 && b != nb) {
+			return 0, 0, fmt.Errorf("floor: bucket count %q of %s (others: %d)", s, it.Val(), nb)
+		}
+		nb = b
+		parts++
+	}
+	if err := it.Err(); err != nil {
+		return 0, 0, fmt.Errorf("floor: scanning the meta hashes: %w", err)
+	}
+	if parts == 0 {
+		return 0, 0, fmt.Errorf("floor: no partition meta hash in Redis")
+	}
+	return parts, nb, nil
+}
+
 // floorState sends writes HSETs of valueBytes-byte values of objects
 // objects (fields cycling over them, as the run's updates do) over parts
-// partitions' 1024 buckets, pipelined, and measures Redis's CPU and this
+// partitions' nb buckets, pipelined, and measures Redis's CPU and this
 // process's; n is the observations of the run. Redis is flushed after.
-func floorState(ctx context.Context, e *env, writes int64, objects, valueBytes, parts int, n float64, f *floorResult) error {
-	f.StateWrites, f.StateValueBytes = writes, valueBytes
+func floorState(ctx context.Context, e *env, writes int64, objects, valueBytes, parts, nb int, n float64, f *floorResult) error {
+	f.StateWrites, f.StateValueBytes, f.Parts, f.Buckets = writes, valueBytes, parts, nb
 	value := bytes.Repeat([]byte{'s'}, valueBytes+6)
-	const nb, batch = 1024, 1000
+	const batch = 1000
 	keys := make([]string, parts*nb)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("{F%d}:%d", i/nb, i%nb)
@@ -126,25 +155,49 @@ func floorState(ctx context.Context, e *env, writes int64, objects, valueBytes, 
 	return e.rc.FlushAll(ctx).Err()
 }
 
+// commandCalls returns Redis's calls per command (INFO commandstats,
+// lower case: "hset", "exec", ...); nil if INFO fails.
+func commandCalls(ctx context.Context, e *env) map[string]int64 {
+	s, err := e.rc.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, l := range strings.Split(s, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
 // writeFloor writes the floor table of the live runs.
 func writeFloor(p func(string, ...any), live []liveResult) {
 	p("\n### The I/O floor, measured in the same runs\n\n")
 	p("The work no implementation can skip, on the same broker and Redis after each run: `kcat -C` reading the observations (above),\n")
 	p("`kcat -P -z none` producing the estimate records the aggregator published (exported from its topic first, not measured),\n")
 	p("and as many state writes as the aggregator's commits wrote, each one `HSET` of a value of the mean state size (+ the\n")
-	p("6-byte stamp) into one of 12 × 1024 buckets, pipelined 1000 to a round trip from this program (go-redis). Each process's\n")
+	p("6-byte stamp) into one of the run's buckets (its partitions × the bucket count stored in their meta hashes), pipelined\n")
+	p("1000 to a round trip from this program (go-redis); *HSET calls* are Redis's (`INFO commandstats`) in the run's measured\n")
+	p("interval, with the state writes per call, and the floor's (one per write). Each process's\n")
 	p("CPU per observation of the run; *pipeline ÷ floor* divides the aggregator's by the three clients' sum, the broker's by the\n")
 	p("broker's and Redis's by Redis's. Redis memory: `used_memory` at the end of the run minus before it, per object.\n\n")
-	p("| run | kcat read µs/obs | kcat produce µs/obs | HSET client µs/obs | broker µs/obs | redis µs/obs | floor total µs/obs | state writes | estimates | aggregator ÷ clients | broker ÷ broker | redis ÷ redis | total ÷ total | redis B/object |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| run | kcat read µs/obs | kcat produce µs/obs | HSET client µs/obs | broker µs/obs | redis µs/obs | floor total µs/obs | state writes | estimates | buckets | HSET calls (writes per call) | aggregator ÷ clients | broker ÷ broker | redis ÷ redis | total ÷ total | redis B/object |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, l := range live {
 		f := l.Floor
 		if f == nil {
 			continue
 		}
 		pipe := l.AggCPU + l.BrokerCPU + l.RedisCPU
-		p("| l%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %d | %.2f | %.2f | %.2f | **%.2f** | **%.0f** |\n", i+1,
+		p("| l%d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d | %d | %d × %d | %d (%.1f) | %.2f | %.2f | %.2f | **%.2f** | **%.0f** |\n", i+1,
 			f.ReadClient, f.PubClient, f.StateClient, f.broker(), f.StateRedis, f.total(), f.StateWrites, f.Published,
+			f.Parts, f.Buckets, l.HSETCalls, ratio(float64(f.StateWrites), float64(l.HSETCalls)),
 			ratio(l.AggCPU, f.client()), ratio(l.BrokerCPU, f.broker()), ratio(l.RedisCPU, f.StateRedis), ratio(pipe, f.total()), f.UsedPerObject)
 	}
 }
@@ -172,7 +225,12 @@ func floorAfterRun(ctx context.Context, e *env, lp *liveProcs, res *liveResult, 
 	if err := floorPublish(ctx, lp, n, f); err != nil {
 		res.Err = strings.TrimSpace(res.Err + " " + err.Error())
 	}
-	if err := floorState(ctx, e, writes, res.Objects, valueBytes, 12, n, f); err != nil {
+	parts, nb, err := floorBuckets(ctx, e)
+	if err != nil {
+		res.Err = strings.TrimSpace(res.Err + " " + err.Error())
+		return
+	}
+	if err := floorState(ctx, e, writes, res.Objects, valueBytes, parts, nb, n, f); err != nil {
 		res.Err = strings.TrimSpace(res.Err + " " + err.Error())
 	}
 }

@@ -78,7 +78,10 @@ type liveResult struct {
 	PeakRSS               int64   // aggregator VmHWM, bytes
 	HeapInuse, CacheBytes float64 // at the end: go_memstats_heap_inuse_bytes, changerate_aggregator_cache_bytes
 	Cached                float64 // changerate_aggregator_cached_objects, summed over partitions
-	Err                   string
+	// Redis commands of the measured interval (INFO commandstats calls):
+	// HSET and EXEC (transaction commits), EVALSHA (claims, sweeps).
+	HSETCalls, EXECCalls, EvalCalls int64
+	Err                             string
 	// The I/O floor measured after the run (floor.go); the kcat read's
 	// CPU seconds and the broker's during it.
 	Floor                  *floorResult
@@ -334,6 +337,7 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 	}
 	aggPid, brkPid := lp.agg.Process.Pid, lp.broker.Process.Pid
 	agg0, brk0, red0 := procCPU(aggPid), procCPU(brkPid), e.cpu(ctx).redis
+	calls0 := commandCalls(ctx, e)
 	deadline := time.Now().Add(10 * time.Minute)
 	want := float64(res.Observations)
 	for {
@@ -350,6 +354,8 @@ func runLive(ctx context.Context, e *env, aggBin string, objects, visits, parts 
 			res.AggCPU = (procCPU(aggPid) - agg0) / n * 1e6
 			res.BrokerCPU = (procCPU(brkPid) - brk0) / n * 1e6
 			res.RedisCPU = (e.cpu(ctx).redis - red0) / n * 1e6
+			calls := commandCalls(ctx, e)
+			res.HSETCalls, res.EXECCalls, res.EvalCalls = calls["hset"]-calls0["hset"], calls["exec"]-calls0["exec"], calls["evalsha"]-calls0["evalsha"]
 			res.PeakRSS = peakRSS(aggPid)
 			res.Estimates = lp.metric("changerate_aggregator_estimates_out_total")
 			res.HeapInuse = lp.metric("go_memstats_heap_inuse_bytes")

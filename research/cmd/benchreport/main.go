@@ -480,7 +480,8 @@ func logFloor(l liveResult) {
 	if f == nil {
 		return
 	}
-	logf("floor: µs/obs kcat read %.2f, kcat produce %.2f (%d records), HSET client %.2f (%d writes of %d B), broker %.2f, redis %.2f; pipeline ÷ floor: aggregator %.2f broker %.2f redis %.2f total %.2f; redis used_memory %.0f B/object; %s",
-		f.ReadClient, f.PubClient, f.Published, f.StateClient, f.StateWrites, f.StateValueBytes, f.broker(), f.StateRedis,
+	logf("floor: µs/obs kcat read %.2f, kcat produce %.2f (%d records), HSET client %.2f (%d writes of %d B into %d × %d buckets), broker %.2f, redis %.2f; run's Redis calls: HSET %d (%.2f writes each), EXEC %d, EVALSHA %d; pipeline ÷ floor: aggregator %.2f broker %.2f redis %.2f total %.2f; redis used_memory %.0f B/object; %s",
+		f.ReadClient, f.PubClient, f.Published, f.StateClient, f.StateWrites, f.StateValueBytes, f.Parts, f.Buckets, f.broker(), f.StateRedis,
+		l.HSETCalls, ratio(float64(f.StateWrites), float64(l.HSETCalls)), l.EXECCalls, l.EvalCalls,
 		ratio(l.AggCPU, f.client()), ratio(l.BrokerCPU, f.broker()), ratio(l.RedisCPU, f.StateRedis), ratio(l.AggCPU+l.BrokerCPU+l.RedisCPU, f.total()), f.UsedPerObject, l.Err)
 }
