@@ -484,7 +484,7 @@ func BenchmarkPooledEstimateInMiss(b *testing.B) {
 			shape *= 1 + 1e-9*float64(n%1000003)
 			prior := GammaPrior{Shape: shape, Rate: shape * 20 * day}
 			for _, c := range objs {
-				c.PooledEstimateIn(prior, cfg, &scratch)
+				c.PooledEstimateIn(prior, 0, cfg, &scratch)
 				n++
 			}
 		}
