@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/changerate/changerate/state"
 )
 
 // The I/O floor of a live run: the work no implementation of the pipeline
@@ -99,11 +104,19 @@ func floorPublish(ctx context.Context, lp *liveProcs, n float64, f *floorResult)
 
 // floorBuckets returns the partitions of the run in Redis (their meta
 // hashes, "{tag}:meta") and their bucket count (the "nb" each stored at
-// its first claim), which must be the same for all.
+// its first claim), which must be the same for all. A run in a per-object
+// layout stores no bucket count: its floor is the same writes into
+// state.DefaultBuckets buckets, the work the default layout needs.
 func floorBuckets(ctx context.Context, e *env) (parts, nb int, err error) {
 	it := e.rc.Scan(ctx, 0, "*:meta", 1000).Iterator()
+	perObject := 0
 	for it.Next(ctx) {
 		s, err := e.rc.HGet(ctx, it.Val(), "nb").Result()
+		if errors.Is(err, redis.Nil) {
+			perObject++
+			parts++
+			continue
+		}
 		if err != nil {
 			return 0, 0, fmt.Errorf("floor: bucket count of %s: %w", it.Val(), err)
 		}
@@ -119,6 +132,12 @@ func floorBuckets(ctx context.Context, e *env) (parts, nb int, err error) {
 	}
 	if parts == 0 {
 		return 0, 0, fmt.Errorf("floor: no partition meta hash in Redis")
+	}
+	switch {
+	case perObject == parts:
+		nb = state.DefaultBuckets
+	case perObject > 0:
+		return 0, 0, fmt.Errorf("floor: %d of %d partitions store no bucket count", perObject, parts)
 	}
 	return parts, nb, nil
 }
