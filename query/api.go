@@ -361,10 +361,10 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
-// handleObject is GET /v1/objects?url=&kind=.
+// handleObject is GET /v1/objects?url=&kind= (or object= for a name).
 func (s *Server) handleObject(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	if err := params(q, "url", "kind"); err != nil {
+	if err := params(q, "url", "object", "kind"); err != nil {
 		return nil, err
 	}
 	obj, err := s.object(q)
@@ -398,10 +398,10 @@ func kindOr(k string) string {
 	return k
 }
 
-// handleView is GET /v1/objects/view?url=.
+// handleView is GET /v1/objects/view?url= (or object= for a name).
 func (s *Server) handleView(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	if err := params(q, "url"); err != nil {
+	if err := params(q, "url", "object"); err != nil {
 		return nil, err
 	}
 	obj, err := s.object(q)

@@ -25,11 +25,20 @@ func params(q url.Values, allowed ...string) error {
 	return nil
 }
 
-// object canonicalises the url parameter as ingest does.
+// object returns the object a request names: the url parameter
+// canonicalised as ingest does, or the object parameter verbatim — the
+// name exactly as ingest recorded it, for inputs whose objects are not
+// URLs (a git log's paths, changes-tsv). Exactly one of the two.
 func (s *Server) object(q url.Values) (string, error) {
 	raw := strings.TrimSpace(q.Get("url"))
+	if name := q.Get("object"); name != "" {
+		if raw != "" {
+			return "", badRequest("give url or object, not both")
+		}
+		return name, nil
+	}
 	if raw == "" {
-		return "", badRequest("parameter url is required")
+		return "", badRequest("parameter url is required (or object, a name exactly as ingest recorded it)")
 	}
 	s.canonMu.Lock()
 	obj, _, err := s.canon.Canonical([]byte(raw))
@@ -40,7 +49,7 @@ func (s *Server) object(q url.Values) (string, error) {
 	if aggregate.Site(obj) == "" {
 		// javascript:alert(1), mailto:…: canonical, but no object of a
 		// log or crawl has no host.
-		return "", badRequest("url %q names no host: objects are http:// or https:// URLs (or a crawler's dns:HOST lookups)", raw)
+		return "", badRequest("url %q names no host: objects are http:// or https:// URLs (or a crawler's dns:HOST lookups); a name that is not a URL (a git log's path) is given as object", raw)
 	}
 	return obj, nil
 }

@@ -129,7 +129,7 @@ func TestPages(t *testing.T) {
 			nil, ""},
 		{"unknown object", "/objects?url=" + q("http://nowhere.example/x"), 404, true,
 			[]string{`<p class="error" id="error">object not found`, `value="http://nowhere.example/x"`}, []string{"has no scheme"}, ""},
-		{"no url", "/objects", 400, true, []string{`<p class="error" id="error">parameter url is required</p>`}, nil, ""},
+		{"no url", "/objects", 400, true, []string{`<p class="error" id="error">parameter url is required (or object, a name exactly as ingest recorded it)</p>`}, nil, ""},
 		{"not a URL", "/objects?url=" + q("http://[bad"), 400, true, []string{`<p class="error" id="error">url &#34;http://[bad&#34; is not a URL`}, nil, ""},
 		{"unknown page", "/nowhere", 404, false, []string{"404 page not found"}, nil, ""},
 	} {
