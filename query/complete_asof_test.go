@@ -2,15 +2,11 @@ package query_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
 	"math"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/query"
@@ -42,24 +38,10 @@ func TestAPICompleteHistoryAsOf(t *testing.T) {
 	}
 	obs("https://git.example/other.xml", year)
 
-	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
 	cfg.Model.EmitInterval = 0
 	cfg.MaxFuture = 0
-	store := newMemoryStore(t)
-	mem := stream.NewMemorySink()
-	proc, err := aggregate.NewProcessor(cfg, store, mem, logger, prometheus.NewRegistry(), func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.NewReaderSource(stream.TopicObservations, bytes.NewReader(buf.Bytes()), 0).Run(context.Background(), proc.Handle); err != nil {
-		t.Fatal(err)
-	}
-	qs, err := query.NewServer(query.Config{}, store, query.SinglePartition{Topic: stream.TopicObservations}, cfg.Model, query.NewIndex(query.IndexConfig{}), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := serve(t, qs)
+	_, e, mem := filterRun(t, cfg, buf.Bytes())
 	published := mem.Latest(stream.TopicEstimates)
 	body := bytes.TrimSpace(e.get(t, "/v1/objects?url="+q("https://git.example/burst.xml"), 200))
 	if want := published["https://git.example/burst.xml"]; !bytes.Equal(body, want) {

@@ -2,20 +2,14 @@ package query_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
 
@@ -24,7 +18,6 @@ import (
 // the aggregator published for it, and its view by /v1/objects/view;
 // url= refuses it (no host), and url with object is a 400.
 func TestObjectParameter(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const name = "en/reference/array/functions/array-map.xml"
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -35,27 +28,9 @@ func TestObjectParameter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
 	cfg.Emit, cfg.MaxFuture, cfg.CacheObjects, cfg.CacheBytes = aggregate.EmitFinal, 0, 0, 0
-	store, err := state.NewMemory(state.MemoryConfig{Now: func() time.Time { return t0 }}, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := stream.NewMemorySink()
-	proc, err := aggregate.NewProcessor(cfg, store, mem, logger, prometheus.NewRegistry(), func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.NewReaderSource(stream.TopicObservations, bytes.NewReader(buf.Bytes()), 0).Run(context.Background(), proc.Handle); err != nil {
-		t.Fatal(err)
-	}
-	qs, err := query.NewServer(query.Config{}, store, query.SinglePartition{Topic: stream.TopicObservations}, cfg.Model,
-		query.NewIndex(query.IndexConfig{}), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := serve(t, qs)
+	_, e, mem := filterRun(t, cfg, buf.Bytes())
 
 	var want []byte
 	for _, v := range mem.Latest(stream.TopicEstimates) {

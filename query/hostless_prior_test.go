@@ -1,22 +1,18 @@
-package query
+package query_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/changerate/changerate/aggregate"
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
 
@@ -30,7 +26,6 @@ import (
 // object.
 func TestHostlessPriorRebuilt(t *testing.T) {
 	const day = 86400.0
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r := rand.New(rand.NewPCG(3, 31))
 	type ev struct {
 		t    float64
@@ -56,25 +51,9 @@ func TestHostlessPriorRebuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	logger := slog.New(slog.DiscardHandler)
 	cfg := aggregate.DefaultConfig()
 	cfg.Emit, cfg.MaxFuture, cfg.CacheObjects, cfg.CacheBytes = aggregate.EmitFinal, 0, 0, 0
-	store, err := state.NewMemory(state.MemoryConfig{Now: func() time.Time { return t0 }}, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := stream.NewMemorySink()
-	proc, err := aggregate.NewProcessor(cfg, store, mem, logger, prometheus.NewRegistry(), func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.NewReaderSource(stream.TopicObservations, bytes.NewReader(buf.Bytes()), 0).Run(context.Background(), proc.Handle); err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewServer(Config{}, store, SinglePartition{Topic: stream.TopicObservations}, cfg.Model, NewIndex(IndexConfig{}), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, mem := filterRun(t, cfg, buf.Bytes())
 	pooled := 0
 	for k, want := range mem.Latest(stream.TopicEstimates) {
 		var pub records.Estimate
@@ -87,14 +66,13 @@ func TestHostlessPriorRebuilt(t *testing.T) {
 		if pub.Estimator == estimators.KeyPooled {
 			pooled++
 		}
-		l, err := s.load(context.Background(), k)
+		change, site, err := s.RebuiltChange(context.Background(), k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l.site == nil {
+		if !site {
 			t.Fatalf("%s: the hostless population's prior was not loaded", k)
 		}
-		change, _ := s.estimates(l, k)
 		got, err := json.Marshal(change)
 		if err != nil {
 			t.Fatal(err)
