@@ -57,13 +57,13 @@ type Change struct {
 	// accepted visit (MarkGone), saturating.
 	gone uint32
 
-	// The serial dependence of the change flags (dependence.go): pairs
-	// counts the adjacent visit intervals both changed (C of D3; a state
-	// stored before the count existed starts from its expectation for
-	// independent flags, expectedPairs), and prevChanged says whether
-	// the latest interval changed.
-	pairs       int64
-	prevChanged bool
+	// The spacing statistics of the change flags (dependence.go, R2): run
+	// is the number of intervals since the latest changed one (all of
+	// them without a change), sq the sum of the squared closed spacings
+	// Q_c. A state stored before they existed starts from their values
+	// under its measured dependence (importSpacings).
+	run int64
+	sq  int64
 }
 
 // millis converts a time or duration in seconds (|t| < MaxTime) to whole
@@ -124,10 +124,7 @@ func (c *Change) Visit(v Visit) {
 	}
 	ivs := seconds(iv)
 	c.sumSq = float32(float64(c.sumSq) + ivs*ivs)
-	if v.Changed && c.prevChanged {
-		c.pairs++
-	}
-	c.prevChanged = v.Changed
+	c.spacingVisit(v.Changed)
 	if v.Changed {
 		c.changes++
 		c.changedT += iv

@@ -188,6 +188,10 @@ func (c *Config) Validate() error {
 // z returns the two-sided normal quantile for Level (1.959964 at 0.95).
 func (c *Config) z() float64 { return math.Sqrt2 * math.Erfinv(c.Level) }
 
+// zOneSided returns the one-sided normal quantile for Level, Φ⁻¹(Level)
+// (1.644854 at 0.95).
+func (c *Config) zOneSided() float64 { return math.Sqrt2 * math.Erfinv(2*c.Level-1) }
+
 // tails returns the lower and upper tail probabilities (0.025, 0.975).
 func (c *Config) tails() (float64, float64) {
 	a := (1 - c.Level) / 2

@@ -18,11 +18,12 @@ var ErrCorrupt = errors.New("estimators: corrupt state encoding")
 // Access writes version 2; Change writes changeVersion.
 const encodingVersion = 2
 
-// changeVersion is Change's encoding: version 2 plus the flag-dependence
-// count (dependence.go). Version-2 states still decode: they lack the
-// count, which then starts at its expectation for independent flags
-// (expectedPairs) and the latest flag as unchanged.
-const changeVersion = 3
+// changeVersion is Change's encoding: version 2 plus the spacing
+// statistics of the change flags (dependence.go, R2). Version 3 (the lag-1
+// pair count, D3, in their place) and version 2 (neither) still decode:
+// the statistics start from their values under the dependence the state
+// had measured (importSpacings).
+const changeVersion = 4
 
 const (
 	secVisits  = 1 << 0
@@ -48,10 +49,15 @@ const maxMillis = MaxTime * 1000
 //	          code of (index − previous index; for the first bucket, the
 //	          zig-zag of the bucket of the mean changed interval − index, +1)
 //	          and the Rice code of count−1 with k = ⌊log2(X/#buckets)⌋,
-//	          bit-packed and zero-padded to a byte, then uvarint
-//	          2·zigzag(C − E) + (latest interval changed), C the count of
-//	          adjacent changed pairs (dependence.go, D3) and E =
-//	          round(X²(n−1)/n²) its expectation for independent flags
+//	          then, if 0 < X < n ≤ 2³¹−1, the spacing statistics run and
+//	          Q_c (dependence.go, R2): the Elias-gamma code of run + 1 and
+//	          the exponential-Golomb code of order k = spacingParam of
+//	          zigzag(Q_c − E) (Elias gamma of its bits above k, plus 1,
+//	          then the Rice code of its k low bits), E = round(2M(M−1)/(X+1)
+//	          + 3M + X) the expectation of Q_c for independent flags given
+//	          X spacings summing to n − run (M = n − run − X;
+//	          expectedSpacingSq), all bit-packed and zero-padded to a byte
+//	          (X = 0 has run = n, Q_c = 0, and X = n has run = 0, Q_c = X)
 //	lastmod:  uvarint N, X (Fig. 10), T (ms), ages, Σ age (ms)
 //	matloff:  uvarint periods, M_n, #(0,h); float64 Σ τ, Σ W/τ
 //	extra:    uvarint complete change events (Visit.Complete), uvarint
@@ -109,8 +115,14 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 					prev = b
 				}
 			}
+			if n := c.Intervals(); c.spacingsCoded() {
+				l := n - c.run
+				z, k := zigzag(c.sq-expectedSpacingSq(l, c.changes)), spacingParam(l, c.changes)
+				w.Gamma(uint64(c.run) + 1)
+				w.Gamma(z>>k + 1)
+				w.Rice(z&(1<<k-1), k)
+			}
 			dst = w.Finish()
-			dst = binary.AppendUvarint(dst, zigzag(c.pairs-expectedPairs(c.Intervals(), c.changes))<<1|b2u(c.prevChanged))
 		}
 	}
 	if flags&secLastMod != 0 {
@@ -130,11 +142,77 @@ func (c *Change) AppendBinaryAt(dst []byte, ref float64) []byte {
 	return dst
 }
 
+// spacingBounds are the least and the greatest Σ S_j² of x ≥ 1 spacings
+// S_j ≥ 1 summing to l ≥ x: all as equal as integers allow (l = a·x + b:
+// b of a + 1, x − b of a), and all but one equal to 1.
+func spacingBounds(l, x int64) (lo, hi int64) {
+	a, b := l/x, l%x
+	return x*a*a + b*(2*a+1), (l-x+1)*(l-x+1) + x - 1
+}
+
+// expectedSpacingSq is E = round(E₀[Σ_{j<X} S_j²]) for x ≥ 1 spacings
+// summing to l ≥ x, uniform over the compositions of l under independent
+// flags (the moments of R3 with K = x, M = l − x): 2M(M−1)/(x+1) + 3M +
+// x. The encoding stores Q_c's difference from it (a byte for most
+// states). Exact operations, so encoder and decoder agree.
+func expectedSpacingSq(l, x int64) int64 {
+	M, X := float64(l-x), float64(x)
+	return int64(math.Round(2*M*(M-1)/(X+1) + 3*M + X))
+}
+
+// spacingsCoded reports whether the encoding holds run and Q_c: 0 < X <
+// n and kept; otherwise they follow from n and X.
+func (c *Change) spacingsCoded() bool {
+	return c.changes > 0 && c.changes < c.Intervals() && c.spacingsKept()
+}
+
+// spacingParam is the order k of the exponential-Golomb code of Q_c's
+// difference from E: ⌊log2⌋ of about its standard deviation for
+// independent flags, 2/√x·E₀[Σ(S_j − S̄)²] = 2/√x·M·l·(x−1)/(x(x+1))
+// (R3, R5 with K = x spacings summing to l), at most 40. Exact
+// operations, so encoder and decoder agree.
+func spacingParam(l, x int64) uint {
+	M, L, X := float64(l-x), float64(l), float64(x)
+	sd := 2 / math.Sqrt(X) * M * L * max(X-1, 1) / (X * (X + 1))
+	if !(sd >= 2) {
+		return 0
+	}
+	return uint(min(bits.Len64(uint64(min(sd, 1<<40))), 41) - 1)
+}
+
+// importSpacings sets run and Q_c (R2) of a state decoded from a version
+// without them (n, X and the rest already set): run = 0 when the latest
+// interval changed (prev), else its expectation under independent flags,
+// E₀[S_X] − 1 = (n − X)/(X + 1) (at least 1), and Q = (n+1)²/K + D·E₀[V]
+// (R3, R4: the spread that gives R̂ = D), D the factor the state
+// published (version 3: the lag-1 factor of its pair count, D2–D3,
+// widening only; version 2: 1). Exact where X ∈ {0, n}; otherwise the
+// state's earlier intervals count with the dependence it had measured.
+func (c *Change) importSpacings(prev bool, D float64) {
+	n, x := c.Intervals(), c.changes
+	c.run, c.sq = 0, 0
+	switch {
+	case !c.spacingsKept():
+	case x == 0:
+		c.run = n
+	case x == n:
+		c.sq = x
+	default:
+		if !prev {
+			c.run = min(max(int64(math.Round(float64(n-x)/float64(x+1))), 1), n-x)
+		}
+		ev, _ := spacingNull(n, x)
+		N1 := float64(n + 1)
+		q := N1*N1/float64(x+1) + D*ev - float64((c.run+1)*(c.run+1))
+		lo, hi := spacingBounds(n-c.run, x)
+		c.sq = min(max(int64(math.Round(q)), lo), hi)
+	}
+}
+
 // expectedPairs is E = round(X²(n−1)/n²), the expected number of adjacent
-// changed pairs among n independent flags with X set, at most X − 1: the
-// encoding stores the count's difference from it, a byte for all but
-// strongly dependent flags, and a state stored before the count existed
-// starts from it. Exact operations, so encoder and decoder agree.
+// changed pairs among n independent flags with X set, at most X − 1:
+// version 3 stored the pair count's difference from it. Exact operations,
+// so encoder and decoder agreed.
 func expectedPairs(n, x int64) int64 {
 	if n <= 1 || x <= 0 {
 		return 0
@@ -143,11 +221,42 @@ func expectedPairs(n, x int64) int64 {
 	return min(int64(math.Round(X*X*(N-1)/(N*N))), x-1)
 }
 
-func b2u(b bool) uint64 {
-	if b {
-		return 1
+// decodeSpacings reads run and Q_c as AppendBinaryAt packs them (n and X
+// set, 0 < X < n) and checks them against n and X.
+func (s *Change) decodeSpacings(br *wire.BitReader, d *decoder) {
+	n, x := s.Intervals(), s.changes
+	run := br.Gamma() - 1
+	if br.Failed() || run > uint64(n-x) {
+		d.r.Fail("bad spacing run")
+		return
 	}
-	return 0
+	s.run = int64(run)
+	l := n - s.run
+	k := spacingParam(l, x)
+	q := br.Gamma() - 1
+	low := br.Rice(k, 0)
+	if br.Failed() || q >= 1<<(62-k) {
+		d.r.Fail("bad spacing sum")
+		return
+	}
+	lo, hi := spacingBounds(l, x)
+	s.sq = expectedSpacingSq(l, x) + unzigzag(q<<k|low)
+	if s.sq < lo || s.sq > hi {
+		d.r.Fail("bad spacing sum")
+	}
+}
+
+// pairFactor is the factor a version-3 state with pair count C published:
+// (D2) of ρ̂ (D3) bounded to [1, n], 1 where ρ̂ ≤ 0 or is not defined.
+func pairFactor(n, x, C int64) float64 {
+	rho, ok := FlagCorrelation(n, x, n, C)
+	switch {
+	case !ok || rho <= 0:
+		return 1
+	case rho >= 1:
+		return float64(n)
+	}
+	return min(VarianceFactor(rho), float64(n))
 }
 
 // AppendBinary is AppendBinaryAt(dst, 0).
@@ -199,8 +308,8 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 	if d.err() == nil && version == 1 {
 		return c.decodeV1(src)
 	}
-	v3 := version == changeVersion
 	var s Change
+	prev, pairD := false, 1.0 // the version-3 statistics (importSpacings)
 	if flags&secVisits != 0 {
 		s.visits = d.r.Count()
 		s.changes = d.r.Count()
@@ -219,7 +328,8 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 				d.r.Fail("too many buckets")
 			}
 			var sum int64
-			if d.err() == nil && nb > 0 {
+			coded := version == changeVersion && s.spacingsCoded()
+			if d.err() == nil && (nb > 0 || coded) {
 				br := wire.NewBitReader(d.r.Rest())
 				k := riceParam(s.changes, nb)
 				b := int64(-1)
@@ -240,17 +350,30 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 					s.buckets[b] = uint32(cnt)
 					sum += int64(cnt)
 				}
+				if coded && d.err() == nil && !br.Failed() {
+					s.decodeSpacings(&br, &d)
+				}
 				if br.Failed() || !br.Padding() {
 					d.r.Fail("bad bucket bits")
 				}
 				d.r.Skip(br.Bytes())
 			}
-			if v3 {
+			n, x := s.Intervals(), s.changes
+			switch {
+			case d.err() != nil || x > n:
+				// reported below
+			case version == changeVersion:
+				if !coded {
+					s.importSpacings(false, 1) // exact: X ∈ {0, n}, or not kept
+				}
+			case version == 3:
 				pc := d.r.Uvarint()
-				s.pairs, s.prevChanged = unzigzag(pc>>1)+expectedPairs(s.Intervals(), s.changes), pc&1 == 1
-				if s.pairs < 0 {
+				pairs := unzigzag(pc>>1) + expectedPairs(n, x)
+				prev = pc&1 == 1
+				if pairs < 0 || pairs > max(x-1, 0) || (prev && x == 0) {
 					d.r.Fail("bad dependence count")
 				}
+				pairD = pairFactor(n, x, pairs)
 			}
 			if d.err() == nil {
 				switch {
@@ -266,8 +389,6 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 					d.r.Fail("baseline with interval data")
 				case !(s.sumSq >= 0):
 					d.r.Fail("bad interval sums")
-				case s.pairs > max(s.changes-1, 0) || (s.prevChanged && s.changes == 0):
-					d.r.Fail("bad dependence count")
 				}
 			}
 		}
@@ -298,10 +419,8 @@ func (c *Change) DecodeBinaryAt(src []byte, ref float64) (n int, err error) {
 		}
 		s.gone = uint32(gone)
 	}
-	if !v3 {
-		// A version-2 state: the dependence count starts at its
-		// expectation for independent flags.
-		s.pairs = expectedPairs(s.Intervals(), s.changes)
+	if version < changeVersion && d.err() == nil {
+		s.importSpacings(prev, pairD)
 	}
 	if err := d.err(); err != nil {
 		return 0, err

@@ -104,7 +104,7 @@ func (c *Change) decodeV1(src []byte) (int, error) {
 	if err := d.err(); err != nil {
 		return 0, err
 	}
-	s.pairs = expectedPairs(s.Intervals(), s.changes) // no dependence count before version 3 (dependence.go)
+	s.importSpacings(false, 1) // no dependence statistics before version 3 (dependence.go)
 	*c = s
 	return d.r.Offset(), nil
 }

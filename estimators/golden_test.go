@@ -38,7 +38,7 @@ func TestEncodingGolden(t *testing.T) {
 	c, a := goldenStates()
 	const ref = goldenRef
 	got := "change " + hex.EncodeToString(c.AppendBinaryAt(nil, ref)) + "\naccess " + hex.EncodeToString(a.AppendBinaryAt(nil, ref)) + "\n"
-	path := filepath.Join("testdata", "encoding_v3.golden")
+	path := filepath.Join("testdata", "encoding_v4.golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -93,7 +93,11 @@ func TestEncodingGoldenV1(t *testing.T) {
 			want.sumSq = float32(2*86400.0*86400.0 + 86407.0*86407.0)
 			// No dependence count before version 3: it starts at its
 			// expectation for 2 of 3 independent flags, round(4·2/9) = 1.
-			want.pairs, want.prevChanged = 1, false
+			// No latest flag before version 3: run = the expectation
+			// (n−X)/(X+1) = 1/3, at least 1; then Q = (n+1)²/K + E₀[V]
+			// = 16/3 + 2/3 = 6 gives Q_c = 6 − (1+1)² = 2, the only
+			// value of two spacings summing to n − run = 2.
+			want.run, want.sq = 1, 2
 			if d != want {
 				t.Errorf("v1 change decodes to\n%+v, want\n%+v", d, want)
 			}
@@ -132,7 +136,7 @@ func TestEncodingGoldenV2(t *testing.T) {
 				t.Fatalf("v2 change: n %d of %d, %v", n, len(b), err)
 			}
 			want := c
-			want.pairs, want.prevChanged = 1, false
+			want.run, want.sq = 1, 2 // as for version 1
 			if d != want {
 				t.Errorf("v2 change decodes to\n%+v, want\n%+v", d, want)
 			}
@@ -143,10 +147,12 @@ func TestEncodingGoldenV2(t *testing.T) {
 			var e Change
 			b3 := d.AppendBinaryAt(nil, goldenRef)
 			if _, err := e.DecodeBinaryAt(b3, goldenRef); err != nil || e != d {
-				t.Errorf("v2 → v3 round trip: %v %+v", err, e)
+				t.Errorf("v2 → v4 round trip: %v %+v", err, e)
 			}
-			if len(b3) != len(b)+1 {
-				t.Errorf("v2 state of %d bytes re-encodes to %d, want %d", len(b), len(b3), len(b)+1)
+			// run = 1 and zigzag(Q_c − E) = 0 (E = 2, k = 0): 3 + 1 + 1
+			// bits, within the bucket bits' padding.
+			if len(b3) != len(b) {
+				t.Errorf("v2 state of %d bytes re-encodes to %d, want %d", len(b), len(b3), len(b))
 			}
 		case "access":
 			var d Access
@@ -161,6 +167,36 @@ func TestEncodingGoldenV2(t *testing.T) {
 }
 
 // goldenLine is one "kind hex" line of a golden encoding file.
+// TestEncodingGoldenV3: a version-3 state (the lag-1 pair count) decodes
+// with the spacing statistics imported (importSpacings): its latest
+// interval changed (run = 0), its pair count C = 0 gives ρ̂ = (0 − 4/9)/
+// (2/9) + 1/3 < 0 (D3), so D = 1, and Q = (n+1)²/K + E₀[V] = 16/3 + 2/3
+// = 6, Q_c = 6 − 1 = 5: the true spacings 1 and 2 (the golden visits:
+// changed, unchanged, changed).
+func TestEncodingGoldenV3(t *testing.T) {
+	c, a := goldenStates()
+	if c.run != 0 || c.sq != 5 {
+		t.Fatalf("golden state: run %d, Q_c %d; want 0, 5", c.run, c.sq)
+	}
+	for _, g := range goldenFile(t, "encoding_v3.golden") {
+		switch g.kind {
+		case "change":
+			if g.b[0]>>4 != 3 {
+				t.Fatalf("v3 golden has version %d", g.b[0]>>4)
+			}
+			var d Change
+			if n, err := d.DecodeBinaryAt(g.b, goldenRef); err != nil || n != len(g.b) || d != c {
+				t.Errorf("v3 change: n %d of %d, %v:\n%+v, want\n%+v", n, len(g.b), err, d, c)
+			}
+		case "access":
+			var d Access
+			if n, err := d.DecodeBinaryAt(g.b, goldenRef); err != nil || n != len(g.b) || d != a {
+				t.Errorf("v3 access: n %d of %d, %v", n, len(g.b), err)
+			}
+		}
+	}
+}
+
 type goldenLine struct {
 	kind string
 	b    []byte
