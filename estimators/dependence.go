@@ -261,6 +261,21 @@ func (c *Change) FlagDispersion() (r, se float64, ok bool) {
 	return SpacingDispersion(c.Intervals(), c.changes, q)
 }
 
+// FlagSpread is the numerator and the denominator of R̂ (R4), V and
+// E₀[V] (R3), for pooling over objects: Σ V / Σ E₀[V] over a population
+// whose flags share one law estimates its D with the noise of all their
+// spacings (research/cmd/eval reports it; the product does not pool).
+func (c *Change) FlagSpread() (v, ev float64, ok bool) {
+	q, ok := c.spacingSq()
+	n, x := c.Intervals(), c.changes
+	if !ok || x <= 0 || x >= n {
+		return 0, 0, false
+	}
+	ev, _ = spacingNull(n, x)
+	N1 := float64(n + 1)
+	return float64(q) - N1*N1/float64(x+1), ev, true
+}
+
 // FlagDependence is the published factor D (R6) of c's flags at cfg's
 // level, bounded to [1/n, n]; 1 where R̂ is not defined.
 func (c *Change) FlagDependence(cfg *Config) float64 {

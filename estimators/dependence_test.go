@@ -195,7 +195,7 @@ func TestSpacingNullMoments(t *testing.T) {
 
 // TestFlagDispersionCases: (R4) and (R6) on hand-counted sequences.
 // "0110": spacings 2, 1, 2, Q = 9, V = 9 − 25/3 = 2/3, E₀[V] = 2·5·2/(3·4)
-// = 5/3, R̂ = 0.4; "1001": spacings 1, 3, 1, Q = 11, R̂ = 1.6. At n = 4,
+// = 5/3 (FlagSpread), R̂ = 0.4; "1001": spacings 1, 3, 1, Q = 11, R̂ = 1.6. At n = 4,
 // X = 2 the six subsets give Q ∈ {9, 11} equally: Var₀(Q) = 1, se₀ =
 // 0.6, so 0.4 is within noise (1 − 1.645·0.6 < 0.4): D = 1.
 func TestFlagDispersionCases(t *testing.T) {
@@ -222,6 +222,9 @@ func TestFlagDispersionCases(t *testing.T) {
 		}
 		if D := c.FlagDependence(&cfg); math.Abs(D-tc.D) > 1e-12 {
 			t.Errorf("%s: D = %v, want %v", tc.flags, D, tc.D)
+		}
+		if v, ev, ok := c.FlagSpread(); ok != tc.ok || (ok && math.Abs(v/ev-tc.r) > 1e-12) {
+			t.Errorf("%s: V/E₀[V] = %v/%v %v, want R̂ %v", tc.flags, v, ev, ok, tc.r)
 		}
 	}
 	// A long periodic sequence narrows: gaps of exactly 5, n = 200.
