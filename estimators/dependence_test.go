@@ -425,3 +425,32 @@ func TestNarrowingNullSampled(t *testing.T) {
 }
 
 func lgammaInt(k int) float64 { v, _ := math.Lgamma(float64(k + 1)); return v }
+
+// TestSpacingLimits: the integer arithmetic of the spacing statistics at
+// the largest kept n (2³¹ − 1 intervals) stays in range, and past it run
+// and Q_c are zero, encode as such, and leave D = 1.
+func TestSpacingLimits(t *testing.T) {
+	const l = maxSpacingIntervals
+	for _, x := range []int64{1, 2, 1000, l - 1, l} {
+		lo, hi := spacingBounds(l, x)
+		e := expectedSpacingSq(l, x)
+		if !(0 < lo && lo <= e && e <= hi) {
+			t.Errorf("l = 2³¹−1, X = %d: bounds %d, %d, expectation %d", x, lo, hi, e)
+		}
+	}
+	var c Change
+	c.Visit(Visit{Time: 0})
+	c.visits, c.run = maxSpacingIntervals+1, maxSpacingIntervals // n = 2³¹−1 unchanged intervals
+	c.Visit(Visit{Time: 1, Changed: true})
+	if c.run != 0 || c.sq != 0 || c.spacingsKept() {
+		t.Fatalf("past the limit: run %d, Q_c %d", c.run, c.sq)
+	}
+	var d Change
+	if _, err := d.DecodeBinaryAt(c.AppendBinaryAt(nil, 1), 1); err != nil || d != c {
+		t.Errorf("past the limit: round trip %v\n%+v\n%+v", err, d, c)
+	}
+	cfg := DefaultConfig()
+	if _, _, ok := c.FlagDispersion(); ok || c.FlagDependence(&cfg) != 1 {
+		t.Error("past the limit: R̂ defined")
+	}
+}

@@ -150,14 +150,15 @@ func spacingBounds(l, x int64) (lo, hi int64) {
 	return x*a*a + b*(2*a+1), (l-x+1)*(l-x+1) + x - 1
 }
 
-// expectedSpacingSq is E = round(E₀[Σ_{j<X} S_j²]) for x ≥ 1 spacings
-// summing to l ≥ x, uniform over the compositions of l under independent
-// flags (the moments of R3 with K = x, M = l − x): 2M(M−1)/(x+1) + 3M +
-// x. The encoding stores Q_c's difference from it (a byte for most
-// states). Exact operations, so encoder and decoder agree.
+// expectedSpacingSq is E = E₀[Σ_{j<X} S_j²] for x ≥ 1 spacings summing
+// to l ≥ x, uniform over the compositions of l under independent flags
+// (the moments of R3 with K = x, M = l − x): 2M(M−1)/(x+1) + 3M + x, the
+// fraction rounded half up. The encoding stores Q_c's difference from it
+// (a few bits for most states). Integer operations (2M(M−1) < 2⁶³ for
+// l ≤ 2³¹−1), so encoder and decoder agree on every platform.
 func expectedSpacingSq(l, x int64) int64 {
-	M, X := float64(l-x), float64(x)
-	return int64(math.Round(2*M*(M-1)/(X+1) + 3*M + X))
+	M := l - x
+	return (2*M*(M-1)+(x+1)/2)/(x+1) + 3*M + x
 }
 
 // spacingsCoded reports whether the encoding holds run and Q_c: 0 < X <
@@ -169,8 +170,9 @@ func (c *Change) spacingsCoded() bool {
 // spacingParam is the order k of the exponential-Golomb code of Q_c's
 // difference from E: ⌊log2⌋ of about its standard deviation for
 // independent flags, 2/√x·E₀[Σ(S_j − S̄)²] = 2/√x·M·l·(x−1)/(x(x+1))
-// (R3, R5 with K = x spacings summing to l), at most 40. Exact
-// operations, so encoder and decoder agree.
+// (R3, R5 with K = x spacings summing to l), at most 40. Products,
+// quotients and a square root only, each correctly rounded (Go fuses no
+// multiply-add here), so encoder and decoder agree on every platform.
 func spacingParam(l, x int64) uint {
 	M, L, X := float64(l-x), float64(l), float64(x)
 	sd := 2 / math.Sqrt(X) * M * L * max(X-1, 1) / (X * (X + 1))
@@ -203,7 +205,9 @@ func (c *Change) importSpacings(prev bool, D float64) {
 		}
 		ev, _ := spacingNull(n, x)
 		N1 := float64(n + 1)
-		q := N1*N1/float64(x+1) + D*ev - float64((c.run+1)*(c.run+1))
+		// explicit conversions: no fused multiply-add, the same value on
+		// every platform
+		q := float64(N1*N1/float64(x+1)) + float64(D*ev) - float64((c.run+1)*(c.run+1))
 		lo, hi := spacingBounds(n-c.run, x)
 		c.sq = min(max(int64(math.Round(q)), lo), hi)
 	}
