@@ -176,7 +176,10 @@ import "math"
 // eq. 2) is exact; its interval is kept.
 //
 // What D does not capture: dependence between successive gaps (a renewal
-// is assumed; clustered bursts of bursts), and the rate λ itself where
+// is assumed; clustered bursts of bursts); gaps longer than the visits
+// seen (R̂ reads the spacings inside the n intervals, so for heavy-tailed
+// gaps it falls short of the count's factor until n is long against them:
+// the pooled R̂ of docs/eval/HELDOUT.md); and the rate λ itself where
 // regular visits identify only the per-interval change probability
 // (several changes in one interval count once): see docs/eval/HELDOUT.md.
 
