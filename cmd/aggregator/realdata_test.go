@@ -503,7 +503,7 @@ func TestRealPHPDocHostlessPrior(t *testing.T) {
 	if !(alpha > 0 && beta > 0) {
 		t.Fatalf("prior from two files: α %g β' %g", alpha, beta)
 	}
-	t.Logf("hostless prior: shape %.3f, mean %.3f changes a year now", alpha, alpha/beta*365*86400)
+	t.Logf("hostless prior: shape %.3f, mean %.3f changes a year now; trend over %d–%d, ω %.2f", alpha, alpha/beta*365*86400, tr.years[0], tr.years[len(tr.years)-1], tr.omega)
 	bad := 0
 	for _, p := range pts {
 		if want := (alpha + p.n) / (beta + p.eg); math.Abs(p.rate/want-1) > 1e-6 {
@@ -527,6 +527,7 @@ type phpLog struct {
 	years   []int     // calendar years, first to the current one
 	rel     []float64 // each closed year's level ÷ the current level
 	end     float64
+	omega   float64 // ω of (T4)
 }
 
 func yearStartUTC(y int) float64 { return float64(time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) }
@@ -630,6 +631,7 @@ func phpTrend(t *testing.T, path string) *phpLog {
 		}
 	}
 	level := levelAt(omega, l.end, y1)
+	l.omega = omega
 	for y := y0; y <= y1; y++ {
 		l.years = append(l.years, y)
 		if y < y1 {
