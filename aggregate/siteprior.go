@@ -115,7 +115,7 @@ func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *e
 	}
 	asOf := seconds(o.estimateTime(partAsOf))
 	var tv estimators.TrendView
-	if o.Change.Complete() {
+	if o.Change.Complete() && trendComplete(site) {
 		tv = site.Trend.At(asOf)
 	}
 	few := o.Change.Changes() < estimators.PooledMaxChanges
@@ -140,6 +140,15 @@ func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *e
 	e, ok := o.Change.PoissonTrend(&tv, asOf, &m.Estimators, scratch)
 	return e, ok && finite(e.Rate) && e.Rate > 0
 }
+
+// trendComplete reports whether the site's trend has entered every
+// complete history its prior holds (Pool.ON, the histories whose current
+// evidence is open; Trend.Objects counts every history entered, never
+// fewer). A store written before the trend existed decodes with an empty
+// one, and the histories stored then would never enter it (their later
+// changes counted, their exposure not): such a trend is not used until a
+// replay rebuilds it.
+func trendComplete(site *SiteState) bool { return site.Trend.Objects >= site.Pool.ON-0.5 }
 
 // publishPrior makes e the record's published estimate (and lists it in
 // estimates).

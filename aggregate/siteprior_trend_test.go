@@ -222,3 +222,61 @@ func TestHostlessPopulationTrend(t *testing.T) {
 		t.Errorf("replay: stored site state differs (%v)", err)
 	}
 }
+
+// TestHostlessTrendOldStore: a store written before the trend existed
+// decodes with an empty one, and the complete histories stored then never
+// enter it (trendComplete). Replayed through a Detector, a log whose
+// trend is wiped halfway (the upgrade) keeps the earlier rule — files with
+// 5 or more changes publish poisson_events, not pooled — while the same
+// log without the wipe publishes pooled on the trend.
+func TestHostlessTrendOldStore(t *testing.T) {
+	in, _, _, _, end := trendLog(7, 600, 0.6)
+	var obs []records.Observation
+	dec := json.NewDecoder(bytes.NewReader(in))
+	for dec.More() {
+		var o records.Observation
+		if err := dec.Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		obs = append(obs, o)
+	}
+	for _, wipe := range []bool{false, true} {
+		m := DefaultModel()
+		det := NewDetector(&m)
+		objs := map[string]*Object{}
+		var eff Effects
+		for i := range obs {
+			if wipe && i == len(obs)/2 {
+				det.Site("").Trend = estimators.Trend{}
+			}
+			o := objs[obs[i].Object]
+			if o == nil {
+				o = &Object{}
+				objs[obs[i].Object] = o
+			}
+			eff.Reset()
+			det.Apply(obs[i].Object, o, &obs[i], &eff)
+		}
+		site := det.Site("")
+		many, pooled := 0, 0
+		for name, o := range objs {
+			if o.Change.Changes() < estimators.PooledMaxChanges {
+				continue
+			}
+			var es estimators.Estimates
+			var view SiteState
+			rec, ok := o.ChangeEstimateAsOf(name, &m, PriorView("", &m, site, &view), end, &es)
+			if !ok {
+				t.Fatalf("%s: no estimate", name)
+			}
+			many++
+			if rec.Estimator == estimators.KeyPooled {
+				pooled++
+			}
+		}
+		t.Logf("wiped %v: trend objects %.0f of %.0f histories; %d of %d files with ≥ 5 changes publish pooled", wipe, site.Trend.Objects, site.Pool.ON, pooled, many)
+		if many == 0 || wipe && pooled != 0 || !wipe && float64(pooled) < 0.8*float64(many) {
+			t.Errorf("wiped %v: pooled for %d of %d files with ≥ 5 changes", wipe, pooled, many)
+		}
+	}
+}
