@@ -364,29 +364,31 @@ func (tr *Trend) At(t float64) TrendView {
 	}
 	// (T4) and the effective number of changes (T4′): Kish's
 	// (Σ w C)²/Σ w² C, the Poisson count with the same relative error.
+	for i := 0; i < tr.NClosed; i++ {
+		v.lo[i] = yearStart(tr.Periods[i].Year)
+	}
+	v.lo[tr.NClosed] = cur
 	w := weight(omega, t, (cur+t)/2)
 	cw, dw, c2 := w*tr.C, w*dCur, w*w*tr.C
 	for i := 0; i < tr.NClosed; i++ {
-		w := weight(omega, t, tr.mid(i))
+		w := weight(omega, t, (v.lo[i]+v.lo[i+1])/2)
 		cw += w * tr.Periods[i].C
 		dw += w * tr.Periods[i].D
 		c2 += w * w * tr.Periods[i].C
 	}
 	if !(c2 > 0) || cw*cw/c2 < MinTrendChanges || !(dw > 0) || !(cw > 0) {
-		return v
+		return TrendView{}
 	}
 	level := cw / dw // (T4)
 	num, den := math.Max(dCur, 0), math.Max(dCur, 0)
 	for i := 0; i < tr.NClosed; i++ {
 		p := tr.Periods[i]
-		v.lo[i] = yearStart(p.Year)
 		if p.D > 0 {
 			v.r[i] = p.C / p.D / level // (T3) ÷ (T4)
 		}
 		num += v.r[i] * p.D
 		den += p.D
 	}
-	v.lo[tr.NClosed] = cur
 	if !(den > 0) || !(num > 0) {
 		return TrendView{}
 	}

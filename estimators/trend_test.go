@@ -264,3 +264,23 @@ func TestTrendThreshold(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTrendAt: the per-estimate cost of the trend (an object's view
+// and its exposure) with a full trend of MaxTrendPeriods closed years.
+func BenchmarkTrendAt(b *testing.B) {
+	var tr Trend
+	tr.Enter(yearStart(1990), yearStart(1990))
+	for y := int32(1990); y <= 2030; y++ {
+		for i := 0; i < 200; i++ {
+			tr.Change(yearStart(y)+float64(i)*1e5, 1)
+		}
+	}
+	at := yearStart(2030) + 1e7
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		v := tr.At(at)
+		if v.Exposure(yearStart(2000), 1) <= 0 {
+			b.Fatal("no exposure")
+		}
+	}
+}
