@@ -26,17 +26,19 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 // window runs on its operational time in the same way.
 func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, eff *Effects) Outcome {
 	var pool *estimators.PoolStats
+	var trend *estimators.Trend
 	if site != nil {
-		pool = &site.Pool
+		pool, trend = &site.Pool, &site.Trend
 	}
-	return o.applyAt(obs, m, site, pool, eff)
+	return o.applyAt(obs, m, site, pool, trend, eff)
 }
 
-// applyAt is ApplyAt with the change-rate prior's statistics in pool (nil:
-// none), apart from the seasonal state: an object without a seasonal
+// applyAt is ApplyAt with the change-rate prior's statistics in pool and
+// the population trend of complete histories in trend (nil: none), apart
+// from the seasonal state: an object without a seasonal
 // profile (no host, or seasonal baselines off) still folds its evidence
 // into its population's prior (siteprior.go).
-func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, pool *estimators.PoolStats, eff *Effects) Outcome {
+func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, pool *estimators.PoolStats, trend *estimators.Trend, eff *Effects) Outcome {
 	t := obs.Time.UnixMilli()
 	seen := o.lastTime != 0 || o.flags != 0
 	// Duplicate detection.
@@ -127,7 +129,7 @@ func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, po
 		}
 		if o.visit(obs, ts, reordered, m, p, eff) {
 			if pool != nil {
-				foldPrior(pool, before, had, o, m)
+				foldPrior(pool, trend, before, had, o, m)
 			}
 		} else if !obs.Kind.IsAccess() {
 			outcome = NoInformation

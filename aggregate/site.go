@@ -47,7 +47,7 @@ func PriorView(host string, m *Model, s, view *SiteState) *SiteState {
 	if s == nil || !PriorOnly(host, m) || (!s.Access.Active() && !s.Change.Active()) {
 		return s // estimates read only active profiles
 	}
-	*view = SiteState{Pool: s.Pool}
+	*view = SiteState{Pool: s.Pool, Trend: s.Trend}
 	return view
 }
 
@@ -120,14 +120,15 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	d.out = d.book.Observe(obs.Time, first, d.out)
 	var st *SiteState
 	var pool *estimators.PoolStats
+	var trend *estimators.Trend
 	if se != nil {
-		pool = &se.st.Pool
+		pool, trend = &se.st.Pool, &se.st.Trend
 		if !se.prior {
 			st = &se.st
 		}
 	}
 	lastPoint := obj.ChangeWin.Last()
-	oc := obj.applyAt(obs, d.m, st, pool, eff)
+	oc := obj.applyAt(obs, d.m, st, pool, trend, eff)
 	now := seconds(obs.Time.UnixMilli())
 	// the partition's clock: a reordered observation is confirmed when the
 	// partition sees it, not before its testing period

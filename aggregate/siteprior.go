@@ -55,23 +55,71 @@ import (
 // and the object's posterior uses its evidence as of the same time, so a
 // path quiet since its last change is evidence of a quiet path until the
 // end of the log, not a burst of changes.
+//
+// The population's trend. The same SiteState keeps, for its complete
+// histories, the population's changes and exposure per calendar year
+// (estimators.Trend: at most estimators.MaxTrendPeriods closed years, the
+// oldest merged beyond; counted in foldPrior from each history's baseline
+// and each new change), stored and replayed with the prior. When its
+// level is measured well enough (estimators/trend.go T4), every complete
+// history of the population publishes the pooled estimate on the trend
+// (T7): its whole history on the exposure weighted by each year's level
+// relative to now, under the prior rescaled to the current level, with
+// any number of changes (poisson_trend, T6, from PooledMaxChanges changes
+// where the population has no prior). Visit-based objects have no trend:
+// a visit says whether an interval changed, not how many changes fell in
+// which year, so their exposure per year is not known, and a crawler's
+// one-year view has no history to weigh (the crawler designs of
+// docs/eval/NEXTYEAR.md meet issue 31's targets without one). On
+// php/doc-en's next year (docs/eval/NEXTYEAR.md, exact events) it brings
+// the files seen not to change in the training year below one global
+// rate's deviance in every scored year.
 
 // foldPrior replaces the object's previous evidence (before, when had) by
-// its current one in its population's prior statistics pool.
-func foldPrior(pool *estimators.PoolStats, before estimators.Evidence, had bool, o *Object, m *Model) {
+// its current one in its population's prior statistics pool, and counts
+// a complete history's entry and new changes in the population's trend
+// (nil: none; estimators/trend.go T2) at the object's latest time.
+func foldPrior(pool *estimators.PoolStats, trend *estimators.Trend, before estimators.Evidence, had bool, o *Object, m *Model) {
 	if had {
 		pool.Remove(before, 1)
 	}
-	if ev, ok := o.Change.Evidence(&m.Estimators); ok {
-		pool.Add(ev, 1)
+	ev, ok := o.Change.Evidence(&m.Estimators)
+	if !ok {
+		return
 	}
+	pool.Add(ev, 1)
+	if trend == nil || !ev.Open {
+		return
+	}
+	now := seconds(o.lastTime)
+	dx := ev.X
+	if had && before.Open {
+		dx -= before.X
+	} else {
+		trend.Enter(ev.Since, now)
+	}
+	trend.Change(now, dx)
 }
 
-// sitePrior returns the object's pooled estimate under its site's prior
-// when the rule above publishes it; scratch's quantile memo (nil: none)
-// serves the objects of a site that share a quantile of its prior.
+// sitePrior returns the estimate the population publishes for the object
+// when the rule above publishes one: the pooled estimate under its site's
+// prior with fewer than estimators.PooledMaxChanges changes; for a
+// complete history whose population has a trend (estimators/trend.go),
+// on the trend and with any number of changes (T7; without a prior,
+// poisson_trend T6 from estimators.PooledMaxChanges changes). scratch's
+// quantile memo (nil: none) serves the objects of a site that share a
+// quantile of its prior.
 func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *estimators.Estimates) (estimators.Estimate, bool) {
-	if site == nil || o.Change.Changes() >= estimators.PooledMaxChanges {
+	if site == nil {
+		return estimators.Estimate{}, false
+	}
+	asOf := seconds(o.estimateTime(partAsOf))
+	var tv estimators.TrendView
+	if o.Change.Complete() && trendComplete(site) {
+		tv = site.Trend.At(asOf)
+	}
+	few := o.Change.Changes() < estimators.PooledMaxChanges
+	if !few && !tv.Ok {
 		return estimators.Estimate{}, false
 	}
 	// The complete histories' exposures run to the partition's as-of
@@ -80,16 +128,27 @@ func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *e
 	if partAsOf > 0 {
 		part = seconds(partAsOf)
 	}
-	prior, ok := site.Pool.PriorAt(part)
-	if !ok {
+	if prior, ok := site.Pool.PriorAt(part); ok {
+		e, ok := o.Change.PooledTrendIn(prior, &tv, asOf, &m.Estimators, scratch)
+		if ok && finite(e.Rate) && e.Rate > 0 {
+			return e, true
+		}
+	}
+	if few {
 		return estimators.Estimate{}, false
 	}
-	e, ok := o.Change.PooledEstimateIn(prior, seconds(o.estimateTime(partAsOf)), &m.Estimators, scratch)
-	if !ok || !finite(e.Rate) || !(e.Rate > 0) {
-		return estimators.Estimate{}, false
-	}
-	return e, true
+	e, ok := o.Change.PoissonTrend(&tv, asOf, &m.Estimators, scratch)
+	return e, ok && finite(e.Rate) && e.Rate > 0
 }
+
+// trendComplete reports whether the site's trend has entered every
+// complete history its prior holds (Pool.ON, the histories whose current
+// evidence is open; Trend.Objects counts every history entered, never
+// fewer). A store written before the trend existed decodes with an empty
+// one, and the histories stored then would never enter it (their later
+// changes counted, their exposure not): such a trend is not used until a
+// replay rebuilds it.
+func trendComplete(site *SiteState) bool { return site.Trend.Objects >= site.Pool.ON-0.5 }
 
 // publishPrior makes e the record's published estimate (and lists it in
 // estimates).

@@ -81,7 +81,10 @@ func poissonDev(y int, mu float64) float64 {
 // within 3 of its standard errors. The stored object, site and as-of
 // states rebuild every published record byte for byte (the query API's
 // path, ChangeEstimateAsOf), and a second run of the input stores the same
-// prior and publishes the same records.
+// prior and publishes the same records. The log's 3,000 or so changes a
+// year give the population a trend (estimators/trend.go): files with 5 or
+// more changes publish pooled too, on it, apart from a few that follow
+// their change window (below a tenth).
 func TestHostlessPopulationPrior(t *testing.T) {
 	const shape, year = 0.6, 365 * 86400.0
 	in, truth, next, end := hostlessLog(9, 1500, shape)
@@ -95,7 +98,7 @@ func TestHostlessPopulationPrior(t *testing.T) {
 	type row struct{ pub, naive, global float64 }
 	var dev [2]row
 	var cnt [2]int
-	covered := 0
+	covered, followed, many := 0, 0, 0
 	var sumN, sumT float64
 	recs := map[string]records.Estimate{}
 	for k, v := range sink.Latest(stream.TopicEstimates) {
@@ -127,8 +130,12 @@ func TestHostlessPopulationPrior(t *testing.T) {
 			t.Errorf("%s: as_of %s, want the end of the log %s", n, e.AsOf, end)
 		}
 		if e.Changes >= estimators.PooledMaxChanges {
-			if e.Estimator == estimators.KeyPooled {
-				t.Errorf("%s: %d changes, pooled published", n, e.Changes)
+			// The population has a trend (estimators/trend.go): files with
+			// more changes publish pooled too (T7), unless their change
+			// window follows a confirmed shift.
+			many++
+			if e.Estimator != estimators.KeyPooled {
+				followed++
 			}
 			continue
 		}
@@ -153,6 +160,9 @@ func TestHostlessPopulationPrior(t *testing.T) {
 		cnt[0], dev[0].pub/dev[0].global, cnt[1], dev[1].pub/dev[1].naive, covered, cnt[0]+cnt[1])
 	if cnt[0] < 30 || cnt[1] < 100 {
 		t.Fatalf("too few sparse files: %v", cnt)
+	}
+	if many == 0 || float64(followed) > 0.1*float64(many) {
+		t.Errorf("%d of %d files with ≥ 5 changes publish another estimate than pooled", followed, many)
 	}
 	if r := dev[0].pub / dev[0].global; !(r < 1) {
 		t.Errorf("bucket 0: pooled deviance %.3f × one global rate's, want < 1", r)

@@ -183,3 +183,71 @@ func TestSiteStatePoolEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteStateTrendEncoding: a site's trend (estimators/trend.go)
+// round-trips after its prior's sums; states written before it (five or
+// twelve sums, no trend) decode with an empty trend; a trend block that
+// is cut short, has more than MaxTrendPeriods periods, years out of
+// order or sums that are not finite or negative is corrupt.
+func TestSiteStateTrendEncoding(t *testing.T) {
+	var s SiteState
+	s.Pool = estimators.PoolStats{N: 0, ON: 40, OX: 130, OX2: 900, OS: 6.4e10, OXS: 2e11, OS2: 1e20, Latest: 1.7e9}
+	base := yearStartTest(2020)
+	for i := 0; i < 40; i++ {
+		s.Trend.Enter(base-float64(i)*3e6, base)
+	}
+	for i := 0; i < 300; i++ {
+		s.Trend.Change(base+float64(i)*2e5, 1)
+	}
+	if s.Trend.NClosed == 0 || s.Trend.Empty() {
+		t.Fatalf("trend with no closed period: %+v", s.Trend)
+	}
+	b := s.AppendBinary(nil)
+	var d SiteState
+	if err := d.DecodeBinary(b); err != nil || d != s {
+		t.Fatalf("round trip: %v\n%+v\n%+v", err, d.Trend, s.Trend)
+	}
+	// The bound of SiteState's comment: 35 + 18·K bytes for K closed years.
+	var full estimators.Trend
+	full.Enter(yearStartTest(1990), yearStartTest(1990))
+	for y := 1991; y <= 2030; y++ {
+		full.Change(yearStartTest(y), 1)
+	}
+	if full.NClosed != estimators.MaxTrendPeriods {
+		t.Fatalf("%d closed periods, want %d", full.NClosed, estimators.MaxTrendPeriods)
+	}
+	if n := len(appendTrend(nil, &full)); n != 35+18*estimators.MaxTrendPeriods {
+		t.Errorf("a full trend encodes in %d bytes, want %d", n, 35+18*estimators.MaxTrendPeriods)
+	}
+	for _, old := range []SiteState{{Pool: estimators.PoolStats{N: 12, X: 3, E: 1e7, X2E: 2e-6}}, {Pool: s.Pool}} {
+		if err := d.DecodeBinary(old.AppendBinary(nil)); err != nil || d != old || !d.Trend.Empty() {
+			t.Errorf("state without a trend: %v %+v", err, d.Trend)
+		}
+	}
+	// The trend starts after the twelve sums: its first byte is NClosed.
+	at := len(b) - len(appendTrend(nil, &s.Trend))
+	bad := map[string][]byte{
+		"cut":   b[:len(b)-3],
+		"extra": append(append([]byte(nil), b...), 0),
+		"K+1":   append(append(append([]byte(nil), b[:at]...), estimators.MaxTrendPeriods+1), b[at+1:]...),
+	}
+	neg := s
+	neg.Trend.Periods[0].D = -1e9
+	bad["negative"] = neg.AppendBinary(nil)
+	nan := s
+	nan.Trend.C = math.NaN()
+	bad["NaN"] = nan.AppendBinary(nil)
+	order := s
+	order.Trend.Periods[0].Year = order.Trend.Year
+	bad["order"] = order.AppendBinary(nil)
+	for name, v := range bad {
+		if err := d.DecodeBinary(v); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+// yearStartTest is the start of UTC year y in Unix seconds.
+func yearStartTest(y int) float64 {
+	return float64(time.Date(y, time.January, 1, 0, 0, 0, 0, time.UTC).Unix())
+}

@@ -18,7 +18,10 @@ import (
 // schedule would become the profile). A change profile is used for a site's
 // change windows once the site has enough dated changes
 // (SeasonalConfig.MinEvents); until then they keep a flat baseline. The
-// zero value is a site never seen; about 600 bytes encoded at most.
+// zero value is a site never seen; about 600 bytes encoded at most, and up
+// to 611 more for the trend of a population of complete histories (32
+// closed years of 18 bytes: a 2-byte varint year and two float64 sums;
+// 35 bytes of count, current year, sums and discount).
 type SiteState struct {
 	Access windows.Profile
 	Change windows.Profile
@@ -29,6 +32,10 @@ type SiteState struct {
 	// after the profiles when not empty (states written before it decode
 	// with none).
 	Pool estimators.PoolStats
+	// Trend holds the population totals per calendar year of the site's
+	// complete histories (estimators/trend.go); encoded after the prior's
+	// sums when not empty (states written before it decode with none).
+	Trend estimators.Trend
 }
 
 // poolSums and poolOpenSums are the numbers of float64 sums of an encoded
@@ -50,7 +57,9 @@ const (
 // AppendBinary appends the site's encoding: version, then each profile as a
 // uvarint length and its windows.Profile encoding, then, when the prior's
 // statistics are not all zero, its sums as float64 (poolSums, then
-// poolOpenSums when it holds complete histories).
+// poolOpenSums when it holds complete histories), then, when the trend is
+// not empty, the trend (appendTrend; the open sums are then always
+// written).
 func (s *SiteState) AppendBinary(dst []byte) []byte {
 	version := byte(siteVersion)
 	if s.Sitemap.Checks() > 0 {
@@ -73,15 +82,19 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
 	}
-	if p := &s.Pool; *p != (estimators.PoolStats{}) {
+	trend := !s.Trend.Empty()
+	if p := &s.Pool; *p != (estimators.PoolStats{}) || trend {
 		for _, v := range [...]float64{p.N, p.X, p.E, p.X2E, p.F} {
 			dst = wire.AppendFloat64(dst, v)
 		}
-		if p.ON != 0 || p.OX != 0 || p.OX2 != 0 || p.OS != 0 || p.OXS != 0 || p.OS2 != 0 || p.Latest != 0 {
+		if trend || p.ON != 0 || p.OX != 0 || p.OX2 != 0 || p.OS != 0 || p.OXS != 0 || p.OS2 != 0 || p.Latest != 0 {
 			for _, v := range [...]float64{p.ON, p.OX, p.OX2, p.OS, p.OXS, p.OS2, p.Latest} {
 				dst = wire.AppendFloat64(dst, v)
 			}
 		}
+	}
+	if trend {
+		dst = appendTrend(dst, &s.Trend)
 	}
 	return dst
 }
@@ -121,11 +134,12 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
 	}
 	if n := len(r.Rest()); n != 0 {
-		if n != poolSums*8 && n != (poolSums+poolOpenSums)*8 {
+		if n != poolSums*8 && n < (poolSums+poolOpenSums)*8 {
 			return fmt.Errorf("%w: site: %d trailing bytes", ErrCorrupt, n)
 		}
 		var v [poolSums + poolOpenSums]float64
-		for i := range v[:n/8] {
+		k := min(n/8, poolSums+poolOpenSums)
+		for i := range v[:k] {
 			v[i] = r.Float64()
 			// Sums of added and removed evidence may round a little below
 			// 0 (the open sums' times are Unix seconds, not negative).
@@ -138,7 +152,82 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		}
 		d.Pool = estimators.PoolStats{N: v[0], X: v[1], E: v[2], X2E: v[3], F: v[4],
 			ON: v[5], OX: v[6], OX2: v[7], OS: v[8], OXS: v[9], OS2: v[10], Latest: v[11]}
+		if len(r.Rest()) > 0 {
+			if err := decodeTrend(&r, &d.Trend); err != nil {
+				return fmt.Errorf("%w: site: trend: %w", ErrCorrupt, err)
+			}
+		}
 	}
 	*s = d
+	return nil
+}
+
+// appendTrend appends the trend: the number of closed periods (uvarint),
+// the current period's year (varint), changes, objects, entry-time sum
+// and the level's discount ω (float64), then each closed period's first
+// year (varint), changes and exposure (float64), oldest first.
+func appendTrend(dst []byte, tr *estimators.Trend) []byte {
+	dst = binary.AppendUvarint(dst, uint64(tr.NClosed))
+	dst = binary.AppendVarint(dst, int64(tr.Year))
+	for _, v := range [...]float64{tr.C, tr.Objects, tr.S, tr.Omega} {
+		dst = wire.AppendFloat64(dst, v)
+	}
+	for _, p := range tr.Periods[:tr.NClosed] {
+		dst = binary.AppendVarint(dst, int64(p.Year))
+		dst = wire.AppendFloat64(dst, p.C)
+		dst = wire.AppendFloat64(dst, p.D)
+	}
+	return dst
+}
+
+// decodeTrend reads appendTrend's encoding, the rest of r, into tr: at
+// most MaxTrendPeriods closed periods, their years increasing and before
+// the current one, every sum finite and not negative (beyond rounding).
+func decodeTrend(r *wire.Reader, tr *estimators.Trend) error {
+	var d estimators.Trend
+	n := r.Uvarint()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if n > estimators.MaxTrendPeriods {
+		return fmt.Errorf("%d periods, at most %d", n, estimators.MaxTrendPeriods)
+	}
+	d.NClosed = int(n)
+	y := r.Varint()
+	d.C, d.Objects, d.S, d.Omega = r.Float64(), r.Float64(), r.Float64(), r.Float64()
+	if r.Err() == nil && !(d.Omega >= 0 && d.Omega <= 1) {
+		return fmt.Errorf("discount %v, want in [0, 1]", d.Omega)
+	}
+	vals := []float64{d.C, d.Objects, d.S}
+	prev := int64(math.MinInt32)
+	for i := range d.Periods[:d.NClosed] {
+		py := r.Varint()
+		c, e := r.Float64(), r.Float64()
+		if r.Err() != nil {
+			break
+		}
+		if py <= prev || py >= y {
+			return fmt.Errorf("period year %d after %d, current %d", py, prev, y)
+		}
+		prev = py
+		d.Periods[i] = estimators.TrendPeriod{Year: int32(py), C: c, D: e}
+		vals = append(vals, c, e)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if len(r.Rest()) != 0 {
+		return fmt.Errorf("%d trailing bytes", len(r.Rest()))
+	}
+	if y < math.MinInt32 || y > math.MaxInt32 {
+		return fmt.Errorf("year %d", y)
+	}
+	d.Year = int32(y)
+	for _, v := range vals {
+		if math.IsInf(v, 0) || !(v >= -1e-6*math.Max(1, math.Abs(v))) {
+			return fmt.Errorf("sums %v", vals)
+		}
+	}
+	*tr = d
 	return nil
 }

@@ -114,6 +114,10 @@ func FuzzSiteStateDecode(f *testing.F) {
 	f.Add(st.AppendBinary(nil))
 	r := runChangeScenarioState()
 	f.Add(r.AppendBinary(nil))
+	var tr SiteState // a trend of complete histories (estimators/trend.go)
+	tr.Trend.Enter(1.5e9, 1.6e9)
+	tr.Trend.Change(1.7e9, 3)
+	f.Add(tr.AppendBinary(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s SiteState
 		if err := s.DecodeBinary(b); err != nil {

@@ -43,11 +43,17 @@
 //	malcolm_nolastmod   1/avgChgInterval' of eq. 3                             none
 //	poisson_events      (N+½)/(T+τ₀) on a complete history (events.go, E3;      equal-tailed Gamma(N+½, T+τ₀) posterior interval (E4)
 //	                    Kolobov et al. 2019); naive is then N/T exactly
-//	pooled              beyond the papers: median of the Gamma(α+x, β+e) posterior  equal-tailed posterior (credible) interval
+//	pooled              beyond the papers: mean of the Gamma(α+x, β+e) posterior    equal-tailed posterior (credible) interval
 //	                    under a site prior fitted by moments (pooled.go; the
 //	                    aggregator adds it from the site's stored prior and
 //	                    publishes it below PooledMaxChanges changes,
-//	                    aggregate/siteprior.go; Change.Estimate does not)
+//	                    aggregate/siteprior.go; Change.Estimate does not); for
+//	                    a complete history in a population with a trend,
+//	                    Gamma(α+N, βρ+e^g) on the trend-weighted exposure
+//	                    (trend.go T7), published whatever N
+//	poisson_trend       beyond the papers: (N+½)/(e^g+τ₀), (E3) on the           equal-tailed Gamma(N+½, e^g+τ₀) interval (E4)
+//	                    trend-weighted exposure (trend.go T6), where the
+//	                    population has a trend and no prior
 //
 // Details and edge cases:
 //   - naive and cgm_improved/bayes_beta need n ≥ 1 and T > 0; cgm_improved

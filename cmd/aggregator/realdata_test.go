@@ -226,27 +226,33 @@ func TestRealCrawlLogsEitherOrder(t *testing.T) {
 // TestRealPHPDocCompleteEvents: the php-doc git history through the
 // programs' path (ingest --format=changes-tsv | aggregator --in=-
 // --store=memory --out=- --emit=final) is a complete record of every
-// file's changes, so the published rate is the Poisson rate
-// (N+½)/(T+τ₀) (estimators/events.go), not a visit-based estimator that
-// reads every commit as "changed at every visit" (issue 31: cgm_improved
-// was published for 11,192 of the 12,096 files with ≥ 5 changes, a median
-// 2.83× their rate N/T, which naive gives exactly here). T is the
-// exposure of estimators/events.go E1: from the file's first event to the
-// as-of time, the end of the log with --emit=final (not the file's last
-// change), in both naive and poisson_events.
+// file's changes, so the published rate is a Poisson rate, not a
+// visit-based estimator that reads every commit as "changed at every
+// visit" (issue 31: cgm_improved was published for 11,192 of the 12,096
+// files with ≥ 5 changes, a median 2.83× their rate N/T, which naive
+// gives exactly here). T is the exposure of estimators/events.go E1: from
+// the file's first event to the as-of time, the end of the log with
+// --emit=final (not the file's last change), in naive and in
+// poisson_events = (N+½)/(T+τ₀), both in every record's estimates.
 //
-// Tolerance: for N ≥ 5 changes, (N+½)/(T+τ₀) ÷ N/T = (1 + ½/N)·T/(T+τ₀)
-// lies in (1 − τ₀/T, 1.1]; the median over files must lie in [0.95, 1.10]
-// (files published from a window after a confirmed rate shift, about 7 %,
-// follow their recent rate instead).
+// The population has a trend (estimators/trend.go): php/doc-en's files
+// are edited less now than over their histories, so the published rate
+// is the pooled posterior mean on the trend-weighted exposure e^g (T7;
+// TestRealPHPDocHostlessPrior checks it to 1e-6), not N/T. Tolerance: for
+// N ≥ 5, (α + N)/(β' + e^g) ÷ N/e^g = (1 + α/N)/(1 + β'/e^g) ≤ 1 + α/N
+// ≤ 1.2 for the fitted shape α ≈ 0.7, and ≥ 1/(1 + β'/e^g) with β' the
+// prior's rate in trend units; the median over files must lie in
+// [0.8, 1.2] (files published from a window after a confirmed rate
+// shift, about 7 %, follow their recent rate instead).
 func TestRealPHPDocCompleteEvents(t *testing.T) {
 	src := realSample(t, realData(t, "php-doc-en-history/git-file-changes.tsv.gz"))
 	out, stderr, err := filter(t, ingestFiles(t, "changes-tsv", nil, src))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
+	tr := phpTrend(t, src)
 	const tau0 = 43200.0
-	var ratios []float64
+	var ratios, plain []float64
 	byEstimator := map[string]int{}
 	for _, e := range estimates(t, out) {
 		naive, ok := e.Estimates["naive"]
@@ -254,39 +260,40 @@ func TestRealPHPDocCompleteEvents(t *testing.T) {
 			continue
 		}
 		byEstimator[e.Estimator]++
-		ratios = append(ratios, *e.RatePerS/naive)
-		if e.Estimator == "poisson_events" {
-			// naive is N/T with T the exposure of (E1): from the
-			// file's first event to the end of the log (the as-of of
-			// --emit=final), not to its last change.
-			N := float64(e.Changes)
-			T := N / naive
-			if want := (N + 0.5) / (T + tau0); math.Abs(*e.RatePerS/want-1) > 1e-9 {
-				t.Errorf("%s: rate %g, want (N+½)/(T+τ₀) = %g", e.Object, *e.RatePerS, want)
-			}
+		switch e.Estimator {
+		case "cgm_improved", "bayes_beta", "cgm_irregular_mle", "malcolm_nolastmod":
+			t.Errorf("%s: a complete history publishes the visit estimator %s", e.Object, e.Estimator)
 		}
+		N := float64(e.Changes)
+		T := N / naive
+		// naive is N/T with T the exposure of (E1): from the file's
+		// first event to the end of the log (the as-of of
+		// --emit=final), not to its last change.
+		if want, got := (N+0.5)/(T+tau0), e.Estimates["poisson_events"]; math.Abs(got/want-1) > 1e-9 {
+			t.Errorf("%s: poisson_events %g, want (N+½)/(T+τ₀) = %g", e.Object, got, want)
+		}
+		eg := tr.exposure(tr.first[e.Object])
+		ratios = append(ratios, *e.RatePerS/(N/eg))
+		plain = append(plain, *e.RatePerS/naive)
 		if e.Object == "reference/filesystem/functions/unlink.xml" {
 			// 23 changes in the file, one every ~313 days between its
 			// first and last change (387 to the end of the log); the
 			// rule published one every 81 days.
-			days := 1 / *e.RatePerS / 86400
-			t.Logf("unlink.xml: one change every %.0f days (naive %.0f)", days, 1/naive/86400)
-			if math.Abs(days*naive*86400-1) > 0.05 {
-				t.Errorf("unlink.xml: one change every %.0f days, naive %.0f", days, 1/naive/86400)
-			}
+			t.Logf("unlink.xml: one change every %.0f days (naive %.0f, on the trend %.0f)", 1 / *e.RatePerS / 86400, 1/naive/86400, eg/N/86400)
 		}
 	}
 	if len(ratios) == 0 {
 		t.Fatal("no file with ≥ 5 changes and a rate")
 	}
 	sort.Float64s(ratios)
+	sort.Float64s(plain)
 	med := ratios[len(ratios)/2]
-	t.Logf("%d files with ≥ 5 changes: median published/naive %.4f; estimators %v", len(ratios), med, byEstimator)
-	if med < 0.95 || med > 1.10 {
-		t.Errorf("median published/naive = %.4f, want within [0.95, 1.10]", med)
+	t.Logf("%d files with ≥ 5 changes: median published ÷ N/e^g %.4f, ÷ N/T %.4f; estimators %v", len(ratios), med, plain[len(plain)/2], byEstimator)
+	if med < 0.8 || med > 1.2 {
+		t.Errorf("median published ÷ N/e^g = %.4f, want within [0.8, 1.2]", med)
 	}
-	if byEstimator["poisson_events"] < len(ratios)/2 {
-		t.Errorf("poisson_events published for %d of %d files", byEstimator["poisson_events"], len(ratios))
+	if byEstimator["pooled"] < len(ratios)/2 {
+		t.Errorf("pooled published for %d of %d files", byEstimator["pooled"], len(ratios))
 	}
 }
 
@@ -431,40 +438,58 @@ func TestRealHeritrixNoWaldOverOneEvent(t *testing.T) {
 // TestRealPHPDocHostlessPrior: the php-doc git log's paths have no host;
 // through the programs' path (ingest --format=changes-tsv | aggregator
 // --emit=final) those with fewer than 5 changes publish `pooled` under the
-// prior of the partition's hostless objects (aggregate/siteprior.go), and
-// its posterior is the conjugate Gamma(α + N, β + T) with T the exposure
-// to the end of the log (estimators.Change.EvidenceAt), one (α, β) for
-// all: solved from two files, (α + N)/(β + T) reproduces every other
-// pooled file with N ≥ 1 (T = N / naive) to 1e-6 relative.
+// prior of the partition's hostless objects (aggregate/siteprior.go) on
+// the population's trend (estimators/trend.go): the posterior is the
+// conjugate Gamma(α + N, β' + e^g), e^g the file's exposure to the end of
+// the log weighted by the population's level in each calendar year
+// relative to now (T5), one (α, β') for all, and so do the files with
+// more changes (T7; those following their change window apart). The test
+// computes the levels itself from the log (phpTrend: every year's changes
+// over its exposure, T3, the discounted level of T4 with its ω chosen
+// over the closed years), and e^g from each path's first commit: solved
+// from two files, (α + N)/(β' + e^g) reproduces every other pooled file
+// to 1e-6 relative.
 func TestRealPHPDocHostlessPrior(t *testing.T) {
 	src := realSample(t, realData(t, "php-doc-en-history/git-file-changes.tsv.gz"))
 	out, stderr, err := filter(t, ingestFiles(t, "changes-tsv", nil, src))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	type nt struct{ n, T, rate float64 }
+	tr := phpTrend(t, src)
+	type nt struct{ n, eg, rate float64 }
 	var pts []nt
-	few, pooled := 0, 0
+	few, pooled, many, trended := 0, 0, 0, 0
 	for _, e := range estimates(t, out) {
-		if e.Changes >= 5 || e.RatePerS == nil {
+		if e.RatePerS == nil {
 			continue
 		}
-		few++
+		first, ok := tr.first[e.Object]
+		if !ok || tr.changes[e.Object] != e.Changes {
+			t.Fatalf("%s: %d changes published, the log has %d", e.Object, e.Changes, tr.changes[e.Object])
+		}
+		eg := tr.exposure(first)
+		if e.Changes >= 5 {
+			many++
+		} else {
+			few++
+		}
 		if e.Estimator != "pooled" {
 			continue
 		}
-		pooled++
-		if naive := e.Estimates["naive"]; e.Changes > 0 && naive > 0 {
-			pts = append(pts, nt{float64(e.Changes), float64(e.Changes) / naive, *e.RatePerS})
+		if e.Changes >= 5 {
+			trended++
+		} else {
+			pooled++
 		}
+		pts = append(pts, nt{float64(e.Changes), eg, *e.RatePerS})
 	}
-	t.Logf("%d files with < 5 changes, %d publish pooled", few, pooled)
+	t.Logf("%d files with < 5 changes, %d publish pooled; %d with more, %d publish pooled", few, pooled, many, trended)
 	// Files published from their change window after a confirmed shift
 	// follow it instead (about 7 % of files with ≥ 5 changes, fewer here).
-	if few == 0 || float64(pooled) < 0.9*float64(few) {
-		t.Fatalf("pooled published for %d of %d files with < 5 changes", pooled, few)
+	if few == 0 || float64(pooled) < 0.9*float64(few) || float64(trended) < 0.8*float64(many) {
+		t.Fatalf("pooled published for %d of %d files with < 5 changes, for %d of %d with more", pooled, few, trended, many)
 	}
-	// Two files with different N give α and β: r_i(β + T_i) = α + N_i.
+	// Two files with different N give α and β': r_i(β' + e_i) = α + N_i.
 	var a, b nt
 	a = pts[0]
 	for _, p := range pts[1:] {
@@ -473,21 +498,145 @@ func TestRealPHPDocHostlessPrior(t *testing.T) {
 			break
 		}
 	}
-	beta := (b.n - a.n - b.rate*b.T + a.rate*a.T) / (b.rate - a.rate)
-	alpha := a.rate*(beta+a.T) - a.n
+	beta := (b.n - a.n - b.rate*b.eg + a.rate*a.eg) / (b.rate - a.rate)
+	alpha := a.rate*(beta+a.eg) - a.n
 	if !(alpha > 0 && beta > 0) {
-		t.Fatalf("prior from two files: α %g β %g", alpha, beta)
+		t.Fatalf("prior from two files: α %g β' %g", alpha, beta)
 	}
-	t.Logf("hostless prior: shape %.3f, mean %.3f changes a year", alpha, alpha/beta*365*86400)
+	t.Logf("hostless prior: shape %.3f, mean %.3f changes a year now; trend over %d–%d, ω %.2f", alpha, alpha/beta*365*86400, tr.years[0], tr.years[len(tr.years)-1], tr.omega)
 	bad := 0
 	for _, p := range pts {
-		if want := (alpha + p.n) / (beta + p.T); math.Abs(p.rate/want-1) > 1e-6 {
+		if want := (alpha + p.n) / (beta + p.eg); math.Abs(p.rate/want-1) > 1e-6 {
 			if bad++; bad <= 5 {
-				t.Errorf("N %g, T %.0f days: pooled %g, want (α+N)/(β+T) = %g", p.n, p.T/86400, p.rate, want)
+				t.Errorf("N %g, e^g %.0f days: pooled %g, want (α+N)/(β'+e^g) = %g", p.n, p.eg/86400, p.rate, want)
 			}
 		}
 	}
 	if bad > 0 {
 		t.Errorf("%d of %d pooled files off the conjugate posterior", bad, len(pts))
 	}
+}
+
+// phpLog is a changes-tsv log read independently of the programs: each
+// path's first commit (its baseline) and its changes after it, and the
+// population's per-year levels relative to now (estimators/trend.go T3,
+// T4) as of the log's last commit.
+type phpLog struct {
+	first   map[string]float64
+	changes map[string]int64
+	years   []int     // calendar years, first to the current one
+	rel     []float64 // each closed year's level ÷ the current level
+	end     float64
+	omega   float64 // ω of (T4)
+}
+
+func yearStartUTC(y int) float64 { return float64(time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) }
+
+// exposure is e^g of (T5) from s to the log's end.
+func (l *phpLog) exposure(s float64) float64 {
+	cur := len(l.years) - 1
+	e := l.end - math.Max(s, yearStartUTC(l.years[cur]))
+	for i := 0; i < cur; i++ {
+		if d := yearStartUTC(l.years[i]+1) - math.Max(s, yearStartUTC(l.years[i])); d > 0 {
+			e += l.rel[i] * d
+		}
+	}
+	return math.Max(e, 0)
+}
+
+// phpTrend reads the log at path (gzip or plain): distinct (path, time)
+// events, each path's first one its baseline.
+func phpTrend(t *testing.T, path string) *phpLog {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = gz
+	}
+	times := map[string][]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		p, ts, ok := strings.Cut(sc.Text(), "\t")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(ts, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times[p] = append(times[p], v)
+	}
+	l := &phpLog{first: map[string]float64{}, changes: map[string]int64{}}
+	yearOf := func(x float64) int { return time.Unix(int64(x), 0).UTC().Year() }
+	c, d := map[int]float64{}, map[int]float64{}
+	for p, ts := range times {
+		sort.Float64s(ts)
+		n := int64(0)
+		for i, x := range ts[1:] {
+			if x != ts[i] {
+				n++
+				c[yearOf(x)]++
+			}
+		}
+		l.first[p], l.changes[p] = ts[0], n
+		l.end = math.Max(l.end, ts[len(ts)-1])
+	}
+	y0, y1 := math.MaxInt, yearOf(l.end)
+	for _, s := range l.first {
+		y0 = min(y0, yearOf(s))
+	}
+	for _, s := range l.first { // exposure per year: the overlap of [s, end]
+		for y := yearOf(s); y <= y1; y++ {
+			d[y] += math.Min(yearStartUTC(y+1), l.end) - math.Max(s, yearStartUTC(y))
+		}
+	}
+	// The level (T4): years weighted by ω^{(t−u)/L} at their centres u,
+	// ω the grid value with the least deviance of one-year-ahead
+	// predictions over the closed years (0.05 with fewer than three).
+	const L = 365.2425 * 86400
+	mid := func(y int) float64 { return (yearStartUTC(y) + math.Min(yearStartUTC(y+1), l.end)) / 2 }
+	levelAt := func(omega, at float64, upto int) float64 { // years y0..upto
+		var cw, dw float64
+		for y := y0; y <= upto; y++ {
+			w := math.Pow(omega, (at-mid(y))/L)
+			cw += w * c[y]
+			dw += w * d[y]
+		}
+		return cw / dw
+	}
+	omega := 0.05
+	if y1-y0 >= 3 {
+		best := math.Inf(1)
+		for g := 20; g >= 1; g-- {
+			om, dev := float64(g)/20, 0.0
+			for y := y0 + 1; y < y1; y++ {
+				mu := levelAt(om, yearStartUTC(y), y-1) * d[y]
+				dev += 2 * (mu - c[y])
+				if c[y] > 0 {
+					dev += 2 * c[y] * math.Log(c[y]/mu)
+				}
+			}
+			if dev < best {
+				omega, best = om, dev
+			}
+		}
+	}
+	level := levelAt(omega, l.end, y1)
+	l.omega = omega
+	for y := y0; y <= y1; y++ {
+		l.years = append(l.years, y)
+		if y < y1 {
+			l.rel = append(l.rel, c[y]/d[y]/level)
+		}
+	}
+	return l
 }

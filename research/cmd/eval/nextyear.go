@@ -199,8 +199,10 @@ func nextYearSection(e *Env) {
 		"--store=memory --out=- --emit=final` built from this repository, and each page's final `rate_per_s`, `estimator` and `ci95` are "+
 		"scored (the crawler designs' pages are one site, so pages with fewer than 5 changes publish `pooled` under the site's stored prior, "+
 		"`aggregate/siteprior.go`; the changes-tsv paths have no host: their population is the partition's hostless objects, every path of the log, "+
-		"whose prior's evidence is each path's whole history with the exposure to the end of the log, `estimators.PoolStats.PriorAt`, so paths with "+
-		"fewer than 5 changes in their whole history publish `pooled` under it and the others `poisson_events` over their whole history; a page "+
+		"whose prior's evidence is each path's whole history with the exposure to the end of the log, `estimators.PoolStats.PriorAt`, and whose "+
+		"changes and exposure per calendar year give the population's trend, `estimators/trend.go`: every path publishes `pooled`, its whole "+
+		"history on the trend-weighted exposure (each year's exposure weighted by that year's population level over the current one), the "+
+		"posterior mean under the prior rescaled to the current level; a page "+
 		"without a published rate — a path with a single commit — is scored with the global rate and counted as `none`). "+
 		"Each predictor's rate predicts the page's commits in the following year; scored by the Poisson "+
 		"deviance 2[y log(y/μ) − (y − μ)] (μ floored at %.2f changes a year, so that a rate of 0 is charged a finite, large deviance) and "+
