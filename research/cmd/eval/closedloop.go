@@ -115,6 +115,8 @@ type loopState struct {
 	cfg    *estimators.Config
 	// fit memoises plan.GammaFromInterval by interval.
 	fit map[[2]float64][2]float64
+	// aged is the aged evidence of the aged policy (nil for the others).
+	aged *agedState
 }
 
 // rates returns every page's planning rate from its own estimate (without
@@ -213,6 +215,8 @@ type allocPolicy struct {
 	posterior, pooled bool
 	// byAccess weighs every page by its access rate (weights=access).
 	byAccess bool
+	// aged plans on the aged posterior (closedloop_aged.go).
+	aged bool
 	// truth plans once on the true rates; past plans on the warm-up
 	// year's true rates from the scored year's start (the warm-up year on
 	// uniform rates).
@@ -239,14 +243,18 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 		for i := range rates {
 			rates[i] = 1 // uniform until the warm-up year is known
 		}
-	case p.posterior:
+	case p.posterior, p.aged:
 	default:
 		rates = st.rates(now)
 	}
 	var pages []plan.Page
-	if p.posterior && !p.truth && !p.past {
+	switch {
+	case p.aged:
+		st.aged.refit(st)
+		pages = st.aged.pages(now, len(st.est))
+	case p.posterior && !p.truth && !p.past:
 		pages = st.posteriors(now, p.pooled)
-	} else {
+	default:
 		pages = make([]plan.Page, len(rates))
 		for i, r := range rates {
 			pages[i] = plan.Page{Rate: r, Weight: 1}
@@ -336,6 +344,10 @@ type loopResult struct {
 	cost      float64 // time-averaged harmonic staleness, mean over pages
 	visits    int
 	predicted float64 // our policies: the last plan's expected freshness
+	// halfLife is the aged policy's fitted half-life at the end, days (0:
+	// κ = +Inf; +Inf: κ = 0); llGain its log predictive likelihood per
+	// 1,000 visits over κ = +Inf's (the prior alone, uniform visits).
+	halfLife, llGain float64
 }
 
 // dueHeap orders pages by next fetch time (then index).
@@ -440,6 +452,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		}
 		heap.Init(h)
 	}
+	if a, ok := pol.(*allocPolicy); ok && a.aged {
+		st.aged = newAgedState(n)
+	}
 	pol.replan(w.T0, st)
 	rebuild()
 	nextPlan := w.T0 + cycle
@@ -462,6 +477,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		before := evIdx[i]
 		score(i, st.last[i], t)
 		changed := evIdx[i] > before
+		if st.aged != nil {
+			st.aged.observe(i, st.last[i], t, changed)
+		}
 		st.est[i].Visit(estimators.Visit{Time: t, Changed: changed})
 		st.last[i] = t
 		pol.visited(i, t, changed)
@@ -486,6 +504,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 	if a, ok := pol.(*allocPolicy); ok {
 		res.predicted = a.predicted
 	}
+	if st.aged != nil {
+		res.halfLife, res.llGain = st.aged.halfLife(), st.aged.gain()
+	}
 	return res
 }
 
@@ -494,6 +515,7 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 	return []loopPolicy{
 		&allocPolicy{label: "freshness (default): posterior of the published estimate", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
+		&allocPolicy{label: "freshness, aged posterior (κ by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, aged: true},
 		&allocPolicy{label: "freshness, pooled posterior", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true, pooled: true},
 		&allocPolicy{label: "freshness at the point estimate (before)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}},
 		&allocPolicy{label: "lambdacrawl", cfg: plan.AllocConfig{Policy: plan.PolicyLambdaCraw}},
@@ -507,14 +529,16 @@ func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 }
 
 // loopBaselines are the indices of loopPolicies the default must match.
-var loopBaselines = []int{4, 5, 6, 7}
+var loopBaselines = []int{5, 6, 7, 8}
 
 // loopTruthIdx is the true-rate allocation's index; loopPastIdx the
 // allocation on the warm-up year's true rates (a diagnostic: what the
 // past, known exactly, says about the scored year).
 const (
-	loopTruthIdx = 8
-	loopPastIdx  = 9
+	loopTruthIdx = 9
+	loopPastIdx  = 10
+	// loopAgedIdx is the aged posterior's (closedloop_aged.go).
+	loopAgedIdx = 1
 )
 
 // loopBudgets are the budgets, visits per page per day.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/plan"
 )
 
@@ -124,5 +125,57 @@ func TestWithAccess(t *testing.T) {
 	}
 	if w.access != nil || w.weight(0) != 1 {
 		t.Errorf("withAccess changed the original world")
+	}
+}
+
+// The aged policy (closedloop_aged.go) before the population has a prior
+// (no change seen yet) plans every page alike: the uniform allocation,
+// B/N visits each; once the pages differ, the plan follows the aged
+// posterior at the fitted κ, and κ = +Inf (the prior alone) is uniform
+// again whatever the evidence.
+func TestClosedLoopAgedUniformWithoutEvidence(t *testing.T) {
+	const n = 12
+	w := &loopWorld{names: make([]string, n), ev: make([][]float64, n), T0: 0, S: loopYear, T1: 2 * loopYear}
+	st := &loopState{w: w, budget: 3.0 / loopDay, last: make([]float64, n), est: make([]estimators.Change, n), cfg: newEstConfig(), aged: newAgedState(n)}
+	for i := range st.est {
+		st.est[i].Visit(estimators.Visit{Time: 0})
+	}
+	pol := &allocPolicy{label: "aged", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, aged: true}
+	pol.replan(0, st)
+	for i, f := range pol.f {
+		// tolerance: the price's bisection (relative 1e-13 of the budget)
+		if want := st.budget / n; math.Abs(f-want) > 1e-9*want {
+			t.Errorf("page %d: %g visits/s, want the uniform %g", i, f, want)
+		}
+	}
+	// Page 0 changed at every third visit, the others never: with a prior,
+	// the plan at κ = +Inf (forced by its likelihood) is uniform, at κ = 0
+	// it is not.
+	for v := 1; v <= 30; v++ {
+		tv := float64(v) * loopDay
+		for i := range st.est {
+			ch := i == 0 && v%3 == 0
+			st.aged.observe(i, tv-loopDay, tv, ch)
+			st.est[i].Visit(estimators.Visit{Time: tv, Changed: ch})
+		}
+		st.aged.refit(st)
+	}
+	if !st.aged.havePrior {
+		t.Fatal("no prior after 30 days with 10 changes")
+	}
+	b := st.aged.bank
+	for _, c := range []struct {
+		k       int
+		uniform bool
+	}{{len(b.Kappas) - 1, true}, {0, false}} {
+		for j := range b.LogLik {
+			b.LogLik[j] = -1
+		}
+		b.LogLik[c.k] = 0
+		pol.replan(30*loopDay, st)
+		spread := (pol.f[0] - pol.f[1]) / pol.f[1]
+		if c.uniform != (math.Abs(spread) < 1e-9) {
+			t.Errorf("κ = %g: page 0 gets %g visits/s, the others %g", b.Kappas[c.k], pol.f[0], pol.f[1])
+		}
 	}
 }

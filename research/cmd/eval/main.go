@@ -56,6 +56,9 @@ type Env struct {
 	// Changes is -changes: the history of the closedloop and ttl sections
 	// ("": php/doc-en).
 	Changes string
+	// LoopStride is -loop-stride: the closed loop keeps every LoopStride-th
+	// page (0: 2, or 8 with -quick) — a larger stride for iterating.
+	LoopStride int
 }
 
 // reps scales a replication count down in quick mode.
@@ -165,6 +168,7 @@ type options struct {
 	// changes is a changes TSV (path<TAB>unix time) for the closedloop and
 	// ttl sections instead of php/doc-en's.
 	changes  string
+	loopStr  int
 	quick    bool
 	seed     uint64
 	sections []section
@@ -181,6 +185,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.data, "data", "", "directory with php-doc-en-history/ and nasa-http-19950801/ (default ../shared/data relative to the repository)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer replications and coarser grids (CI)")
 	fs.StringVar(&o.changes, "changes", "", "closedloop and ttl: a changes TSV (path<TAB>unix time, gzip or plain) to run on instead of php/doc-en")
+	fs.IntVar(&o.loopStr, "loop-stride", 0, "closedloop: keep every N-th page (default 2, 8 with -quick); 8 runs the section about 4 times faster for iterating")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every simulation")
 	only := fs.String("only", "", "comma-separated section names to run (default all; the sections are listed above)")
 	fs.Usage = func() {
@@ -198,6 +203,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, usageError{fmt.Errorf("%w, got %q: name sections with -only=%s", errArgs, fs.Args(), strings.Join(fs.Args(), ","))}
+	}
+	if o.loopStr < 0 {
+		return o, usageError{fmt.Errorf("eval: -loop-stride %d must be >= 1 (0: the default)", o.loopStr)}
 	}
 	if o.out == "" {
 		return o, usageError{fmt.Errorf("%w: give the output directory (default docs/eval)", errNoOut)}
@@ -246,7 +254,7 @@ func run(o options, stderr io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	env := &Env{R: &Report{dir: o.out}, Quick: o.quick, Seed: o.seed, Data: o.data, Procs: runtime.GOMAXPROCS(0), Changes: o.changes}
+	env := &Env{R: &Report{dir: o.out}, Quick: o.quick, Seed: o.seed, Data: o.data, Procs: runtime.GOMAXPROCS(0), Changes: o.changes, LoopStride: o.loopStr}
 	start := time.Now()
 	body := &Report{dir: o.out}
 	env.R = body
