@@ -5,9 +5,10 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/plan"
+	"github.com/changerate/changerate/research/forget"
 )
 
-// The aged posterior (plan/forget.go): the crawler keeps every page's
+// The aged posterior (research/forget): the crawler keeps every page's
 // discounted evidence (F2) over a grid of forgetting rates κ, scores each
 // visit's outcome under each κ's posterior before it (F3), and plans on
 // the posterior (F1) of the κ whose one-step predictive likelihood over
@@ -31,13 +32,13 @@ func agedKappas() []float64 {
 
 // agedState is the crawler's aged evidence and the population's prior.
 type agedState struct {
-	bank      *plan.Bank
+	bank      *forget.Bank
 	prior     estimators.GammaPrior
 	havePrior bool
 }
 
 func newAgedState(n int) *agedState {
-	b, err := plan.NewBank(n, agedKappas())
+	b, err := forget.NewBank(n, agedKappas())
 	if err != nil {
 		panic(err)
 	}

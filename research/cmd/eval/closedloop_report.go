@@ -44,7 +44,7 @@ func closedLoopSection(e *Env) {
 		"each page's posterior of λ, the Gamma matched to the published interval (plan.GammaFromInterval; a page with no change seen has the "+
 		"exponential posterior of its upper bound, whose infinite marginal value at f = 0 always buys it visits); the pooled variant takes the "+
 		"posterior under the prior of all pages (what the aggregator publishes by default for a site's pages with fewer than 5 "+
-		"changes, aggregate/siteprior.go); the aged variant lets evidence age (plan/forget.go, a dynamic Poisson–gamma model: Smith & Miller's discount "+
+		"changes, aggregate/siteprior.go); the aged variant lets evidence age (research/forget, a dynamic Poisson–gamma model: Smith & Miller's discount "+
 		"of the posterior's precision anchored at the population's prior, Kulhavý & Zarrop's stabilised forgetting): between visits the page's own "+
 		"evidence (changes seen, exposure) is multiplied by e^{−κΔt}, so a quiet page drifts back to the prior of all pages (moment fit, "+
 		"estimators.PoolStats) and a burst's weight fades; κ is estimated, not set: the crawler scores every visit's outcome under each κ's posterior "+

@@ -1,9 +1,11 @@
-package plan
+package forget
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/changerate/changerate/plan"
 )
 
 // (F2) by hand: one changed interval of 10 s at a half-life of 10 s adds
@@ -166,7 +168,7 @@ func TestBankPagesAndErrors(t *testing.T) {
 	b.Observe(0, 10, 10, true, 0.5, 50)
 	b.Observe(1, 10, 10, false, 0.5, 50)
 	pages := b.Pages(20, 0.5, 50)
-	a, err := Allocate(pages, AllocConfig{Policy: PolicyFreshness, Budget: 0.3})
+	a, err := plan.Allocate(pages, plan.AllocConfig{Policy: plan.PolicyFreshness, Budget: 0.3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,4 +183,10 @@ func TestBankPagesAndErrors(t *testing.T) {
 			t.Errorf("NewBank(%v): no error", g)
 		}
 	}
+}
+
+// gammaPDF is the density of Gamma(a, b) at x.
+func gammaPDF(a, b, x float64) float64 {
+	lg, _ := math.Lgamma(a)
+	return math.Exp(a*math.Log(b) + (a-1)*math.Log(x) - b*x - lg)
 }

@@ -1,8 +1,13 @@
-package plan
+// Package forget is research: the aged (dynamic Poisson–gamma) posterior
+// the closed-loop evaluation plans on. The product does not use it yet.
+package forget
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/changerate/changerate/plan"
 )
 
 // Evidence that ages (issue 33): a dynamic Poisson–gamma model.
@@ -43,6 +48,9 @@ import (
 // each page's aged posterior (ExpectedFreshness integrates over it), which
 // hedges an uncertain page's visits toward uniform by exactly as much as
 // the population's history says its past predicts its future.
+
+// ErrBank is wrapped by every error of NewBank.
+var ErrBank = errors.New("forget: invalid bank")
 
 // Aged is one page's discounted evidence (F2): X changes over exposure E
 // (seconds), as of time T (seconds).
@@ -109,11 +117,11 @@ type Bank struct {
 // NewBank returns a bank over n pages.
 func NewBank(n int, kappas []float64) (*Bank, error) {
 	if len(kappas) == 0 {
-		return nil, fmt.Errorf("%w: a forgetting bank needs a grid of rates", ErrAlloc)
+		return nil, fmt.Errorf("%w: a forgetting bank needs a grid of rates", ErrBank)
 	}
 	for _, k := range kappas {
 		if !(k >= 0) {
-			return nil, fmt.Errorf("%w: forgetting rate %v must be >= 0", ErrAlloc, k)
+			return nil, fmt.Errorf("%w: forgetting rate %v must be >= 0", ErrBank, k)
 		}
 	}
 	b := &Bank{Kappas: kappas, aged: make([][]Aged, len(kappas)), LogLik: make([]float64, len(kappas))}
@@ -160,12 +168,12 @@ func (b *Bank) Best() int {
 
 // Pages returns every page's aged posterior at now at the best κ under
 // the prior Gamma(shape0, rate0), as planning pages of weight 1.
-func (b *Bank) Pages(now, shape0, rate0 float64) []Page {
+func (b *Bank) Pages(now, shape0, rate0 float64) []plan.Page {
 	k := b.Best()
-	out := make([]Page, len(b.aged[k]))
+	out := make([]plan.Page, len(b.aged[k]))
 	for i, ag := range b.aged[k] {
 		m, sh := ag.Posterior(shape0, rate0, math.Max(now, ag.T), b.Kappas[k])
-		out[i] = Page{Rate: m, Shape: sh, Weight: 1}
+		out[i] = plan.Page{Rate: m, Shape: sh, Weight: 1}
 	}
 	return out
 }
