@@ -173,8 +173,11 @@ func (w *worker) recycle(b *batchWork) {
 // lookup returns the cache entry holding the latest state of name,
 // bringing an evicted uncommitted state back into the cache. ok is false if
 // the store must be read.
-func (w *worker) lookup(name string) (*entry, bool) {
-	if e, ok := w.cache.entry(name); ok {
+func (w *worker) lookup(name string) (*entry, bool) { return w.lookupHash(name, w.cache.hash(name)) }
+
+// lookupHash is lookup with name's hash in the cache (cache.hash).
+func (w *worker) lookupHash(name string, h uint64) (*entry, bool) {
+	if e, ok := w.cache.entryHash(name, h); ok {
 		return e, true
 	}
 	if len(w.evicted) > 0 {
@@ -355,9 +358,20 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 	// not cached are indexed by name (b.idx) and read from the store below.
 	mark := w.cache.nextMark()
 	var hits int
+	var hs [prefetchRun]uint64
 	for i := range b.obs {
 		o := &b.obs[i]
-		if e, ok := w.lookup(o.Object); ok {
+		// The lookups go prefetchRun at a time: their hashes first, and
+		// what they will read touched together (cache.prefetch).
+		k := i % prefetchRun
+		if k == 0 {
+			run := b.obs[i:min(len(b.obs), i+prefetchRun)]
+			for j := range run {
+				hs[j] = w.cache.hash(run[j].Object)
+			}
+			w.prefetched += w.cache.prefetch(hs[:len(run)])
+		}
+		if e, ok := w.lookupHash(o.Object, hs[k]); ok {
 			if e.mark != mark {
 				e.mark, e.slot = mark, int32(len(b.objs))
 				obj, err := w.cache.load(e)
