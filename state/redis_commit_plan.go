@@ -1,8 +1,8 @@
 package state
 
 import (
-	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -34,7 +34,7 @@ type commitPlan struct {
 	// kept for the next commit (Redis.plans): the strings above point
 	// into them, so a plan is reused only once its commit returned.
 	fieldBytes, slab []byte
-	ws               []planWrite
+	keys             []uint64
 	args             []any
 	cmds             [][2]int
 }
@@ -89,66 +89,61 @@ type planBucket struct {
 	end        int
 }
 
-// planWrite is the sort key of one write.
-type planWrite struct {
-	b int32  // bucket
-	k uint64 // the field's first 8 bytes after the bucket's
-	i int32  // index in writes
-}
-
 // plan groups writes for the partition with tag and nb buckets into pl
 // (reset), stamping each value with now (Unix ms).
+//
+// The writes are sorted by one uint64 each (slices.Sort, no comparison
+// function): the bucket in the top bits, the write's index in the
+// bottom ones and, between them, the leading bits of the field after
+// the bucket's (the hash's bytes 4–11), so that the writes of one object
+// are adjacent and in order; distinct fields that share those bits are
+// told apart by comparing them in full.
 func (pl *commitPlan) plan(tag string, nb int, now int64, writes []Write) {
 	pl.reset(len(writes))
 	fl := compactKeyLen - len(tag)
 	fieldBytes := grow(pl.fieldBytes[:0], len(writes)*fl)
 	pl.fieldBytes = fieldBytes
-	ws := grow(pl.ws[:0], len(writes))
-	pl.ws = ws
+	keys := grow(pl.keys[:0], len(writes))
+	pl.keys = keys
+	ib, bb := uint(bits.Len(uint(len(writes)))), uint(bits.Len(uint(nb)))
+	kb := 64 - ib - bb // ≥ 13: nb ≤ MaxBuckets, len(writes) < 2³²
 	for i := range writes {
 		h := objectHash(writes[i].Object)
 		copy(fieldBytes[i*fl:], h[:fl])
-		ws[i] = planWrite{b: int32(bucketOf(&h, nb)), k: binary.BigEndian.Uint64(h[4:12]), i: int32(i)}
+		k := binary.BigEndian.Uint64(h[4:12]) >> (64 - kb)
+		keys[i] = uint64(bucketOf(&h, nb))<<(64-bb) | k<<ib | uint64(i)
 	}
 	// Not written again until the plan is reused.
 	allFields := unsafe.String(unsafe.SliceData(fieldBytes), len(fieldBytes))
 	for i := range writes {
 		pl.fields[i] = allFields[i*fl : (i+1)*fl]
 	}
-	slices.SortFunc(ws, func(x, y planWrite) int {
-		if c := cmp.Compare(x.b, y.b); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.k, y.k); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.i, y.i)
-	})
-	// Keep the last write of each field: equal fields are adjacent with
-	// the same k, by index (distinct fields sharing k are compared in
-	// full within the run).
-	kept := ws[:0]
-	for s := 0; s < len(ws); {
+	slices.Sort(keys)
+	bucket := func(key uint64) int { return int(key >> (64 - bb)) }
+	index := func(key uint64) int32 { return int32(key & (1<<ib - 1)) }
+	// Keep the last write of each field.
+	kept := keys[:0]
+	for s := 0; s < len(keys); {
 		e := s + 1
-		for e < len(ws) && ws[e].b == ws[s].b && ws[e].k == ws[s].k {
+		for e < len(keys) && keys[e]>>ib == keys[s]>>ib {
 			e++
 		}
 		for j := s; j < e; j++ {
 			last := true
 			for l := j + 1; l < e; l++ {
-				if pl.fields[ws[l].i] == pl.fields[ws[j].i] {
+				if pl.fields[index(keys[l])] == pl.fields[index(keys[j])] {
 					last = false
 					break
 				}
 			}
 			if last {
-				kept = append(kept, ws[j])
+				kept = append(kept, keys[j])
 			}
 		}
 		s = e
 	}
-	for _, w := range kept {
-		if v := writes[w.i].Value; v != nil {
+	for _, key := range kept {
+		if v := writes[index(key)].Value; v != nil {
 			pl.size += stampLen + len(v)
 		}
 	}
@@ -158,12 +153,14 @@ func (pl *commitPlan) plan(tag string, nb int, now int64, writes []Write) {
 	}
 	for s := 0; s < len(kept); {
 		e := s + 1
-		for e < len(kept) && kept[e].b == kept[s].b {
+		b := bucket(kept[s])
+		for e < len(kept) && bucket(kept[e]) == b {
 			e++
 		}
-		pb := planBucket{b: int(kept[s].b), key: bucketKey(tag, int(kept[s].b), nb), start: len(pl.order)}
-		for _, w := range kept[s:e] {
-			v := writes[w.i].Value
+		pb := planBucket{b: b, key: bucketKey(tag, b, nb), start: len(pl.order)}
+		for _, key := range kept[s:e] {
+			i := index(key)
+			v := writes[i].Value
 			if v == nil {
 				continue
 			}
@@ -171,12 +168,12 @@ func (pl *commitPlan) plan(tag string, nb int, now int64, writes []Write) {
 			slab = slab[:at+stampLen]
 			putStamp(slab[at:], now)
 			slab = append(slab, v...)
-			pl.order = append(pl.order, w.i)
+			pl.order = append(pl.order, i)
 		}
 		pb.mid = len(pl.order)
-		for _, w := range kept[s:e] {
-			if writes[w.i].Value == nil {
-				pl.order = append(pl.order, w.i)
+		for _, key := range kept[s:e] {
+			if i := index(key); writes[i].Value == nil {
+				pl.order = append(pl.order, i)
 			}
 		}
 		pb.end = len(pl.order)

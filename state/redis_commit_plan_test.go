@@ -18,7 +18,7 @@ func TestCommitPlanAgainstMap(t *testing.T) {
 	const tag = "{Xab}"
 	pl := new(commitPlan)
 	for round := range 200 {
-		nb := []int{1, 3, 16, 1024}[round%4]
+		nb := []int{1, 3, 16, 1024, MaxBuckets}[round%5]
 		n := rng.IntN(300)
 		now := int64(1_700_000_000_000 + round)
 		writes := make([]Write, n)
