@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -288,6 +289,7 @@ func (w *worker) decode(b *batchWork, msgs []stream.Message, flush bool) {
 	if p.cfg.MaxFuture > 0 {
 		future = p.now().Add(p.cfg.MaxFuture).UnixMilli()
 	}
+	b.obs, b.offs = slices.Grow(b.obs, len(msgs)), slices.Grow(b.offs, len(msgs)) // as encodeStates
 	for i := range msgs {
 		if w.rb.replaying(msgs[i].Offset) {
 			if o, err := records.DecodeObservation(msgs[i].Value); err == nil {
@@ -358,6 +360,7 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 	// not cached are indexed by name (b.idx) and read from the store below.
 	mark := w.cache.nextMark()
 	var hits int
+	b.order, b.objs = slices.Grow(b.order, len(b.obs)), slices.Grow(b.objs, len(b.obs)) // as encodeStates
 	var hs [prefetchRun]uint64
 	for i := range b.obs {
 		o := &b.obs[i]
@@ -521,6 +524,33 @@ func (w *worker) apply(b *batchWork) {
 func (w *worker) encodeStates(b *batchWork, flush bool) {
 	p := w.p
 	exp := newExpiryClock(b.start, p.grace)
+	// The batch's slices are sized once for what follows, from the
+	// counts of dirty objects and due estimates (and the state bytes per
+	// object of the batch before), instead of regrown (and copied) as
+	// they fill: in the live shape they were 15 % of the aggregator's
+	// allocated bytes.
+	var dirty, ests int
+	for j := range b.objs {
+		if pd := &b.objs[j]; pd.dirty {
+			dirty++
+			if p.cfg.Emit == EmitUpdate && pd.due {
+				ests += btoi(pd.visits) + btoi(pd.access)
+			}
+		}
+	}
+	b.out = slices.Grow(b.out, ests)
+	if p.index != nil {
+		b.pub = slices.Grow(b.pub, ests)
+	}
+	const more = 2 // the reorder position and the alert book (writeSites adds the sites')
+	b.writes, b.ends = slices.Grow(b.writes, dirty+more), slices.Grow(b.ends, dirty+more)
+	b.enc = slices.Grow(b.enc, dirty*w.stateBytes)
+	enc0 := len(b.enc)
+	defer func() {
+		if dirty > 0 {
+			w.stateBytes = (len(b.enc)-enc0)/dirty + 8
+		}
+	}()
 	for j := range b.objs {
 		pd := &b.objs[j]
 		if !pd.dirty {
@@ -553,4 +583,12 @@ func (b *batchWork) sliceWrites() {
 		b.writes[k].Value = b.enc[start:end:end]
 		start = end
 	}
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
