@@ -475,6 +475,9 @@ type worker struct {
 	// prefetched sums what cache.prefetch read (kept only so that its
 	// loads are not dropped).
 	prefetched uint64
+	// estChange and estAccess count the estimates appendEstimates made
+	// since the last countEstimates.
+	estChange, estAccess int
 	// stateBytes is the encoded state bytes per dirty object of the last
 	// batch (a little more), which sizes the next batch's slab.
 	stateBytes int
