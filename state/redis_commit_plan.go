@@ -15,8 +15,8 @@ import (
 // string, the stamped values substrings of one slab, and the commands'
 // arguments point at them (go-redis writes a *string argument as the
 // string; converting a pointer to an interface allocates nothing), so a
-// commit of n writes allocates O(buckets), not O(n), and the buffers are
-// reused (Redis.plans). BenchmarkCommit1000 (1000 writes of 180 bytes,
+// commit of n writes allocates O(buckets), not O(n), and the buffers of
+// a few plans are reused (Redis.plans). BenchmarkCommit1000 (1000 writes of 180 bytes,
 // 1024 buckets, loaded machine, 6 runs): 8,013 allocations and 772 kB
 // per commit before, 2,700 and 154 kB after (go-redis's command per
 // bucket remains); the client's CPU 1.31–1.55 µs per write before,
@@ -60,25 +60,40 @@ func grow[T any](s []T, n int) []T {
 	return s
 }
 
-// maxPlanBytes bounds the value slab a plan keeps for reuse.
-const maxPlanBytes = 4 << 20
+// maxPlanBytes bounds the value slab a plan keeps for reuse, and
+// maxFreePlans the plans kept: as many as commits are usually in flight
+// on a few cores (a plan holds a batch's states, about a megabyte in
+// the live shape; a sync.Pool would keep as many as ever ran at once).
+const (
+	maxPlanBytes = 4 << 20
+	maxFreePlans = 4
+)
 
-// getPlan returns a plan for reuse from r's pool, or a new one.
+// getPlan returns a kept plan, or a new one.
 func (r *Redis) getPlan() *commitPlan {
-	if pl, ok := r.plans.Get().(*commitPlan); ok {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if n := len(r.plans); n > 0 {
+		pl := r.plans[n-1]
+		r.plans[n-1] = nil
+		r.plans = r.plans[:n-1]
 		return pl
 	}
 	return new(commitPlan)
 }
 
-// putPlan returns pl to r's pool once its commit returned (nothing
-// refers to its strings any more).
+// putPlan keeps pl for a later commit once its commit returned (nothing
+// refers to its strings any more), unless enough are kept.
 func (r *Redis) putPlan(pl *commitPlan) {
 	if cap(pl.slab) > maxPlanBytes {
 		return
 	}
 	pl.reset(0)
-	r.plans.Put(pl)
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if len(r.plans) < maxFreePlans {
+		r.plans = append(r.plans, pl)
+	}
 }
 
 // planBucket is one touched bucket's part of order.
