@@ -88,33 +88,6 @@ type prepBufs struct {
 	misses  []string
 	missIdx []int32
 	vals    [][]byte
-	objects batchObjects
-}
-
-// batchObjects holds the decoded Objects of a batch's objects (about
-// 1 KB each) while it is prepared, in chunks so that a pointer to one
-// stays valid as more are added. They travel with the prepare buffers
-// (Processor.prep, a sync.Pool: an idle Processor keeps none), so that
-// the steady state neither allocates them nor hands each to a pool and
-// back (sync.Pool's Put and Get per object were 1.5 % of the
-// aggregator's perf samples in a live run).
-type batchObjects struct {
-	chunks [][]Object
-	n      int
-}
-
-// objectChunk is the number of Objects in one chunk.
-const objectChunk = 64
-
-// next returns the next Object (its contents are whatever it held last:
-// cache.loadInto sets them).
-func (bo *batchObjects) next() *Object {
-	c, i := bo.n/objectChunk, bo.n%objectChunk
-	if c == len(bo.chunks) {
-		bo.chunks = append(bo.chunks, make([]Object, objectChunk))
-	}
-	bo.n++
-	return &bo.chunks[c][i]
 }
 
 // reset empties the buffers, dropping their references, and keeps their
@@ -127,7 +100,6 @@ func (pb *prepBufs) reset() {
 	clear(pb.idx)
 	pb.obs, pb.offs, pb.order, pb.objs = pb.obs[:0], pb.offs[:0], pb.order[:0], pb.objs[:0]
 	pb.misses, pb.missIdx, pb.vals = pb.misses[:0], pb.missIdx[:0], pb.vals[:0]
-	pb.objects.n = 0
 }
 
 // Sizes of the elements of a batch's buffers, for footprint.
@@ -428,8 +400,8 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 		if e, ok := w.lookupHash(o.Object, hs[k]); ok {
 			if e.mark != mark {
 				e.mark, e.slot = mark, int32(len(b.objs))
-				obj := b.objects.next()
-				if err := w.cache.loadInto(e, obj); err != nil {
+				obj, err := w.cache.load(e)
+				if err != nil {
 					w.corrupt(o.Object, err)
 				}
 				// The observation's string is the name: the cache's copy
@@ -479,8 +451,8 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 			} else {
 				w.cache.setEnc(pd.e, v)
 			}
-			pd.obj = b.objects.next()
-			if err := w.cache.loadInto(pd.e, pd.obj); err != nil {
+			var err error
+			if pd.obj, err = w.cache.load(pd.e); err != nil {
 				w.corrupt(pd.name, err)
 			}
 		}
@@ -605,6 +577,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 	for j := range b.objs {
 		pd := &b.objs[j]
 		if !pd.dirty {
+			w.cache.release(pd.obj)
 			continue
 		}
 		pd.e.seq = b.seq
@@ -613,7 +586,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		}
 		start := len(b.enc)
 		b.enc = pd.obj.AppendBinary(b.enc)
-		w.cache.setEnc(pd.e, b.enc[start:])
+		w.cache.store(pd.e, pd.obj, b.enc[start:])
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
 		b.writes = append(b.writes, state.Write{Object: pd.name, KeepExpiry: exp.keep(pd.e)})
 		b.ends = append(b.ends, len(b.enc))

@@ -267,21 +267,15 @@ func (c *cache) load(e *entry) (*Object, error) {
 	if o == nil {
 		o = new(Object)
 	}
-	return o, c.loadInto(e, o)
-}
-
-// loadInto is load into o, which the caller owns (a batch's objects:
-// batchObjects), so that nothing goes through the pool.
-func (c *cache) loadInto(e *entry, o *Object) error {
 	if e.encLen == 0 {
 		*o = Object{}
-		return nil
+		return o, nil
 	}
 	if err := o.DecodeBinary(c.enc(e)); err != nil {
 		*o = Object{}
-		return err
+		return o, err
 	}
-	return nil
+	return o, nil
 }
 
 // store keeps a copy of enc, the new encoding of obj (e's Object from
