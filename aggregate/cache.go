@@ -60,6 +60,9 @@ type cacheBudget struct {
 	// two garbage collections), where a bounded pool per cache allocated
 	// most of a large batch's Objects anew.
 	objects sync.Pool
+	// chunks pools the batches' Objects by objectChunk (batchObjects),
+	// as objects does one by one for emitFinal.
+	chunks sync.Pool
 }
 
 // share is the bytes one of the caches may keep.
@@ -267,15 +270,21 @@ func (c *cache) load(e *entry) (*Object, error) {
 	if o == nil {
 		o = new(Object)
 	}
+	return o, c.loadInto(e, o)
+}
+
+// loadInto is load into o, which the caller provides (a batch's
+// objects: batchObjects).
+func (c *cache) loadInto(e *entry, o *Object) error {
 	if e.encLen == 0 {
 		*o = Object{}
-		return o, nil
+		return nil
 	}
 	if err := o.DecodeBinary(c.enc(e)); err != nil {
 		*o = Object{}
-		return o, err
+		return err
 	}
-	return o, nil
+	return nil
 }
 
 // store keeps a copy of enc, the new encoding of obj (e's Object from
