@@ -60,6 +60,9 @@ type cacheBudget struct {
 	// two garbage collections), where a bounded pool per cache allocated
 	// most of a large batch's Objects anew.
 	objects sync.Pool
+	// chunks pools the batches' Objects by objectChunk (batchObjects),
+	// as objects does one by one for emitFinal.
+	chunks sync.Pool
 }
 
 // share is the bytes one of the caches may keep.
@@ -149,9 +152,51 @@ func (c *cache) find(name string, h uint64) (int32, uint64) {
 	return c.table.Find(h, func(id int32) bool { return string(c.nameBytes(c.at(id))) == name })
 }
 
+// hash is the hash of name in c's table.
+func (c *cache) hash(name string) uint64 { return maphash.String(c.seed, name) }
+
+// prefetch touches what the lookups of the names with hashes hs will
+// read — their table positions, then the entries found there, then
+// their slots (name and encoded state) — one step for all of them at a
+// time: each step's loads do not depend on one another, so their cache
+// misses overlap, where a lookup's misses follow one another (at 100,000
+// objects a partition's table, entries and slab are far beyond the CPU's
+// caches). The result is returned only so that the loads are not
+// dropped.
+func (c *cache) prefetch(hs []uint64) (sum uint64) {
+	var ids [prefetchRun]int32
+	hs = hs[:min(len(hs), prefetchRun)]
+	for i, h := range hs {
+		ids[i] = c.table.Peek(h)
+	}
+	for i, id := range ids[:len(hs)] {
+		if id >= 0 {
+			if e := c.at(id); e.tag == uint32(hs[i]) {
+				sum += uint64(e.ref)
+				continue
+			}
+		}
+		ids[i] = -1
+	}
+	for _, id := range ids[:len(hs)] {
+		if id >= 0 {
+			if b := c.mem.bytes(c.at(id).ref); len(b) > 0 {
+				sum += uint64(b[0])
+			}
+		}
+	}
+	return sum
+}
+
+// prefetchRun is the most lookups prefetch prepares at once.
+const prefetchRun = 32
+
 // entry returns name's entry, marking it recently used.
-func (c *cache) entry(name string) (*entry, bool) {
-	id, _ := c.find(name, maphash.String(c.seed, name))
+func (c *cache) entry(name string) (*entry, bool) { return c.entryHash(name, c.hash(name)) }
+
+// entryHash is entry with name's hash h.
+func (c *cache) entryHash(name string, h uint64) (*entry, bool) {
+	id, _ := c.find(name, h)
 	if id < 0 {
 		return nil, false
 	}
@@ -225,15 +270,21 @@ func (c *cache) load(e *entry) (*Object, error) {
 	if o == nil {
 		o = new(Object)
 	}
+	return o, c.loadInto(e, o)
+}
+
+// loadInto is load into o, which the caller provides (a batch's
+// objects: batchObjects).
+func (c *cache) loadInto(e *entry, o *Object) error {
 	if e.encLen == 0 {
 		*o = Object{}
-		return o, nil
+		return nil
 	}
 	if err := o.DecodeBinary(c.enc(e)); err != nil {
 		*o = Object{}
-		return o, err
+		return err
 	}
-	return o, nil
+	return nil
 }
 
 // store keeps a copy of enc, the new encoding of obj (e's Object from

@@ -156,8 +156,7 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 		if rec, ok := obj.changeEstimate(name, host, &w.p.cfg.Model, site, w.rb.latest(), &w.es, &w.rs); ok {
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, "", &rec))
-			w.p.metrics.estChange.Inc()
-			w.p.stats.changeEst.Add(1)
+			w.estChange++
 			w.countRated(rec.RatePerS)
 		}
 	}
@@ -165,12 +164,26 @@ func (w *worker) appendEstimates(slab *outSlab, out []stream.Message, pub []Publ
 		if rec, ok := obj.accessEstimate(name, host, &w.p.cfg.Model, site, &w.es, &w.rs); ok {
 			pub = w.appendPublished(pub, len(out), &rec)
 			out = append(out, w.encodeEstimate(slab, w.p.cfg.EstimatesTopic, name, AccessKeySuffix, &rec))
-			w.p.metrics.estAccess.Inc()
-			w.p.stats.accessEst.Add(1)
+			w.estAccess++
 			w.countRated(rec.RatePerS)
 		}
 	}
 	return out, pub
+}
+
+// countEstimates adds the estimates appendEstimates counted in w to the
+// Processor's counters (shared by the partitions: added once per batch,
+// not per estimate) and resets w's counts.
+func (w *worker) countEstimates() {
+	if w.estChange > 0 {
+		w.p.metrics.estChange.Add(float64(w.estChange))
+		w.p.stats.changeEst.Add(int64(w.estChange))
+	}
+	if w.estAccess > 0 {
+		w.p.metrics.estAccess.Add(float64(w.estAccess))
+		w.p.stats.accessEst.Add(int64(w.estAccess))
+	}
+	w.estChange, w.estAccess = 0, 0
 }
 
 // appendPublished appends to pub, with an EstimateIndex, what it reads of
@@ -215,6 +228,7 @@ func (w *worker) emitFinal(ctx context.Context) error {
 		w.rated, w.ratedAbove0 = false, false
 		host := Site(n)
 		out, pub = w.appendEstimates(&slab, out, pub, n, host, w.det.sites[host], obj, true, true)
+		w.countEstimates()
 		if obj != nil && obj.HasChange() && obj.Change.Gone() {
 			w.p.stats.finalGone.Add(1)
 		}

@@ -472,6 +472,15 @@ type worker struct {
 	scratch   []byte                // encoding buffer
 	det       *detector             // site profiles and the alert book (site.go, alerts.go)
 	touched   map[*siteEntry]string // sites the batch being prepared changed, by host (apply → writeSites)
+	// prefetched sums what cache.prefetch read (kept only so that its
+	// loads are not dropped).
+	prefetched uint64
+	// estChange and estAccess count the estimates appendEstimates made
+	// since the last countEstimates.
+	estChange, estAccess int
+	// stateBytes is the encoded state bytes per dirty object of the last
+	// batch (a little more), which sizes the next batch's slab.
+	stateBytes int
 	// checkFailing: the last idle check could not reach the store (logged
 	// once per streak).
 	checkFailing bool

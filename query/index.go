@@ -174,7 +174,8 @@ type Index struct {
 	head    int
 	seq     uint32
 	evicted uint64
-	maxAsOf int64 // Unix ms: the latest as_of seen (event time)
+	maxAsOf int64  // Unix ms: the latest as_of seen (event time)
+	touched uint64 // prefetch's result, unused
 
 	alerts    []alertRec // ring
 	alertNext int        // next slot
@@ -254,6 +255,7 @@ func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
 			hs[i] = x.hashName(chunk[i].Object)
 		}
 		x.mu.Lock()
+		x.prefetch(hs[:len(chunk)])
 		for i := range chunk {
 			pe := &chunk[i]
 			f := publishedFacts(pe)
@@ -261,6 +263,33 @@ func (x *Index) IndexEstimates(ests []aggregate.PublishedEstimate) {
 		}
 		x.mu.Unlock()
 	}
+}
+
+// prefetch touches what the lookups of the names with hashes hs will
+// read — their table positions, then the entries and meta found there,
+// then the names those point at — one step for all of them at a time:
+// each step's loads do not depend on one another, so their cache misses
+// overlap, where a lookup's misses follow one another. Called with mu
+// held; the result is stored only so that the loads are not dropped.
+func (x *Index) prefetch(hs []uint64) {
+	var ids [estimatesPerLock]int32
+	for i, h := range hs {
+		ids[i] = x.table.Peek(h)
+	}
+	var sum uint64
+	for _, id := range ids[:len(hs)] {
+		if id >= 0 {
+			sum += uint64(x.entries[id].nameLen) + uint64(x.meta[id].seq)
+		}
+	}
+	for _, id := range ids[:len(hs)] {
+		if id >= 0 {
+			if off := x.entries[id].nameOff(); off < len(x.names) {
+				sum += uint64(x.names[off])
+			}
+		}
+	}
+	x.touched = sum
 }
 
 // facts is what the index keeps of one estimate: its ranking score and

@@ -85,6 +85,8 @@ type Redis struct {
 	partMu   sync.Mutex
 	parts    map[Partition]*rpart // bucketed layout: bucket counts and sweep plans
 	migrated atomic.Uint64
+	planMu   sync.Mutex
+	plans    []*commitPlan // kept for the next commits (redis_commit_plan.go)
 
 	// beforeExec, when set (tests), runs between a transaction commit's
 	// check and its EXEC.

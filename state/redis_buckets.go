@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -271,16 +270,11 @@ func (r *Redis) getBuckets(ctx context.Context, p Partition, objects []string, d
 	return dst, nil
 }
 
-// bucketWrite is one bucket's part of a commit.
-type bucketWrite struct {
-	b          int
-	sets, dels []int // indexes into the commit's writes
-}
-
 // commitBuckets implements Commit for the bucketed layout: the final value
 // of each written object (a batch is applied in order, so the last write
-// of an object wins), grouped by bucket, in one transaction (commitTx), or,
-// when the sweep plan has buckets to sweep, with them in one script.
+// of an object wins), grouped by bucket (commitPlan), in one transaction
+// (commitTx), or, when the sweep plan has buckets to sweep, with them in
+// one script.
 func (r *Redis) commitBuckets(ctx context.Context, p Partition, epoch, from, to int64, writes []Write) error {
 	rp, err := r.part(ctx, p)
 	if err != nil {
@@ -292,34 +286,9 @@ func (r *Redis) commitBuckets(ctx context.Context, p Partition, epoch, from, to 
 	}
 	tag := r.tag(p)
 	now := unixMS(r.now())
-	last := make(map[string]int, len(writes))
-	fields := make([]string, len(writes))
-	bkt := make([]int, len(writes))
-	for i, w := range writes {
-		bkt[i], fields[i] = fieldOf(tag, w.Object, nb)
-		last[fields[i]] = i
-	}
-	var bws []bucketWrite
-	at := map[int]int{}
-	size := 0
-	for i, w := range writes {
-		if last[fields[i]] != i {
-			continue
-		}
-		j, ok := at[bkt[i]]
-		if !ok {
-			j = len(bws)
-			at[bkt[i]] = j
-			bws = append(bws, bucketWrite{b: bkt[i]})
-		}
-		if w.Value == nil {
-			bws[j].dels = append(bws[j].dels, i)
-		} else {
-			bws[j].sets = append(bws[j].sets, i)
-			size += stampLen + len(w.Value)
-		}
-	}
-	sort.Slice(bws, func(a, b int) bool { return bws[a].b < bws[b].b })
+	pl := r.getPlan()
+	defer r.putPlan(pl)
+	pl.plan(tag, nb, now, writes)
 	ttl := r.cfg.IdleTTL.Milliseconds()
 	var st sweepStep
 	if rp.claimed && rp.epoch == epoch {
@@ -328,33 +297,25 @@ func (r *Redis) commitBuckets(ctx context.Context, p Partition, epoch, from, to 
 	if st.k == 0 {
 		// No sweep step: the writes alone, in a transaction
 		// (redis_commit_tx.go).
-		return r.commitTx(ctx, p, tag, nb, epoch, from, to, now, bws, fields, writes, size)
+		return r.commitTx(ctx, p, tag, nb, epoch, from, to, pl, len(writes))
 	}
-	keys := make([]string, 1, 1+len(bws)+st.k)
+	keys := make([]string, 1, 1+len(pl.buckets)+st.k)
 	keys[0] = tag + ":meta"
-	args := make([]any, 8, 8+3*len(bws)+2*len(writes))
+	args := make([]any, 8, 8+2*len(pl.buckets)+2*len(pl.order))
 	args[0] = strconv.FormatInt(epoch, 10)
 	args[1] = strconv.FormatInt(from, 10)
 	args[2] = strconv.FormatInt(to, 10)
 	args[3] = r.owner(p)
 	args[4] = strconv.Itoa(nb)
-	args[5] = strconv.Itoa(len(bws))
+	args[5] = strconv.Itoa(len(pl.buckets))
 	args[6] = ""
 	args[7] = ""
-	slab := make([]byte, 0, size)
-	for _, bw := range bws {
-		keys = append(keys, bucketKey(tag, bw.b, nb))
-		args = append(args, strconv.Itoa(len(bw.sets)), strconv.Itoa(len(bw.dels)))
-		for _, i := range bw.sets {
-			s := len(slab)
-			slab = slab[:s+stampLen]
-			putStamp(slab[s:], now)
-			slab = append(slab, writes[i].Value...)
-			args = append(args, fields[i], slab[s:len(slab):len(slab)])
-		}
-		for _, i := range bw.dels {
-			args = append(args, fields[i])
-		}
+	for k := range pl.buckets {
+		pb := &pl.buckets[k]
+		keys = append(keys, pb.key)
+		args = append(args, strconv.Itoa(pb.mid-pb.start), strconv.Itoa(pb.end-pb.mid))
+		args = pl.setArgs(args, pb)
+		args = pl.delArgs(args, pb)
 	}
 	if st.k > 0 {
 		for i := 0; i < st.k; i++ {

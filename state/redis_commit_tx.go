@@ -89,38 +89,29 @@ func checkMeta(st []any, epoch, from, to, owner, nb string) (code int64, stored,
 	return codeOK, ep, to
 }
 
-// txBucket is one touched bucket's commands in the transaction.
-type txBucket struct {
-	key  string
-	sets []any // field, value, …
-	dels []string
-}
-
-// commitTx commits the bucket writes bws (see commitBuckets) in one
-// WATCH/MULTI/EXEC transaction.
-func (r *Redis) commitTx(ctx context.Context, p Partition, tag string, nb int, epoch, from, to, now int64, bws []bucketWrite, fields []string, writes []Write, size int) error {
+// commitTx commits the grouped writes pl (see commitBuckets; n writes
+// in all) in one WATCH/MULTI/EXEC transaction.
+func (r *Redis) commitTx(ctx context.Context, p Partition, tag string, nb int, epoch, from, to int64, pl *commitPlan, n int) error {
 	meta := tag + ":meta"
 	epochS, fromS, toS, nbS := strconv.FormatInt(epoch, 10), strconv.FormatInt(from, 10), strconv.FormatInt(to, 10), strconv.Itoa(nb)
 	owner := r.owner(p)
-	tb := make([]txBucket, len(bws))
-	slab := make([]byte, 0, size)
-	for j, bw := range bws {
-		t := &tb[j]
-		t.key = bucketKey(tag, bw.b, nb)
-		if len(bw.sets) > 0 {
-			t.sets = make([]any, 0, 2*len(bw.sets))
+	// Every command's arguments in one slice: per bucket "hset", its key
+	// and its fields and values, then "hdel", its key and its fields.
+	args, cmds := pl.args[:0], pl.cmds[:0] // each command is args[cmd[0]:cmd[1]]
+	for k := range pl.buckets {
+		pb := &pl.buckets[k]
+		if pb.mid > pb.start {
+			s := len(args)
+			args = pl.setArgs(append(args, "hset", pb.key), pb)
+			cmds = append(cmds, [2]int{s, len(args)})
 		}
-		for _, i := range bw.sets {
-			s := len(slab)
-			slab = slab[:s+stampLen]
-			putStamp(slab[s:], now)
-			slab = append(slab, writes[i].Value...)
-			t.sets = append(t.sets, fields[i], slab[s:len(slab):len(slab)])
-		}
-		for _, i := range bw.dels {
-			t.dels = append(t.dels, fields[i])
+		if pb.end > pb.mid {
+			s := len(args)
+			args = pl.delArgs(append(args, "hdel", pb.key), pb)
+			cmds = append(cmds, [2]int{s, len(args)})
 		}
 	}
+	pl.args, pl.cmds = args, cmds
 	var (
 		code         int64
 		stored, next string
@@ -141,13 +132,8 @@ func (r *Redis) commitTx(ctx context.Context, p Partition, tag string, nb int, e
 				r.beforeExec()
 			}
 			_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-				for k := range tb {
-					if len(tb[k].sets) > 0 {
-						pipe.HSet(ctx, tb[k].key, tb[k].sets...)
-					}
-					if len(tb[k].dels) > 0 {
-						pipe.HDel(ctx, tb[k].key, tb[k].dels...)
-					}
+				for _, c := range cmds {
+					pipe.Do(ctx, args[c[0]:c[1]:c[1]]...)
 				}
 				pipe.HSet(ctx, meta, "next", toS, "prev", fromS, "pe", epochS, "l2", toS)
 				return nil
@@ -166,5 +152,5 @@ func (r *Redis) commitTx(ctx context.Context, p Partition, tag string, nb int, e
 	if code == codeLayout {
 		return fmt.Errorf("state: commit %v: stored bucket count %q, this store's %d: claim the partition first: %w", p, stored, nb, ErrOffsetMismatch)
 	}
-	return r.commitResult(p, epoch, from, to, len(writes), code, stored, next)
+	return r.commitResult(p, epoch, from, to, n, code, stored, next)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,24 +29,51 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 		partition int
 	}
 	cfg := &s.k.cfg
-	groups := map[tp][]int32{}
-	var order []tp
-	var tooLarge []Rejection
+	// The messages' groups, in the order of their first message. A
+	// topic's partitions are looked up once per Write (and group by a
+	// slice indexed by partition, not a map): a batch's thousands of
+	// estimates go to one topic.
+	type topicGroups struct {
+		topic string
+		ids   []int
+		group []int32 // by index in ids: the group's index in order, -1: none yet
+	}
+	var (
+		order    []tp
+		groups   [][]int32 // by index in order
+		topics   []topicGroups
+		tooLarge []Rejection
+	)
+	cur := -1
 	for i := range msgs {
 		m := &msgs[i]
-		ids, err := s.partitions(ctx, m.Topic)
-		if err != nil {
-			return fmt.Errorf("stream: kafka write: topic %s: %w", m.Topic, errNotWritten{err})
+		if cur < 0 || topics[cur].topic != m.Topic {
+			cur = slices.IndexFunc(topics, func(t topicGroups) bool { return t.topic == m.Topic })
+			if cur < 0 {
+				ids, err := s.partitions(ctx, m.Topic)
+				if err != nil {
+					return fmt.Errorf("stream: kafka write: topic %s: %w", m.Topic, errNotWritten{err})
+				}
+				g := make([]int32, len(ids))
+				for k := range g {
+					g[k] = -1
+				}
+				cur = len(topics)
+				topics = append(topics, topicGroups{topic: m.Topic, ids: ids, group: g})
+			}
 		}
 		if r, ok := s.tooLarge(msgs, i); ok {
 			tooLarge = append(tooLarge, r)
 			continue
 		}
-		key := tp{m.Topic, PartitionOf(m.Key, ids)}
-		if _, ok := groups[key]; !ok {
-			order = append(order, key)
+		t := &topics[cur]
+		k := partitionIndex(m.Key, len(t.ids)) // partition t.ids[k]: PartitionOf
+		if t.group[k] < 0 {
+			t.group[k] = int32(len(order))
+			order = append(order, tp{m.Topic, t.ids[k]})
+			groups = append(groups, nil)
 		}
-		groups[key] = append(groups[key], int32(i))
+		groups[t.group[k]] = append(groups[t.group[k]], int32(i))
 	}
 	for _, r := range tooLarge {
 		s.m.errors.WithLabelValues(msgs[r.Index].Topic).Inc()
@@ -55,7 +83,7 @@ func (s *KafkaSink) writeDirect(ctx context.Context, msgs []Message) error {
 	rejs := make([][]Rejection, len(order))
 	var wg sync.WaitGroup
 	for gi, key := range order {
-		idx := groups[key]
+		idx := groups[gi]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

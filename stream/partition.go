@@ -10,9 +10,11 @@ import "github.com/segmentio/kafka-go"
 // the query API locating an object's state (query.KafkaLocator) and the
 // benchmarks placing records agree with any other Kafka client. It panics
 // when ids is empty, as there is no partition to choose.
-func PartitionOf(key []byte, ids []int) int {
-	return ids[int((murmur2(key)&0x7fffffff)%uint32(len(ids)))]
-}
+func PartitionOf(key []byte, ids []int) int { return ids[partitionIndex(key, len(ids))] }
+
+// partitionIndex is the index in PartitionOf's ids of key's partition,
+// of n.
+func partitionIndex(key []byte, n int) int { return int((murmur2(key) & 0x7fffffff) % uint32(n)) }
 
 // KeyBalancer is PartitionOf as a kafka.Balancer, for kafka.Writer.
 type KeyBalancer struct{}

@@ -32,6 +32,22 @@ func (t *Table) Len() int { return t.n }
 // Size is the number of positions (0 before the first Grow).
 func (t *Table) Size() int { return len(t.slots) }
 
+// Peek returns the id at the position where a Find of hash starts when
+// its tag is uint32(hash) (-1 otherwise): the id Find most likely
+// returns, read without comparing. A caller about to Find many hashes
+// peeks at them all first and touches what it will compare, so that the
+// cache misses of the lookups overlap instead of following one another.
+func (t *Table) Peek(hash uint64) int32 {
+	if len(t.slots) == 0 {
+		return -1
+	}
+	tag := uint64(uint32(hash))
+	if v := t.slots[tag&uint64(len(t.slots)-1)]; v != 0 && v>>32 == tag {
+		return int32(uint32(v) - 1)
+	}
+	return -1
+}
+
 // Find returns the id whose tag is uint32(hash) and for which same reports
 // true, or -1, and the position where it is or would be put.
 func (t *Table) Find(hash uint64, same func(id int32) bool) (int32, uint64) {

@@ -48,6 +48,22 @@ func TestTableAgainstMap(t *testing.T) {
 					t.Fatalf("step %d: id %d (hash %x) found as %d", step, id, h, got)
 				}
 			}
+			// Peek names an id with the same tag, or none, and finds
+			// the ids that sit where their search starts (few here: the
+			// hashes are made to collide).
+			home := 0
+			for id, h := range ref {
+				got := tb.Peek(h)
+				if got >= 0 && uint32(ref[got]) != uint32(h) {
+					t.Fatalf("step %d: Peek of hash %x gives id %d (hash %x)", step, h, got, ref[got])
+				}
+				if got == id {
+					home++
+				}
+			}
+			if len(ref) > 0 && home == 0 {
+				t.Fatalf("step %d: Peek found %d of %d ids", step, home, len(ref))
+			}
 			if got := find(12345, next+1); got != -1 {
 				t.Fatalf("step %d: an absent id found as %d", step, got)
 			}
