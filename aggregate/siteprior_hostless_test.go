@@ -206,25 +206,7 @@ func TestHostlessPopulationPrior(t *testing.T) {
 		t.Errorf("stored prior mean %.3g /s, true %.3g ± %.2g (tolerance 3 SE)", m, mu, sdMean)
 	}
 	t.Logf("stored prior: shape %.3f (true %.1f), mean ÷ true %.3f ± %.3f", g.Shape, shape, g.Shape/g.Rate/mu, sdMean/mu)
-	for i, n := range names {
-		var o Object
-		if err := o.DecodeBinary(vals[i+2]); err != nil {
-			t.Fatal(err)
-		}
-		var es estimators.Estimates
-		var view SiteState
-		rec, ok := o.ChangeEstimateAsOf(n, &cfg.Model, PriorView("", &cfg.Model, &site, &view), asOf, &es)
-		if !ok {
-			t.Fatalf("%s: no estimate from the stored state", n)
-		}
-		got, err := json.Marshal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, published[n]) {
-			t.Fatalf("%s: from the stored states\n%s\npublished\n%s", n, got, published[n])
-		}
-	}
+	checkRebuiltHostless(t, &cfg.Model, &site, names, vals[2:], asOf, published)
 	// A replay of the same input: the same stored prior, the same records.
 	mem2 := newMemory(t)
 	p2, sink2 := newTestProcessor(t, cfg, mem2)
@@ -296,5 +278,31 @@ func TestSitePriorSeasonalOff(t *testing.T) {
 	}
 	if _, ok := s.Pool.Prior(); !ok || s.Access.Started() || s.Change.Started() {
 		t.Errorf("stored site: prior %+v, profiles started %v %v", s.Pool, s.Access.Started(), s.Change.Started())
+	}
+}
+
+// checkRebuiltHostless rebuilds each hostless object's record from its
+// stored state (vals[i] for names[i]) and the stored site state of site
+// "", as the query API does, and wants it byte for byte as published.
+func checkRebuiltHostless(t *testing.T, m *Model, site *SiteState, names []string, vals [][]byte, asOf time.Time, published map[string][]byte) {
+	t.Helper()
+	for i, n := range names {
+		var o Object
+		if err := o.DecodeBinary(vals[i]); err != nil {
+			t.Fatal(err)
+		}
+		var es estimators.Estimates
+		var view SiteState
+		rec, ok := o.ChangeEstimateAsOf(n, m, PriorView("", m, site, &view), asOf, &es)
+		if !ok {
+			t.Fatalf("%s: no estimate from the stored state", n)
+		}
+		got, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, published[n]) {
+			t.Fatalf("%s: from the stored states\n%s\npublished\n%s", n, got, published[n])
+		}
 	}
 }

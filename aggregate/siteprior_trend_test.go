@@ -194,25 +194,7 @@ func TestHostlessPopulationTrend(t *testing.T) {
 		t.Errorf("pooled published for %d of %d files with ≥ 5 changes", trended, many)
 	}
 	// The stored states rebuild the records (the query API's path).
-	for i, n := range names {
-		var o Object
-		if err := o.DecodeBinary(vals[i+2]); err != nil {
-			t.Fatal(err)
-		}
-		var es estimators.Estimates
-		var view SiteState
-		rec, ok := o.ChangeEstimateAsOf(n, &cfg.Model, PriorView("", &cfg.Model, &site, &view), asOf, &es)
-		if !ok {
-			t.Fatalf("%s: no estimate from the stored state", n)
-		}
-		got, err := json.Marshal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, published[n]) {
-			t.Fatalf("%s: from the stored states\n%s\npublished\n%s", n, got, published[n])
-		}
-	}
+	checkRebuiltHostless(t, &cfg.Model, &site, names, vals[2:], asOf, published)
 	// A replay: the same stored trend and prior.
 	mem2 := newMemory(t)
 	p2, _ := newTestProcessor(t, cfg, mem2)
