@@ -164,14 +164,7 @@ func TestSpacingNullMoments(t *testing.T) {
 			if int64(bits.OnesCount(uint(mask))) != x {
 				continue
 			}
-			var q, prev int64
-			for i := int64(1); i <= n; i++ {
-				if mask>>(i-1)&1 == 1 {
-					q += (i - prev) * (i - prev)
-					prev = i
-				}
-			}
-			q += (n + 1 - prev) * (n + 1 - prev)
+			q := maskSpacingSq(mask, n)
 			s += float64(q)
 			ss += float64(q) * float64(q)
 			cnt++
@@ -351,14 +344,7 @@ func TestNarrowingNull(t *testing.T) {
 		if x == 0 || x == n {
 			continue
 		}
-		var q, prev int64
-		for i := int64(1); i <= n; i++ {
-			if mask>>(i-1)&1 == 1 {
-				q += (i - prev) * (i - prev)
-				prev = i
-			}
-		}
-		q += (n + 1 - prev) * (n + 1 - prev)
+		q := maskSpacingSq(mask, n)
 		r, se, _ := SpacingDispersion(n, x, q)
 		counts[x]++
 		if r < narrowingQuantile(x, se, z) {
@@ -453,4 +439,18 @@ func TestSpacingLimits(t *testing.T) {
 	if _, _, ok := c.FlagDispersion(); ok || c.FlagDependence(&cfg) != 1 {
 		t.Error("past the limit: R̂ defined")
 	}
+}
+
+// maskSpacingSq is Σ S_j² of the spacings of the flags set in mask over n
+// intervals: from 0 to the first set flag, between set flags, and from
+// the last to n + 1.
+func maskSpacingSq(mask int, n int64) int64 {
+	var q, prev int64
+	for i := int64(1); i <= n; i++ {
+		if mask>>(i-1)&1 == 1 {
+			q += (i - prev) * (i - prev)
+			prev = i
+		}
+	}
+	return q + (n+1-prev)*(n+1-prev)
 }
