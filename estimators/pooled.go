@@ -289,9 +289,6 @@ func pooledConjugate(prior GammaPrior, ev Evidence, cfg *Config, m *quantileMemo
 	return Estimate{Key: KeyPooled, Rate: mean, Lo: q(pLo), Hi: q(pHi), HasCI: true}, true
 }
 
-// pooledGrid is the number of grid points of the exact posterior.
-const pooledGrid = 160
-
 // PooledEstimate is the object's pooled estimate under the site's prior.
 // With Last-Modified, for a complete history (events.go E1) or without any
 // change the likelihood is exactly of the Poisson form and the posterior is
@@ -348,15 +345,11 @@ func (c *Change) pooledPosterior(prior GammaPrior, asOf float64, cfg *Config, m 
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
-	u := c.unchangedTime()
-	return gridLogPosterior(prior, ev, 0, func(l float64) float64 {
-		// log prior density + log λ (the Jacobian of the log grid)
-		v := prior.Shape*math.Log(l) - prior.Rate*l - l*u
-		for i := 0; i < k; i++ {
-			v += ws[i] * math.Log(-math.Expm1(-l*ts[i]))
-		}
-		return v
-	}, cfg, m)
+	lo, hi, ok := pooledGridRange(prior, ev, m)
+	if !ok {
+		return Estimate{}, false
+	}
+	return gridChanges(lo, hi, prior, ev, ts[:k], ws[:k], c.unchangedTime(), cfg)
 }
 
 // PooledPosterior is the pooled estimate (posterior mean (P1) and
@@ -369,160 +362,4 @@ func (c *Change) pooledPosterior(prior GammaPrior, asOf float64, cfg *Config, m 
 // variant (research/pooled) are its callers.
 func PooledPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func(l float64) float64, cfg *Config) (Estimate, bool) {
 	return sane(gridLogPosterior(prior, ev, hiMin, logPost, cfg, nil))
-}
-
-// gridLogPosterior is PooledPosterior before sane, with the caller's
-// quantile memo m (nil: none) for the grid's range.
-func gridLogPosterior(prior GammaPrior, ev Evidence, hiMin float64, logPost func(l float64) float64, cfg *Config, m *quantileMemo) (Estimate, bool) {
-	lo, hi, ok := pooledGridRange(prior, ev, m)
-	if !ok {
-		return Estimate{}, false
-	}
-	return gridOn(lo, math.Max(hi, hiMin), logPost, cfg)
-}
-
-// gridOn is the pooled estimate of logPost on pooledGrid log-spaced
-// points from lo to hi.
-func gridOn(lo, hi float64, logPost func(l float64) float64, cfg *Config) (Estimate, bool) {
-	var lp, ex [pooledGrid]float64
-	step := math.Log(hi/lo) / (pooledGrid - 1)
-	top := math.Inf(-1)
-	for j := range lp {
-		ex[j] = math.Exp(float64(j) * step)
-		v := logPost(lo * ex[j])
-		lp[j] = v
-		top = math.Max(top, v)
-	}
-	return gridPosteriorRaw(lp[:], ex[:], top, lo, hi, step, cfg)
-}
-
-// pooledGridRange is the grid of the exact posterior: a factor 10 beyond
-// the central 1 − 2·10⁻⁹ of the conjugate approximation Gamma(α + X,
-// β + E), which the evidence matches at the likelihood's maximum, and, for
-// floored evidence (the posterior is the prior truncated near Floor),
-// from Floor/30 to the prior's upper 10⁻⁹ quantile. The range follows the
-// posterior, not the prior: with a prior of shape α < 1 the prior's lower
-// quantiles underflow to 0 (α = 0.25: q(10⁻⁷) ≈ 10⁻²⁸/β) while the
-// posterior of an object with changes has shape α + X ≥ 1.
-//
-// The two tail quantiles are solved by gammaTail, not by the inverse
-// incomplete gamma function to full precision (mathext.GammaIncRegInv,
-// which ends in a bisection to machine precision): the grid only needs
-// its ends to bracket the posterior, and a range within 10⁻¹⁰ of the old
-// one leaves the estimate within about 10⁻¹¹ (TestPooledGridRangeTails).
-// m is the caller's memo of both (a hit returns what a miss computes);
-// the inverse is used where gammaTail cannot solve and for the lower quantile of a shape below 1, where the inverse
-// returns 0 (a ≤ 0.5 at 10⁻⁹: it solves Q = 1 − 10⁻⁹, which has lost
-// most of its digits) and the range falls back to hi·10⁻¹² below: kept
-// as it was, since the lower end set by the true quantile would span 21
-// decades at a = 0.5 instead of 12 and move the interval by ~0.5 %.
-func pooledGridRange(prior GammaPrior, ev Evidence, m *quantileMemo) (lo, hi float64, ok bool) {
-	q := func(a, b float64, upper bool) float64 {
-		if upper || a >= 1 {
-			if x, ok := m.gammaTail(a, upper); ok {
-				return x / b
-			}
-		}
-		p := 1e-9
-		if upper {
-			p = 1 - 1e-9
-		}
-		return m.gammaIncRegInv(a, p) / b
-	}
-	a, b := prior.Shape+ev.X, prior.Rate+ev.E
-	lo, hi = q(a, b, false)/10, q(a, b, true)*10
-	if ev.Floor > 0 {
-		lo = math.Min(lo, ev.Floor/30)
-		hi = math.Max(hi, math.Max(ev.Floor, q(prior.Shape, prior.Rate, true))*10)
-	}
-	if !(lo > 0) { // GammaIncRegInv underflows for a shape far below 1
-		lo = hi * 1e-12
-	}
-	return lo, hi, lo > 0 && hi > lo && !math.IsInf(hi, 0)
-}
-
-// gammaTail returns the 10⁻⁹ (upper: 1 − 10⁻⁹) quantile of the standard
-// Gamma(a) to a relative 10⁻¹⁰, and false where it cannot (the caller
-// then inverts exactly). Newton's method on t = log x for
-//
-//	g(t) = log P(a, eᵗ) − log 10⁻⁹     (upper: log Q(a, eᵗ) − log 10⁻⁹),
-//
-// g′(t) = ±eᵗ·f(eᵗ)/P (or /Q), f the Gamma(a) density. The density of log X,
-// exp(a·t − eᵗ)/Γ(a), is log-concave, so its CDF and survival function are
-// log-concave too (Prékopa): g is concave and monotone, and Newton's
-// iterates from any start reach the root from one side after the first
-// step — from below for the lower quantile, from above for the upper — so
-// a truncated solve still brackets the posterior (wider, not narrower).
-// Start: Wilson–Hilferty, x = a·(1 − 1/(9a) ± z·√(1/(9a)))³ with z =
-// Φ⁻¹(1 − 10⁻⁹); where it is not positive (lower tail, a ≲ 0.4), the small-x
-// limit P(a, x) ≈ xᵃ/Γ(a + 1).
-func gammaTail(a float64, upper bool) (float64, bool) {
-	const z, logP, tol = 5.9978070150076865, -20.72326583694641, 1e-10 // Φ⁻¹(1 − 10⁻⁹), log 10⁻⁹
-	lg, _ := math.Lgamma(a)
-	d := 1 / (9 * a)
-	y := 1 - d - z*math.Sqrt(d)
-	if upper {
-		y = 1 - d + z*math.Sqrt(d)
-	}
-	var t float64
-	if y > 0 {
-		t = math.Log(a) + 3*math.Log(y)
-	} else {
-		lg1, _ := math.Lgamma(a + 1)
-		t = (logP + lg1) / a
-	}
-	for i := 0; i < 30; i++ {
-		x := math.Exp(t)
-		var tail float64
-		if upper {
-			tail = mathext.GammaIncRegComp(a, x)
-		} else {
-			tail = mathext.GammaIncReg(a, x)
-		}
-		// log of x·f(x) / tail, the derivative of log tail in t
-		lslope := a*t - x - lg - math.Log(tail)
-		if !(tail > 0) || math.IsInf(lslope, 0) || math.IsNaN(lslope) || x == 0 || math.IsInf(x, 0) {
-			return 0, false
-		}
-		step := (math.Log(tail) - logP) / math.Exp(lslope)
-		if upper {
-			step = -step
-		}
-		t -= step
-		if math.Abs(step) < tol {
-			x = math.Exp(t)
-			return x, x > 0 && !math.IsInf(x, 0)
-		}
-	}
-	return 0, false
-}
-
-// gridPosteriorRaw is the pooled estimate from a log posterior lp
-// evaluated on the log-spaced grid lo·ex[j], ex[j] = e^{j·step} (top = max
-// lp), before sane: the posterior mean (P1) and the equal-tailed credible
-// interval of cfg, by the midpoint rule in log λ. The caller's ex (the
-// exponentials it evaluated lp at) spares one exponential per point.
-func gridPosteriorRaw(lp, ex []float64, top, lo, hi, step float64, cfg *Config) (Estimate, bool) {
-	if math.IsInf(top, 0) || math.IsNaN(top) {
-		return Estimate{}, false
-	}
-	total, first := 0.0, 0.0
-	for j := range lp {
-		lp[j] = math.Exp(lp[j] - top)
-		total += lp[j]
-		first += lp[j] * lo * ex[j]
-	}
-	quant := func(p float64) float64 {
-		target, acc := p*total, 0.0
-		for j := range lp {
-			if acc+lp[j] >= target {
-				f := (target - acc) / lp[j] // position within cell j
-				return lo * math.Exp((float64(j)-0.5+f)*step)
-			}
-			acc += lp[j]
-		}
-		return hi
-	}
-	pLo, pHi := cfg.tails()
-	return Estimate{Key: KeyPooled, Rate: first / total, Lo: quant(pLo), Hi: quant(pHi), HasCI: true}, true
 }
