@@ -298,9 +298,11 @@ func pooledConjugate(prior GammaPrior, ev Evidence, cfg *Config, m *quantileMemo
 //	log L(λ) = Σ_i log(1 − e^{−λ t_ci}) − λU
 //
 // (over the changed-interval buckets), is skewed where most intervals
-// changed, so the posterior prior(λ)·L(λ) is integrated on a log-spaced
-// grid of pooledGrid points (no allocation) and its mean (P1) and
-// quantiles are read off the weights and their cumulative sums.
+// changed, so the posterior prior(λ)·L(λ) is integrated on a grid in
+// log λ fitted to it (pooled_fit.go, F1–F6: centred at its mode, spaced
+// in its standard deviations, the interval's ends off an Euler–Maclaurin
+// CDF), or where that declines on the log-spaced grid of pooledGrid
+// points (gridChanges); no allocation either way.
 func (c *Change) PooledEstimate(prior GammaPrior, cfg *Config) (Estimate, bool) {
 	return sane(c.pooledPosterior(prior, 0, cfg, nil))
 }
@@ -345,6 +347,9 @@ func (c *Change) pooledPosterior(prior GammaPrior, asOf float64, cfg *Config, m 
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
+	if e, ok := fitChanges(prior, ev, ts[:k], ws[:k], c.unchangedTime(), cfg); ok {
+		return e, true
+	}
 	lo, hi, ok := pooledGridRange(prior, ev, m)
 	if !ok {
 		return Estimate{}, false
