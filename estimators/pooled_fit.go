@@ -96,9 +96,10 @@ const fitSide = 160
 // whose curvature sets the spacing.
 const fitBulk = 1e-4
 
-// fitDerivs returns ℓ′, ℓ″ and ℓ‴ (F1–F3) at s, and Σ w_i·log q_i (the
-// likelihood's log at λ = e^s); ok is false where q underflows.
-func fitDerivs(s, a, b float64, ts, ws []float64) (d1, d2, d3, ll float64, ok bool) {
+// fitDerivs returns ℓ′, ℓ″ and ℓ‴ (F1–F3) at s, and, when withLog,
+// Σ w_i·log q_i (the likelihood's log at λ = e^s; else 0); ok is false
+// where q underflows.
+func fitDerivs(s, a, b float64, ts, ws []float64, withLog bool) (d1, d2, d3, ll float64, ok bool) {
 	lam := math.Exp(s)
 	d1, d2, d3 = a-b*lam, -b*lam, -b*lam
 	for i, t := range ts {
@@ -107,7 +108,9 @@ func fitDerivs(s, a, b float64, ts, ws []float64) (d1, d2, d3, ll float64, ok bo
 		if !(q > 0) {
 			return 0, 0, 0, 0, false
 		}
-		ll += ws[i] * math.Log(q)
+		if withLog {
+			ll += ws[i] * math.Log(q)
+		}
 		p := 1 - q
 		v := p / q
 		r1 := v * (1 - y/q)
@@ -161,7 +164,7 @@ func (g *fitGrid) fit(s0 float64) bool {
 	ok := false
 	for it := 0; it < 40; it++ {
 		var good bool
-		d1, d2, _, ll, good = fitDerivs(s, g.a, g.b, g.ts, g.ws)
+		d1, d2, _, _, good = fitDerivs(s, g.a, g.b, g.ts, g.ws, false)
 		if !good || !(d2 < 0) {
 			return false
 		}
@@ -175,11 +178,18 @@ func (g *fitGrid) fit(s0 float64) bool {
 		return false
 	}
 	g.m = s
+	lm := math.Exp(s)
+	for i, t := range g.ts { // the log likelihood at the mode
+		ll += g.ws[i] * math.Log(-math.Expm1(-lm*t))
+	}
+	if math.IsInf(ll, 0) || math.IsNaN(ll) {
+		return false
+	}
 	// The first spacing from the curvature at m and at m ± σ, m ± 2σ,
 	// weighted as below; the walk's own slopes then check it.
-	k3, sd, lm := -d2*d2*d2, 1/math.Sqrt(-d2), math.Exp(s) // max κ³·w
+	k3, sd := -d2*d2*d2, 1/math.Sqrt(-d2) // max κ³·w
 	for _, z := range [4]float64{-2, -1, 1, 2} {
-		_, c2, _, l, good := fitDerivs(s+z*sd, g.a, g.b, g.ts, g.ws)
+		_, c2, _, l, good := fitDerivs(s+z*sd, g.a, g.b, g.ts, g.ws, true)
 		lf := g.a*z*sd - g.b*lm*(math.Exp(z*sd)-1) + l - ll
 		if !good || !(c2 < 0) || !(lf > math.Log(fitBulk)) {
 			continue
@@ -307,7 +317,7 @@ func (g *fitGrid) node(j int, lam, llm float64) bool {
 // cdf is F at node j by (F5).
 func (g *fitGrid) cdf(j int, partial float64) (float64, bool) {
 	s := g.m + float64(j-fitSide)*g.h
-	d1, d2, d3, _, ok := fitDerivs(s, g.a, g.b, g.ts, g.ws)
+	d1, d2, d3, _, ok := fitDerivs(s, g.a, g.b, g.ts, g.ws, false)
 	if !ok {
 		return 0, false
 	}
