@@ -375,6 +375,9 @@ type loopResult struct {
 	// no change in the warm-up year; mix the product policy's last plan.
 	quietVisits float64
 	mix         productMix
+	// quietFresh and activeFresh are the freshness (unweighted) of the
+	// pages with no change in the warm-up year and of the others.
+	quietFresh, activeFresh float64
 }
 
 // dueHeap orders pages by next fetch time (then index).
@@ -536,10 +539,20 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		wsum += w.weight(i)
 	}
 	span := (w.T1 - w.S) * wsum
+	var nq, na float64
 	for i := range fresh {
 		res.freshness += w.weight(i) * fresh[i] / span
 		res.cost += w.weight(i) * cost[i] / span
+		if w.past[i] == 0 {
+			res.quietFresh += fresh[i] / (w.T1 - w.S)
+			nq++
+		} else {
+			res.activeFresh += fresh[i] / (w.T1 - w.S)
+			na++
+		}
 	}
+	res.quietFresh /= math.Max(nq, 1)
+	res.activeFresh /= math.Max(na, 1)
 	if a, ok := pol.(*allocPolicy); ok {
 		res.predicted = a.predicted
 	}

@@ -81,7 +81,7 @@ func closedLoopSection(e *Env) {
 	for b, bl := range loopBudgets {
 		pred = append(pred, fmt.Sprintf("%s %.4f predicted, %.4f measured", bl.label, res[b][0].predicted, res[b][0].freshness))
 	}
-	mix := productMixNote(res)
+	mix := productMixNote(res, w.newChangeShare())
 	var fits []string
 	for b, bl := range loopBudgets {
 		x := res[b][loopAgedIdx]
@@ -350,8 +350,9 @@ func commitNote(w *loopWorld, res [][]loopResult) string {
 // productMixNote says what the default's last plan was made of at every
 // budget and where each posterior policy spends its visits: the share of
 // the scored year's visits on pages unchanged in the warm-up year, against
-// the share of the scored year's changes there.
-func productMixNote(res [][]loopResult) string {
+// the share of the scored year's changes there (newShare), and the
+// freshness of those pages and of the others.
+func productMixNote(res [][]loopResult, newShare float64) string {
 	var mixes, shares []string
 	for b, bl := range loopBudgets {
 		m := res[b][0].mix
@@ -363,6 +364,27 @@ func productMixNote(res [][]loopResult) string {
 			bl.label, 100*rs[0].quietVisits, 100*rs[loopOwnIdx].quietVisits, 100*rs[loopIntervalIdx].quietVisits, 100*rs[loopPooledIdx].quietVisits,
 			100*rs[loopBaselines[1]].quietVisits, 100*rs[loopTruthIdx].quietVisits))
 	}
+	rs := res[len(loopBudgets)-1]
+	bl := loopBudgets[len(loopBudgets)-1].label
+	m := rs[0].mix
+	own := 1 / loopYear * loopDay // the own posterior's mean after a year unchanged: 1/U
+	group := func(k int) string {
+		return fmt.Sprintf("%.4f / %.4f", rs[k].quietFresh, rs[k].activeFresh)
+	}
 	return "**What the site prior does to the plan.** The default's last plan: " + joinSemi(mixes) + ". The share of the scored year's visits spent on " +
-		"pages that did not change in the warm-up year (uniform's is those pages' share of all pages): " + joinSemi(shares) + "."
+		"pages that did not change in the warm-up year (uniform's is those pages' share of all pages): " + joinSemi(shares) + ". " +
+		fmt.Sprintf("Freshness on the pages unchanged in the warm-up year / on the others at %s: default %s, own estimate %s, interval variant %s, "+
+			"conjugate pooled %s, uniform %s, true rates %s. ", bl, group(0), group(loopOwnIdx), group(loopIntervalIdx), group(loopPooledIdx),
+			group(loopBaselines[1]), group(loopTruthIdx)) +
+		fmt.Sprintf("At %s the default reaches %.4f against the own estimate's %.4f (%+.4f: %+.4f on the quiet pages, %+.4f on the others). ",
+			bl, rs[0].freshness, rs[loopOwnIdx].freshness, rs[0].freshness-rs[loopOwnIdx].freshness,
+			rs[0].quietFresh-rs[loopOwnIdx].quietFresh, rs[0].activeFresh-rs[loopOwnIdx].activeFresh) +
+		fmt.Sprintf("The mechanism: the prior is fitted to the pages' evidence so far, and a quiet page's pooled estimate is the prior's mean "+
+			"discounted by its exposure, α/(β + U) (%.2g a day on average at %s), where its own estimate's exponential posterior has mean 1/U "+
+			"(%.2g a day after a year unchanged) and an infinite marginal value of a first visit; /v1/plan plans the pooled rate as if it were known "+
+			"(no hedging), and a page's first changes move its pooled estimate less than its own. Under a stationary model that shrinkage is right "+
+			"(the posterior mean is the Bayes act for the next period's deviance, estimators/pooled.go P1); here the scored year is not the warm-up "+
+			"year — %.0f %% of its changes fall on pages unchanged before — and uniform, which spends %.1f %% of its visits on those pages, "+
+			"keeps them at %.4f (the default %.4f).",
+			m.pointRate, bl, own, 100*newShare, 100*rs[loopBaselines[1]].quietVisits, rs[loopBaselines[1]].quietFresh, rs[0].quietFresh)
 }
