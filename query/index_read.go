@@ -142,6 +142,25 @@ type Candidate struct {
 	AccessRate float64
 }
 
+// CandidateOf is the candidate the index lists for a change estimate
+// record: its rate and interval as the index ranks them (recordFacts; a
+// change estimate with no change seen ranks at a lower bound of 0), its
+// site and as-of time; ok is false for a record the index lists no
+// candidate for (no rate, or not a change estimate). It is what
+// Candidates answers for an object whose latest record is rec, without
+// its next visit and access rate.
+func CandidateOf(rec *records.Estimate) (Candidate, bool) {
+	if rec.Kind != records.EstimateChange {
+		return Candidate{}, false
+	}
+	f := recordFacts(rec)
+	if !f.sc.has {
+		return Candidate{}, false
+	}
+	site := rec.Site
+	return Candidate{Object: rec.Object, Site: site, Rate: f.sc.v, Lo: f.sc.lo, Hi: f.sc.hi, AsOf: rec.AsOf.Truncate(time.Millisecond)}, true
+}
+
 // Candidates returns the objects with a change estimate on site ("": all),
 // in descending order of the lower bound (then by name), at most limit of
 // them (0: all). It scans the objects and sorts the answer: O(n + m log m)

@@ -184,14 +184,27 @@ func weightOf(c Candidate, mode string, cfg PlanConfig) float64 {
 // publishedLevel is the coverage of the published intervals (ci95).
 const publishedLevel = 0.95
 
-// optimalPlan is the freshness and lambdacrawl policies: plan.Allocate's
-// visit rates fᵢ (per second) for the budget per period, within
-// 1/MinRevisit and the host caps; each object's visits fall every 1/fᵢ from
-// its latest visit (the first at the start when overdue), those inside the
-// period planned, the whole visits beyond the budget trimmed by detection
-// probability.
-func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanRequest, cfg PlanConfig) PlanResult {
-	P := req.Period.Seconds()
+// PlanPages returns the pages /v1/plan allocates over for the freshness
+// and lambdacrawl policies (req.Policy, req.Weights): each candidate's
+// planning rate (plan.PlanningRate of its rate and upper bound), its
+// weight and host, and, for the freshness policy, the Gamma posterior
+// matched to its interval (plan.GammaFromInterval at the published
+// level) when it has one: a lower bound above 0, or the zero estimate's
+// [0, hi]. A candidate with a rate above 0 but a lower bound of 0 (a
+// change estimate with no change seen whose rate is not 0, e.g. the site
+// prior's pooled estimate: CandidateOf ranks it at 0) is planned at its
+// rate alone. The evaluation's closed loop plans on these pages
+// (research/cmd/eval/closedloop.go).
+func PlanPages(cands []Candidate, req PlanRequest, cfg PlanConfig) []plan.Page {
+	rates := make([]float64, len(cands))
+	for i, c := range cands {
+		rates[i] = plan.PlanningRate(c.Rate, c.Hi)
+	}
+	return planPages(cands, rates, req, cfg)
+}
+
+// planPages is PlanPages with the planning rates computed (makePlan's).
+func planPages(cands []Candidate, rates []float64, req PlanRequest, cfg PlanConfig) []plan.Page {
 	pages := make([]plan.Page, len(cands))
 	fits := map[[2]float64][2]float64{} // the posterior of an interval, once per distinct interval
 	for i, c := range cands {
@@ -217,6 +230,18 @@ func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanReq
 			pages[i].Rate, pages[i].Shape = g[0], g[1]
 		}
 	}
+	return pages
+}
+
+// optimalPlan is the freshness and lambdacrawl policies: plan.Allocate's
+// visit rates fᵢ (per second) for the budget per period, within
+// 1/MinRevisit and the host caps; each object's visits fall every 1/fᵢ from
+// its latest visit (the first at the start when overdue), those inside the
+// period planned, the whole visits beyond the budget trimmed by detection
+// probability.
+func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanRequest, cfg PlanConfig) PlanResult {
+	P := req.Period.Seconds()
+	pages := planPages(cands, rates, req, cfg)
 	ac := plan.AllocConfig{Policy: plan.PolicyFreshness, Budget: float64(req.Budget) / P, MaxRate: 1 / cfg.MinRevisit.Seconds()}
 	if req.Policy == PolicyLambdaCrawl {
 		ac.Policy = plan.PolicyLambdaCraw

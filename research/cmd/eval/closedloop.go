@@ -10,6 +10,7 @@ import (
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/plan"
+	"github.com/changerate/changerate/query"
 )
 
 // The closed loop (issue 33): on a real edit history each policy decides
@@ -117,6 +118,9 @@ type loopState struct {
 	fit map[[2]float64][2]float64
 	// aged is the aged evidence of the aged policy (nil for the others).
 	aged *agedState
+	// prod is the aggregator's state of the product policy
+	// (closedloop_product.go; nil for the others).
+	prod *productState
 }
 
 // rates returns every page's planning rate from its own estimate (without
@@ -217,6 +221,12 @@ type allocPolicy struct {
 	byAccess bool
 	// aged plans on the aged posterior (closedloop_aged.go).
 	aged bool
+	// product plans on what /v1/plan plans on, from the records the
+	// aggregator publishes (closedloop_product.go).
+	product bool
+	// ownInterval (with product) plans a pooled page on its published
+	// interval even with no change seen (a variant).
+	ownInterval bool
 	// truth plans once on the true rates; past plans on the warm-up
 	// year's true rates from the scored year's start (the warm-up year on
 	// uniform rates).
@@ -243,12 +253,14 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 		for i := range rates {
 			rates[i] = 1 // uniform until the warm-up year is known
 		}
-	case p.posterior, p.aged:
+	case p.posterior, p.aged, p.product:
 	default:
 		rates = st.rates(now)
 	}
 	var pages []plan.Page
 	switch {
+	case p.product:
+		pages = st.prod.pages(st, p.ownInterval)
 	case p.aged:
 		st.aged.refit(st)
 		pages = st.aged.pages(now, len(st.est))
@@ -267,11 +279,22 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 	}
 	cfg := p.cfg
 	cfg.Budget = st.budget
+	if p.product {
+		cfg.MaxRate = 1 / query.DefaultMinRevisit.Seconds() // /v1/plan's bound
+	}
 	a, err := plan.Allocate(pages, cfg)
 	if err != nil {
 		panic(err)
 	}
 	p.f, p.predicted = a.Rate, a.Freshness
+	if p.product {
+		st.prod.last.unvisited = 0
+		for _, f := range a.Rate {
+			if !(f > 0) {
+				st.prod.last.unvisited++
+			}
+		}
+	}
 	return true
 }
 
@@ -348,6 +371,13 @@ type loopResult struct {
 	// κ = +Inf; +Inf: κ = 0); llGain its log predictive likelihood per
 	// 1,000 visits over κ = +Inf's (the prior alone, uniform visits).
 	halfLife, llGain float64
+	// quietVisits is the share of the scored year's visits on pages with
+	// no change in the warm-up year; mix the product policy's last plan.
+	quietVisits float64
+	mix         productMix
+	// quietFresh and activeFresh are the freshness (unweighted) of the
+	// pages with no change in the warm-up year and of the others.
+	quietFresh, activeFresh float64
 }
 
 // dueHeap orders pages by next fetch time (then index).
@@ -440,9 +470,15 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		evIdx[i] = j
 	}
 	// The seed crawl: every page visited once at T0 (the baseline).
+	if a, ok := pol.(*allocPolicy); ok && a.product {
+		st.prod = newProductState(n)
+	}
 	for i := range st.last {
 		st.last[i] = w.T0
 		st.est[i].Visit(estimators.Visit{Time: w.T0})
+		if st.prod != nil {
+			st.prod.observe(w.names[i], i, w.T0, false)
+		}
 	}
 	h := &dueHeap{due: make([]float64, n), idx: make([]int, n)}
 	rebuild := func() {
@@ -480,6 +516,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		if st.aged != nil {
 			st.aged.observe(i, st.last[i], t, changed)
 		}
+		if st.prod != nil {
+			st.prod.observe(w.names[i], i, t, changed)
+		}
 		st.est[i].Visit(estimators.Visit{Time: t, Changed: changed})
 		st.last[i] = t
 		pol.visited(i, t, changed)
@@ -487,6 +526,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		heap.Fix(h, 0)
 		if t > w.S {
 			res.visits++
+			if w.past[i] == 0 {
+				res.quietVisits++
+			}
 		}
 	}
 	for i := range st.last {
@@ -497,15 +539,31 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		wsum += w.weight(i)
 	}
 	span := (w.T1 - w.S) * wsum
+	var nq, na float64
 	for i := range fresh {
 		res.freshness += w.weight(i) * fresh[i] / span
 		res.cost += w.weight(i) * cost[i] / span
+		if w.past[i] == 0 {
+			res.quietFresh += fresh[i] / (w.T1 - w.S)
+			nq++
+		} else {
+			res.activeFresh += fresh[i] / (w.T1 - w.S)
+			na++
+		}
 	}
+	res.quietFresh /= math.Max(nq, 1)
+	res.activeFresh /= math.Max(na, 1)
 	if a, ok := pol.(*allocPolicy); ok {
 		res.predicted = a.predicted
 	}
 	if st.aged != nil {
 		res.halfLife, res.llGain = st.aged.halfLife(), st.aged.gain()
+	}
+	if st.prod != nil {
+		res.mix = st.prod.last
+	}
+	if res.visits > 0 {
+		res.quietVisits /= float64(res.visits)
 	}
 	return res
 }
@@ -514,9 +572,11 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 // first; defaultIdx is the default policy's index.
 func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 	return []loopPolicy{
-		&allocPolicy{label: "freshness (default): posterior of the published estimate", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
+		&allocPolicy{label: "freshness (default): /v1/plan on the published estimates (site prior below 5 changes)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true},
+		&allocPolicy{label: "freshness, posterior of the page's own estimate (no site prior; the default row before)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
 		&allocPolicy{label: "freshness, aged posterior (κ by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, aged: true},
 		&allocPolicy{label: "freshness, pooled posterior", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true, pooled: true},
+		&allocPolicy{label: "freshness, /v1/plan with every pooled page on its published interval", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true, ownInterval: true},
 		&allocPolicy{label: "freshness at the point estimate (before)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}},
 		&allocPolicy{label: "lambdacrawl", cfg: plan.AllocConfig{Policy: plan.PolicyLambdaCraw}},
 		&allocPolicy{label: "√λ (cgm)", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0.5}},
@@ -529,16 +589,22 @@ func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 }
 
 // loopBaselines are the indices of loopPolicies the default must match.
-var loopBaselines = []int{5, 6, 7, 8}
+var loopBaselines = []int{7, 8, 9, 10}
 
 // loopTruthIdx is the true-rate allocation's index; loopPastIdx the
 // allocation on the warm-up year's true rates (a diagnostic: what the
 // past, known exactly, says about the scored year).
 const (
-	loopTruthIdx = 9
-	loopPastIdx  = 10
+	loopTruthIdx = 11
+	loopPastIdx  = 12
 	// loopAgedIdx is the aged posterior's (closedloop_aged.go).
-	loopAgedIdx = 1
+	loopAgedIdx = 2
+	// loopOwnIdx is the posterior of each page's own estimate (the
+	// default row before the site prior was planned on), loopPooledIdx
+	// the conjugate pooled posterior's.
+	loopOwnIdx      = 1
+	loopPooledIdx   = 3
+	loopIntervalIdx = 4
 )
 
 // loopBudgets are the budgets, visits per page per day.
@@ -595,8 +661,8 @@ func (w *loopWorld) withAccess(counts []float64, perDay float64, seed uint64) *l
 // know no accesses) and the true-rate allocation with access weights.
 func accessPolicies() []loopPolicy {
 	return []loopPolicy{
-		&allocPolicy{label: "freshness (default), weights=access", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true, byAccess: true},
-		&allocPolicy{label: "freshness (default), unweighted", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
+		&allocPolicy{label: "freshness (default), weights=access", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true, byAccess: true},
+		&allocPolicy{label: "freshness (default), unweighted", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true},
 		&allocPolicy{label: "√λ (cgm)", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0.5}},
 		&allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0}},
 		nutchPolicy(),

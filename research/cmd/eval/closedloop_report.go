@@ -39,12 +39,18 @@ func closedLoopSection(e *Env) {
 		"before the start (a crawler's known active pages; chosen without looking at the two years), %s changes in the scored second year. "+
 		"Every crawler seeds with one visit of every page at the start, then visits at a constant rate of B visits a day (the same count for every policy: "+
 		"visit k at start + k/B, the page whose next fetch is due the earliest), sees only whether the page's digest changed since its previous visit, "+
-		"and (our policies) re-estimates every page's rate with `estimators` as the aggregator publishes it by default (the best estimate and its 95 %% "+
-		"interval; the mean rate of all pages until a page has one). The default plans as /v1/plan does: it maximises the expected freshness under "+
-		"each page's posterior of λ, the Gamma matched to the published interval (plan.GammaFromInterval; a page with no change seen has the "+
-		"exponential posterior of its upper bound, whose infinite marginal value at f = 0 always buys it visits); the pooled variant takes the "+
-		"posterior under the prior of all pages (what the aggregator publishes by default for a site's pages with fewer than 5 "+
-		"changes, aggregate/siteprior.go); the aged variant lets evidence age (research/forget, a dynamic Poisson–gamma model: Smith & Miller's discount "+
+		"and (our policies) re-estimates every page's rate. The default is what the product does end to end: every visit goes through the aggregator's "+
+		"own state (aggregate.Object.ApplyAt with the site's state, which folds the page's evidence into the prior of all pages, aggregate/siteprior.go), "+
+		"the page's estimate is the record the aggregator publishes after it (update mode: its own best estimate and 95 %% interval, or, with fewer than 5 "+
+		"changes seen, the pooled estimate under that prior and its interval), the page is what /v1/plan lists and plans on for that record "+
+		"(query.CandidateOf, query.PlanPages; a test checks them against aggregate.Processor and the query index on the same visits), "+
+		"and the plan maximises the expected freshness under each page's posterior of λ, the Gamma matched to the published interval "+
+		"(plan.GammaFromInterval; an estimate of 0 with no change seen has the exponential posterior of its upper bound, whose infinite marginal "+
+		"value at f = 0 always buys it visits), except that a page with no change seen whose published rate is not 0 — the pooled estimate — "+
+		"is listed with a lower bound of 0 (the index's ranking bound) and so planned at its rate alone; a page not listed yet is planned at the mean "+
+		"rate of all pages. The row before planned on the posterior of each page's own estimate (no site prior); the pooled variant takes "+
+		"the conjugate posterior Gamma(α + x, β + e) under the same prior with its shape for the pages with fewer than 5 changes; the interval variant is "+
+		"the default with every pooled page planned on the Gamma of its published interval; the aged variant lets evidence age (research/forget, a dynamic Poisson–gamma model: Smith & Miller's discount "+
 		"of the posterior's precision anchored at the population's prior, Kulhavý & Zarrop's stabilised forgetting): between visits the page's own "+
 		"evidence (changes seen, exposure) is multiplied by e^{−κΔt}, so a quiet page drifts back to the prior of all pages (moment fit, "+
 		"estimators.PoolStats) and a burst's weight fades; κ is estimated, not set: the crawler scores every visit's outcome under each κ's posterior "+
@@ -75,6 +81,7 @@ func closedLoopSection(e *Env) {
 	for b, bl := range loopBudgets {
 		pred = append(pred, fmt.Sprintf("%s %.4f predicted, %.4f measured", bl.label, res[b][0].predicted, res[b][0].freshness))
 	}
+	mix := productMixNote(res, w.newChangeShare())
 	var fits []string
 	for b, bl := range loopBudgets {
 		x := res[b][loopAgedIdx]
@@ -83,6 +90,7 @@ func closedLoopSection(e *Env) {
 	r.P("Visits in the scored year per run: %s (N/1), %s (N/7), %s (N/30). The default plan's own expected freshness (plan.Allocate on the estimates, last plan) "+
 		"against what it achieved: %s. The aged posterior's fitted half-life at the end of the scored year: %s.", commas(res[0][0].visits), commas(res[1][0].visits),
 		commas(res[2][0].visits), joinSemi(pred), joinSemi(fits))
+	r.P("%s", mix)
 	series := make([]Series, len(ps))
 	for p := range ps {
 		series[p].Name = res[0][p].policy
@@ -337,4 +345,46 @@ func commitNote(w *loopWorld, res [][]loopResult) string {
 		"baseline at %s is %.1f such commits and the aged posterior's %.1f.",
 		100*float64(big)/float64(total), commas(total), largest, largest, one, loopBudgets[len(loopBudgets)-1].label,
 		(best-rs[0].freshness)/one, (best-rs[loopAgedIdx].freshness)/one)
+}
+
+// productMixNote says what the default's last plan was made of at every
+// budget and where each posterior policy spends its visits: the share of
+// the scored year's visits on pages unchanged in the warm-up year, against
+// the share of the scored year's changes there (newShare), and the
+// freshness of those pages and of the others.
+func productMixNote(res [][]loopResult, newShare float64) string {
+	var mixes, shares []string
+	for b, bl := range loopBudgets {
+		m := res[b][0].mix
+		mixes = append(mixes, fmt.Sprintf("at %s %s of the %s pages publish the pooled estimate, %s of them with no change seen and so planned at a known rate "+
+			"(on average %.2g a day; the prior of all pages: shape %.2f, mean %.2g a day), and %s pages get no visit",
+			bl.label, commas(m.pooled), commas(m.pages), commas(m.point), m.pointRate, m.priorShape, m.priorMean, commas(m.unvisited)))
+		rs := res[b]
+		shares = append(shares, fmt.Sprintf("%s: default %.1f %%, own estimate %.1f %%, interval variant %.1f %%, conjugate pooled %.1f %%, uniform %.1f %%, true rates %.1f %%",
+			bl.label, 100*rs[0].quietVisits, 100*rs[loopOwnIdx].quietVisits, 100*rs[loopIntervalIdx].quietVisits, 100*rs[loopPooledIdx].quietVisits,
+			100*rs[loopBaselines[1]].quietVisits, 100*rs[loopTruthIdx].quietVisits))
+	}
+	rs := res[len(loopBudgets)-1]
+	bl := loopBudgets[len(loopBudgets)-1].label
+	m := rs[0].mix
+	own := 1 / loopYear * loopDay // the own posterior's mean after a year unchanged: 1/U
+	group := func(k int) string {
+		return fmt.Sprintf("%.4f / %.4f", rs[k].quietFresh, rs[k].activeFresh)
+	}
+	return "**What the site prior does to the plan.** The default's last plan: " + joinSemi(mixes) + ". The share of the scored year's visits spent on " +
+		"pages that did not change in the warm-up year (uniform's is those pages' share of all pages): " + joinSemi(shares) + ". " +
+		fmt.Sprintf("Freshness on the pages unchanged in the warm-up year / on the others at %s: default %s, own estimate %s, interval variant %s, "+
+			"conjugate pooled %s, uniform %s, true rates %s. ", bl, group(0), group(loopOwnIdx), group(loopIntervalIdx), group(loopPooledIdx),
+			group(loopBaselines[1]), group(loopTruthIdx)) +
+		fmt.Sprintf("At %s the default reaches %.4f against the own estimate's %.4f (%+.4f: %+.4f on the quiet pages, %+.4f on the others). ",
+			bl, rs[0].freshness, rs[loopOwnIdx].freshness, rs[0].freshness-rs[loopOwnIdx].freshness,
+			rs[0].quietFresh-rs[loopOwnIdx].quietFresh, rs[0].activeFresh-rs[loopOwnIdx].activeFresh) +
+		fmt.Sprintf("The mechanism: the prior is fitted to the pages' evidence so far, and a quiet page's pooled estimate is the prior's mean "+
+			"discounted by its exposure, α/(β + U) (%.2g a day on average at %s), where its own estimate's exponential posterior has mean 1/U "+
+			"(%.2g a day after a year unchanged) and an infinite marginal value of a first visit; /v1/plan plans the pooled rate as if it were known "+
+			"(no hedging), and a page's first changes move its pooled estimate less than its own. Under a stationary model that shrinkage is right "+
+			"(the posterior mean is the Bayes act for the next period's deviance, estimators/pooled.go P1); here the scored year is not the warm-up "+
+			"year — %.0f %% of its changes fall on pages unchanged before — and uniform, which spends %.1f %% of its visits on those pages, "+
+			"keeps them at %.4f (the default %.4f).",
+			m.pointRate, bl, own, 100*newShare, 100*rs[loopBaselines[1]].quietVisits, rs[loopBaselines[1]].quietFresh, rs[0].quietFresh)
 }
