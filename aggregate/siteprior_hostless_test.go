@@ -90,31 +90,16 @@ func TestHostlessPopulationPrior(t *testing.T) {
 	in, truth, next, end := hostlessLog(9, 1500, shape)
 	cfg := DefaultConfig()
 	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
-	mem := newMemory(t)
-	p, sink := newTestProcessor(t, cfg, mem)
-	runReader(t, p, in)
-	published := map[string][]byte{}
-	var names []string
+	run := runHostless(t, cfg, in)
+	names, recs := run.names, run.recs
 	type row struct{ pub, naive, global float64 }
 	var dev [2]row
 	var cnt [2]int
 	covered, followed, many := 0, 0, 0
 	var sumN, sumT float64
-	recs := map[string]records.Estimate{}
-	for k, v := range sink.Latest(stream.TopicEstimates) {
-		var e records.Estimate
-		if err := json.Unmarshal(v, &e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Kind != records.EstimateChange {
-			continue
-		}
-		published[k] = v
-		names = append(names, e.Object)
-		recs[e.Object] = e
-		sumN += float64(e.Changes)
+	for _, n := range names {
+		sumN += float64(recs[n].Changes)
 	}
-	sort.Strings(names)
 	// One global rate: all files' changes over their exposures to the end
 	// of the log (the naive rates' weighted mean).
 	for _, n := range names {
@@ -171,17 +156,7 @@ func TestHostlessPopulationPrior(t *testing.T) {
 		t.Errorf("bucket 1–4: pooled deviance %.3f × naive's, want < 1", r)
 	}
 	// The stored states rebuild the records (the query API's path).
-	part := state.Partition{Topic: stream.TopicObservations}
-	keys := append([]string{siteKey(""), ReorderObject}, names...)
-	vals, err := mem.Get(context.Background(), part, keys, nil)
-	if err != nil || vals[0] == nil {
-		t.Fatalf("stored hostless prior: %v", err)
-	}
-	var site SiteState
-	if err := site.DecodeBinary(vals[0]); err != nil {
-		t.Fatal(err)
-	}
-	asOf, _ := ReorderLatest(vals[1])
+	site, asOf := &run.site, run.asOf
 	if !asOf.Equal(end) {
 		t.Errorf("stored as-of %s, want %s", asOf, end)
 	}
@@ -206,21 +181,8 @@ func TestHostlessPopulationPrior(t *testing.T) {
 		t.Errorf("stored prior mean %.3g /s, true %.3g ± %.2g (tolerance 3 SE)", m, mu, sdMean)
 	}
 	t.Logf("stored prior: shape %.3f (true %.1f), mean ÷ true %.3f ± %.3f", g.Shape, shape, g.Shape/g.Rate/mu, sdMean/mu)
-	checkRebuiltHostless(t, &cfg.Model, &site, names, vals[2:], asOf, published)
-	// A replay of the same input: the same stored prior, the same records.
-	mem2 := newMemory(t)
-	p2, sink2 := newTestProcessor(t, cfg, mem2)
-	runReader(t, p2, in)
-	vals2, err := mem2.Get(context.Background(), part, keys[:1], nil)
-	if err != nil || !bytes.Equal(vals2[0], vals[0]) {
-		t.Errorf("replay: stored prior differs (%v)", err)
-	}
-	b := sink2.Latest(stream.TopicEstimates)
-	for k, v := range published {
-		if !bytes.Equal(v, b[k]) {
-			t.Fatalf("%s: replay differs:\n%s\n%s", k, v, b[k])
-		}
-	}
+	run.checkRebuilt(t, &cfg.Model)
+	run.checkReplay(t, cfg, in)
 }
 
 // TestSitePriorSeasonalOff: with seasonal baselines off
@@ -281,19 +243,65 @@ func TestSitePriorSeasonalOff(t *testing.T) {
 	}
 }
 
-// checkRebuiltHostless rebuilds each hostless object's record from its
-// stored state (vals[i] for names[i]) and the stored site state of site
-// "", as the query API does, and wants it byte for byte as published.
-func checkRebuiltHostless(t *testing.T, m *Model, site *SiteState, names []string, vals [][]byte, asOf time.Time, published map[string][]byte) {
+// hostlessRun is one run of a hostless log through a Processor over a
+// memory store: its published change records (names sorted) and what it
+// stored: the site state of site "", the as-of time and each object's
+// state.
+type hostlessRun struct {
+	published map[string][]byte
+	recs      map[string]records.Estimate
+	names     []string
+	siteBytes []byte
+	site      SiteState
+	asOf      time.Time
+	objects   [][]byte // the stored states of names
+}
+
+func runHostless(t *testing.T, cfg Config, in []byte) *hostlessRun {
 	t.Helper()
-	for i, n := range names {
+	mem := newMemory(t)
+	p, sink := newTestProcessor(t, cfg, mem)
+	runReader(t, p, in)
+	r := &hostlessRun{published: map[string][]byte{}, recs: map[string]records.Estimate{}}
+	for k, v := range sink.Latest(stream.TopicEstimates) {
+		var e records.Estimate
+		if err := json.Unmarshal(v, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind != records.EstimateChange {
+			continue
+		}
+		r.published[k] = v
+		r.recs[e.Object] = e
+		r.names = append(r.names, e.Object)
+	}
+	sort.Strings(r.names)
+	keys := append([]string{siteKey(""), ReorderObject}, r.names...)
+	vals, err := mem.Get(context.Background(), state.Partition{Topic: stream.TopicObservations}, keys, nil)
+	if err != nil || vals[0] == nil {
+		t.Fatalf("stored hostless site state: %v", err)
+	}
+	if err := r.site.DecodeBinary(vals[0]); err != nil {
+		t.Fatal(err)
+	}
+	r.siteBytes, r.objects = vals[0], vals[2:]
+	r.asOf, _ = ReorderLatest(vals[1])
+	return r
+}
+
+// checkRebuilt rebuilds each record from its stored state and the stored
+// site state, as the query API does, and wants it byte for byte as
+// published.
+func (r *hostlessRun) checkRebuilt(t *testing.T, m *Model) {
+	t.Helper()
+	for i, n := range r.names {
 		var o Object
-		if err := o.DecodeBinary(vals[i]); err != nil {
+		if err := o.DecodeBinary(r.objects[i]); err != nil {
 			t.Fatal(err)
 		}
 		var es estimators.Estimates
 		var view SiteState
-		rec, ok := o.ChangeEstimateAsOf(n, m, PriorView("", m, site, &view), asOf, &es)
+		rec, ok := o.ChangeEstimateAsOf(n, m, PriorView("", m, &r.site, &view), r.asOf, &es)
 		if !ok {
 			t.Fatalf("%s: no estimate from the stored state", n)
 		}
@@ -301,8 +309,23 @@ func checkRebuiltHostless(t *testing.T, m *Model, site *SiteState, names []strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, published[n]) {
-			t.Fatalf("%s: from the stored states\n%s\npublished\n%s", n, got, published[n])
+		if !bytes.Equal(got, r.published[n]) {
+			t.Fatalf("%s: from the stored states\n%s\npublished\n%s", n, got, r.published[n])
+		}
+	}
+}
+
+// checkReplay replays in into a fresh store: the same stored site state
+// and the same published records.
+func (r *hostlessRun) checkReplay(t *testing.T, cfg Config, in []byte) {
+	t.Helper()
+	again := runHostless(t, cfg, in)
+	if !bytes.Equal(again.siteBytes, r.siteBytes) {
+		t.Errorf("replay: stored site state differs")
+	}
+	for k, v := range r.published {
+		if !bytes.Equal(v, again.published[k]) {
+			t.Fatalf("%s: replay differs:\n%s\n%s", k, v, again.published[k])
 		}
 	}
 }

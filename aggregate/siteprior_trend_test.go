@@ -2,7 +2,6 @@ package aggregate
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,8 +13,6 @@ import (
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
-	"github.com/changerate/changerate/state"
-	"github.com/changerate/changerate/stream"
 )
 
 // trendLog is a git log of n files (changes-tsv paths) whose population
@@ -88,36 +85,9 @@ func TestHostlessPopulationTrend(t *testing.T) {
 	in, train, exp, next, end := trendLog(5, 2000, shape)
 	cfg := DefaultConfig()
 	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
-	mem := newMemory(t)
-	p, sink := newTestProcessor(t, cfg, mem)
-	runReader(t, p, in)
-	published := map[string][]byte{}
-	recs := map[string]records.Estimate{}
-	var names []string
-	for k, v := range sink.Latest(stream.TopicEstimates) {
-		var e records.Estimate
-		if err := json.Unmarshal(v, &e); err != nil {
-			t.Fatal(err)
-		}
-		if e.Kind != records.EstimateChange {
-			continue
-		}
-		published[k] = v
-		recs[e.Object] = e
-		names = append(names, e.Object)
-	}
-	sort.Strings(names)
-	part := state.Partition{Topic: stream.TopicObservations}
-	keys := append([]string{siteKey(""), ReorderObject}, names...)
-	vals, err := mem.Get(context.Background(), part, keys, nil)
-	if err != nil || vals[0] == nil {
-		t.Fatalf("stored hostless prior: %v", err)
-	}
-	var site SiteState
-	if err := site.DecodeBinary(vals[0]); err != nil {
-		t.Fatal(err)
-	}
-	asOf, _ := ReorderLatest(vals[1])
+	run := runHostless(t, cfg, in)
+	names, recs := run.names, run.recs
+	site, asOf := &run.site, run.asOf
 	if !asOf.Equal(end) {
 		t.Errorf("stored as-of %s, want %s", asOf, end)
 	}
@@ -194,15 +164,8 @@ func TestHostlessPopulationTrend(t *testing.T) {
 		t.Errorf("pooled published for %d of %d files with ≥ 5 changes", trended, many)
 	}
 	// The stored states rebuild the records (the query API's path).
-	checkRebuiltHostless(t, &cfg.Model, &site, names, vals[2:], asOf, published)
-	// A replay: the same stored trend and prior.
-	mem2 := newMemory(t)
-	p2, _ := newTestProcessor(t, cfg, mem2)
-	runReader(t, p2, in)
-	vals2, err := mem2.Get(context.Background(), part, keys[:1], nil)
-	if err != nil || !bytes.Equal(vals2[0], vals[0]) {
-		t.Errorf("replay: stored site state differs (%v)", err)
-	}
+	run.checkRebuilt(t, &cfg.Model)
+	run.checkReplay(t, cfg, in)
 }
 
 // TestHostlessTrendOldStore: a store written before the trend existed
