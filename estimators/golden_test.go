@@ -140,10 +140,9 @@ func TestEncodingGoldenV2(t *testing.T) {
 			if d != want {
 				t.Errorf("v2 change decodes to\n%+v, want\n%+v", d, want)
 			}
-			// Re-encoded as version 3 it round-trips and grows by the
-			// count's one byte (C − E = 0), as a new state does: the
-			// state budget (aggregate TestEncodedSize*) holds for
-			// migrated states too.
+			// Re-encoded as version 4 it round-trips at its old size, as
+			// a new state does: the state budget (aggregate
+			// TestEncodedSize*) holds for migrated states too.
 			var e Change
 			b3 := d.AppendBinaryAt(nil, goldenRef)
 			if _, err := e.DecodeBinaryAt(b3, goldenRef); err != nil || e != d {
@@ -166,7 +165,6 @@ func TestEncodingGoldenV2(t *testing.T) {
 	}
 }
 
-// goldenLine is one "kind hex" line of a golden encoding file.
 // TestEncodingGoldenV3: a version-3 state (the lag-1 pair count) decodes
 // with the spacing statistics imported (importSpacings): its latest
 // interval changed (run = 0), its pair count C = 0 gives ρ̂ = (0 − 4/9)/
@@ -197,6 +195,7 @@ func TestEncodingGoldenV3(t *testing.T) {
 	}
 }
 
+// goldenLine is one "kind hex" line of a golden encoding file.
 type goldenLine struct {
 	kind string
 	b    []byte
