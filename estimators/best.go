@@ -233,7 +233,7 @@ func span(e Estimate) float64 {
 // chooseVisit applies the rule above to an object observed by visits with
 // n ≥ MinIntervals; ok is false when no candidate is defined. pre, when
 // not nil, holds the candidates already computed (with their intervals).
-func (c *Change) chooseVisit(cfg *Config, withCI bool, pre *visitEstimates, m *quantileMemo) (Estimate, bool) {
+func (c *Change) chooseVisit(cfg *Config, withCI bool, pre *visitEstimates, site *FlagPool, m *quantileMemo) (Estimate, bool) {
 	n := c.Intervals()
 	lm := c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg)
 	var cands [4]candidate
@@ -322,9 +322,10 @@ func (c *Change) chooseVisit(cfg *Config, withCI bool, pre *visitEstimates, m *q
 		return best, true
 	}
 	// The published interval accounts for the serial dependence of the
-	// change flags (dependence.go, D4); the point estimate is the
+	// change flags (dependence.go, D4), with the site's factor where the
+	// site has one (dependence_pool.go, R11); the point estimate is the
 	// estimator's own.
-	return c.dependentInterval(best, cfg, m), true
+	return c.dependentInterval(best, cfg, site, m), true
 }
 
 // pilotQuantiles are the posterior quantiles of r at which (B6) averages

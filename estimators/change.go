@@ -275,17 +275,26 @@ func (c *Change) changedBuckets(ts, ws *[NumBuckets]float64) int {
 // ok=false when there is too little data for a best estimate. Each
 // estimator is computed once: the best estimate is picked from those
 // published in out. With out == nil only the best estimate is computed. It
-// does not allocate.
+// does not allocate. The published interval's dependence factor is the
+// object's own (dependence.go, R6); EstimateIn takes its site's.
 func (c *Change) Estimate(asOf float64, cfg *Config, out *Estimates) (best Estimate, ok bool) {
-	if out == nil {
-		mat, matOK := c.mat.estimates(cfg, nil)
-		return sane(c.best(cfg, asOf, mat, matOK, true, nil, nil))
-	}
-	return c.estimate(cfg, asOf, out, out.quantiles())
+	return c.EstimateIn(asOf, cfg, nil, out)
 }
 
-// estimate is Estimate for out != nil with the quantile memo mq (nil: none).
-func (c *Change) estimate(cfg *Config, asOf float64, out *Estimates, mq *quantileMemo) (best Estimate, ok bool) {
+// EstimateIn is Estimate for an object of a site whose spacing factors
+// sum to site (dependence_pool.go, R7; nil: none): the published interval
+// is (D4) on the factor of (R11).
+func (c *Change) EstimateIn(asOf float64, cfg *Config, site *FlagPool, out *Estimates) (best Estimate, ok bool) {
+	if out == nil {
+		mat, matOK := c.mat.estimates(cfg, nil)
+		return sane(c.best(cfg, asOf, mat, matOK, true, nil, site, nil))
+	}
+	return c.estimate(cfg, asOf, out, site, out.quantiles())
+}
+
+// estimate is EstimateIn for out != nil with the quantile memo mq (nil:
+// none).
+func (c *Change) estimate(cfg *Config, asOf float64, out *Estimates, site *FlagPool, mq *quantileMemo) (best Estimate, ok bool) {
 	if c.Complete() {
 		return c.completeEstimate(cfg, asOf, out, mq)
 	}
@@ -298,7 +307,7 @@ func (c *Change) estimate(cfg *Config, asOf float64, out *Estimates, mq *quantil
 		}
 	}
 	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, asOf, mat, matOK, true, &v, mq))
+	return sane(c.best(cfg, asOf, mat, matOK, true, &v, site, mq))
 }
 
 // The visit-based estimators, by their index in visitEstimators, which is
@@ -344,8 +353,9 @@ func (v *visitEstimates) of(k int, c *Change, cfg *Config, withCI bool) (Estimat
 // best applies the best-estimate rule (see doc.go) as of asOf (seconds;
 // a complete history's exposure end, see Estimate); withCI=false skips
 // the interval of the chosen estimator. pre, when not nil, holds the
-// candidates already computed.
-func (c *Change) best(cfg *Config, asOf float64, mat Estimate, matOK, withCI bool, pre *visitEstimates, mq *quantileMemo) (Estimate, bool) {
+// candidates already computed; site, when not nil, the sums of the
+// object's site's spacing factors (R7).
+func (c *Change) best(cfg *Config, asOf float64, mat Estimate, matOK, withCI bool, pre *visitEstimates, site *FlagPool, mq *quantileMemo) (Estimate, bool) {
 	if c.Complete() {
 		if c.Intervals() < int64(cfg.MinIntervals) {
 			return Estimate{}, false
@@ -354,7 +364,7 @@ func (c *Change) best(cfg *Config, asOf float64, mat Estimate, matOK, withCI boo
 	}
 	minN := int64(cfg.MinIntervals)
 	if c.Intervals() >= minN {
-		if e, ok := c.chooseVisit(cfg, withCI, pre, mq); ok {
+		if e, ok := c.chooseVisit(cfg, withCI, pre, site, mq); ok {
 			return e, true
 		}
 	}
@@ -372,7 +382,7 @@ func (c *Change) bestRate(cfg *Config) (float64, bool) {
 	if c.mat.n >= int64(cfg.MinIntervals) {
 		mat, matOK = c.mat.estimates(cfg, nil)
 	}
-	e, ok := sane(c.best(cfg, c.latest(), mat, matOK, false, nil, nil))
+	e, ok := sane(c.best(cfg, c.latest(), mat, matOK, false, nil, nil, nil))
 	return e.Rate, ok
 }
 

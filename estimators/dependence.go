@@ -267,7 +267,7 @@ func (c *Change) FlagDispersion() (r, se float64, ok bool) {
 // FlagSpread is the numerator and the denominator of R̂ (R4), V and
 // E₀[V] (R3), for pooling over objects: Σ V / Σ E₀[V] over a population
 // whose flags share one law estimates its D with the noise of all their
-// spacings (research/cmd/eval reports it; the product does not pool).
+// spacings (a site's factor, dependence_pool.go R8).
 func (c *Change) FlagSpread() (v, ev float64, ok bool) {
 	q, ok := c.spacingSq()
 	n, x := c.Intervals(), c.changes
@@ -294,8 +294,8 @@ func (c *Change) FlagDependence(cfg *Config) float64 {
 	return min(max(D, 1/N), N)
 }
 
-// narrowingQuantile is q₀ of (R6) for x changes: the lower quantile of R̂
-// under independent flags, from its standard error se₀ and the normal
+// narrowingQuantile is q₀ of (R6) for x changes: the lower quantile of
+// R̂ under independent flags, from its standard error se₀ and the normal
 // quantile z; 0 (never narrow) where ν = 2/se₀² > x.
 func narrowingQuantile(x int64, se, z float64) float64 {
 	b := 1 - se*se/9 - z*se/3
@@ -307,12 +307,13 @@ func narrowingQuantile(x int64, se, z float64) float64 {
 
 // dependentInterval recomputes e's interval on the effective sample of
 // (D4) for the estimators of regular visits that read the change flags;
-// the others, and D = 1, are returned unchanged.
-func (c *Change) dependentInterval(e Estimate, cfg *Config, m *quantileMemo) Estimate {
+// the others, and D = 1, are returned unchanged. The factor is (R11) in
+// the site whose sums are site (R7), (R6) without one.
+func (c *Change) dependentInterval(e Estimate, cfg *Config, site *FlagPool, m *quantileMemo) Estimate {
 	if !c.Regular(cfg) {
 		return e
 	}
-	return c.effectiveInterval(e, c.FlagDependence(cfg), cfg, m)
+	return c.effectiveInterval(e, c.SiteFlagDependence(site, cfg), cfg, m)
 }
 
 // EffectiveInterval is e (naive, cgm_improved or bayes_beta of c's

@@ -103,7 +103,7 @@ func BenchmarkChangeEstimateNoMemo(b *testing.B) {
 	var out Estimates
 	b.ReportAllocs()
 	for b.Loop() {
-		c.estimate(cfg, c.latest(), &out, nil)
+		c.estimate(cfg, c.latest(), &out, nil, nil)
 	}
 }
 
