@@ -25,20 +25,28 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 // Last-Modified date is counted in the change profile, and the change
 // window runs on its operational time in the same way.
 func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, eff *Effects) Outcome {
-	var pool *estimators.PoolStats
-	var trend *estimators.Trend
+	var pop population
 	if site != nil {
-		pool, trend = &site.Pool, &site.Trend
+		pop = population{&site.Pool, &site.Trend, &site.Flags}
 	}
-	return o.applyAt(obs, m, site, pool, trend, eff)
+	return o.applyAt(obs, m, site, pop, eff)
 }
 
-// applyAt is ApplyAt with the change-rate prior's statistics in pool and
-// the population trend of complete histories in trend (nil: none), apart
-// from the seasonal state: an object without a seasonal
-// profile (no host, or seasonal baselines off) still folds its evidence
-// into its population's prior (siteprior.go).
-func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, pool *estimators.PoolStats, trend *estimators.Trend, eff *Effects) Outcome {
+// population is the part of a SiteState that an object's visits fold into
+// whatever its seasonal state (siteprior.go): the change-rate prior's
+// statistics, the population trend of complete histories and the sums of
+// the spacing factors (nil: none; all three or none).
+type population struct {
+	pool  *estimators.PoolStats
+	trend *estimators.Trend
+	flags *estimators.FlagPool
+}
+
+// applyAt is ApplyAt with the population's statistics in pop, apart from
+// the seasonal state: an object without a seasonal profile (no host, or
+// seasonal baselines off) still folds its evidence into its population's
+// prior (siteprior.go).
+func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, pop population, eff *Effects) Outcome {
 	t := obs.Time.UnixMilli()
 	seen := o.lastTime != 0 || o.flags != 0
 	// Duplicate detection.
@@ -123,13 +131,16 @@ func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, po
 			p = &site.Change
 		}
 		var before estimators.Evidence
-		had := false
-		if pool != nil && o.HasChange() {
+		var beforeF estimators.FlagTerm
+		had, hadF := false, false
+		if pop.pool != nil && o.HasChange() {
 			before, had = o.Change.Evidence(&m.Estimators)
+			beforeF, hadF = o.Change.FlagTerm(&m.Estimators)
 		}
 		if o.visit(obs, ts, reordered, m, p, eff) {
-			if pool != nil {
-				foldPrior(pool, trend, before, had, o, m)
+			if pop.pool != nil {
+				foldPrior(pop.pool, pop.trend, before, had, o, m)
+				foldFlags(pop.flags, beforeF, hadF, o, m)
 			}
 		} else if !obs.Kind.IsAccess() {
 			outcome = NoInformation

@@ -127,7 +127,11 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 		Observations: o.Change.Visits(), Changes: o.Change.Changes(),
 	}
 	scratch.Reset()
-	best, bok := o.Change.Estimate(asOf, &m.Estimators, scratch)
+	var flags *estimators.FlagPool
+	if site != nil {
+		flags = &site.Flags
+	}
+	best, bok := o.Change.EstimateIn(asOf, &m.Estimators, flags, scratch)
 	fill(&rec, best, bok, scratch, st)
 	if e, ok := o.sitePrior(m, site, partAsOf, scratch); ok {
 		publishPrior(&rec, st, e)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/records"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
@@ -47,7 +46,7 @@ func PriorView(host string, m *Model, s, view *SiteState) *SiteState {
 	if s == nil || !PriorOnly(host, m) || (!s.Access.Active() && !s.Change.Active()) {
 		return s // estimates read only active profiles
 	}
-	*view = SiteState{Pool: s.Pool, Trend: s.Trend}
+	*view = SiteState{Pool: s.Pool, Trend: s.Trend, Flags: s.Flags}
 	return view
 }
 
@@ -119,16 +118,15 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	first := prev.IsZero() || d.book.periodOf(prev) < d.book.periodOf(obs.Time)
 	d.out = d.book.Observe(obs.Time, first, d.out)
 	var st *SiteState
-	var pool *estimators.PoolStats
-	var trend *estimators.Trend
+	var pop population
 	if se != nil {
-		pool, trend = &se.st.Pool, &se.st.Trend
+		pop = population{&se.st.Pool, &se.st.Trend, &se.st.Flags}
 		if !se.prior {
 			st = &se.st
 		}
 	}
 	lastPoint := obj.ChangeWin.Last()
-	oc := obj.applyAt(obs, d.m, st, pool, trend, eff)
+	oc := obj.applyAt(obs, d.m, st, pop, eff)
 	now := seconds(obs.Time.UnixMilli())
 	// the partition's clock: a reordered observation is confirmed when the
 	// partition sees it, not before its testing period

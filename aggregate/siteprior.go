@@ -75,6 +75,20 @@ import (
 // the files seen not to change in the training year below one global
 // rate's deviance in every scored year.
 
+// The site's spacing factor. The same SiteState keeps the sums of its
+// objects' spacing factors (estimators/dependence_pool.go R7: the change
+// flags' renewal variance factor R̂ of each object with regular visits,
+// weighted by its precision), replaced at every applied visit of an
+// object (foldFlags), stored and replayed with the prior. The published
+// interval of an object's own estimator on regular visits (naive,
+// cgm_improved, bayes_beta, estimators/dependence.go D4) is recomputed on
+// the factor of R11 — the object's R̂ shrunk toward its site's by the
+// site's spread (R8–R10), used where it widens — so that an object whose
+// window holds a few spacings, or none, takes the dependence its site's
+// pages show. The query API reads the same stored sums. The pooled
+// estimate above keeps its conjugate interval (its evidence treats the
+// flags as independent).
+
 // foldPrior replaces the object's previous evidence (before, when had) by
 // its current one in its population's prior statistics pool, and counts
 // a complete history's entry and new changes in the population's trend
@@ -99,6 +113,20 @@ func foldPrior(pool *estimators.PoolStats, trend *estimators.Trend, before estim
 		trend.Enter(ev.Since, now)
 	}
 	trend.Change(now, dx)
+}
+
+// foldFlags replaces the object's previous spacing term (before, when
+// had) by its current one in its site's sums flags (estimators/
+// dependence_pool.go, R7). Every visit moves n, so every applied visit
+// refolds; the term depends on the object's state alone, so the one
+// removed is the one added at its previous visit.
+func foldFlags(flags *estimators.FlagPool, before estimators.FlagTerm, had bool, o *Object, m *Model) {
+	if had {
+		flags.Remove(before, 1)
+	}
+	if t, ok := o.Change.FlagTerm(&m.Estimators); ok {
+		flags.Add(t, 1)
+	}
 }
 
 // sitePrior returns the estimate the population publishes for the object

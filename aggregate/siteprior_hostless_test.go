@@ -243,11 +243,12 @@ func TestSitePriorSeasonalOff(t *testing.T) {
 	}
 }
 
-// hostlessRun is one run of a hostless log through a Processor over a
-// memory store: its published change records (names sorted) and what it
-// stored: the site state of site "", the as-of time and each object's
-// state.
+// hostlessRun is one run of a hostless log (or of one site's, runSite)
+// through a Processor over a memory store: its published change records
+// (names sorted) and what it stored: the site state of site "" (host),
+// the as-of time and each object's state.
 type hostlessRun struct {
+	host      string
 	published map[string][]byte
 	recs      map[string]records.Estimate
 	names     []string
@@ -259,10 +260,16 @@ type hostlessRun struct {
 
 func runHostless(t *testing.T, cfg Config, in []byte) *hostlessRun {
 	t.Helper()
+	return runSite(t, cfg, in, "")
+}
+
+// runSite is runHostless for a log of the objects of one host.
+func runSite(t *testing.T, cfg Config, in []byte, host string) *hostlessRun {
+	t.Helper()
 	mem := newMemory(t)
 	p, sink := newTestProcessor(t, cfg, mem)
 	runReader(t, p, in)
-	r := &hostlessRun{published: map[string][]byte{}, recs: map[string]records.Estimate{}}
+	r := &hostlessRun{host: host, published: map[string][]byte{}, recs: map[string]records.Estimate{}}
 	for k, v := range sink.Latest(stream.TopicEstimates) {
 		var e records.Estimate
 		if err := json.Unmarshal(v, &e); err != nil {
@@ -276,10 +283,10 @@ func runHostless(t *testing.T, cfg Config, in []byte) *hostlessRun {
 		r.names = append(r.names, e.Object)
 	}
 	sort.Strings(r.names)
-	keys := append([]string{siteKey(""), ReorderObject}, r.names...)
+	keys := append([]string{siteKey(host), ReorderObject}, r.names...)
 	vals, err := mem.Get(context.Background(), state.Partition{Topic: stream.TopicObservations}, keys, nil)
 	if err != nil || vals[0] == nil {
-		t.Fatalf("stored hostless site state: %v", err)
+		t.Fatalf("stored site state of %q: %v", host, err)
 	}
 	if err := r.site.DecodeBinary(vals[0]); err != nil {
 		t.Fatal(err)
@@ -301,7 +308,7 @@ func (r *hostlessRun) checkRebuilt(t *testing.T, m *Model) {
 		}
 		var es estimators.Estimates
 		var view SiteState
-		rec, ok := o.ChangeEstimateAsOf(n, m, PriorView("", m, &r.site, &view), r.asOf, &es)
+		rec, ok := o.ChangeEstimateAsOf(n, m, PriorView(r.host, m, &r.site, &view), r.asOf, &es)
 		if !ok {
 			t.Fatalf("%s: no estimate from the stored state", n)
 		}
@@ -319,7 +326,7 @@ func (r *hostlessRun) checkRebuilt(t *testing.T, m *Model) {
 // and the same published records.
 func (r *hostlessRun) checkReplay(t *testing.T, cfg Config, in []byte) {
 	t.Helper()
-	again := runHostless(t, cfg, in)
+	again := runSite(t, cfg, in, r.host)
 	if !bytes.Equal(again.siteBytes, r.siteBytes) {
 		t.Errorf("replay: stored site state differs")
 	}

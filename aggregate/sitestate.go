@@ -18,10 +18,11 @@ import (
 // schedule would become the profile). A change profile is used for a site's
 // change windows once the site has enough dated changes
 // (SeasonalConfig.MinEvents); until then they keep a flat baseline. The
-// zero value is a site never seen; about 600 bytes encoded at most, and up
+// zero value is a site never seen; about 600 bytes encoded at most, up
 // to 611 more for the trend of a population of complete histories (32
 // closed years of 18 bytes: a 2-byte varint year and two float64 sums;
-// 35 bytes of count, current year, sums and discount).
+// 35 bytes of count, current year, sums and discount), and 40 for the
+// spacing sums of its objects with regular visits (five float64).
 type SiteState struct {
 	Access windows.Profile
 	Change windows.Profile
@@ -36,6 +37,11 @@ type SiteState struct {
 	// complete histories (estimators/trend.go); encoded after the prior's
 	// sums when not empty (states written before it decode with none).
 	Trend estimators.Trend
+	// Flags holds the sums of the site's objects' spacing factors
+	// (estimators/dependence_pool.go, R7; siteprior.go); encoded after
+	// the sitemap checks, in version siteVersionFlags, when not empty
+	// (states written before it decode with none).
+	Flags estimators.FlagPool
 }
 
 // poolSums and poolOpenSums are the numbers of float64 sums of an encoded
@@ -48,14 +54,23 @@ const (
 
 // siteVersion is the first byte of an encoded SiteState; siteVersionSitemap
 // that of a site with sitemap checks (version 1's layout, then the checks),
-// so that the sites without any encode as before.
+// so that the sites without any encode as before; siteVersionFlags that of
+// a site with spacing sums (version 2's layout, then flagSums float64), so
+// that the sites without any encode as before them.
 const (
 	siteVersion        = 1
 	siteVersionSitemap = 2
+	siteVersionFlags   = 3
 )
 
+// flagSums is the number of float64 sums of an encoded FlagPool: N, U, UR,
+// UR2, U2.
+const flagSums = 5
+
 // AppendBinary appends the site's encoding: version, then each profile as a
-// uvarint length and its windows.Profile encoding, then, when the prior's
+// uvarint length and its windows.Profile encoding, then (versions 2 and 3)
+// the sitemap checks as two uvarints, then (version 3) the spacing sums as
+// float64, then, when the prior's
 // statistics are not all zero, its sums as float64 (poolSums, then
 // poolOpenSums when it holds complete histories), then, when the trend is
 // not empty, the trend (appendTrend; the open sums are then always
@@ -64,6 +79,9 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 	version := byte(siteVersion)
 	if s.Sitemap.Checks() > 0 {
 		version = siteVersionSitemap
+	}
+	if !s.Flags.Empty() {
+		version = siteVersionFlags
 	}
 	dst = append(dst, version)
 	for _, p := range [...]*windows.Profile{&s.Access, &s.Change} {
@@ -78,9 +96,15 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		copy(dst[mark+k:], dst[mark:mark+n])
 		copy(dst[mark:], lb[:k])
 	}
-	if version == siteVersionSitemap {
+	if version >= siteVersionSitemap {
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
+	}
+	if version == siteVersionFlags {
+		f := &s.Flags
+		for _, v := range [...]float64{f.N, f.U, f.UR, f.UR2, f.U2} {
+			dst = wire.AppendFloat64(dst, v)
+		}
 	}
 	trend := !s.Trend.Empty()
 	if p := &s.Pool; *p != (estimators.PoolStats{}) || trend {
@@ -104,7 +128,7 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 func (s *SiteState) DecodeBinary(src []byte) error {
 	r := wire.NewReader(src)
 	v := r.Byte()
-	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap {
+	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap && v != siteVersionFlags {
 		return fmt.Errorf("%w: site version %d", ErrCorrupt, v)
 	}
 	var d SiteState
@@ -123,12 +147,24 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		}
 		r.Skip(int(n))
 	}
-	if v == siteVersionSitemap && r.Err() == nil {
+	if v >= siteVersionSitemap && r.Err() == nil {
 		a, d2 := r.Uvarint(), r.Uvarint()
 		if a > math.MaxUint32 || d2 > math.MaxUint32 {
 			r.Fail("sitemap checks overflow uint32")
 		}
 		d.Sitemap = SitemapTrust{Agree: uint32(a), Disagree: uint32(d2)}
+	}
+	if v == siteVersionFlags && r.Err() == nil {
+		var f [flagSums]float64
+		for i := range f {
+			f[i] = r.Float64()
+			// Sums of added and removed terms may round a little below 0;
+			// every term is ≥ 0.
+			if r.Err() == nil && (math.IsInf(f[i], 0) || !(f[i] >= -1e-6*math.Max(1, math.Abs(f[i])))) {
+				return fmt.Errorf("%w: site: spacing sums %v", ErrCorrupt, f)
+			}
+		}
+		d.Flags = estimators.FlagPool{N: f[0], U: f[1], UR: f[2], UR2: f[3], U2: f[4]}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/internal/sim"
 	"github.com/changerate/changerate/records"
 )
@@ -117,6 +118,8 @@ func FuzzSiteStateDecode(f *testing.F) {
 	var tr SiteState // a trend of complete histories (estimators/trend.go)
 	tr.Trend.Enter(1.5e9, 1.6e9)
 	tr.Trend.Change(1.7e9, 3)
+	f.Add(tr.AppendBinary(nil))
+	tr.Flags = estimators.FlagPool{N: 12, U: 40, UR: 80, UR2: 200, U2: 150} // version 3: spacing sums
 	f.Add(tr.AppendBinary(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s SiteState

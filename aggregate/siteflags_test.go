@@ -1,0 +1,202 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/records"
+)
+
+// burstySiteLog is one site of n pages crawled daily for days days whose
+// changes come in bursts: Weibull renewal intervals of shape ½ (squared
+// coefficient of variation 5) with a mean of 3 days, so that most pages
+// show 5 or more changed days (and publish their own estimator, not the
+// pooled one) and their change flags are overdispersed (R1: D > 1).
+func burstySiteLog(seed uint64, n, days int) []byte {
+	r := rand.New(rand.NewPCG(seed, 11))
+	const shape, mean = 0.5, 3 * 86400.0
+	scale := mean / math.Gamma(1+1/shape)
+	draw := func() float64 { return scale * math.Pow(r.ExpFloat64(), 1/shape) }
+	type ev struct {
+		t   float64
+		obs records.Observation
+	}
+	var evs []ev
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("http://bursty.example/p/%d", i)
+		version, next := 0, -50*mean
+		for next <= 0 {
+			next += draw()
+		}
+		for d := 0; d <= days; d++ {
+			t := float64(d)*86400 + 60*float64(i)
+			for next <= t {
+				version++
+				next += draw()
+			}
+			evs = append(evs, ev{t, records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
+				Digest: fmt.Sprintf("sha1:%d", version), Format: "jsonl"}})
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, e := range evs {
+		if err := enc.Encode(e.obs); err != nil {
+			panic(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// TestSiteSpacingFactor: the site's spacing sums (estimators/
+// dependence_pool.go R7) are stored with its state: equal to the sums of
+// the stored objects' terms (the count exactly; the float sums, built by
+// adding and removing each object's term at every visit, to 1e-9
+// relative), and the site's factor D̄ (R8) of these bursty pages is
+// above 1 by more than four of its null standard errors 1/√U. Each
+// published interval of an object's own estimator is (D4) on the factor
+// of (R11) from the stored site state (1e-12 relative), for some wider
+// than with the object's own factor (R6) alone; the query API's path
+// rebuilds every record byte for byte, and a replay stores the same site
+// state and publishes the same records.
+func TestSiteSpacingFactor(t *testing.T) {
+	in := burstySiteLog(3, 120, 60)
+	cfg := DefaultConfig()
+	cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
+	run := runSite(t, cfg, in, "bursty.example")
+	m := &cfg.Model
+	var sum estimators.FlagPool
+	objs := make([]Object, len(run.names))
+	for i := range run.names {
+		if err := objs[i].DecodeBinary(run.objects[i]); err != nil {
+			t.Fatal(err)
+		}
+		if tm, ok := objs[i].Change.FlagTerm(&m.Estimators); ok {
+			sum.Add(tm, 1)
+		}
+	}
+	got := run.site.Flags
+	if got.N != sum.N || sum.N < estimators.MinPoolObjects {
+		t.Fatalf("stored %v objects in the spacing sums, the stored objects give %v", got.N, sum.N)
+	}
+	for i, pair := range [][2]float64{{got.U, sum.U}, {got.UR, sum.UR}, {got.UR2, sum.UR2}, {got.U2, sum.U2}} {
+		if math.Abs(pair[0]-pair[1]) > 1e-9*math.Abs(pair[1]) {
+			t.Errorf("stored sum %d = %g, the stored objects give %g", i, pair[0], pair[1])
+		}
+	}
+	s, ok := got.Site()
+	if !ok || !(s.D > 1+4/math.Sqrt(got.U)) {
+		t.Fatalf("site factor %+v %v (U = %g): want above 1 beyond its noise", s, ok, got.U)
+	}
+	t.Logf("site: %v objects, D̄ = %.3f, τ̂² = %.3f", got.N, s.D, s.Tau2)
+	wider, own := 0, 0
+	for i, n := range run.names {
+		rec := run.recs[n]
+		c := &objs[i].Change
+		if rec.CI95 == nil || !c.Regular(&m.Estimators) {
+			continue
+		}
+		switch rec.Estimator {
+		case estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta:
+		default:
+			continue
+		}
+		own++
+		var es estimators.Estimates
+		if _, ok := c.Estimate(seconds(objs[i].lastTime), &m.Estimators, &es); !ok {
+			t.Fatalf("%s: no estimate", n)
+		}
+		e, _ := es.Get(rec.Estimator)
+		want := c.EffectiveInterval(e, c.SiteFlagDependence(&got, &m.Estimators), &m.Estimators)
+		if math.Abs(rec.CI95[0]-want.Lo) > 1e-12*want.Lo || math.Abs(rec.CI95[1]-want.Hi) > 1e-12*want.Hi {
+			t.Errorf("%s: published %s ci95 %v, (D4) on the site's factor [%g, %g]", n, rec.Estimator, rec.CI95, want.Lo, want.Hi)
+		}
+		alone := c.EffectiveInterval(e, c.FlagDependence(&m.Estimators), &m.Estimators)
+		if want.Hi-want.Lo > (alone.Hi-alone.Lo)*(1+1e-9) {
+			wider++
+		}
+	}
+	if own < 20 || wider == 0 {
+		t.Errorf("%d objects publish their own estimator, %d wider with the site's factor", own, wider)
+	}
+	run.checkRebuilt(t, m)
+	run.checkReplay(t, cfg, in)
+}
+
+// TestSiteStateFlagsEncoding: the spacing sums round-trip in version 3
+// (after the sitemap checks); the golden states of versions 1 (prior
+// sums) and 2 (sitemap checks, prior and open sums, trend), written
+// before the sums existed, decode with none and the rest as written;
+// sums that are not finite or negative are corrupt; the sums cost 40
+// bytes and one of version 1's sitemap counts.
+func TestSiteStateFlagsEncoding(t *testing.T) {
+	v1 := SiteState{Pool: estimators.PoolStats{N: 12, X: 3, E: 1e7, X2E: 2e-6, F: 1}}
+	v2 := SiteState{Sitemap: SitemapTrust{Agree: 7, Disagree: 2},
+		Pool: estimators.PoolStats{N: 3, X: 1, E: 5e6, X2E: 1e-7, ON: 40, OX: 130, OX2: 900, OS: 6.4e10, OXS: 2e11, OS2: 1e20, Latest: 1.7e9}}
+	base := yearStartTest(2020)
+	for i := 0; i < 3; i++ {
+		v2.Trend.Enter(base-float64(i)*3e7, base)
+	}
+	for i := 0; i < 5; i++ {
+		v2.Trend.Change(base+float64(i)*2e5, 1)
+	}
+	for _, g := range []struct {
+		file    string
+		version byte
+		want    SiteState
+	}{{"testdata/site_v1.golden", siteVersion, v1}, {"testdata/site_v2.golden", siteVersionSitemap, v2}} {
+		raw, err := os.ReadFile(g.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d SiteState
+		if err := d.DecodeBinary(b); err != nil || b[0] != g.version || d != g.want || !d.Flags.Empty() {
+			t.Errorf("%s: %v, version %d, decoded %+v", g.file, err, b[0], d)
+		}
+		if re := d.AppendBinary(nil); !bytes.Equal(re, b) {
+			t.Errorf("%s: encodes again in %d bytes, differently", g.file, len(re))
+		}
+	}
+	s := v2
+	s.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625}
+	b := s.AppendBinary(nil)
+	var d SiteState
+	if err := d.DecodeBinary(b); err != nil || d != s || b[0] != siteVersionFlags {
+		t.Fatalf("round trip: %v, version %d\n%+v\n%+v", err, b[0], d.Flags, s.Flags)
+	}
+	if n := len(b) - len(v2.AppendBinary(nil)); n != 8*flagSums {
+		t.Errorf("the sums cost %d bytes, want %d", n, 8*flagSums)
+	}
+	noSitemap := SiteState{Flags: s.Flags}
+	if n := len(noSitemap.AppendBinary(nil)) - len((&SiteState{}).AppendBinary(nil)); n != 8*flagSums+2 {
+		t.Errorf("the sums cost a site without sitemap checks %d bytes, want %d", n, 8*flagSums+2)
+	}
+	for _, v := range []float64{math.NaN(), math.Inf(1), -5} {
+		bad := s
+		bad.Flags.UR = v
+		if err := d.DecodeBinary(bad.AppendBinary(nil)); err == nil {
+			t.Errorf("sum %v decoded", v)
+		}
+	}
+	// The sums are read before the prior's: a state cut inside them is
+	// corrupt.
+	at := len((&SiteState{Sitemap: v2.Sitemap}).AppendBinary(nil))
+	if err := d.DecodeBinary(b[:at+8*flagSums-3]); err == nil {
+		t.Error("cut sums decoded")
+	}
+}
