@@ -85,3 +85,29 @@ func TestSimulatedFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestHoSites: the held-out sites cover the K objects in order, each of
+// hoSiteMin–hoSiteMax objects but the last, which takes the rest (at
+// least hoSiteMin, at most hoSiteMax + hoSiteMin − 1).
+func TestHoSites(t *testing.T) {
+	for _, K := range []int{4000, 600, 251} {
+		site := hoSites(rand.New(rand.NewPCG(1, uint64(K))), K)
+		sizes := map[int]int{}
+		for i, s := range site {
+			if i > 0 && s != site[i-1] && s != site[i-1]+1 {
+				t.Fatalf("K %d: object %d in site %d after %d", K, i, s, site[i-1])
+			}
+			sizes[s]++
+		}
+		last := site[K-1]
+		for s := 0; s <= last; s++ {
+			hi := hoSiteMax
+			if s == last {
+				hi = hoSiteMax + hoSiteMin - 1
+			}
+			if sizes[s] < hoSiteMin || sizes[s] > hi {
+				t.Errorf("K %d: site %d of %d objects, want %d–%d", K, s, sizes[s], hoSiteMin, hi)
+			}
+		}
+	}
+}
