@@ -67,7 +67,9 @@ func burstySiteLog(seed uint64, n, days int) []byte {
 // above 1 by more than four of its null standard errors 1/√U. Each
 // published interval of an object's own estimator is (D4) on the factor
 // of (R11) from the stored site state (1e-12 relative), for some wider
-// than with the object's own factor (R6) alone; the query API's path
+// than with the object's own factor (R6) alone, and each published
+// pooled interval (R12) on the same factor, for some wider than the
+// pooled posterior's own; the query API's path
 // rebuilds every record byte for byte, and a replay stores the same site
 // state and publishes the same records.
 func TestSiteSpacingFactor(t *testing.T) {
@@ -100,7 +102,8 @@ func TestSiteSpacingFactor(t *testing.T) {
 		t.Fatalf("site factor %+v %v (U = %g): want above 1 beyond its noise", s, ok, got.U)
 	}
 	t.Logf("site: %v objects, D̄ = %.3f, τ̂² = %.3f", got.N, s.D, s.Tau2)
-	wider, own := 0, 0
+	prior, priorOK := run.site.Pool.Prior()
+	wider, own, pooled := 0, 0, 0
 	for i, n := range run.names {
 		rec := run.recs[n]
 		c := &objs[i].Change
@@ -109,6 +112,20 @@ func TestSiteSpacingFactor(t *testing.T) {
 		}
 		switch rec.Estimator {
 		case estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta:
+		case estimators.KeyPooled:
+			// (R12): the pooled interval on the same factor.
+			e, ok := c.PooledEstimateIn(prior, 0, &m.Estimators, nil)
+			if !priorOK || !ok {
+				t.Fatalf("%s: published pooled, no prior (%v) or estimate", n, priorOK)
+			}
+			want := c.PooledDependentIn(e, prior, c.SiteFlagDependence(&got, &m.Estimators), &m.Estimators, nil)
+			if *rec.RatePerS != e.Rate || math.Abs(rec.CI95[0]-want.Lo) > 1e-12*want.Lo || math.Abs(rec.CI95[1]-want.Hi) > 1e-12*want.Hi {
+				t.Errorf("%s: published pooled %v %v, (R12) %g [%g, %g]", n, *rec.RatePerS, rec.CI95, e.Rate, want.Lo, want.Hi)
+			}
+			if want.Hi-want.Lo > (e.Hi-e.Lo)*(1+1e-9) {
+				pooled++
+			}
+			continue
 		default:
 			continue
 		}
@@ -127,8 +144,9 @@ func TestSiteSpacingFactor(t *testing.T) {
 			wider++
 		}
 	}
-	if own < 20 || wider == 0 {
-		t.Errorf("%d objects publish their own estimator, %d wider with the site's factor", own, wider)
+	t.Logf("%d objects publish their own estimator (%d wider with the site's factor), %d pooled with a wider interval", own, wider, pooled)
+	if own < 20 || wider == 0 || pooled == 0 {
+		t.Errorf("%d objects publish their own estimator, %d wider with the site's factor; %d pooled wider", own, wider, pooled)
 	}
 	run.checkRebuilt(t, m)
 	run.checkReplay(t, cfg, in)

@@ -86,8 +86,9 @@ import (
 // site's spread (R8–R10), used where it widens — so that an object whose
 // window holds a few spacings, or none, takes the dependence its site's
 // pages show. The query API reads the same stored sums. The pooled
-// estimate above keeps its conjugate interval (its evidence treats the
-// flags as independent).
+// estimate above, whose posterior reads the flags as independent, takes
+// the same factor: its interval is that of the tempered posterior
+// prior·L^{1/D} (R12), its point its own.
 
 // foldPrior replaces the object's previous evidence (before, when had) by
 // its current one in its population's prior statistics pool, and counts
@@ -159,6 +160,12 @@ func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *e
 	if prior, ok := site.Pool.PriorAt(part); ok {
 		e, ok := o.Change.PooledTrendIn(prior, &tv, asOf, &m.Estimators, scratch)
 		if ok && finite(e.Rate) && e.Rate > 0 {
+			if !tv.Ok && o.Change.Regular(&m.Estimators) {
+				// The interval on the effective sample of the flags'
+				// factor (estimators/dependence_pool.go R12).
+				D := o.Change.SiteFlagDependence(&site.Flags, &m.Estimators)
+				e = o.Change.PooledDependentIn(e, prior, D, &m.Estimators, scratch)
+			}
 			return e, true
 		}
 	}

@@ -174,3 +174,62 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 	}
 	return min(max(D, 1/N), N)
 }
+
+// The pooled estimate's interval. An object with fewer than
+// PooledMaxChanges changes in a site with a prior publishes the pooled
+// estimate (pooled.go P1), whose posterior prior(λ)·L(λ) reads the
+// object's flags through their likelihood as if independent. With the
+// flags' variance factor D the likelihood carries 1/D of the information
+// it claims — (D4)'s effective sample, n/D intervals with X/D changes —
+// which for the existence-of-change likelihood log L = Σ_i w_i·log(1 −
+// e^{−λt_i}) − λU (CGM App. C, over the changed-interval buckets) is the
+// power L^{1/D}: every bucket's count w_i and the unchanged time U
+// divided by D (the composite-likelihood adjustment of Pace, Salvan &
+// Sartori, Canad. J. Statist. 39, 2011, with the design effect as its
+// scale). The published interval is the equal-tailed interval of
+//
+//	prior(λ)·L(λ)^{1/D},                                                 (R12)
+//
+// (the conjugate Gamma(α, β + U/D) without a change, the grid of
+// pooled_grid.go otherwise), and the point the pooled estimate's own
+// mean, as (D4) keeps each estimator's point; D is (R11)'s. Where the
+// evidence is not the flags' (Last-Modified dates, a complete history,
+// every interval changed: pooled.go), or the point falls outside the
+// recomputed interval, the pooled interval is kept.
+
+// PooledDependentIn is e, c's pooled estimate under prior
+// (PooledEstimateIn), with its interval recomputed for the variance
+// factor D of c's flags (R12); scratch's quantile memo (nil: none).
+func (c *Change) PooledDependentIn(e Estimate, prior GammaPrior, D float64, cfg *Config, scratch *Estimates) Estimate {
+	if D == 1 || !(D > 0) || math.IsInf(D, 0) || !e.HasCI || c.Complete() || !c.Regular(cfg) {
+		return e
+	}
+	if c.lmN >= int64(cfg.MinIntervals) && c.hasLastMod(cfg) && c.lmT > 0 {
+		return e
+	}
+	ev, ok := c.Evidence(cfg)
+	if !ok || ev.Floor > 0 || ev.Open {
+		return e
+	}
+	ev.X, ev.E = ev.X/D, ev.E/D
+	m := scratch.quantiles()
+	var t Estimate
+	if c.changes == 0 {
+		t, ok = pooledConjugate(prior, ev, cfg, m)
+	} else {
+		var ts, ws [NumBuckets]float64
+		k := c.changedBuckets(&ts, &ws)
+		for i := range ws[:k] {
+			ws[i] /= D
+		}
+		var lo, hi float64
+		if lo, hi, ok = pooledGridRange(prior, ev, m); ok {
+			t, ok = gridChanges(lo, hi, prior, ev, ts[:k], ws[:k], c.unchangedTime()/D, cfg)
+		}
+	}
+	if !ok || !t.HasCI || !(t.Lo >= 0) || math.IsInf(t.Hi, 0) || !(t.Lo <= e.Rate && e.Rate <= t.Hi) {
+		return e
+	}
+	e.Lo, e.Hi = t.Lo, t.Hi
+	return e
+}

@@ -17,13 +17,23 @@ import (
 // partial panel integrated by Simpson on 16 sub-cells of fresh
 // evaluations (error ≲ 10⁻¹⁵ of the mass).
 func exactChanges(c *Change, prior GammaPrior, cfg *Config) (Estimate, bool) {
+	return exactChangesD(c, prior, 1, cfg)
+}
+
+// exactChangesD is exactChanges of the tempered posterior prior(λ)·
+// L(λ)^{1/D} (dependence_pool.go R12): the counts and the unchanged time
+// divided by D.
+func exactChangesD(c *Change, prior GammaPrior, D float64, cfg *Config) (Estimate, bool) {
 	ev, ok := c.EvidenceAt(0, cfg)
 	if !ok {
 		return Estimate{}, false
 	}
 	var ts, ws [NumBuckets]float64
 	k := c.changedBuckets(&ts, &ws)
-	u := c.unchangedTime()
+	for i := range ws[:k] {
+		ws[i] /= D
+	}
+	u := c.unchangedTime() / D
 	lp := func(s float64) float64 {
 		l := math.Exp(s)
 		v := prior.Shape*s - (prior.Rate+u)*l
