@@ -190,8 +190,8 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 //
 //	prior(λ)·L(λ)^{1/D},                                                 (R12)
 //
-// (the conjugate Gamma(α, β + U/D) without a change, the grid of
-// pooled_grid.go otherwise), and the point the pooled estimate's own
+// (the conjugate Gamma(α, β + U/D) without a change, the fitted grid of
+// pooled_fit.go otherwise, as PooledEstimate's), and the point the pooled estimate's own
 // mean, as (D4) keeps each estimator's point; D is (R11)'s. Where the
 // evidence is not the flags' (Last-Modified dates, a complete history,
 // every interval changed: pooled.go), or the point falls outside the
@@ -222,9 +222,12 @@ func (c *Change) PooledDependentIn(e Estimate, prior GammaPrior, D float64, cfg 
 		for i := range ws[:k] {
 			ws[i] /= D
 		}
-		var lo, hi float64
-		if lo, hi, ok = pooledGridRange(prior, ev, m); ok {
-			t, ok = gridChanges(lo, hi, prior, ev, ts[:k], ws[:k], c.unchangedTime()/D, cfg)
+		u := c.unchangedTime() / D
+		if t, ok = fitChanges(prior, ev, ts[:k], ws[:k], u, cfg); !ok {
+			var lo, hi float64
+			if lo, hi, ok = pooledGridRange(prior, ev, m); ok {
+				t, ok = gridChanges(lo, hi, prior, ev, ts[:k], ws[:k], u, cfg)
+			}
 		}
 	}
 	if !ok || !t.HasCI || !(t.Lo >= 0) || math.IsInf(t.Hi, 0) || !(t.Lo <= e.Rate && e.Rate <= t.Hi) {

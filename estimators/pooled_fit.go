@@ -131,19 +131,25 @@ type fitGrid struct {
 	a, b        float64
 	ts, ws      []float64
 	total, mean float64
+	integral    bool // every count an integer below 2³²: the product form applies
 }
 
 // fitChanges is the existence-of-change posterior's estimate on the fitted
 // grid (F1–F6); ok is false where it declines (Newton does not converge,
-// a tail is longer than fitSide nodes, a count is no integer below 2³², or
-// a value is not finite) and the caller falls back to gridChanges.
+// a tail is longer than fitSide nodes, a count is negative or not finite,
+// or a value is not finite) and the caller falls back to gridChanges.
+// Counts that are not integers below 2³² (the tempered likelihood of
+// dependence_pool.go R12 divides them by D) take the log form at every
+// node.
 func fitChanges(prior GammaPrior, ev Evidence, ts, ws []float64, u float64, cfg *Config) (Estimate, bool) {
+	integral := true
 	for _, c := range ws {
-		if !(c >= 0 && c < 1<<32 && c == math.Trunc(c)) {
+		if !(c >= 0) || math.IsInf(c, 0) {
 			return Estimate{}, false
 		}
+		integral = integral && c < 1<<32 && c == math.Trunc(c)
 	}
-	g := fitGrid{a: prior.Shape, b: prior.Rate + u, ts: ts, ws: ws[:len(ts)]}
+	g := fitGrid{a: prior.Shape, b: prior.Rate + u, ts: ts, ws: ws[:len(ts)], integral: integral}
 	if !g.fit(math.Log((prior.Shape + ev.X) / (prior.Rate + ev.E))) {
 		return Estimate{}, false
 	}
@@ -279,12 +285,12 @@ func (g *fitGrid) walk(h, d1, ll float64) bool {
 
 // node evaluates f_j and ℓ′_j at λ (node j), llm the log likelihood at
 // the mode: f_j = e^{c_j}·Π q_i^{w_i} with c_j = α(s_j − m) − b(λ − λ_m)
-// − llm, or by the log form where c_j > 600.
+// − llm, or by the log form where c_j > 600 or a count is no integer.
 func (g *fitGrid) node(j int, lam, llm float64) bool {
 	k := float64(j - fitSide)
 	c := g.a*k*g.h - g.b*(lam-g.lam[fitSide]) - llm
 	d := g.a - g.b*lam
-	prod := c <= 600
+	prod := c <= 600 && g.integral
 	v, lv := 1.0, c
 	for i, t := range g.ts {
 		y := lam * t

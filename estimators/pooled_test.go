@@ -491,3 +491,38 @@ func BenchmarkPooledEstimateInMiss(b *testing.B) {
 	}
 	b.ReportMetric(float64((cputime.Process()-c0).Nanoseconds())/float64(n), "cpu-ns/estimate")
 }
+
+// BenchmarkPooledDependentIn is the pooled interval on the flags' factor
+// (dependence_pool.go R12) at D = 1.7, over pooledObjects under the
+// priors of BenchmarkPooledEstimateInMiss: CPU ns per estimate, beside the
+// pooled estimate itself (BenchmarkPooledEstimateInMiss).
+func BenchmarkPooledDependentIn(b *testing.B) {
+	cfg := mustCfg(b)
+	objs := pooledObjects()
+	var scratch Estimates
+	type pe struct {
+		e     Estimate
+		prior GammaPrior
+		c     *Change
+	}
+	var es []pe
+	for _, shape := range []float64{0.4, 2.5, 4, 10} {
+		prior := GammaPrior{Shape: shape, Rate: shape * 20 * day}
+		for _, c := range objs {
+			if e, ok := c.PooledEstimateIn(prior, 0, cfg, nil); ok && e.HasCI {
+				es = append(es, pe{e, prior, c})
+			}
+		}
+	}
+	n := 0
+	c0 := cputime.Process()
+	for b.Loop() {
+		for _, x := range es {
+			p := x.prior
+			p.Shape *= 1 + 1e-9*float64(n%1000003)
+			x.c.PooledDependentIn(x.e, p, 1.7, cfg, &scratch)
+			n++
+		}
+	}
+	b.ReportMetric(float64((cputime.Process()-c0).Nanoseconds())/float64(n), "cpu-ns/estimate")
+}
