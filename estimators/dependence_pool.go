@@ -184,15 +184,17 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 // which for the existence-of-change likelihood log L = Σ_i w_i·log(1 −
 // e^{−λt_i}) − λU (CGM App. C, over the changed-interval buckets) is the
 // power L^{1/D}: every bucket's count w_i and the unchanged time U
-// divided by D (the composite-likelihood adjustment of Pace, Salvan &
-// Sartori, Canad. J. Statist. 39, 2011, with the design effect as its
-// scale). The published interval is the equal-tailed interval of
+// divided by D, which divides the likelihood's curvature, its
+// information, by D (a scaled composite likelihood; Varin, Reid & Firth,
+// Statistica Sinica 21, 2011). The published interval is the
+// equal-tailed interval of
 //
 //	prior(λ)·L(λ)^{1/D},                                                 (R12)
 //
 // (the conjugate Gamma(α, β + U/D) without a change, the fitted grid of
-// pooled_fit.go otherwise, as PooledEstimate's), and the point the pooled estimate's own
-// mean, as (D4) keeps each estimator's point; D is (R11)'s. Where the
+// pooled_fit.go otherwise, as PooledEstimate's), and the point the
+// pooled estimate's own mean, as (D4) keeps each estimator's point; D is
+// (R11)'s. Where the
 // evidence is not the flags' (Last-Modified dates, a complete history,
 // every interval changed: pooled.go), or the point falls outside the
 // recomputed interval, the pooled interval is kept.
