@@ -636,8 +636,10 @@ const (
 	// posteriors' (closedloop_temper.go): ω by predictive likelihood, the
 	// span-aged evidence, ω* in hindsight.
 	loopTemperIdx = 13
-	loopSpanIdx   = 14
-	loopStarIdx   = 15
+	// loopUniformIdx is uniform's.
+	loopUniformIdx = 8
+	loopSpanIdx    = 14
+	loopStarIdx    = 15
 )
 
 // loopBudgets are the budgets, visits per page per day.

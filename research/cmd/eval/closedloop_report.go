@@ -117,6 +117,7 @@ func closedLoopSection(e *Env) {
 		res[0][loopPastIdx].freshness, res[1][loopPastIdx].freshness, res[2][loopPastIdx].freshness, agedVsUniform(res), commitNote(w, res))
 	r.P("%s", persistenceNote(w))
 	r.P("%s", temperNote(w, res))
+	r.P("%s", phaseNote(w, cycle, res))
 	r.Verdict("Closed loop ("+historyName(e)+")", "issue 33 target", ours, checks, loopCause(res, newShare))
 	accessLoop(e, w, cycle)
 }

@@ -100,3 +100,31 @@ func TestPersistenceOmega(t *testing.T) {
 		}
 	}
 }
+
+// permuted keeps every page with its own history, past and truth, in
+// another order that depends on the seed alone.
+func TestPermutedWorld(t *testing.T) {
+	w := &loopWorld{S: 10, T1: 20}
+	for i := range 50 {
+		w.names = append(w.names, string(rune('A'+i)))
+		w.ev = append(w.ev, []float64{float64(i) + 0.5})
+		w.truth = append(w.truth, float64(i))
+		w.past = append(w.past, float64(2*i))
+	}
+	p, q := w.permuted(3), w.permuted(3)
+	moved := 0
+	seen := map[string]bool{}
+	for k, n := range p.names {
+		i := int(n[0] - 'A')
+		if p.ev[k][0] != float64(i)+0.5 || p.truth[k] != float64(i) || p.past[k] != float64(2*i) || q.names[k] != n {
+			t.Fatalf("page %s at %d: history %v, truth %g, past %g (other run %s)", n, k, p.ev[k], p.truth[k], p.past[k], q.names[k])
+		}
+		seen[n] = true
+		if k != i {
+			moved++
+		}
+	}
+	if len(seen) != 50 || moved == 0 {
+		t.Errorf("%d distinct pages of 50, %d moved", len(seen), moved)
+	}
+}
