@@ -138,6 +138,12 @@ func persistenceNote(w *loopWorld) string {
 	for k, om := range persistOmegas {
 		cells = append(cells, fmt.Sprintf("ω = %g: %.3f", om, p.ratio[k]))
 	}
+	best := 0
+	for k := range p.ratio {
+		if p.ratio[k] < p.ratio[best] {
+			best = k
+		}
+	}
 	return fmt.Sprintf("**How much of the warm-up year persists.** To first order in λ/f (N/7, N/30), a plan's staleness is Σ λᵢ/(2fᵢ), the plan "+
 		"on a predictor mᵢ of the scored year's rate is fᵢ ∝ √mᵢ, and its staleness relative to uniform's is (Σ√mᵢ)(Σ yᵢ/√mᵢ)/(N·Σ yᵢ) on the "+
 		"scored year's counts yᵢ (closedloop_persist.go Q1; below 1 beats uniform). On the warm-up year's exact counts xᵢ (%s changes; %s in the "+
@@ -145,11 +151,11 @@ func persistenceNote(w *loopWorld) string {
 		"prior, Gamma(α + ωx, β + ω)): %s; a page's own posterior mean without the prior (x + ½): %.3f; the two years' exact counts (hindsight): %.3f. "+
 		"The scored year's rate on the pages that changed in the warm-up year is %.2f times that on the others (%.0f %% of the pages, %.0f %% of the "+
 		"scored year's changes). The least-squares slope of y on x gives the year-ahead weight of a page's evidence, ω* = %.3f (Q2): a year "+
-		"of evidence persists at about %s of what a stationary rate assumes (ω = 1), so the most that the warm-up year's exact counts can buy over "+
-		"uniform is a few per cent of its staleness, and ω = 1 (the stationary pooled posterior) costs %.0f %% more than uniform. The crawler sees "+
-		"less than the exact counts (changes only at visits).",
+		"of evidence persists at about %s of what a stationary rate assumes (ω = 1, the stationary pooled posterior: %.3f times uniform's "+
+		"staleness); the least ratio of the table, %.3f at ω = %g, is the most the warm-up year's exact counts buy over uniform to first order. "+
+		"The crawler sees less than the exact counts (changes only at visits).",
 		commas(int(p.year1)), commas(int(p.year2)), p.shape, strings.Join(cells, ", "), p.own, p.truth, p.quietRatio2, 100*p.quietPages,
-		100*p.quietShare, p.omega, fractionWord(p.omega), 100*(p.ratio[len(p.ratio)-1]-1))
+		100*p.quietShare, p.omega, fractionWord(p.omega), p.ratio[len(p.ratio)-1], p.ratio[best], persistOmegas[best])
 }
 
 // fractionWord names a fraction ≤ 1 as "n-th" (1/n rounded).

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/plan"
@@ -202,14 +203,20 @@ func temperNote(w *loopWorld, res [][]loopResult) string {
 			if chosen != "" {
 				chosen += ", "
 			}
-			parts = append(parts, fmt.Sprintf("%s %.4f (%s%.1f %% of visits on warm-up-quiet pages; best baseline %+.4f)", bl.label, x.freshness, chosen,
+			parts = append(parts, fmt.Sprintf("%s %.4f (%s%.1f %% of visits on warm-up-quiet pages; against the best baseline %+.4f)", bl.label, x.freshness, chosen,
 				100*x.quietVisits, x.freshness-best))
 		}
 		return joinSemi(parts)
 	}
-	star := ""
+	star, cmp := "", ""
 	if p, ok := w.persistence(); ok {
 		star = fmt.Sprintf(" (ω* = %.3f)", p.omega)
+		var picked []string
+		for b, bl := range loopBudgets {
+			picked = append(picked, fmt.Sprintf("%.2g at %s", res[b][loopTemperIdx].omega, bl.label))
+		}
+		cmp = fmt.Sprintf(" The visits' predictive likelihood picks ω %s against the year-ahead ω* %.3f: it predicts a visit's outcome over "+
+			"the visit's own interval, the plan's freshness is spent over the months after.", strings.Join(picked, ", "), p.omega)
 	}
 	return fmt.Sprintf("**Planning on a predictive that drifts (closedloop_temper.go).** The plan's objective already integrates over each "+
 		"page's Gamma posterior (plan/posterior.go: E[F] = f·β(1 − (1 + 1/(fβ))^{1−α})/(α − 1), KKT in plan.Allocate); what it lacks is a posterior of "+
@@ -217,7 +224,6 @@ func temperNote(w *loopWorld, res [][]loopResult) string {
 		"(stabilised forgetting, T1), or age it at a rate κ as if spread evenly over the page's span, ω = (1 − e^{−κT})/(κT) (T2), both from the O(1) "+
 		"evidence the product keeps per page, with ω or κ chosen by the population's one-step predictive likelihood of every visit's outcome, as the "+
 		"aged row chooses κ. Tempered, ω by predictive likelihood: %s. Span-aged, κ by predictive likelihood: %s. Tempered at the year-ahead ω*%s, "+
-		"known only in hindsight: %s. The visits' predictive likelihood picks a weight several times the year-ahead one: a visit's outcome is predicted "+
-		"over its own interval, where a page's recent changes still count, while the plan's freshness is spent over the months after.",
-		row(loopTemperIdx), row(loopSpanIdx), star, row(loopStarIdx))
+		"known only in hindsight: %s.%s",
+		row(loopTemperIdx), row(loopSpanIdx), star, row(loopStarIdx), cmp)
 }
