@@ -121,6 +121,8 @@ type loopState struct {
 	// prod is the aggregator's state of the product policy
 	// (closedloop_product.go; nil for the others).
 	prod *productState
+	// temper is the tempered policies' state (closedloop_temper.go).
+	temper *temperState
 }
 
 // rates returns every page's planning rate from its own estimate (without
@@ -231,8 +233,13 @@ type allocPolicy struct {
 	// year's true rates from the scored year's start (the warm-up year on
 	// uniform rates).
 	truth, past bool
-	f           []float64
-	pastOn      bool
+	// tempered plans on Gamma(α₀ + ωX, β₀ + ωE) (closedloop_temper.go),
+	// ω = temper (< 0: by predictive likelihood); temperPoint at its mean.
+	tempered, temperPoint bool
+	temperSpan            bool
+	temper                float64
+	f                     []float64
+	pastOn                bool
 	// predicted is the last plan's expected freshness (plan.Allocate's).
 	predicted float64
 }
@@ -253,7 +260,7 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 		for i := range rates {
 			rates[i] = 1 // uniform until the warm-up year is known
 		}
-	case p.posterior, p.aged, p.product:
+	case p.posterior, p.aged, p.product, p.tempered:
 	default:
 		rates = st.rates(now)
 	}
@@ -261,6 +268,9 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 	switch {
 	case p.product:
 		pages = st.prod.pages(st, p.ownInterval)
+	case p.tempered:
+		st.temper.refit(st)
+		pages = st.temper.pages(st, p.temper, p.temperPoint)
 	case p.aged:
 		st.aged.refit(st)
 		pages = st.aged.pages(now, len(st.est))
@@ -378,6 +388,8 @@ type loopResult struct {
 	// quietFresh and activeFresh are the freshness (unweighted) of the
 	// pages with no change in the warm-up year and of the others.
 	quietFresh, activeFresh float64
+	// omega is the tempered policies' ω at the end.
+	omega float64
 }
 
 // dueHeap orders pages by next fetch time (then index).
@@ -491,6 +503,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 	if a, ok := pol.(*allocPolicy); ok && a.aged {
 		st.aged = newAgedState(n)
 	}
+	if a, ok := pol.(*allocPolicy); ok && a.tempered {
+		st.temper = &temperState{span: a.temperSpan}
+	}
 	pol.replan(w.T0, st)
 	rebuild()
 	nextPlan := w.T0 + cycle
@@ -518,6 +533,9 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 		}
 		if st.prod != nil {
 			st.prod.observe(w.names[i], i, t, changed)
+		}
+		if st.temper != nil {
+			st.temper.observe(st, i, t-st.last[i], changed)
 		}
 		st.est[i].Visit(estimators.Visit{Time: t, Changed: changed})
 		st.last[i] = t
@@ -562,6 +580,12 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 	if st.prod != nil {
 		res.mix = st.prod.last
 	}
+	if st.temper != nil {
+		res.omega = st.temper.best()
+		if st.temper.span {
+			res.halfLife = math.Ln2 / st.temper.bestKappa() / loopDay
+		}
+	}
 	if res.visits > 0 {
 		res.quietVisits /= float64(res.visits)
 	}
@@ -585,6 +609,9 @@ func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 		stormPolicy(),
 		&allocPolicy{label: "freshness on the true rates", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, truth: true},
 		&allocPolicy{label: "freshness on the warm-up year's true rates", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, past: true},
+		&allocPolicy{label: "freshness, tempered posterior (ω by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, tempered: true, temper: -1},
+		&allocPolicy{label: "freshness, evidence aged over its span (κ by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, tempered: true, temperSpan: true},
+		&allocPolicy{label: "freshness, tempered posterior at the year-ahead ω* (hindsight: both years)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, tempered: true, temper: temperHindsight},
 	}, 0
 }
 
@@ -605,6 +632,14 @@ const (
 	loopOwnIdx      = 1
 	loopPooledIdx   = 3
 	loopIntervalIdx = 4
+	// loopTemperIdx, loopSpanIdx and loopStarIdx are the tempered
+	// posteriors' (closedloop_temper.go): ω by predictive likelihood, the
+	// span-aged evidence, ω* in hindsight.
+	loopTemperIdx = 13
+	// loopUniformIdx is uniform's.
+	loopUniformIdx = 8
+	loopSpanIdx    = 14
+	loopStarIdx    = 15
 )
 
 // loopBudgets are the budgets, visits per page per day.

@@ -115,6 +115,9 @@ func closedLoopSection(e *Env) {
 		"Letting the evidence age accounts for it, at the rate the crawler's own visits support (the fitted half-lives above). "+
 		"Planned on that aged posterior, freshness is %s. %s", 100*newShare,
 		res[0][loopPastIdx].freshness, res[1][loopPastIdx].freshness, res[2][loopPastIdx].freshness, agedVsUniform(res), commitNote(w, res))
+	r.P("%s", persistenceNote(w))
+	r.P("%s", temperNote(w, res))
+	r.P("%s", phaseNote(w, cycle, res))
 	r.Verdict("Closed loop ("+historyName(e)+")", "issue 33 target", ours, checks, loopCause(res, newShare))
 	accessLoop(e, w, cycle)
 }
