@@ -29,36 +29,21 @@ import (
 func truthLog(seed uint64, n, days int) ([]byte, map[string]float64) {
 	r := rand.New(rand.NewPCG(seed, 99))
 	truth := map[string]float64{}
-	type ev struct {
-		t   float64
-		obs records.Observation
-	}
-	var evs []ev
+	var evs []timedObs
 	span := float64(days) * 86400
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("http://site%d.example/page/%d", i%7, i)
 		// Mean change intervals log-uniform between 3 hours and 5 days.
 		mean := 3 * 3600 * math.Exp(r.Float64()*math.Log(40))
 		truth[name] = 1 / mean
-		version, next := 0, r.ExpFloat64()*mean
+		next := r.ExpFloat64() * mean
+		var ts []float64
 		for t := r.Float64() * 3600; t < span; t += 3600 {
-			for next <= t {
-				version++
-				next += r.ExpFloat64() * mean
-			}
-			evs = append(evs, ev{t, records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
-				Digest: fmt.Sprintf("sha1:%d", version), Format: "jsonl"}})
+			ts = append(ts, t)
 		}
+		evs = appendVisits(evs, name, ts, next, func() float64 { return r.ExpFloat64() * mean })
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, e := range evs {
-		if err := enc.Encode(e.obs); err != nil {
-			panic(err)
-		}
-	}
-	return buf.Bytes(), truth
+	return encodeLog(evs), truth
 }
 
 func newTestProcessor(t *testing.T, cfg Config, store state.Store) (*Processor, *stream.MemorySink) {

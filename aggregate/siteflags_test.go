@@ -3,18 +3,14 @@ package aggregate
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/changerate/changerate/estimators"
-	"github.com/changerate/changerate/records"
 )
 
 // burstySiteLog is one site of n pages crawled daily for days days whose
@@ -27,36 +23,15 @@ func burstySiteLog(seed uint64, n, days int) []byte {
 	const shape, mean = 0.5, 3 * 86400.0
 	scale := mean / math.Gamma(1+1/shape)
 	draw := func() float64 { return scale * math.Pow(r.ExpFloat64(), 1/shape) }
-	type ev struct {
-		t   float64
-		obs records.Observation
-	}
-	var evs []ev
+	var evs []timedObs
 	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("http://bursty.example/p/%d", i)
-		version, next := 0, -50*mean
+		next := -50 * mean // the renewal process run in before the first visit
 		for next <= 0 {
 			next += draw()
 		}
-		for d := 0; d <= days; d++ {
-			t := float64(d)*86400 + 60*float64(i)
-			for next <= t {
-				version++
-				next += draw()
-			}
-			evs = append(evs, ev{t, records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
-				Digest: fmt.Sprintf("sha1:%d", version), Format: "jsonl"}})
-		}
+		evs = appendVisits(evs, fmt.Sprintf("http://bursty.example/p/%d", i), dailyVisits(days, 60*float64(i)), next, draw)
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, e := range evs {
-		if err := enc.Encode(e.obs); err != nil {
-			panic(err)
-		}
-	}
-	return buf.Bytes()
+	return encodeLog(evs)
 }
 
 // TestSiteSpacingFactor: the site's spacing sums (estimators/

@@ -24,35 +24,15 @@ import (
 func slowSiteLog(seed uint64, n, days int) ([]byte, map[string]float64) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	truth := map[string]float64{}
-	type ev struct {
-		t   float64
-		obs records.Observation
-	}
-	var evs []ev
+	var evs []timedObs
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("http://slow.example/p/%d", i)
 		rate := math.Exp(0.5*r.NormFloat64()) / (30 * 86400)
 		truth[name] = rate
-		version, next := 0, r.ExpFloat64()/rate
-		for d := 0; d <= days; d++ {
-			t := float64(d)*86400 + 60*float64(i)
-			for next <= t {
-				version++
-				next += r.ExpFloat64() / rate
-			}
-			evs = append(evs, ev{t, records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
-				Digest: fmt.Sprintf("sha1:%d", version), Format: "jsonl"}})
-		}
+		evs = appendVisits(evs, name, dailyVisits(days, 60*float64(i)), r.ExpFloat64()/rate,
+			func() float64 { return r.ExpFloat64() / rate })
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, e := range evs {
-		if err := enc.Encode(e.obs); err != nil {
-			panic(err)
-		}
-	}
-	return buf.Bytes(), truth
+	return encodeLog(evs), truth
 }
 
 // TestSitePriorStored: an object with fewer than estimators.PooledMaxChanges changes
