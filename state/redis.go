@@ -275,7 +275,24 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 		return dst, nil
 	}
 	if r.buckets {
-		return r.getBuckets(ctx, p, objects, dst)
+		return r.getBuckets(ctx, p, objects, nil, dst)
+	}
+	return r.getKeys(ctx, p, r.tag(p), objects, dst)
+}
+
+// GetDigests implements DigestGetter.
+func (r *Redis) GetDigests(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
+	if len(digests) != len(objects) {
+		return dst, fmt.Errorf("state: get %v: %d digests for %d objects", p, len(digests), len(objects))
+	}
+	if err := p.validate(); err != nil {
+		return dst, err
+	}
+	if len(objects) == 0 {
+		return dst, nil
+	}
+	if r.buckets {
+		return r.getBuckets(ctx, p, objects, digests, dst)
 	}
 	return r.getKeys(ctx, p, r.tag(p), objects, dst)
 }

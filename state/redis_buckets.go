@@ -51,10 +51,10 @@ func bucketKey(tag string, b, nb int) string {
 	return string(buf)
 }
 
-// fieldOf returns the bucket and field of object under tag.
-func fieldOf(tag, object string, nb int) (int, string) {
-	h := objectHash(object)
-	return bucketOf(&h, nb), string(h[:compactKeyLen-len(tag)])
+// fieldOf returns the bucket and field under tag of the object with
+// digest d.
+func fieldOf(tag string, d Digest, nb int) (int, string) {
+	return bucketOf(d[:], nb), string(d[:compactKeyLen-len(tag)])
 }
 
 // BucketKey returns the bucket key and the field of object in p, for
@@ -74,7 +74,7 @@ func (r *Redis) BucketKey(ctx context.Context, p Partition, object string) (key,
 		nb = r.cfg.Buckets
 	}
 	tag := r.tag(p)
-	b, f := fieldOf(tag, object, nb)
+	b, f := fieldOf(tag, DigestOf(object), nb)
 	return bucketKey(tag, b, nb), f, nil
 }
 
@@ -180,7 +180,7 @@ func (r *Redis) claimBuckets(ctx context.Context, op string, p Partition, epoch 
 // dropping the stamps and idle values. A partition without a bucket count
 // (never claimed in this layout) is read in the previous release's
 // per-object keys.
-func (r *Redis) getBuckets(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error) {
+func (r *Redis) getBuckets(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
 	rp, err := r.part(ctx, p)
 	if err != nil {
 		return dst, fmt.Errorf("state: get %v: %w", p, err)
@@ -197,7 +197,11 @@ func (r *Redis) getBuckets(ctx context.Context, p Partition, objects []string, d
 	byBucket := map[int][]int{}
 	var order []int
 	for i, o := range objects {
-		b, f := fieldOf(tag, o, rp.nb)
+		var d Digest
+		if digests != nil {
+			d = digests[i]
+		}
+		b, f := fieldOf(tag, digestOr(d, o), rp.nb)
 		locs[i] = loc{b, f}
 		if _, ok := byBucket[b]; !ok {
 			order = append(order, b)
