@@ -280,23 +280,6 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 	return r.getKeys(ctx, p, r.tag(p), objects, dst)
 }
 
-// GetDigests implements DigestGetter.
-func (r *Redis) GetDigests(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
-	if len(digests) != len(objects) {
-		return dst, fmt.Errorf("state: get %v: %d digests for %d objects", p, len(digests), len(objects))
-	}
-	if err := p.validate(); err != nil {
-		return dst, err
-	}
-	if len(objects) == 0 {
-		return dst, nil
-	}
-	if r.buckets {
-		return r.getBuckets(ctx, p, objects, digests, dst)
-	}
-	return r.getKeys(ctx, p, r.tag(p), objects, dst)
-}
-
 // getKeys reads objects in the per-object layout with one MGET (all keys
 // are in one slot).
 func (r *Redis) getKeys(ctx context.Context, p Partition, tag string, objects []string, dst [][]byte) ([][]byte, error) {

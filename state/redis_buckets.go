@@ -178,6 +178,23 @@ func (r *Redis) claimBuckets(ctx context.Context, op string, p Partition, epoch 
 	return parseNext(op, p, next)
 }
 
+// GetDigests implements DigestGetter.
+func (r *Redis) GetDigests(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
+	if len(digests) != len(objects) {
+		return dst, fmt.Errorf("state: get %v: %d digests for %d objects", p, len(digests), len(objects))
+	}
+	if err := p.validate(); err != nil {
+		return dst, err
+	}
+	if len(objects) == 0 {
+		return dst, nil
+	}
+	if r.buckets {
+		return r.getBuckets(ctx, p, objects, digests, dst)
+	}
+	return r.getKeys(ctx, p, r.tag(p), objects, dst)
+}
+
 // getBuckets reads objects with one HMGET per touched bucket (pipelined),
 // dropping the stamps and idle values. A partition without a bucket count
 // (never claimed in this layout) is read in the previous release's
