@@ -36,8 +36,9 @@ import (
 
 // evictedState is an uncommitted state evicted from the cache.
 type evictedState struct {
-	seq uint64
-	enc []byte
+	seq    uint64
+	enc    []byte
+	digest state.Digest
 }
 
 // pending is one object of a batch: its cache entry, worked on in place.
@@ -87,6 +88,7 @@ type prepBufs struct {
 	idx     map[string]int32
 	objs    []pending
 	misses  []string
+	digests []state.Digest // of misses
 	missIdx []int32
 	vals    [][]byte
 	objects batchObjects
@@ -148,7 +150,7 @@ func (pb *prepBufs) reset() {
 	clear(pb.vals)
 	clear(pb.idx)
 	pb.obs, pb.offs, pb.order, pb.objs = pb.obs[:0], pb.offs[:0], pb.order[:0], pb.objs[:0]
-	pb.misses, pb.missIdx, pb.vals = pb.misses[:0], pb.missIdx[:0], pb.vals[:0]
+	pb.misses, pb.digests, pb.missIdx, pb.vals = pb.misses[:0], pb.digests[:0], pb.missIdx[:0], pb.vals[:0]
 	pb.objects.reset()
 }
 
@@ -234,7 +236,7 @@ func (w *worker) lookupHash(name string, h uint64) (*entry, bool) {
 	if len(w.evicted) > 0 {
 		if ev, ok := w.evicted[name]; ok {
 			delete(w.evicted, name)
-			e := w.cache.add(name)
+			e := w.cache.add(name, ev.digest)
 			e.seq = ev.seq
 			w.cache.setEnc(e, ev.enc)
 			return e, true
@@ -251,7 +253,7 @@ func (w *worker) trimCache() {
 			if w.evicted == nil {
 				w.evicted = map[string]evictedState{}
 			}
-			w.evicted[w.cache.name(e)] = evictedState{seq: e.seq, enc: bytes.Clone(w.cache.enc(e))}
+			w.evicted[w.cache.name(e)] = evictedState{seq: e.seq, enc: bytes.Clone(w.cache.enc(e)), digest: e.digest}
 		}
 	})
 }
@@ -471,6 +473,7 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 			// loaded once the store was read.
 			b.objs = append(b.objs, pending{name: o.Object, site: Site(o.Object), obj: b.objects.next(&w.cache.budget.chunks)})
 			b.misses = append(b.misses, o.Object)
+			b.digests = append(b.digests, state.DigestOf(o.Object))
 			b.missIdx = append(b.missIdx, j)
 		}
 		b.order = append(b.order, j)
@@ -482,7 +485,11 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 		err := w.retryRead(func() (err error) {
 			t0 := time.Now()
 			w.storeMu.Lock()
-			vals, err = p.store.Get(ctx, w.part, b.misses, b.vals[:0])
+			if dg, ok := p.store.(state.DigestGetter); ok {
+				vals, err = dg.GetDigests(ctx, w.part, b.misses, b.digests, b.vals[:0])
+			} else {
+				vals, err = p.store.Get(ctx, w.part, b.misses, b.vals[:0])
+			}
 			w.storeMu.Unlock()
 			if vals != nil {
 				b.vals = vals
@@ -498,7 +505,7 @@ func (w *worker) load(ctx context.Context, b *batchWork) error {
 		}
 		for k, v := range vals {
 			pd := &b.objs[b.missIdx[k]]
-			pd.e = w.cache.add(pd.name)
+			pd.e = w.cache.add(pd.name, b.digests[k])
 			if v == nil {
 				p.stats.objects.Add(1)
 			} else {
@@ -643,7 +650,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		b.enc = pd.obj.AppendBinary(b.enc)
 		w.cache.setEnc(pd.e, b.enc[start:])
 		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
-		b.writes = append(b.writes, state.Write{Object: pd.name, KeepExpiry: exp.keep(pd.e)})
+		b.writes = append(b.writes, state.Write{Object: pd.name, KeepExpiry: exp.keep(pd.e), Digest: pd.e.digest})
 		b.ends = append(b.ends, len(b.enc))
 	}
 	for c := range b.objects.chunks {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/changerate/changerate/state"
 )
 
 // TestCacheBudget checks the byte accounting and the shared budget: the
@@ -21,7 +23,7 @@ func TestCacheBudget(t *testing.T) {
 	a, b := newCache(0, budget), newCache(0, budget)
 	fill := func(c *cache, prefix string, n int) {
 		for i := 0; i < n; i++ {
-			e := c.add(fmt.Sprintf("%s%019d", prefix, i))
+			e := c.add(fmt.Sprintf("%s%019d", prefix, i), state.Digest{})
 			obj, err := c.load(e)
 			if err != nil {
 				t.Fatal(err)
@@ -72,7 +74,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	states := liveStates()[:300]
 	c := newCache(0, nil)
 	for i := range states {
-		e := c.add(fmt.Sprint(i))
+		e := c.add(fmt.Sprint(i), state.Digest{})
 		obj, _ := c.load(e)
 		c.store(e, obj, states[i].AppendBinary(nil))
 	}
@@ -112,7 +114,7 @@ func BenchmarkCacheBytesPerObject(b *testing.B) {
 		runtime.ReadMemStats(&ms0)
 		c := newCache(0, nil)
 		for i, name := range names {
-			e := c.add(name)
+			e := c.add(name, state.Digest{})
 			obj, _ := c.load(e)
 			c.store(e, obj, encs[i%len(encs)])
 		}
@@ -195,7 +197,7 @@ func TestCacheAgainstReference(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				name += strings.Repeat("x", 70000)
 			}
-			e := c.add(name)
+			e := c.add(name, state.Digest{})
 			ref[name] = nil
 			touch(name)
 			if enc := randBytes(size()); rng.IntN(2) == 0 {
@@ -260,7 +262,7 @@ func TestCacheCompacts(t *testing.T) {
 	set := func(name string, n int) {
 		e, ok := c.entry(name)
 		if !ok {
-			e = c.add(name)
+			e = c.add(name, state.Digest{})
 		}
 		enc := make([]byte, n)
 		for i := range enc {
@@ -303,8 +305,8 @@ func TestCacheCompacts(t *testing.T) {
 
 // TestEntrySize pins the entry's size that EntryOverheadBytes counts.
 func TestEntrySize(t *testing.T) {
-	if got := unsafe.Sizeof(entry{}); got != 56 {
-		t.Errorf("entry is %d bytes; EntryOverheadBytes counts 56", got)
+	if got := unsafe.Sizeof(entry{}); got != 64 {
+		t.Errorf("entry is %d bytes; EntryOverheadBytes counts 64", got)
 	}
 	if r := makeSlabRef(slabBig, 1<<32-2); r.class() != slabBig || r.index() != 1<<32-2 {
 		t.Errorf("slabRef round trip: class %d index %d", r.class(), r.index())

@@ -325,12 +325,18 @@ func (d *fastDecoder) strValue() (string, bool) {
 	return string(s), true
 }
 
-// timeValue decodes a string with time.Time's own UnmarshalJSON, as
-// encoding/json does.
+// timeValue decodes a string as time.Time's own UnmarshalJSON does, as
+// encoding/json does: its usual UTC form by parseTimeUTC, anything else by
+// UnmarshalJSON itself.
 func (d *fastDecoder) timeValue(t *time.Time) bool {
 	start := d.i
-	if _, ok := d.str(); !ok {
+	s, ok := d.str()
+	if !ok {
 		return false
+	}
+	if tm, ok := parseTimeUTC(s); ok {
+		*t = tm
+		return true
 	}
 	return t.UnmarshalJSON(d.b[start:d.i]) == nil
 }

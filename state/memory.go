@@ -112,16 +112,16 @@ func (m *Memory) part(p Partition) *memPart {
 	return mp
 }
 
-// bucket returns the bucket map of object (nil if it has none yet).
-func (mp *memPart) bucket(object string) *map[string]memEntry {
-	h := objectHash(object)
-	return &mp.buckets[bucketOf(&h, len(mp.buckets))]
+// bucket returns the bucket map of the object with digest d (nil if it
+// has none yet).
+func (mp *memPart) bucket(d Digest) *map[string]memEntry {
+	return &mp.buckets[bucketOf(d[:], len(mp.buckets))]
 }
 
-// live returns the entry of object if it exists and is not idle at now
-// (Unix ms). An idle entry stays until a sweep deletes it, as in Redis.
-func (m *Memory) live(mp *memPart, object string, now int64) (memEntry, bool) {
-	e, ok := (*mp.bucket(object))[object]
+// live returns the entry of object (digest d) if it exists and is not
+// idle at now (Unix ms). An idle entry stays until a sweep deletes it, as in Redis.
+func (m *Memory) live(mp *memPart, object string, d Digest, now int64) (memEntry, bool) {
+	e, ok := (*mp.bucket(d))[object]
 	if !ok || idleAt(e.stamp, now, m.cfg.IdleTTL.Milliseconds()) {
 		return memEntry{}, false
 	}
@@ -175,6 +175,19 @@ func (m *Memory) Takeover(ctx context.Context, p Partition, epoch int64) (int64,
 
 // Get implements Store.
 func (m *Memory) Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error) {
+	return m.get(ctx, p, objects, nil, dst)
+}
+
+// GetDigests implements DigestGetter.
+func (m *Memory) GetDigests(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
+	if len(digests) != len(objects) {
+		return dst, fmt.Errorf("state: get %v: %d digests for %d objects", p, len(digests), len(objects))
+	}
+	return m.get(ctx, p, objects, digests, dst)
+}
+
+// get is Get with the objects' digests (nil: none).
+func (m *Memory) get(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
 	if err := p.validate(); err != nil {
 		return dst, err
 	}
@@ -185,12 +198,16 @@ func (m *Memory) Get(ctx context.Context, p Partition, objects []string, dst [][
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mp := m.parts[p]
-	for _, o := range objects {
+	for i, o := range objects {
 		if mp == nil {
 			dst = append(dst, nil)
 			continue
 		}
-		e, ok := m.live(mp, o, now)
+		var d Digest
+		if digests != nil {
+			d = digests[i]
+		}
+		e, ok := m.live(mp, o, digestOr(d, o), now)
 		if !ok {
 			dst = append(dst, nil)
 			continue
@@ -225,7 +242,7 @@ func (m *Memory) Commit(ctx context.Context, p Partition, epoch, from, to int64,
 		return fmt.Errorf("state: commit %v from offset %d, stored %d: %w", p, from, mp.next, ErrOffsetMismatch)
 	}
 	for _, w := range writes {
-		b := mp.bucket(w.Object)
+		b := mp.bucket(digestOr(w.Digest, w.Object))
 		if w.Value == nil {
 			delete(*b, w.Object)
 			continue

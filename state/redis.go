@@ -275,7 +275,7 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 		return dst, nil
 	}
 	if r.buckets {
-		return r.getBuckets(ctx, p, objects, dst)
+		return r.getBuckets(ctx, p, objects, nil, dst)
 	}
 	return r.getKeys(ctx, p, r.tag(p), objects, dst)
 }

@@ -123,10 +123,10 @@ func (pl *commitPlan) plan(tag string, nb int, now int64, writes []Write) {
 	ib, bb := uint(bits.Len(uint(len(writes)))), uint(bits.Len(uint(nb)))
 	kb := 64 - ib - bb // ≥ 13: nb ≤ MaxBuckets, len(writes) < 2³²
 	for i := range writes {
-		h := objectHash(writes[i].Object)
-		copy(fieldBytes[i*fl:], h[:fl])
-		k := binary.BigEndian.Uint64(h[4:12]) >> (64 - kb)
-		keys[i] = uint64(bucketOf(&h, nb))<<(64-bb) | k<<ib | uint64(i)
+		d := digestOr(writes[i].Digest, writes[i].Object)
+		copy(fieldBytes[i*fl:], d[:fl])
+		k := binary.BigEndian.Uint64(d[4:12]) >> (64 - kb)
+		keys[i] = uint64(bucketOf(d[:], nb))<<(64-bb) | k<<ib | uint64(i)
 	}
 	// Not written again until the plan is reused.
 	allFields := unsafe.String(unsafe.SliceData(fieldBytes), len(fieldBytes))

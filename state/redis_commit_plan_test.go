@@ -12,7 +12,8 @@ import (
 // bucket): the same last write of each object, each with its stamp and
 // value or as a delete, in the bucket its key names, every bucket once
 // and in ascending order; with duplicate objects, deletes, empty values
-// and one plan reused across commits of different sizes.
+// and one plan reused across commits of different sizes; half the writes
+// carry their Digest, the others leave it to the plan.
 func TestCommitPlanAgainstMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 1))
 	const tag = "{Xab}"
@@ -24,6 +25,9 @@ func TestCommitPlanAgainstMap(t *testing.T) {
 		writes := make([]Write, n)
 		for i := range writes {
 			writes[i].Object = fmt.Sprintf("https://e%d.example.org/p%d", rng.IntN(5), rng.IntN(n/2+1))
+			if rng.IntN(2) == 0 {
+				writes[i].Digest = DigestOf(writes[i].Object)
+			}
 			switch rng.IntN(5) {
 			case 0: // delete
 			case 1:
@@ -40,7 +44,7 @@ func TestCommitPlanAgainstMap(t *testing.T) {
 		}
 		last := map[string]want{}
 		for i, w := range writes {
-			b, f := fieldOf(tag, w.Object, nb)
+			b, f := fieldOf(tag, DigestOf(w.Object), nb)
 			last[f] = want{b, i}
 		}
 		seen := map[string]bool{}

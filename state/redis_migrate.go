@@ -45,9 +45,8 @@ func (r *Redis) migrate(ctx context.Context, p Partition, epoch int64, nb int) (
 		args := []any{strconv.FormatInt(epoch, 10), strconv.Itoa(len(keys)), strconv.FormatInt(unixMS(r.now()), 10), strconv.FormatInt(ttl, 10)}
 		for _, k := range keys {
 			field := k[len(tag):]
-			var h [32]byte
-			copy(h[:], field) // the field is the hash's first bytes: bucketOf reads 4 of them
-			key := bucketKey(tag, bucketOf(&h, nb), nb)
+			// The field is the hash's first bytes: bucketOf reads 4 of them.
+			key := bucketKey(tag, bucketOf([]byte(field), nb), nb)
 			i, ok := bk[key]
 			if !ok {
 				bkeys = append(bkeys, key)

@@ -74,6 +74,18 @@ type Write struct {
 	// anyway. Refreshing an expiry is the most expensive part of a Redis
 	// write (the expires table: about a third of a SET's cost).
 	KeepExpiry bool
+	// Digest is DigestOf(Object), or the zero Digest: the store then
+	// computes it. A Digest of another name writes the value under that
+	// name's field.
+	Digest Digest
+}
+
+// DigestGetter is a Store that can read objects whose digests the caller
+// computed (DigestOf): GetDigests is Get with digests[i] the Digest of
+// objects[i] (or the zero Digest), which saves the store hashing the
+// names again.
+type DigestGetter interface {
+	GetDigests(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error)
 }
 
 // Store is the aggregator's state. Implementations are safe for concurrent
