@@ -46,14 +46,29 @@ func newAgedState(n int) *agedState {
 }
 
 // refit fits the population's prior to every page's evidence.
-func (a *agedState) refit(st *loopState) {
+func (a *agedState) refit(st *loopState) { a.prior, a.havePrior = st.populationPrior() }
+
+// populationPrior is the gamma prior fitted by moments to every page's
+// evidence (estimators.PoolStats).
+func (st *loopState) populationPrior() (estimators.GammaPrior, bool) {
 	var ps estimators.PoolStats
 	for i := range st.est {
 		if ev, ok := st.est[i].Evidence(st.cfg); ok {
 			ps.Add(ev, 1)
 		}
 	}
-	a.prior, a.havePrior = ps.Prior()
+	return ps.Prior()
+}
+
+// argmax is the index of xs's largest value (the first of equals).
+func argmax(xs []float64) int {
+	k := 0
+	for j, v := range xs {
+		if v > xs[k] {
+			k = j
+		}
+	}
+	return k
 }
 
 // observe adds page i's visit interval (last, t] before its estimator

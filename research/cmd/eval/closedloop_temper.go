@@ -73,25 +73,11 @@ func (ts *temperState) bestKappa() float64 {
 	if ts.spanLL == nil {
 		return 0
 	}
-	k := 0
-	for j, v := range ts.spanLL {
-		if v > ts.spanLL[k] {
-			k = j
-		}
-	}
-	return ks[k]
+	return ks[argmax(ts.spanLL)]
 }
 
 // refit fits the population's prior to every page's evidence.
-func (ts *temperState) refit(st *loopState) {
-	var ps estimators.PoolStats
-	for i := range st.est {
-		if ev, ok := st.est[i].Evidence(st.cfg); ok {
-			ps.Add(ev, 1)
-		}
-	}
-	ts.prior, ts.havePrior = ps.Prior()
-}
+func (ts *temperState) refit(st *loopState) { ts.prior, ts.havePrior = st.populationPrior() }
 
 // observe scores page i's visit interval of length d under every ω before
 // its estimator sees it.
@@ -130,13 +116,7 @@ func (ts *temperState) best() float64 {
 	if ts.loglik == nil {
 		return 1
 	}
-	k := 0
-	for j, v := range ts.loglik {
-		if v > ts.loglik[k] {
-			k = j
-		}
-	}
-	return temperGrid[k]
+	return temperGrid[argmax(ts.loglik)]
 }
 
 // pages is every page's tempered posterior (T1) at ω (-1: the best by
