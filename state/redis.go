@@ -266,8 +266,15 @@ func parseNext(op string, p Partition, next string) (int64, error) {
 	return n, nil
 }
 
-// Get implements Store with one MGET (all keys are in one slot).
+// Get implements Store: one HMGET per touched bucket in the bucketed
+// layout, one MGET in the per-object ones (all keys are in one slot).
 func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]byte) ([][]byte, error) {
+	return r.get(ctx, p, objects, nil, dst)
+}
+
+// get is Get with the objects' digests when the caller has them (nil:
+// computed where the layout needs them).
+func (r *Redis) get(ctx context.Context, p Partition, objects []string, digests []Digest, dst [][]byte) ([][]byte, error) {
 	if err := p.validate(); err != nil {
 		return dst, err
 	}
@@ -275,7 +282,7 @@ func (r *Redis) Get(ctx context.Context, p Partition, objects []string, dst [][]
 		return dst, nil
 	}
 	if r.buckets {
-		return r.getBuckets(ctx, p, objects, nil, dst)
+		return r.getBuckets(ctx, p, objects, digests, dst)
 	}
 	return r.getKeys(ctx, p, r.tag(p), objects, dst)
 }

@@ -183,16 +183,7 @@ func (r *Redis) GetDigests(ctx context.Context, p Partition, objects []string, d
 	if len(digests) != len(objects) {
 		return dst, fmt.Errorf("state: get %v: %d digests for %d objects", p, len(digests), len(objects))
 	}
-	if err := p.validate(); err != nil {
-		return dst, err
-	}
-	if len(objects) == 0 {
-		return dst, nil
-	}
-	if r.buckets {
-		return r.getBuckets(ctx, p, objects, digests, dst)
-	}
-	return r.getKeys(ctx, p, r.tag(p), objects, dst)
+	return r.get(ctx, p, objects, digests, dst)
 }
 
 // getBuckets reads objects with one HMGET per touched bucket (pipelined),
