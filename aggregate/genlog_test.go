@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -10,10 +9,13 @@ import (
 	"github.com/changerate/changerate/records"
 )
 
-// timedObs is one generated observation, t seconds after t0.
+// timedObs is one generated observation, t seconds after t0. It holds a
+// pointer: the logs run to hundreds of thousands of observations, and
+// growing and sorting the slice would otherwise move whole observations
+// (most of a test's time under the race detector).
 type timedObs struct {
 	t   float64
-	obs records.Observation
+	obs *records.Observation
 }
 
 // appendVisits appends the visits of page name at the times ts (seconds
@@ -27,7 +29,7 @@ func appendVisits(evs []timedObs, name string, ts []float64, next float64, draw 
 			version++
 			next += draw()
 		}
-		evs = append(evs, timedObs{t, records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
+		evs = append(evs, timedObs{t, &records.Observation{Object: name, Time: t0.Add(time.Duration(t * 1e9)), Kind: records.KindVisit,
 			Digest: fmt.Sprintf("sha1:%d", version), Format: "jsonl"}})
 	}
 	return evs
@@ -43,15 +45,21 @@ func dailyVisits(days int, off float64) []float64 {
 }
 
 // encodeLog orders evs by time (ties in the order generated) and writes
-// them as JSON lines, the form ingest writes.
+// them as JSON lines, the form ingest writes (records.AppendObservationJSON
+// writes json.Marshal's bytes; encoding/json takes what it cannot).
 func encodeLog(evs []timedObs) []byte {
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	var out []byte
 	for _, e := range evs {
-		if err := enc.Encode(e.obs); err != nil {
-			panic(err)
+		line, ok := records.AppendObservationJSON(out, e.obs)
+		if !ok {
+			b, err := json.Marshal(e.obs)
+			if err != nil {
+				panic(err)
+			}
+			line = append(out, b...)
 		}
+		out = append(line, '\n')
 	}
-	return buf.Bytes()
+	return out
 }
