@@ -79,7 +79,9 @@ import "math"
 // its own window, so for gaps heavier-tailed than the window (bursty
 // changes at r ≪ 1) D̄ falls short of the count's D as the single R̂
 // does (docs/eval/HELDOUT.md: the pooled R̂ column); pooling removes the
-// noise of a few spacings, not that bias.
+// noise of a few spacings, not that bias. The site's end spacings sample
+// the long gaps by their length and widen where they show more than R8
+// does (R13–R17, dependence_back.go), up to the window's length.
 
 // FlagPool holds the sums (R7) of a site's spacing factors. The zero
 // value is empty; Add and Remove keep it O(1).
