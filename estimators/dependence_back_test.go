@@ -164,3 +164,59 @@ func TestSiteBackWidening(t *testing.T) {
 		t.Errorf("B̄ = %v, want 1 + 2·40/4 = 21", got)
 	}
 }
+
+// TestOwnWidening: (R18). Under independent flags (p = 0.1, 0.4; 200
+// sites of 30 objects, n = 60) the share of objects whose own R̂ passes the
+// one-sided test is its level 1 − Level within three binomial standard
+// errors (the cube-root approximation of q₁, R6); and a published factor
+// is never below the object's own R̂ where that passes the test. The exact
+// share above q₁ at small n (every arrangement of X changes among 16
+// intervals) is logged: the approximation's tail is lighter there.
+func TestOwnWidening(t *testing.T) {
+	cfg := DefaultConfig()
+	z := cfg.zOneSided()
+	const ne = 16
+	for x := int64(3); x < ne; x += 4 {
+		var above, cnt float64
+		for mask := 0; mask < 1<<ne; mask++ {
+			if int64(bits.OnesCount(uint(mask))) != x {
+				continue
+			}
+			r, se, _ := SpacingDispersion(ne, x, maskSpacingSq(mask, ne))
+			cnt++
+			if r > widenQuantile(se, z) {
+				above++
+			}
+		}
+		t.Logf("n = %d, X = %d: exact share above q₁ %.4f", ne, x, above/cnt)
+	}
+	const n, m, sites = 60, 30, 200
+	for _, p := range []float64{0.1, 0.4} {
+		rng := rand.New(rand.NewPCG(47, uint64(p*10)))
+		w := flagWorld{draw: func(rng *rand.Rand, n int, f func(int, bool)) {
+			for i := 0; i < n; i++ {
+				f(i, rng.Float64() < p)
+			}
+		}}
+		var passed, total int
+		siteWorld(rng, w, sites, m, n, &cfg, func(c *Change, pool *FlagPool) {
+			tm, ok := c.FlagTerm(&cfg)
+			if !ok {
+				return
+			}
+			total++
+			if tm.R > widenQuantile(1/math.Sqrt(tm.U), z) {
+				passed++
+				if got := c.SiteFlagDependence(pool, &cfg); got < min(tm.R, n)*(1-1e-12) {
+					t.Errorf("published D %v below the object's own R̂ %v", got, tm.R)
+				}
+			}
+		})
+		share, level := float64(passed)/float64(total), 1-cfg.Level
+		se := math.Sqrt(level * (1 - level) / float64(total))
+		t.Logf("independent p %.1f: %.4f of %d objects widened by their own R̂", p, share, total)
+		if math.Abs(share-level) > 3*se {
+			t.Errorf("independent p %.1f: %.4f of objects widened, want %.2f ± %.4f", p, share, level, 3*se)
+		}
+	}
+}

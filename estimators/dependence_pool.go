@@ -60,7 +60,8 @@ import "math"
 //	D = 1                         otherwise,                             (R11)
 //
 // bounded to [1/n, n] as in (R6), then widened by the site's end
-// spacings (R17, dependence_back.go); the published interval is (D4) on it.
+// spacings (R17, dependence_back.go) and kept at least at an object's own
+// R̂ where that rejects D ≤ 1 (R18); the published interval is (D4) on it.
 // Widening is the safe side of the interval (R6), and the site's D̄
 // widens every object of a bursty site, those without a spacing
 // included. A narrowing stays (R6)'s one-sided test on the object's own
@@ -202,6 +203,9 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 		D = min(c.FlagDependence(cfg), 1)
 	}
 	D = max(D, s.Back) // (R17)
+	if own && t.R > widenQuantile(1/math.Sqrt(t.U), cfg.zOneSided()) {
+		D = max(D, t.R) // (R18)
+	}
 	return min(max(D, 1/N), N)
 }
 

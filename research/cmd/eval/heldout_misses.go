@@ -96,7 +96,7 @@ func heldOutMissesReport(r *Report, rows, factors [][]string) {
 	r.P("**Where the published interval misses** (renewal worlds, as the aggregator publishes): the share of objects whose λ_p " +
 		"lies above the interval (the interval too low: a quiet window) and below it (too high: a window inside a burst), by the " +
 		"objects' evidence — the pooled estimate under the site's prior for fewer than 5 changes, the rule's own estimator " +
-		"otherwise — and X, the changed intervals seen; with the mean published factor D (R11, widened by R17).")
+		"otherwise — and X, the changed intervals seen; with the mean published factor D (R11, widened by R17 and R18).")
 	r.Table([]string{"world", "objects", "n", "λ_p above the interval", "λ_p below the interval", "coverage", "mean published D"}, rows)
 	r.P("**The factor each window needs, and what its spacings show.** D simulated is the finite-window factor Var(X)/(n·p̄(1 − p̄)) " +
 		"over the world's objects (D1), the factor that calibrates the interval (the calibration table's coverage with it); the mean " +
