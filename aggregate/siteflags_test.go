@@ -127,11 +127,13 @@ func TestSiteSpacingFactor(t *testing.T) {
 	run.checkReplay(t, cfg, in)
 }
 
-// TestSiteStateFlagsEncoding: the spacing sums round-trip in version 3
-// (after the sitemap checks); the golden states of versions 1 (prior
-// sums) and 2 (sitemap checks, prior and open sums, trend), written
-// before the sums existed, decode with none and the rest as written;
-// sums that are not finite or negative are corrupt; the sums cost 40
+// TestSiteStateFlagsEncoding: the spacing sums round-trip in version 4
+// (after the sitemap checks, with the backward-recurrence sums); the
+// golden states of versions 1 (prior sums) and 2 (sitemap checks, prior
+// and open sums, trend), written before the sums existed, decode with
+// none and the rest as written; version 3's (the five sums of R7 without
+// R15's) decodes as a legacy pool and encodes again byte for byte; sums
+// that are not finite, or negative but B, are corrupt; the sums cost 64
 // bytes and one of version 1's sitemap counts.
 func TestSiteStateFlagsEncoding(t *testing.T) {
 	v1 := SiteState{Pool: estimators.PoolStats{N: 12, X: 3, E: 1e7, X2E: 2e-6, F: 1}}
@@ -144,11 +146,13 @@ func TestSiteStateFlagsEncoding(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		v2.Trend.Change(base+float64(i)*2e5, 1)
 	}
+	v3 := v2
+	v3.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, Legacy: true}
 	for _, g := range []struct {
 		file    string
 		version byte
 		want    SiteState
-	}{{"testdata/site_v1.golden", siteVersion, v1}, {"testdata/site_v2.golden", siteVersionSitemap, v2}} {
+	}{{"testdata/site_v1.golden", siteVersion, v1}, {"testdata/site_v2.golden", siteVersionSitemap, v2}, {"testdata/site_v3.golden", siteVersionFlags, v3}} {
 		raw, err := os.ReadFile(g.file)
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +162,7 @@ func TestSiteStateFlagsEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		var d SiteState
-		if err := d.DecodeBinary(b); err != nil || b[0] != g.version || d != g.want || !d.Flags.Empty() {
+		if err := d.DecodeBinary(b); err != nil || b[0] != g.version || d != g.want || d.Flags.Empty() != (g.version < siteVersionFlags) {
 			t.Errorf("%s: %v, version %d, decoded %+v", g.file, err, b[0], d)
 		}
 		if re := d.AppendBinary(nil); !bytes.Equal(re, b) {
@@ -166,24 +170,31 @@ func TestSiteStateFlagsEncoding(t *testing.T) {
 		}
 	}
 	s := v2
-	s.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625}
+	s.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, B: -3.25, BD: 120.5, BV: 980.75}
 	b := s.AppendBinary(nil)
 	var d SiteState
-	if err := d.DecodeBinary(b); err != nil || d != s || b[0] != siteVersionFlags {
+	if err := d.DecodeBinary(b); err != nil || d != s || b[0] != siteVersionBack {
 		t.Fatalf("round trip: %v, version %d\n%+v\n%+v", err, b[0], d.Flags, s.Flags)
 	}
-	if n := len(b) - len(v2.AppendBinary(nil)); n != 8*flagSums {
-		t.Errorf("the sums cost %d bytes, want %d", n, 8*flagSums)
+	if n := len(b) - len(v2.AppendBinary(nil)); n != 8*(flagSums+backSums) {
+		t.Errorf("the sums cost %d bytes, want %d", n, 8*(flagSums+backSums))
 	}
 	noSitemap := SiteState{Flags: s.Flags}
-	if n := len(noSitemap.AppendBinary(nil)) - len((&SiteState{}).AppendBinary(nil)); n != 8*flagSums+2 {
-		t.Errorf("the sums cost a site without sitemap checks %d bytes, want %d", n, 8*flagSums+2)
+	if n := len(noSitemap.AppendBinary(nil)) - len((&SiteState{}).AppendBinary(nil)); n != 8*(flagSums+backSums)+2 {
+		t.Errorf("the sums cost a site without sitemap checks %d bytes, want %d", n, 8*(flagSums+backSums)+2)
 	}
 	for _, v := range []float64{math.NaN(), math.Inf(1), -5} {
-		bad := s
-		bad.Flags.UR = v
-		if err := d.DecodeBinary(bad.AppendBinary(nil)); err == nil {
-			t.Errorf("sum %v decoded", v)
+		for _, field := range []*float64{&s.Flags.UR, &s.Flags.BV, &s.Flags.B} {
+			if v == -5 && field == &s.Flags.B {
+				continue // B is signed
+			}
+			keep := *field
+			*field = v
+			bad := s.AppendBinary(nil)
+			*field = keep
+			if err := d.DecodeBinary(bad); err == nil {
+				t.Errorf("sum %v decoded", v)
+			}
 		}
 	}
 	// The sums are read before the prior's: a state cut inside them is

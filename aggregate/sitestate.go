@@ -61,11 +61,18 @@ const (
 	siteVersion        = 1
 	siteVersionSitemap = 2
 	siteVersionFlags   = 3
+	siteVersionBack    = 4
 )
 
 // flagSums is the number of float64 sums of an encoded FlagPool: N, U, UR,
-// UR2, U2.
-const flagSums = 5
+// UR2, U2; version siteVersionBack adds backSums: B, BD, BV (the
+// backward-recurrence sums, estimators/dependence_back.go R15). A pool
+// decoded from version 3 is Legacy (its sums lack B, BD, BV) and encodes
+// as version 3 again, until a replay writes version 4.
+const (
+	flagSums = 5
+	backSums = 3
+)
 
 // AppendBinary appends the site's encoding: version, then each profile as a
 // uvarint length and its windows.Profile encoding, then (versions 2 and 3)
@@ -81,7 +88,10 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		version = siteVersionSitemap
 	}
 	if !s.Flags.Empty() {
-		version = siteVersionFlags
+		version = siteVersionBack
+		if s.Flags.Legacy {
+			version = siteVersionFlags
+		}
 	}
 	dst = append(dst, version)
 	for _, p := range [...]*windows.Profile{&s.Access, &s.Change} {
@@ -100,10 +110,15 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
 	}
-	if version == siteVersionFlags {
+	if version >= siteVersionFlags {
 		f := &s.Flags
 		for _, v := range [...]float64{f.N, f.U, f.UR, f.UR2, f.U2} {
 			dst = wire.AppendFloat64(dst, v)
+		}
+		if version == siteVersionBack {
+			for _, v := range [...]float64{f.B, f.BD, f.BV} {
+				dst = wire.AppendFloat64(dst, v)
+			}
 		}
 	}
 	trend := !s.Trend.Empty()
@@ -128,7 +143,7 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 func (s *SiteState) DecodeBinary(src []byte) error {
 	r := wire.NewReader(src)
 	v := r.Byte()
-	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap && v != siteVersionFlags {
+	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap && v != siteVersionFlags && v != siteVersionBack {
 		return fmt.Errorf("%w: site version %d", ErrCorrupt, v)
 	}
 	var d SiteState
@@ -154,17 +169,23 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		}
 		d.Sitemap = SitemapTrust{Agree: uint32(a), Disagree: uint32(d2)}
 	}
-	if v == siteVersionFlags && r.Err() == nil {
-		var f [flagSums]float64
-		for i := range f {
+	if v >= siteVersionFlags && r.Err() == nil {
+		var f [flagSums + backSums]float64
+		k := flagSums
+		if v == siteVersionBack {
+			k += backSums
+		}
+		for i := range f[:k] {
 			f[i] = r.Float64()
 			// Sums of added and removed terms may round a little below 0;
-			// every term is ≥ 0.
-			if r.Err() == nil && (math.IsInf(f[i], 0) || !(f[i] >= -1e-6*math.Max(1, math.Abs(f[i])))) {
-				return fmt.Errorf("%w: site: spacing sums %v", ErrCorrupt, f)
+			// every term is ≥ 0 but B's (S_X − μ̂, index 5), which is
+			// signed.
+			if r.Err() == nil && (math.IsInf(f[i], 0) || math.IsNaN(f[i]) || (i != flagSums && !(f[i] >= -1e-6*math.Max(1, math.Abs(f[i]))))) {
+				return fmt.Errorf("%w: site: spacing sums %v", ErrCorrupt, f[:k])
 			}
 		}
-		d.Flags = estimators.FlagPool{N: f[0], U: f[1], UR: f[2], UR2: f[3], U2: f[4]}
+		d.Flags = estimators.FlagPool{N: f[0], U: f[1], UR: f[2], UR2: f[3], U2: f[4],
+			B: f[5], BD: f[6], BV: f[7], Legacy: v == siteVersionFlags}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)

@@ -179,7 +179,8 @@ import "math"
 // is assumed; clustered bursts of bursts); gaps longer than the visits
 // seen (R̂ reads the spacings inside the n intervals, so for heavy-tailed
 // gaps it falls short of the count's factor until n is long against them:
-// the pooled R̂ of docs/eval/HELDOUT.md); and the rate λ itself where
+// the pooled R̂ of docs/eval/HELDOUT.md; a site's end spacings, R13–R17
+// in dependence_back.go, recover part of it); and the rate λ itself where
 // regular visits identify only the per-interval change probability
 // (several changes in one interval count once): see docs/eval/HELDOUT.md.
 

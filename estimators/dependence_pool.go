@@ -59,7 +59,9 @@ import "math"
 //	D = (R6)'s narrowed R̂_i      if D̃_i < 1 and R̂_i < q₀ (R6),
 //	D = 1                         otherwise,                             (R11)
 //
-// bounded to [1/n, n] as in (R6); the published interval is (D4) on it.
+// bounded to [1/n, n] as in (R6), then widened by the site's end
+// spacings (R17, dependence_back.go) and kept at least at an object's own
+// R̂ where that rejects D ≤ 1 (R18); the published interval is (D4) on it.
 // Widening is the safe side of the interval (R6), and the site's D̄
 // widens every object of a bursty site, those without a spacing
 // included. A narrowing stays (R6)'s one-sided test on the object's own
@@ -78,18 +80,27 @@ import "math"
 // its own window, so for gaps heavier-tailed than the window (bursty
 // changes at r ≪ 1) D̄ falls short of the count's D as the single R̂
 // does (docs/eval/HELDOUT.md: the pooled R̂ column); pooling removes the
-// noise of a few spacings, not that bias.
+// noise of a few spacings, not that bias. The site's end spacings sample
+// the long gaps by their length and widen where they show more than R8
+// does (R13–R17, dependence_back.go), up to the window's length.
 
 // FlagPool holds the sums (R7) of a site's spacing factors. The zero
 // value is empty; Add and Remove keep it O(1).
 type FlagPool struct {
 	N, U, UR, UR2, U2 float64
+	// B, BD, BV are the backward-recurrence sums (R15,
+	// dependence_back.go); Legacy marks sums written before them
+	// (site state version 3), which Add and Remove then leave at zero.
+	B, BD, BV float64
+	Legacy    bool
 }
 
 // FlagTerm is one object's term of (R7): R̂ (R4) and its weight u =
 // 1/se₀² (R5).
 type FlagTerm struct {
 	R, U float64
+	// B, BD, BV are the object's backward-recurrence term (R15).
+	B, BD, BV float64
 }
 
 // FlagTerm returns c's term of its site's FlagPool: ok where the visits
@@ -103,7 +114,9 @@ func (c *Change) FlagTerm(cfg *Config) (FlagTerm, bool) {
 	if !ok || !(se > 0) || math.IsNaN(r) || math.IsInf(r, 0) {
 		return FlagTerm{}, false
 	}
-	return FlagTerm{R: r, U: 1 / (se * se)}, true
+	t := FlagTerm{R: r, U: 1 / (se * se)}
+	t.B, t.BD, t.BV, _ = c.backTerm()
+	return t, true
 }
 
 // Add adds one object's term with weight w (1 for a plain sum).
@@ -113,17 +126,25 @@ func (p *FlagPool) Add(t FlagTerm, w float64) {
 	p.UR += w * t.U * t.R
 	p.UR2 += w * t.U * t.R * t.R
 	p.U2 += w * t.U * t.U
+	if !p.Legacy {
+		p.B += w * t.B
+		p.BD += w * t.BD
+		p.BV += w * t.BV
+	}
 }
 
 // Remove undoes Add(t, w).
 func (p *FlagPool) Remove(t FlagTerm, w float64) { p.Add(t, -w) }
 
-// Empty reports whether p is the zero value.
-func (p *FlagPool) Empty() bool { return *p == FlagPool{} }
+// Empty reports whether p holds no sums (a legacy pool without them
+// included).
+func (p *FlagPool) Empty() bool { q := *p; q.Legacy = false; return q == FlagPool{} }
 
 // FlagSite is a site's factor D̄ (R8) and spread τ̂² (R9).
 type FlagSite struct {
 	D, Tau2 float64
+	// Back is the widening factor of (R17), 0 where there is none.
+	Back float64
 }
 
 // Site returns the site's factor (R8) and spread (R9); ok is false with
@@ -144,6 +165,15 @@ func (p *FlagPool) Site() (FlagSite, bool) {
 	return FlagSite{D: d, Tau2: tau2}, true
 }
 
+// siteWithBack is Site with (R17)'s widening factor at the one-sided z.
+func (p *FlagPool) siteWithBack(z float64) (FlagSite, bool) {
+	s, ok := p.Site()
+	if ok {
+		s.Back = p.backWidening(z)
+	}
+	return s, ok
+}
+
 // shrink is D̃ (R10) of an object with the term t (own: R̂ is defined),
 // and its weight w.
 func (s FlagSite) shrink(t FlagTerm, own bool) (D, w float64) {
@@ -158,7 +188,7 @@ func (s FlagSite) shrink(t FlagTerm, own bool) (D, w float64) {
 // site with the sums p (nil or too few objects: c's own factor, R6), at
 // cfg's level, bounded to [1/n, n].
 func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
-	s, ok := p.Site()
+	s, ok := p.siteWithBack(cfg.zOneSided())
 	if !ok {
 		return c.FlagDependence(cfg)
 	}
@@ -171,6 +201,10 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 	if D < 1 {
 		// (R6)'s factor is R̂ where it narrows, 1 or more otherwise.
 		D = min(c.FlagDependence(cfg), 1)
+	}
+	D = max(D, s.Back) // (R17)
+	if own && t.R > widenQuantile(1/math.Sqrt(t.U), cfg.zOneSided()) {
+		D = max(D, t.R) // (R18)
 	}
 	return min(max(D, 1/N), N)
 }

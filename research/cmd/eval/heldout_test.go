@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -109,5 +110,54 @@ func TestHoSites(t *testing.T) {
 				t.Errorf("K %d: site %d of %d objects, want %d–%d", K, s, sizes[s], hoSiteMin, hi)
 			}
 		}
+	}
+}
+
+// TestHeldOutMisses: on a Poisson world of regular visits (independent flags)
+// every object with an interval is in exactly one group of hoMisses, each
+// group's shares above, below and covered add to 1 (to the 0.1 % of the
+// printed percentages), and B̄ (R16) over all objects is 1 within four of
+// its standard errors under independent flags (E₀[B̄] = 1 exactly, R16).
+func TestHeldOutMisses(t *testing.T) {
+	const K = 600
+	cfg := newEstConfig()
+	w := hoWorld{"poisson", 0.3, 60, false, false, 1}
+	rng := rand.New(rand.NewPCG(5, 31))
+	cs := make([]*estimators.Change, K)
+	for i := range cs {
+		cs[i] = hoObserve(rng, w)
+	}
+	site := hoSites(rand.New(rand.NewPCG(5, 32)), K)
+	pools := sitePools(cs, site, cfg)
+	rows, factor := hoMisses(w.name, cs, site, pools, sitePriors(cs, site, cfg), w.r, 1, cfg)
+	var n int
+	for _, r := range rows {
+		var k int
+		var above, below, cov float64
+		fmt.Sscan(r[2], &k)
+		fmt.Sscanf(r[3], "%f", &above)
+		fmt.Sscanf(r[4], "%f", &below)
+		fmt.Sscanf(r[5], "%f", &cov)
+		n += k
+		if math.Abs(above+below+cov-100) > 0.11 {
+			t.Errorf("%s: %v %v %v do not add to 100 %%", r[1], above, below, cov)
+		}
+	}
+	var withCI int
+	var out estimators.Estimates
+	for i, c := range cs {
+		if e, ok := c.EstimateIn(c.Span(), cfg, &pools[site[i]], &out); ok && e.HasCI {
+			withCI++
+		}
+	}
+	if n != withCI {
+		t.Errorf("groups hold %d objects, %d have an interval", n, withCI)
+	}
+	var b, se float64
+	fmt.Sscanf(factor[4], "%f", &b)
+	fmt.Sscanf(factor[5], "%f", &se)
+	t.Logf("B̄ %v ± %v", b, se)
+	if !(se > 0) || math.Abs(b-1) > 4*se {
+		t.Errorf("B̄ = %v under independent flags, want 1 ± %v", b, 4*se)
 	}
 }
