@@ -137,6 +137,7 @@ func (c *config) processorConfig() aggregate.Config {
 func (c *config) kafkaConfig() stream.KafkaConfig {
 	kc := c.Kafka.Config()
 	c.KafkaTimeouts.ApplyTo(&kc)
+	kc.Compression = c.KafkaCompression
 	if b := aggregate.FetchAheadBytes(int64(c.InflightBytes)); b > 0 {
 		kc.FetchBufferBytes = b
 	}

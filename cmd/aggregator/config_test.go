@@ -180,3 +180,25 @@ func TestUnknownVariableWarning(t *testing.T) {
 		t.Errorf("run with CHANGERATE_API_TOKN: %v; want a usage error naming CHANGERATE_API_TOKEN", err)
 	}
 }
+
+// TestKafkaCompressionOption: KAFKA_COMPRESSION reaches the sink's
+// configuration; unset, the library's default (no compression) stays.
+func TestKafkaCompressionOption(t *testing.T) {
+	for _, c := range []struct{ env, want string }{{"", ""}, {"lz4", "lz4"}, {"zstd", "zstd"}} {
+		cfg := newConfig()
+		fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		lookup := func(k string) (string, bool) {
+			if k == envPrefix+"_KAFKA_COMPRESSION" && c.env != "" {
+				return c.env, true
+			}
+			return "", false
+		}
+		if _, err := cliconfig.LoadFrom(lookup, envPrefix, &cfg, fs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.kafkaConfig().Compression; got != c.want {
+			t.Errorf("KAFKA_COMPRESSION=%q: KafkaConfig.Compression %q, want %q", c.env, got, c.want)
+		}
+	}
+}

@@ -293,6 +293,9 @@ type Record struct {
 	Key, Value []byte
 	Partition  int32
 	Offset     int64
+	// Compression is the codec of the batch ReadAll read the record from
+	// (Kafka's attribute bits: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+	Compression uint8
 }
 
 // Produce writes records to topic and waits for their acknowledgement.
@@ -413,7 +416,8 @@ func (c *Cluster) ReadAll(t testing.TB, topic string) []Record {
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset < bounds[r.Partition].End {
-				out = append(out, Record{Key: r.Key, Value: r.Value, Partition: r.Partition, Offset: r.Offset})
+				out = append(out, Record{Key: r.Key, Value: r.Value, Partition: r.Partition, Offset: r.Offset,
+					Compression: r.Attrs.CompressionType()})
 			}
 		})
 	}

@@ -30,9 +30,13 @@ type Aggregator struct {
 
 	Kafka
 	KafkaTimeouts
-	CreateTopics      bool `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
-	Partitions        int  `envconfig:"PARTITIONS" unit:"partitions" valid:">=1" demo:"true" default:"12" desc:"partitions of topics created at start"`
-	ReplicationFactor int  `envconfig:"REPLICATION_FACTOR" unit:"replicas" valid:">=1" default:"1" desc:"replication factor of topics created at start"`
+	// KafkaCompression is the codec of the estimates (and other outputs)
+	// the aggregator produces (stream.KafkaConfig.Compression). Consumers
+	// read the same records; the broker stores and serves fewer bytes.
+	KafkaCompression  string `envconfig:"KAFKA_COMPRESSION" desc:"compression of the produced records (estimates, alerts, reports): none, gzip, snappy, lz4 or zstd; consumers read the same records, the broker stores and sends fewer bytes, the aggregator spends CPU compressing them"`
+	CreateTopics      bool   `envconfig:"CREATE_TOPICS" default:"true" desc:"create missing topics at start (estimates compacted)"`
+	Partitions        int    `envconfig:"PARTITIONS" unit:"partitions" valid:">=1" demo:"true" default:"12" desc:"partitions of topics created at start"`
+	ReplicationFactor int    `envconfig:"REPLICATION_FACTOR" unit:"replicas" valid:">=1" default:"1" desc:"replication factor of topics created at start"`
 
 	Topics
 	TopicEstimates     string `envconfig:"ESTIMATES_TOPIC" to:"aggregate:EstimatesTopic" desc:"compacted output topic of estimates (key = object; object#access for access estimates)"`
