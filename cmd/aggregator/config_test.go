@@ -184,7 +184,7 @@ func TestUnknownVariableWarning(t *testing.T) {
 // TestKafkaCompressionOption: KAFKA_COMPRESSION reaches the sink's
 // configuration; unset, the library's default (no compression) stays.
 func TestKafkaCompressionOption(t *testing.T) {
-	for _, c := range []struct{ env, want string }{{"", ""}, {"lz4", "lz4"}, {"zstd", "zstd"}} {
+	for _, c := range []struct{ env, want string }{{"", "lz4"}, {"none", "none"}, {"zstd", "zstd"}} {
 		cfg := newConfig()
 		fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
