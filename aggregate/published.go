@@ -37,6 +37,10 @@ type PublishedEstimate struct {
 	Observations int64
 	TTL          float64
 	HasTTL       bool
+	// PlanRate, PlanShape and PlanOmega are the record's
+	// "plan_rate_per_s", "plan_shape" and "plan_omega", when HasPlan.
+	PlanRate, PlanShape, PlanOmega float64
+	HasPlan                        bool
 
 	out int32 // index of the record among the outputs of its write
 }

@@ -42,6 +42,14 @@ type SiteState struct {
 	// the sitemap checks, in version siteVersionFlags, when not empty
 	// (states written before it decode with none).
 	Flags estimators.FlagPool
+	// Temper holds the site's summed one-step log predictive scores of
+	// its objects' visits under each ω of estimators.TemperGrid
+	// (estimators/tempered.go T3; sitetemper.go), one float64 per grid
+	// point; encoded after the spacing sums, in version siteVersionTemper,
+	// when not all zero (states written before it decode with none: the
+	// plan's ω is then 1, the stationary posterior, until visits are
+	// scored).
+	Temper [estimators.TemperPoints]float64
 }
 
 // poolSums and poolOpenSums are the numbers of float64 sums of an encoded
@@ -56,11 +64,15 @@ const (
 // that of a site with sitemap checks (version 1's layout, then the checks),
 // so that the sites without any encode as before; siteVersionFlags that of
 // a site with spacing sums (version 2's layout, then flagSums float64), so
-// that the sites without any encode as before them.
+// that the sites without any encode as before them; siteVersionTemper that
+// of a site with tempering scores (version 3's layout, the spacing sums
+// written even when empty, then a uvarint count of scores and the scores
+// as float64), so that the sites without any encode as before them.
 const (
 	siteVersion        = 1
 	siteVersionSitemap = 2
 	siteVersionFlags   = 3
+	siteVersionTemper  = 4
 )
 
 // flagSums is the number of float64 sums of an encoded FlagPool: N, U, UR,
@@ -69,8 +81,9 @@ const flagSums = 5
 
 // AppendBinary appends the site's encoding: version, then each profile as a
 // uvarint length and its windows.Profile encoding, then (versions 2 and 3)
-// the sitemap checks as two uvarints, then (version 3) the spacing sums as
-// float64, then, when the prior's
+// the sitemap checks as two uvarints, then (versions 3 and 4) the spacing
+// sums as float64, then (version 4) the tempering scores (a uvarint count
+// and as many float64), then, when the prior's
 // statistics are not all zero, its sums as float64 (poolSums, then
 // poolOpenSums when it holds complete histories), then, when the trend is
 // not empty, the trend (appendTrend; the open sums are then always
@@ -82,6 +95,9 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 	}
 	if !s.Flags.Empty() {
 		version = siteVersionFlags
+	}
+	if s.Temper != ([estimators.TemperPoints]float64{}) {
+		version = siteVersionTemper
 	}
 	dst = append(dst, version)
 	for _, p := range [...]*windows.Profile{&s.Access, &s.Change} {
@@ -100,11 +116,14 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Agree))
 		dst = binary.AppendUvarint(dst, uint64(s.Sitemap.Disagree))
 	}
-	if version == siteVersionFlags {
+	if version >= siteVersionFlags {
 		f := &s.Flags
 		for _, v := range [...]float64{f.N, f.U, f.UR, f.UR2, f.U2} {
 			dst = wire.AppendFloat64(dst, v)
 		}
+	}
+	if version == siteVersionTemper {
+		dst = appendTemper(dst, &s.Temper)
 	}
 	trend := !s.Trend.Empty()
 	if p := &s.Pool; *p != (estimators.PoolStats{}) || trend {
@@ -128,7 +147,7 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 func (s *SiteState) DecodeBinary(src []byte) error {
 	r := wire.NewReader(src)
 	v := r.Byte()
-	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap && v != siteVersionFlags {
+	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap && v != siteVersionFlags && v != siteVersionTemper {
 		return fmt.Errorf("%w: site version %d", ErrCorrupt, v)
 	}
 	var d SiteState
@@ -154,7 +173,7 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 		}
 		d.Sitemap = SitemapTrust{Agree: uint32(a), Disagree: uint32(d2)}
 	}
-	if v == siteVersionFlags && r.Err() == nil {
+	if v >= siteVersionFlags && r.Err() == nil {
 		var f [flagSums]float64
 		for i := range f {
 			f[i] = r.Float64()
@@ -165,6 +184,11 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 			}
 		}
 		d.Flags = estimators.FlagPool{N: f[0], U: f[1], UR: f[2], UR2: f[3], U2: f[4]}
+	}
+	if v == siteVersionTemper && r.Err() == nil {
+		if err := decodeTemper(&r, &d.Temper); err != nil {
+			return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
+		}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)

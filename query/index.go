@@ -304,6 +304,9 @@ type facts struct {
 	changes   int64
 	ttl       float64 // when hasTTL
 	hasTTL    bool
+	// the plan's posterior (records.Estimate.PlanRatePerS), when hasPlan
+	plan    planGamma
+	hasPlan bool
 }
 
 // recordFacts is the facts of an estimate record (its ranking score: its
@@ -323,6 +326,9 @@ func recordFacts(rec *records.Estimate) (f facts) {
 	}
 	if rec.TTLS != nil {
 		f.ttl, f.hasTTL = *rec.TTLS, true
+	}
+	if rec.PlanRatePerS != nil && rec.PlanShape != nil && rec.PlanOmega != nil {
+		f.plan, f.hasPlan = planGamma{*rec.PlanRatePerS, *rec.PlanShape, *rec.PlanOmega}, true
 	}
 	f.estimator, f.obs, f.changes = rec.Estimator, rec.Observations, rec.Changes
 	return f
@@ -344,6 +350,9 @@ func publishedFacts(pe *aggregate.PublishedEstimate) (f facts) {
 	}
 	if pe.HasTTL {
 		f.ttl, f.hasTTL = pe.TTL, true
+	}
+	if pe.HasPlan {
+		f.plan, f.hasPlan = planGamma{pe.PlanRate, pe.PlanShape, pe.PlanOmega}, true
 	}
 	f.estimator, f.obs, f.changes = pe.Estimator, pe.Observations, pe.Changes
 	return f
@@ -412,6 +421,10 @@ func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int
 		e.has &^= hasTTL
 		if f.hasTTL {
 			e.has |= hasTTL
+		}
+		e.planRate, e.planShape, e.planK = 0, 0, 0
+		if f.hasPlan {
+			e.planRate, e.planShape, e.planK = f.plan.rate, f.plan.shape, omegaKey(f.plan.omega)
 		}
 	}
 	if asOf > x.maxAsOf {

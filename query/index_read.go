@@ -140,6 +140,18 @@ type Candidate struct {
 	// AccessRate is the object's access-rate estimate (per second), 0
 	// when it has none.
 	AccessRate float64
+	// Plan is the posterior the freshness policy plans the object on
+	// (records.Estimate.PlanRatePerS: its evidence counted Plan.Omega
+	// times under its site's prior), when HasPlan.
+	Plan    PlanGamma
+	HasPlan bool
+}
+
+// PlanGamma is a plan posterior: λ ~ Gamma(Shape, Shape/Rate), Rate per
+// second, the object's evidence counted Omega times (estimators/
+// tempered.go T1).
+type PlanGamma struct {
+	Rate, Shape, Omega float64
 }
 
 // CandidateOf is the candidate the index lists for a change estimate
@@ -158,7 +170,12 @@ func CandidateOf(rec *records.Estimate) (Candidate, bool) {
 		return Candidate{}, false
 	}
 	site := rec.Site
-	return Candidate{Object: rec.Object, Site: site, Rate: f.sc.v, Lo: f.sc.lo, Hi: f.sc.hi, AsOf: rec.AsOf.Truncate(time.Millisecond)}, true
+	c := Candidate{Object: rec.Object, Site: site, Rate: f.sc.v, Lo: f.sc.lo, Hi: f.sc.hi, AsOf: rec.AsOf.Truncate(time.Millisecond)}
+	if f.hasPlan {
+		// as the index keeps it (ω on the grid)
+		c.Plan, c.HasPlan = PlanGamma{f.plan.rate, f.plan.shape, omegaOf(omegaKey(f.plan.omega))}, true
+	}
+	return c, true
 }
 
 // Candidates returns the objects with a change estimate on site ("": all),
@@ -185,6 +202,9 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 		}
 		if e.has&hasAccess != 0 {
 			c.AccessRate = e.s[byAccess].v
+		}
+		if e.planK > 0 {
+			c.Plan, c.HasPlan = PlanGamma{e.planRate, e.planShape, omegaOf(e.planK)}, true
 		}
 		out = append(out, c)
 	}

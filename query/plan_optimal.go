@@ -83,8 +83,57 @@ const (
 	ReasonTrimmed = "beyond the budget's whole visits"
 )
 
+// PlanOmega is the ω of the plan posteriors of one site's objects
+// (Candidate.Plan): Objects of them were planned with their evidence
+// counted Omega times under the site's prior.
+type PlanOmega struct {
+	Site    string  `json:"site"`
+	Omega   float64 `json:"omega"`
+	Objects int     `json:"objects"`
+}
+
+// OmegaRule is why a plan posterior has its ω (PlanReport.OmegaRule).
+const OmegaRule = "per site, the ω of estimators.TemperGrid with the largest summed one-step log predictive probability of " +
+	"its objects' visit outcomes, (1 + d/b)^{-a} for no change over d under Gamma(α₀ + ωX, β₀ + ωE) (ties and no visits: the larger ω, 1 = the stationary posterior)"
+
+// planOmegas lists the ω of the candidates' plan posteriors by site (then
+// ω), with the objects of each.
+func planOmegas(cands []Candidate) []PlanOmega {
+	type key struct {
+		site  string
+		omega float64
+	}
+	n := map[key]int{}
+	for _, c := range cands {
+		if c.HasPlan {
+			n[key{c.Site, c.Plan.Omega}]++
+		}
+	}
+	out := make([]PlanOmega, 0, len(n))
+	for k, v := range n {
+		out = append(out, PlanOmega{Site: k.site, Omega: k.omega, Objects: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Site != out[j].Site {
+			return out[i].Site < out[j].Site
+		}
+		return out[i].Omega < out[j].Omega
+	})
+	return out
+}
+
 // PlanReport is what a plan says about itself beside its visits.
 type PlanReport struct {
+	// Omega lists, for the freshness policy, the ω of the posteriors the
+	// objects were planned on, by site: each object's evidence (X changes
+	// over an exposure E) counted ω times under its site's prior
+	// Gamma(α₀, β₀), λ ~ Gamma(α₀ + ωX, β₀ + ωE) (estimators/tempered.go
+	// T1), ω chosen as OmegaRule says. OmegaFallback counts the objects
+	// without such a posterior (no site prior yet, or a complete
+	// history), planned on the Gamma matched to their published interval.
+	Omega         []PlanOmega `json:"omega,omitempty"`
+	OmegaRule     string      `json:"omega_rule,omitempty"`
+	OmegaFallback int         `json:"omega_fallback,omitempty"`
 	// Weights is the importance weighting used (freshness, lambdacrawl).
 	Weights string `json:"weights,omitempty"`
 	// HostCap is the per-host cap applied, visits per period (0: none).
@@ -209,7 +258,16 @@ func planPages(cands []Candidate, rates []float64, req PlanRequest, cfg PlanConf
 	fits := map[[2]float64][2]float64{} // the posterior of an interval, once per distinct interval
 	for i, c := range cands {
 		pages[i] = plan.Page{Rate: rates[i], Weight: weightOf(c, req.Weights, cfg), Host: c.Site}
-		// A posterior needs an interval: one with Lo > 0, or the zero
+		if req.Policy == PolicyFreshness && c.HasPlan && c.Plan.Rate > 0 && c.Plan.Shape > 0 {
+			// The plan posterior the aggregator published (issue 33):
+			// the object's evidence counted ω times under its site's
+			// prior, ω by the site's visits' predictive likelihood
+			// (estimators/tempered.go T1–T3).
+			pages[i].Rate, pages[i].Shape = c.Plan.Rate, c.Plan.Shape
+			continue
+		}
+		// Without one (no site prior, a complete history), a posterior
+		// needs an interval: one with Lo > 0, or the zero
 		// estimate's [0, Hi] (no change seen; the exponential posterior).
 		if req.Policy != PolicyFreshness || !(rates[i] > 0) || !(c.Lo > 0 || c.Rate == 0) {
 			continue
@@ -256,6 +314,14 @@ func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanReq
 		ac.HostCaps[h] = float64(v) / P
 	}
 	res.Weights, res.HostCap = req.Weights, req.HostCap
+	if req.Policy == PolicyFreshness {
+		res.Omega, res.OmegaRule, res.OmegaFallback = planOmegas(cands), OmegaRule, 0
+		for _, c := range cands {
+			if !c.HasPlan {
+				res.OmegaFallback++
+			}
+		}
+	}
 	a, err := plan.Allocate(pages, ac)
 	if err != nil { // the request was validated: a defect
 		panic(err)

@@ -98,6 +98,9 @@ func appendEstimateJSON(dst []byte, e *Estimate, keyed []Keyed) (_ []byte, ok bo
 		a.time(*e.NextVisit)
 	}
 	a.optFloat(`,"ttl_s":`, e.TTLS)
+	a.optFloat(`,"plan_rate_per_s":`, e.PlanRatePerS)
+	a.optFloat(`,"plan_shape":`, e.PlanShape)
+	a.optFloat(`,"plan_omega":`, e.PlanOmega)
 	a.raw("}")
 	if !a.ok {
 		return dst[:n], false

@@ -39,6 +39,15 @@ type Estimate struct {
 	NextVisit *time.Time `json:"next_visit,omitempty"`
 	// TTLS is the recommended cache TTL in seconds (change estimates).
 	TTLS *float64 `json:"ttl_s,omitempty"`
+	// PlanRatePerS and PlanShape are the posterior /v1/plan plans the
+	// object on (change estimates of visited objects in a population with
+	// a prior): λ ~ Gamma(plan_shape, plan_shape/plan_rate_per_s), its
+	// evidence counted PlanOmega times under its site's prior, ω chosen by
+	// the site's visits' predictive likelihood (estimators/tempered.go
+	// T1–T3). RatePerS and CI95 are not affected.
+	PlanRatePerS *float64 `json:"plan_rate_per_s,omitempty"`
+	PlanShape    *float64 `json:"plan_shape,omitempty"`
+	PlanOmega    *float64 `json:"plan_omega,omitempty"`
 }
 
 // Window describes the object's current consistent window (001 §4).

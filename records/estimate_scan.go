@@ -25,6 +25,10 @@ type EstimateHead struct {
 	Estimator    string   `json:"estimator"`
 	Observations int64    `json:"observations"`
 	TTLS         *float64 `json:"ttl_s"`
+	// The posterior /v1/plan plans on (Estimate.PlanRatePerS).
+	PlanRatePerS *float64 `json:"plan_rate_per_s"`
+	PlanShape    *float64 `json:"plan_shape"`
+	PlanOmega    *float64 `json:"plan_omega"`
 }
 
 // DecodeEstimateHead reads the head of an encoded estimate record: by
@@ -111,10 +115,17 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 				}
 			}
 			i = j
-		case "rate_per_s", "ttl_s":
+		case "rate_per_s", "ttl_s", "plan_rate_per_s", "plan_shape", "plan_omega":
 			dst := &ie.RatePerS
-			if key == "ttl_s" {
+			switch key {
+			case "ttl_s":
 				dst = &ie.TTLS
+			case "plan_rate_per_s":
+				dst = &ie.PlanRatePerS
+			case "plan_shape":
+				dst = &ie.PlanShape
+			case "plan_omega":
+				dst = &ie.PlanOmega
 			}
 			if bytes.HasPrefix(b[i:], []byte("null")) {
 				*dst, i = nil, i+4
@@ -174,7 +185,7 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 			ci[0], ci[1] = lo, hi
 			ie.CI95, i = &ci, j+1
 		default:
-			for _, k := range [...]string{"object", "site", "kind", "estimator", "as_of", "next_visit", "rate_per_s", "ttl_s", "ci95", "changes", "observations"} {
+			for _, k := range [...]string{"object", "site", "kind", "estimator", "as_of", "next_visit", "rate_per_s", "ttl_s", "ci95", "changes", "observations", "plan_rate_per_s", "plan_shape", "plan_omega"} {
 				if strings.EqualFold(key, k) {
 					return false // encoding/json matches keys case-insensitively
 				}
