@@ -1,0 +1,194 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/changerate/changerate/estimators"
+	"github.com/changerate/changerate/internal/wire"
+)
+
+// driftSiteLog is one site of n pages visited daily for days days whose
+// rates swap halfway: the even pages change every 3 days on average
+// (Poisson) until the middle and every 200 days after, the odd pages the
+// other way round; stationary keeps every page at its first rate, drawn
+// from a Gamma(1) population of mean 1/10 per day.
+func driftSiteLog(seed uint64, n, days int, stationary bool) []byte {
+	r := rand.New(rand.NewPCG(seed, 33))
+	half := float64(days) * 86400 / 2
+	var evs []timedObs
+	for i := 0; i < n; i++ {
+		before, after := 1/(3*86400.0), 1/(200*86400.0)
+		if i%2 == 1 {
+			before, after = after, before
+		}
+		if stationary {
+			before = r.ExpFloat64() / (10 * 86400)
+			after = before
+		}
+		// acc is the time of the next change (the draws are added to it
+		// by appendVisits): the rate in force there decides the draw, a
+		// draw that crosses the middle is redrawn from it at the new rate
+		// (memoryless).
+		acc := r.ExpFloat64() / before
+		if acc > half {
+			acc = half + r.ExpFloat64()/after
+		}
+		next := acc
+		draw := func() float64 {
+			x := acc
+			if acc < half {
+				acc += r.ExpFloat64() / before
+				if acc > half {
+					acc = half + r.ExpFloat64()/after
+				}
+			} else {
+				acc += r.ExpFloat64() / after
+			}
+			return acc - x
+		}
+		evs = appendVisits(evs, fmt.Sprintf("http://drift.example/p/%d", i), dailyVisits(days, 60*float64(i)), next, draw)
+	}
+	return encodeLog(evs)
+}
+
+// TestSiteTemperPlan: the site state keeps the prequential scores of its
+// visits (estimators/tempered.go T3), and every published change record
+// carries its plan posterior (T1) at the ω they choose: plan_rate_per_s
+// and plan_shape equal Gamma(α₀ + ωX, β₀ + ωE) from the stored prior and
+// the stored object's evidence (1e-12 relative), rate_per_s and ci95 are
+// not it. On a site whose rates swap halfway the scores pick ω ≤ 0.2 (a
+// page's past says little about its next visit); on a stationary site
+// ω ≥ 0.5. The query API's path rebuilds every record byte for byte, and a
+// replay stores the same site state and publishes the same records.
+func TestSiteTemperPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		stationary bool
+		ok         func(w float64) bool
+	}{
+		{"drift", false, func(w float64) bool { return w <= 0.2 }},
+		{"stationary", true, func(w float64) bool { return w >= 0.5 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := driftSiteLog(5, 80, 120, tc.stationary)
+			cfg := DefaultConfig()
+			cfg.Emit, cfg.CacheObjects, cfg.CacheBytes = EmitFinal, 0, 0
+			run := runSite(t, cfg, in, "drift.example")
+			m := &cfg.Model
+			omega, _ := estimators.TemperChoose(&run.site.Temper)
+			t.Logf("ω %v, scores %v", omega, run.site.Temper)
+			if run.site.Temper == ([estimators.TemperPoints]float64{}) || !tc.ok(omega) {
+				t.Fatalf("ω %v from scores %v", omega, run.site.Temper)
+			}
+			prior, ok := run.site.Pool.Prior()
+			if !ok {
+				t.Fatal("no prior")
+			}
+			differ := 0
+			for i, n := range run.names {
+				var o Object
+				if err := o.DecodeBinary(run.objects[i]); err != nil {
+					t.Fatal(err)
+				}
+				rec := run.recs[n]
+				ev, ok := o.Change.Evidence(&m.Estimators)
+				if !ok || rec.PlanRatePerS == nil || rec.PlanShape == nil || rec.PlanOmega == nil {
+					t.Fatalf("%s: no plan posterior (evidence %v)", n, ok)
+				}
+				a, b := prior.Shape+omega*ev.X, prior.Rate+omega*ev.E
+				if *rec.PlanOmega != omega || math.Abs(*rec.PlanShape-a) > 1e-12*a || math.Abs(*rec.PlanRatePerS-a/b) > 1e-12*a/b {
+					t.Errorf("%s: plan %v %v ω %v, want Gamma(%v, %v) ω %v", n, *rec.PlanRatePerS, *rec.PlanShape, *rec.PlanOmega, a, b, omega)
+				}
+				if rec.RatePerS != nil && *rec.RatePerS != *rec.PlanRatePerS {
+					differ++
+				}
+			}
+			if omega < 1 && differ < len(run.names)/2 {
+				t.Errorf("%d of %d pages publish their plan rate as rate_per_s", len(run.names)-differ, len(run.names))
+			}
+			run.checkRebuilt(t, m)
+			run.checkReplay(t, cfg, in)
+		})
+	}
+}
+
+// TestSiteStateTemperEncoding: the scores round-trip in version 4 (after
+// the spacing sums, written even when empty), at 8 bytes each and a count;
+// the golden state of version 3 (spacing sums, written before the scores
+// existed) decodes with none and encodes again as it was, the golden
+// version 4 decodes to its scores; a score above 0 or infinite is corrupt,
+// and scores of another grid's length are dropped.
+func TestSiteStateTemperEncoding(t *testing.T) {
+	v2 := SiteState{Sitemap: SitemapTrust{Agree: 7, Disagree: 2},
+		Pool: estimators.PoolStats{N: 3, X: 1, E: 5e6, X2E: 1e-7, ON: 40, OX: 130, OX2: 900, OS: 6.4e10, OXS: 2e11, OS2: 1e20, Latest: 1.7e9}}
+	base := yearStartTest(2020)
+	for i := 0; i < 3; i++ {
+		v2.Trend.Enter(base-float64(i)*3e7, base)
+	}
+	for i := 0; i < 5; i++ {
+		v2.Trend.Change(base+float64(i)*2e5, 1)
+	}
+	v3 := v2
+	v3.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625}
+	v4 := v3
+	for k := range v4.Temper {
+		v4.Temper[k] = -1000.5 - float64(k)*0.25
+	}
+	for _, g := range []struct {
+		file    string
+		version byte
+		want    SiteState
+	}{{"testdata/site_v3.golden", siteVersionFlags, v3}, {"testdata/site_v4.golden", siteVersionTemper, v4}} {
+		raw, err := os.ReadFile(g.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d SiteState
+		if err := d.DecodeBinary(b); err != nil || b[0] != g.version || d != g.want {
+			t.Errorf("%s: %v, version %d, decoded %+v", g.file, err, b[0], d)
+		}
+		if re := d.AppendBinary(nil); !bytes.Equal(re, b) {
+			t.Errorf("%s: encodes again in %d bytes, differently", g.file, len(re))
+		}
+	}
+	b := v4.AppendBinary(nil)
+	if n := len(b) - len(v3.AppendBinary(nil)); n != 8*estimators.TemperPoints+1 {
+		t.Errorf("the scores cost %d bytes, want %d", n, 8*estimators.TemperPoints+1)
+	}
+	// Without spacing sums version 4 writes them empty (40 bytes).
+	only := SiteState{Temper: v4.Temper}
+	var d SiteState
+	if err := d.DecodeBinary(only.AppendBinary(nil)); err != nil || d != only {
+		t.Errorf("scores alone: %v, %+v", err, d)
+	}
+	for _, v := range []float64{math.NaN(), math.Inf(-1), 0.5} {
+		bad := v4
+		bad.Temper[3] = v
+		if err := d.DecodeBinary(bad.AppendBinary(nil)); err == nil {
+			t.Errorf("score %v decoded", v)
+		}
+	}
+	// Another grid's scores (3 of them): dropped, the rest decodes.
+	at := len((&SiteState{Sitemap: v3.Sitemap, Flags: v3.Flags}).AppendBinary(nil))
+	other := append([]byte{}, b[:at]...)
+	other[0] = siteVersionTemper
+	other = append(other, 3)
+	for i := 0; i < 3; i++ {
+		other = wire.AppendFloat64(other, -2)
+	}
+	other = append(other, b[at+1+8*estimators.TemperPoints:]...)
+	if err := d.DecodeBinary(other); err != nil || d != v3 {
+		t.Errorf("another grid's scores: %v, %+v", err, d.Temper)
+	}
+}
