@@ -103,7 +103,7 @@ func TestProductPagesMatchV1Plan(t *testing.T) {
 	}
 	prior, _ := ps.site.Pool.Prior()
 	ps.refresh(names)
-	got := ps.pages(st, false)
+	got := ps.pages(st, false, false)
 
 	// The product's side: the same visits as the aggregator reads them.
 	var in bytes.Buffer

@@ -359,9 +359,9 @@ func productMixNote(res [][]loopResult, newShare float64) string {
 	var mixes, shares []string
 	for b, bl := range loopBudgets {
 		m := res[b][0].mix
-		mixes = append(mixes, fmt.Sprintf("at %s %s of the %s pages publish the pooled estimate, %s of them with no change seen and so planned at a known rate "+
-			"(on average %.2g a day; the prior of all pages: shape %.2f, mean %.2g a day), and %s pages get no visit",
-			bl.label, commas(m.pooled), commas(m.pages), commas(m.point), m.pointRate, m.priorShape, m.priorMean, commas(m.unvisited)))
+		mixes = append(mixes, fmt.Sprintf("at %s %s of the %s pages are planned on their tempered posterior at ω %.2g (the prior of all pages: shape %.2f, mean %.2g a day), "+
+			"%s publish the pooled estimate, %s pages are planned at a known rate and %s get no visit",
+			bl.label, commas(m.tempered), commas(m.pages), m.omega, m.priorShape, m.priorMean, commas(m.pooled), commas(m.point), commas(m.unvisited)))
 		rs := res[b]
 		shares = append(shares, fmt.Sprintf("%s: default %.1f %%, own estimate %.1f %%, interval variant %.1f %%, conjugate pooled %.1f %%, uniform %.1f %%, true rates %.1f %%",
 			bl.label, 100*rs[0].quietVisits, 100*rs[loopOwnIdx].quietVisits, 100*rs[loopIntervalIdx].quietVisits, 100*rs[loopPooledIdx].quietVisits,
