@@ -21,8 +21,9 @@ import (
 // zero value is a site never seen; about 600 bytes encoded at most, up
 // to 611 more for the trend of a population of complete histories (32
 // closed years of 18 bytes: a 2-byte varint year and two float64 sums;
-// 35 bytes of count, current year, sums and discount), and 40 for the
-// spacing sums of its objects with regular visits (five float64).
+// 35 bytes of count, current year, sums and discount), 40 for the
+// spacing sums of its objects with regular visits (five float64), and 73
+// for the tempering scores (a count and nine float64).
 type SiteState struct {
 	Access windows.Profile
 	Change windows.Profile
