@@ -207,3 +207,29 @@ func TestOptimalPlanPosterior(t *testing.T) {
 		t.Errorf("the object with no change seen gets no visit rate")
 	}
 }
+
+// TestPlanReportsOmega: a freshness plan lists the ω of its candidates'
+// plan posteriors by site (then ω) with their counts, the rule, and the
+// candidates without one; other policies report none.
+func TestPlanReportsOmega(t *testing.T) {
+	cfg := PlanConfig{}.WithDefaults()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	g := func(w float64) PlanGamma { return PlanGamma{Rate: 1e-6, Shape: 0.5, Omega: w} }
+	cands := []Candidate{
+		{Object: "a1", Site: "a", Rate: 1e-6, Hi: 2e-6, AsOf: start, Plan: g(0.2), HasPlan: true},
+		{Object: "a2", Site: "a", Rate: 1e-6, Hi: 2e-6, AsOf: start, Plan: g(0.2), HasPlan: true},
+		{Object: "a3", Site: "a", Rate: 1e-6, Hi: 2e-6, AsOf: start, Plan: g(1), HasPlan: true},
+		{Object: "b1", Site: "b", Rate: 1e-6, Hi: 2e-6, AsOf: start, Plan: g(0.05), HasPlan: true},
+		{Object: "c1", Site: "c", Rate: 1e-6, Lo: 5e-7, Hi: 2e-6, AsOf: start},
+	}
+	req := PlanRequest{Policy: PolicyFreshness, Budget: 10, Period: 24 * time.Hour, Start: start, Weights: WeightsUniform}
+	res := makePlan(cands, req, cfg)
+	want := []PlanOmega{{"a", 0.2, 2}, {"a", 1, 1}, {"b", 0.05, 1}}
+	if fmt.Sprint(res.Omega) != fmt.Sprint(want) || res.OmegaFallback != 1 || res.OmegaRule != OmegaRule {
+		t.Errorf("ω %+v, fallback %d, rule %q; want %+v and 1", res.Omega, res.OmegaFallback, res.OmegaRule, want)
+	}
+	req.Policy = PolicyLambdaCrawl
+	if res := makePlan(cands, req, cfg); res.Omega != nil || res.OmegaFallback != 0 {
+		t.Errorf("lambdacrawl reports ω %+v, fallback %d", res.Omega, res.OmegaFallback)
+	}
+}
