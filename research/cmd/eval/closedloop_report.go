@@ -34,6 +34,10 @@ func closedLoopSection(e *Env) {
 			}
 		}
 	}
+	if e.LoopOrders > 0 {
+		closedLoopFocus(e, w, cycle)
+		return
+	}
 	res := runAllLoops(w, cycle, e.Procs)
 	r.P("**Setting.** The "+historyName(e)+" history's last two years (bulk commits of ≥ %d files removed): the %s pages that changed at least once in the 3 years "+
 		"before the start (a crawler's known active pages; chosen without looking at the two years), %s changes in the scored second year. "+
