@@ -206,8 +206,8 @@ func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Es
 	if rec.NextVisit != nil {
 		pe.NextVisit, pe.HasNextVisit = *rec.NextVisit, true
 	}
-	if rec.PlanRatePerS != nil && rec.PlanShape != nil && rec.PlanOmega != nil {
-		pe.PlanRate, pe.PlanShape, pe.PlanOmega, pe.HasPlan = *rec.PlanRatePerS, *rec.PlanShape, *rec.PlanOmega, true
+	if rec.PlanEvidence != nil && rec.PlanPrior != nil && rec.PlanOmega != nil {
+		pe.PlanEvidence, pe.PlanPrior, pe.PlanOmega, pe.HasPlan = *rec.PlanEvidence, *rec.PlanPrior, *rec.PlanOmega, true
 	}
 	return append(pub, pe)
 }

@@ -23,7 +23,7 @@ type recordStore struct {
 	nf     int
 	times  [2]time.Time
 	nt     int
-	pairs  [1][2]float64
+	pairs  [3][2]float64
 	np     int
 	win    records.Window
 	keyed  []records.Keyed

@@ -16,9 +16,14 @@ import (
 // prior, Gamma(α₀ + ωX, β₀ + ωE), ω chosen per site by the one-step
 // predictive likelihood of its objects' visits (T3). The published rate
 // and interval stay the stationary ones (rate_per_s, ci95); the record
-// carries the plan's posterior beside them (plan_rate_per_s, plan_shape,
-// plan_omega), so that the query API's index, which sees the records
-// only, plans on what the aggregator computed.
+// carries what the plan's posterior is made of beside them
+// (plan_evidence: the object's X and E; plan_prior and plan_omega: its
+// site's prior and ω as of the record), so that the query API's index,
+// which sees the records only, plans every object on its evidence under
+// its site's latest prior and ω (a record is published at the object's
+// visits; the prior and ω move with every visit of the site, and a page
+// planned on an old ω would keep it until its next visit, which that ω
+// may never buy).
 //
 // The site keeps S(ω) for every ω of estimators.TemperGrid (SiteState.
 // Temper, one float64 each): at every applied visit of one of its
@@ -48,41 +53,42 @@ func scoreTemper(temper *[estimators.TemperPoints]float64, pool *estimators.Pool
 }
 
 // planGamma is the object's plan posterior (T1) under its site's prior
-// and chosen ω, as of the partition's as-of partAsOf (Unix ms; 0: none);
-// ok is false for a complete history, without a prior or evidence.
-func (o *Object) planGamma(m *Model, site *SiteState, partAsOf int64) (g estimators.GammaPrior, omega float64, ok bool) {
+// and chosen ω, as of the partition's as-of partAsOf (Unix ms; 0: none),
+// with the prior and evidence it is made of; ok is false for a complete
+// history, without a prior or evidence.
+func (o *Object) planGamma(m *Model, site *SiteState, partAsOf int64) (g, prior estimators.GammaPrior, ev estimators.Evidence, omega float64, ok bool) {
 	if site == nil || o.Change.Complete() {
-		return g, 0, false
+		return g, prior, ev, 0, false
 	}
 	var part float64
 	if partAsOf > 0 {
 		part = seconds(partAsOf)
 	}
-	prior, ok := site.Pool.PriorAt(part)
+	prior, ok = site.Pool.PriorAt(part)
 	if !ok {
-		return g, 0, false
+		return g, prior, ev, 0, false
 	}
-	ev, ok := o.Change.Evidence(&m.Estimators)
-	if !ok {
-		return g, 0, false
+	ev, ok = o.Change.Evidence(&m.Estimators)
+	if !ok || !(ev.X >= 0) || !(ev.E >= 0) || !finite(ev.X) || !finite(ev.E) {
+		return g, prior, ev, 0, false
 	}
 	omega, _ = estimators.TemperChoose(&site.Temper)
 	g = estimators.Tempered(prior, ev, omega)
 	mean := g.Mean()
 	if !(g.Shape > 0) || !(mean > 0) || !finite(mean) || !finite(g.Shape) {
-		return g, 0, false
+		return g, prior, ev, 0, false
 	}
-	return g, omega, true
+	return g, prior, ev, omega, true
 }
 
-// publishPlan sets the record's plan posterior (records.Estimate.
-// PlanRatePerS) when the object has one.
+// publishPlan sets the record's plan fields (records.Estimate.
+// PlanEvidence) when the object has a plan posterior.
 func (o *Object) publishPlan(rec *records.Estimate, st *recordStore, m *Model, site *SiteState, partAsOf int64) {
-	g, omega, ok := o.planGamma(m, site, partAsOf)
+	_, prior, ev, omega, ok := o.planGamma(m, site, partAsOf)
 	if !ok {
 		return
 	}
-	rec.PlanRatePerS, rec.PlanShape, rec.PlanOmega = st.float(g.Mean()), st.float(g.Shape), st.float(omega)
+	rec.PlanEvidence, rec.PlanPrior, rec.PlanOmega = st.pair(ev.X, ev.E), st.pair(prior.Shape, prior.Rate), st.float(omega)
 }
 
 // decodeTemper reads the tempering scores of a version-4 site: a uvarint

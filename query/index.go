@@ -304,8 +304,9 @@ type facts struct {
 	changes   int64
 	ttl       float64 // when hasTTL
 	hasTTL    bool
-	// the plan's posterior (records.Estimate.PlanRatePerS), when hasPlan
-	plan    planGamma
+	// what the plan's posterior is made of (records.Estimate.
+	// PlanEvidence), when hasPlan
+	plan    planFacts
 	hasPlan bool
 }
 
@@ -327,8 +328,8 @@ func recordFacts(rec *records.Estimate) (f facts) {
 	if rec.TTLS != nil {
 		f.ttl, f.hasTTL = *rec.TTLS, true
 	}
-	if rec.PlanRatePerS != nil && rec.PlanShape != nil && rec.PlanOmega != nil {
-		f.plan, f.hasPlan = planGamma{*rec.PlanRatePerS, *rec.PlanShape, *rec.PlanOmega}, true
+	if rec.PlanEvidence != nil && rec.PlanPrior != nil && rec.PlanOmega != nil {
+		f.plan, f.hasPlan = planFacts{*rec.PlanEvidence, *rec.PlanPrior, *rec.PlanOmega}, true
 	}
 	f.estimator, f.obs, f.changes = rec.Estimator, rec.Observations, rec.Changes
 	return f
@@ -352,7 +353,7 @@ func publishedFacts(pe *aggregate.PublishedEstimate) (f facts) {
 		f.ttl, f.hasTTL = pe.TTL, true
 	}
 	if pe.HasPlan {
-		f.plan, f.hasPlan = planGamma{pe.PlanRate, pe.PlanShape, pe.PlanOmega}, true
+		f.plan, f.hasPlan = planFacts{pe.PlanEvidence, pe.PlanPrior, pe.PlanOmega}, true
 	}
 	f.estimator, f.obs, f.changes = pe.Estimator, pe.Observations, pe.Changes
 	return f
@@ -422,9 +423,14 @@ func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int
 		if f.hasTTL {
 			e.has |= hasTTL
 		}
-		e.planRate, e.planShape, e.planK = 0, 0, 0
+		e.planEv, e.plan = [2]float64{}, 0
 		if f.hasPlan {
-			e.planRate, e.planShape, e.planK = f.plan.rate, f.plan.shape, omegaKey(f.plan.omega)
+			e.planEv, e.plan = f.plan.ev, 1
+			// the site's prior and ω: its latest record's
+			si := &x.sites[x.meta[slot].site]
+			if !si.hasPrior || asOf >= si.priorAsOf {
+				si.prior, si.omega, si.priorAsOf, si.hasPrior = f.plan.prior, f.plan.omega, asOf, true
+			}
 		}
 	}
 	if asOf > x.maxAsOf {

@@ -140,18 +140,22 @@ type Candidate struct {
 	// AccessRate is the object's access-rate estimate (per second), 0
 	// when it has none.
 	AccessRate float64
-	// Plan is the posterior the freshness policy plans the object on
-	// (records.Estimate.PlanRatePerS: its evidence counted Plan.Omega
-	// times under its site's prior), when HasPlan.
-	Plan    PlanGamma
-	HasPlan bool
+	// Evidence is the object's evidence [X, E] (records.Estimate.
+	// PlanEvidence) and Prior its site's prior and ω as of Prior.AsOf,
+	// when HasPlan: the freshness policy plans the object on Gamma(α₀ +
+	// ωX, β₀ + ωE) with the latest Prior of its site among the candidates
+	// (PlanPages; the index lists every candidate of a site with the
+	// site's latest).
+	Evidence [2]float64
+	Prior    PlanPrior
+	HasPlan  bool
 }
 
-// PlanGamma is a plan posterior: λ ~ Gamma(Shape, Shape/Rate), Rate per
-// second, the object's evidence counted Omega times (estimators/
-// tempered.go T1).
-type PlanGamma struct {
-	Rate, Shape, Omega float64
+// PlanPrior is a site's prior Gamma(Shape, Rate) (Rate per second) and
+// the ω its visits chose, as of AsOf.
+type PlanPrior struct {
+	Shape, Rate, Omega float64
+	AsOf               time.Time
 }
 
 // CandidateOf is the candidate the index lists for a change estimate
@@ -172,8 +176,8 @@ func CandidateOf(rec *records.Estimate) (Candidate, bool) {
 	site := rec.Site
 	c := Candidate{Object: rec.Object, Site: site, Rate: f.sc.v, Lo: f.sc.lo, Hi: f.sc.hi, AsOf: rec.AsOf.Truncate(time.Millisecond)}
 	if f.hasPlan {
-		// as the index keeps it (ω on the grid)
-		c.Plan, c.HasPlan = PlanGamma{f.plan.rate, f.plan.shape, omegaOf(omegaKey(f.plan.omega))}, true
+		c.Evidence, c.HasPlan = f.plan.ev, true
+		c.Prior = PlanPrior{Shape: f.plan.prior[0], Rate: f.plan.prior[1], Omega: f.plan.omega, AsOf: c.AsOf}
 	}
 	return c, true
 }
@@ -203,8 +207,9 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 		if e.has&hasAccess != 0 {
 			c.AccessRate = e.s[byAccess].v
 		}
-		if e.planK > 0 {
-			c.Plan, c.HasPlan = PlanGamma{e.planRate, e.planShape, omegaOf(e.planK)}, true
+		if si := &x.sites[x.meta[it.slot].site]; e.plan == 1 && si.hasPrior {
+			c.Evidence, c.HasPlan = e.planEv, true
+			c.Prior = PlanPrior{Shape: si.prior[0], Rate: si.prior[1], Omega: si.omega, AsOf: time.UnixMilli(si.priorAsOf).UTC()}
 		}
 		out = append(out, c)
 	}

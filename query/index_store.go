@@ -4,8 +4,6 @@ import (
 	"hash/maphash"
 	"math"
 	"strings"
-
-	"github.com/changerate/changerate/estimators"
 )
 
 // The Index's storage: its objects as entries in one slice, found by name
@@ -55,9 +53,9 @@ type entry struct {
 	changes    int64    // the change record's changes
 	ciLo       float64  // the change record's ci95[0] (s[byChange].lo is rankedLower's)
 	ttl        float64  // the change record's ttl_s, when has&hasTTL
-	// the change record's plan posterior (plan_rate_per_s, plan_shape),
-	// when planK > 0; its ω is omegaOf(planK)
-	planRate, planShape float64
+	// the change record's plan_evidence [X, E], when plan is 1 (its
+	// site's prior and ω are the site's, siteInfo)
+	planEv [2]float64
 	// The name is names[off : off+nameLen], off = nameHi<<32 | nameLo (40
 	// bits: an arena of up to a TiB).
 	nameLo  uint32
@@ -66,7 +64,7 @@ type entry struct {
 	nameHi  uint8
 	has     uint8    // the bits above
 	est     [2]uint8 // 1 + index in Index.estimators, by kind; 0: none
-	planK   uint8    // omegaKey of the plan's ω; 0: no plan posterior
+	plan    uint8    // 1: the change record has plan_evidence
 }
 
 // nameOff is the offset of e's name in the arena.
@@ -100,6 +98,13 @@ type shiftRec struct {
 type siteInfo struct {
 	name string
 	n    int
+	// prior and omega are the plan_prior and plan_omega of the site's
+	// latest change record (by as_of) that has them, at priorAsOf (Unix
+	// ms), when hasPrior.
+	prior     [2]float64
+	omega     float64
+	priorAsOf int64
+	hasPrior  bool
 }
 
 // maxKinds bounds the interned alert kinds (two in practice: change and
@@ -260,21 +265,8 @@ func (x *Index) shiftKind(i int32) string {
 	return x.kindOverflow[i]
 }
 
-// planGamma is what the index reads of a record's plan posterior.
-type planGamma struct{ rate, shape, omega float64 }
-
-// omegaKey is the entry's key of a plan's ω: 1 + its index in
-// estimators.TemperGrid (the grid point nearest to it), so that an entry
-// keeps one byte for it; 0 is no plan.
-func omegaKey(omega float64) uint8 {
-	k, best := 0, math.Inf(1)
-	for i, w := range estimators.TemperGrid {
-		if d := math.Abs(w - omega); d < best {
-			k, best = i, d
-		}
-	}
-	return uint8(k + 1)
+// planFacts is what the index reads of a record's plan fields.
+type planFacts struct {
+	ev, prior [2]float64
+	omega     float64
 }
-
-// omegaOf is the ω of an omegaKey (> 0).
-func omegaOf(k uint8) float64 { return estimators.TemperGrid[k-1] }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/plan"
 )
 
@@ -96,30 +97,51 @@ type PlanOmega struct {
 const OmegaRule = "per site, the ω of estimators.TemperGrid with the largest summed one-step log predictive probability of " +
 	"its objects' visit outcomes, (1 + d/b)^{-a} for no change over d under Gamma(α₀ + ωX, β₀ + ωE) (ties and no visits: the larger ω, 1 = the stationary posterior)"
 
-// planOmegas lists the ω of the candidates' plan posteriors by site (then
-// ω), with the objects of each.
+// planOmegas lists the ω of each site's latest prior among the
+// candidates (sitePriors), with the candidates planned with it.
 func planOmegas(cands []Candidate) []PlanOmega {
-	type key struct {
-		site  string
-		omega float64
-	}
-	n := map[key]int{}
+	priors := sitePriors(cands)
+	n := map[string]int{}
 	for _, c := range cands {
-		if c.HasPlan {
-			n[key{c.Site, c.Plan.Omega}]++
+		if _, ok := tempered(c, priors); ok {
+			n[c.Site]++
 		}
 	}
 	out := make([]PlanOmega, 0, len(n))
-	for k, v := range n {
-		out = append(out, PlanOmega{Site: k.site, Omega: k.omega, Objects: v})
+	for s, v := range n {
+		out = append(out, PlanOmega{Site: s, Omega: priors[s].Omega, Objects: v})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Site != out[j].Site {
-			return out[i].Site < out[j].Site
-		}
-		return out[i].Omega < out[j].Omega
-	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Site < out[j].Site })
 	return out
+}
+
+// sitePriors is the latest Prior (by AsOf, the later candidate on ties)
+// of each site's candidates that have one: what the site's state said at
+// its latest record.
+func sitePriors(cands []Candidate) map[string]PlanPrior {
+	out := map[string]PlanPrior{}
+	for _, c := range cands {
+		if !c.HasPlan {
+			continue
+		}
+		if p, ok := out[c.Site]; !ok || !c.Prior.AsOf.Before(p.AsOf) {
+			out[c.Site] = c.Prior
+		}
+	}
+	return out
+}
+
+// tempered is candidate c's plan posterior (estimators/tempered.go T1):
+// its evidence counted ω times under its site's latest prior, ok false
+// without one (or with no usable Gamma).
+func tempered(c Candidate, priors map[string]PlanPrior) (estimators.GammaPrior, bool) {
+	if !c.HasPlan {
+		return estimators.GammaPrior{}, false
+	}
+	p := priors[c.Site]
+	g := estimators.Tempered(estimators.GammaPrior{Shape: p.Shape, Rate: p.Rate}, estimators.Evidence{X: c.Evidence[0], E: c.Evidence[1]}, p.Omega)
+	m := g.Mean()
+	return g, g.Shape > 0 && m > 0 && finite(m) && finite(g.Shape)
 }
 
 // PlanReport is what a plan says about itself beside its visits.
@@ -256,14 +278,18 @@ func PlanPages(cands []Candidate, req PlanRequest, cfg PlanConfig) []plan.Page {
 func planPages(cands []Candidate, rates []float64, req PlanRequest, cfg PlanConfig) []plan.Page {
 	pages := make([]plan.Page, len(cands))
 	fits := map[[2]float64][2]float64{} // the posterior of an interval, once per distinct interval
+	var priors map[string]PlanPrior
+	if req.Policy == PolicyFreshness {
+		priors = sitePriors(cands)
+	}
 	for i, c := range cands {
 		pages[i] = plan.Page{Rate: rates[i], Weight: weightOf(c, req.Weights, cfg), Host: c.Site}
-		if req.Policy == PolicyFreshness && c.HasPlan && c.Plan.Rate > 0 && c.Plan.Shape > 0 {
-			// The plan posterior the aggregator published (issue 33):
-			// the object's evidence counted ω times under its site's
-			// prior, ω by the site's visits' predictive likelihood
-			// (estimators/tempered.go T1–T3).
-			pages[i].Rate, pages[i].Shape = c.Plan.Rate, c.Plan.Shape
+		if g, ok := tempered(c, priors); ok && req.Policy == PolicyFreshness {
+			// The tempered posterior (issue 33): the object's evidence
+			// counted ω times under its site's latest prior, ω by the
+			// site's visits' predictive likelihood (estimators/
+			// tempered.go T1–T3).
+			pages[i].Rate, pages[i].Shape = g.Mean(), g.Shape
 			continue
 		}
 		// Without one (no site prior, a complete history), a posterior
@@ -316,11 +342,10 @@ func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanReq
 	res.Weights, res.HostCap = req.Weights, req.HostCap
 	if req.Policy == PolicyFreshness {
 		res.Omega, res.OmegaRule, res.OmegaFallback = planOmegas(cands), OmegaRule, 0
-		for _, c := range cands {
-			if !c.HasPlan {
-				res.OmegaFallback++
-			}
+		for _, o := range res.Omega {
+			res.OmegaFallback -= o.Objects
 		}
+		res.OmegaFallback += len(cands)
 	}
 	a, err := plan.Allocate(pages, ac)
 	if err != nil { // the request was validated: a defect

@@ -98,11 +98,11 @@ func FuzzScanEstimate(f *testing.F) {
 // exactly as json.Unmarshal reads it, the three values bit for bit.
 func TestScanEstimatePlan(t *testing.T) {
 	r, ci := 1.25e-6, [2]float64{3e-7, 4e-6}
-	pr, ps, pw := 2.2089599609375e-6, 0.7734375, 0.2
+	ev, pr, pw := [2]float64{2.5, 1.25e6}, [2]float64{0.7734375, 2.2089599609375e5}, 0.2
 	e := Estimate{Object: "http://s.example/p", Site: "s.example", Kind: EstimateChange, AsOf: time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC),
-		RatePerS: &r, Estimator: "pooled", CI95: &ci, Observations: 40, Changes: 2, PlanRatePerS: &pr, PlanShape: &ps, PlanOmega: &pw}
+		RatePerS: &r, Estimator: "pooled", CI95: &ci, Observations: 40, Changes: 2, PlanEvidence: &ev, PlanPrior: &pr, PlanOmega: &pw}
 	b, ok := AppendEstimateJSON(nil, &e)
-	if !ok || !strings.Contains(string(b), `"plan_rate_per_s":`) {
+	if !ok || !strings.Contains(string(b), `"plan_evidence":[`) {
 		t.Fatalf("encoded %s (ok %v)", b, ok)
 	}
 	var got, want EstimateHead
@@ -112,7 +112,7 @@ func TestScanEstimatePlan(t *testing.T) {
 	if !scanEstimate(b, &got) {
 		t.Fatalf("scanEstimate fell back on %s", b)
 	}
-	if !reflect.DeepEqual(got, want) || got.PlanRatePerS == nil || *got.PlanRatePerS != pr || *got.PlanShape != ps || *got.PlanOmega != pw {
+	if !reflect.DeepEqual(got, want) || got.PlanEvidence == nil || *got.PlanEvidence != ev || *got.PlanPrior != pr || *got.PlanOmega != pw {
 		t.Errorf("scanEstimate %+v, json.Unmarshal %+v, of %s", got, want, b)
 	}
 }

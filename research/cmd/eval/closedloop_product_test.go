@@ -156,7 +156,7 @@ func TestProductPagesMatchV1Plan(t *testing.T) {
 		// division each side).
 		ev, _ := st.est[i].Evidence(st.cfg)
 		a, b := prior.Shape+omega*ev.X, prior.Rate+omega*ev.E
-		if math.Abs(want[k].Shape-a) > 1e-12*a || math.Abs(want[k].Rate-a/b) > 1e-12*a/b || !c.HasPlan || c.Plan.Omega != omega {
+		if math.Abs(want[k].Shape-a) > 1e-12*a || math.Abs(want[k].Rate-a/b) > 1e-12*a/b || !c.HasPlan || c.Prior.Omega != omega {
 			t.Errorf("%s: planned on %+v (candidate %+v), want Gamma(%v, %v) at ω %v", c.Object, want[k], c, a, b, omega)
 		}
 		if e, ok := ps.objs[i].ChangeEstimateAsOf(names[i], &ps.m, &ps.site, time.Time{}, &ps.scratch); ok {
