@@ -258,7 +258,10 @@ const publishedLevel = 0.95
 // PlanPages returns the pages /v1/plan allocates over for the freshness
 // and lambdacrawl policies (req.Policy, req.Weights): each candidate's
 // planning rate (plan.PlanningRate of its rate and upper bound), its
-// weight and host, and, for the freshness policy, the Gamma posterior
+// weight and host, and, for the freshness policy, its tempered
+// posterior when it has plan evidence (Candidate.HasPlan): Gamma(α₀ + ωX,
+// β₀ + ωE) with the latest prior and ω of its site among cands
+// (estimators/tempered.go T1; sitePriors); without, the Gamma posterior
 // matched to its interval (plan.GammaFromInterval at the published
 // level) when it has one: a lower bound above 0, or the zero estimate's
 // [0, hi]. A candidate with a rate above 0 but a lower bound of 0 (a
