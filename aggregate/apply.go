@@ -27,19 +27,21 @@ func (o *Object) Apply(obs *records.Observation, m *Model, eff *Effects) Outcome
 func (o *Object) ApplyAt(obs *records.Observation, m *Model, site *SiteState, eff *Effects) Outcome {
 	var pop population
 	if site != nil {
-		pop = population{&site.Pool, &site.Trend, &site.Flags}
+		pop = population{&site.Pool, &site.Trend, &site.Flags, &site.Temper}
 	}
 	return o.applyAt(obs, m, site, pop, eff)
 }
 
 // population is the part of a SiteState that an object's visits fold into
 // whatever its seasonal state (siteprior.go): the change-rate prior's
-// statistics, the population trend of complete histories and the sums of
-// the spacing factors (nil: none; all three or none).
+// statistics, the population trend of complete histories, the sums of
+// the spacing factors and the tempering scores (sitetemper.go; nil: none;
+// all four or none).
 type population struct {
-	pool  *estimators.PoolStats
-	trend *estimators.Trend
-	flags *estimators.FlagPool
+	pool   *estimators.PoolStats
+	trend  *estimators.Trend
+	flags  *estimators.FlagPool
+	temper *[estimators.TemperPoints]float64
 }
 
 // applyAt is ApplyAt with the population's statistics in pop, apart from
@@ -137,8 +139,14 @@ func (o *Object) applyAt(obs *records.Observation, m *Model, site *SiteState, po
 			before, had = o.Change.Evidence(&m.Estimators)
 			beforeF, hadF = o.Change.FlagTerm(&m.Estimators)
 		}
+		pv := o.Change.Visits()
+		pt, px := o.Change.LastVisit(), o.Change.Changes()
 		if o.visit(obs, ts, reordered, m, p, eff) {
 			if pop.pool != nil {
+				if had && o.Change.Visits() == pv+1 {
+					// scored before the prior takes the visit in (T3)
+					scoreTemper(pop.temper, pop.pool, before, o, pt, px)
+				}
 				foldPrior(pop.pool, pop.trend, before, had, o, m)
 				foldFlags(pop.flags, beforeF, hadF, o, m)
 			}

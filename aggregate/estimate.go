@@ -161,6 +161,7 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 			rec.TTLS = st.float(ttl)
 		}
 	}
+	o.publishPlan(&rec, st, m, site, partAsOf)
 	return rec, true
 }
 

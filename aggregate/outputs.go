@@ -206,6 +206,9 @@ func (w *worker) appendPublished(pub []PublishedEstimate, i int, rec *records.Es
 	if rec.NextVisit != nil {
 		pe.NextVisit, pe.HasNextVisit = *rec.NextVisit, true
 	}
+	if rec.PlanEvidence != nil && rec.PlanPrior != nil && rec.PlanOmega != nil {
+		pe.PlanEvidence, pe.PlanPrior, pe.PlanOmega, pe.HasPlan = *rec.PlanEvidence, *rec.PlanPrior, *rec.PlanOmega, true
+	}
 	return append(pub, pe)
 }
 

@@ -37,6 +37,11 @@ type PublishedEstimate struct {
 	Observations int64
 	TTL          float64
 	HasTTL       bool
+	// PlanEvidence, PlanPrior and PlanOmega are the record's
+	// "plan_evidence", "plan_prior" and "plan_omega", when HasPlan.
+	PlanEvidence, PlanPrior [2]float64
+	PlanOmega               float64
+	HasPlan                 bool
 
 	out int32 // index of the record among the outputs of its write
 }

@@ -19,11 +19,11 @@ import (
 // the store's next use. A nil *recordStore allocates and fills the
 // record's maps, for records handed to callers.
 type recordStore struct {
-	floats [8]float64
+	floats [12]float64
 	nf     int
 	times  [2]time.Time
 	nt     int
-	pairs  [1][2]float64
+	pairs  [3][2]float64
 	np     int
 	win    records.Window
 	keyed  []records.Keyed

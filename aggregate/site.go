@@ -120,7 +120,7 @@ func (d *detector) apply(name string, se *siteEntry, obj *Object, obs *records.O
 	var st *SiteState
 	var pop population
 	if se != nil {
-		pop = population{&se.st.Pool, &se.st.Trend, &se.st.Flags}
+		pop = population{&se.st.Pool, &se.st.Trend, &se.st.Flags, &se.st.Temper}
 		if !se.prior {
 			st = &se.st
 		}

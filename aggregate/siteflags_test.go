@@ -132,7 +132,8 @@ func TestSiteSpacingFactor(t *testing.T) {
 // golden states of versions 1 (prior sums) and 2 (sitemap checks, prior
 // and open sums, trend), written before the sums existed, decode with
 // none and the rest as written; version 3's (the five sums of R7 without
-// R15's) decodes as a legacy pool and encodes again byte for byte; sums
+// R15's) decodes as a legacy pool and encodes again byte for byte, as does
+// version 4's (written before the tempering scores existed); sums
 // that are not finite, or negative but B, are corrupt; the sums cost 64
 // bytes and one of version 1's sitemap counts.
 func TestSiteStateFlagsEncoding(t *testing.T) {
@@ -148,11 +149,14 @@ func TestSiteStateFlagsEncoding(t *testing.T) {
 	}
 	v3 := v2
 	v3.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, Legacy: true}
+	v4 := v2
+	v4.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, B: -3.25, BD: 120.5, BV: 980.75}
 	for _, g := range []struct {
 		file    string
 		version byte
 		want    SiteState
-	}{{"testdata/site_v1.golden", siteVersion, v1}, {"testdata/site_v2.golden", siteVersionSitemap, v2}, {"testdata/site_v3.golden", siteVersionFlags, v3}} {
+	}{{"testdata/site_v1.golden", siteVersion, v1}, {"testdata/site_v2.golden", siteVersionSitemap, v2}, {"testdata/site_v3.golden", siteVersionFlags, v3},
+		{"testdata/site_v4.golden", siteVersionBack, v4}} {
 		raw, err := os.ReadFile(g.file)
 		if err != nil {
 			t.Fatal(err)

@@ -21,8 +21,9 @@ import (
 // zero value is a site never seen; about 600 bytes encoded at most, up
 // to 611 more for the trend of a population of complete histories (32
 // closed years of 18 bytes: a 2-byte varint year and two float64 sums;
-// 35 bytes of count, current year, sums and discount), and 40 for the
-// spacing sums of its objects with regular visits (five float64).
+// 35 bytes of count, current year, sums and discount), 40 for the
+// spacing sums of its objects with regular visits (five float64), and 73
+// for the tempering scores (a count and nine float64).
 type SiteState struct {
 	Access windows.Profile
 	Change windows.Profile
@@ -42,6 +43,14 @@ type SiteState struct {
 	// the sitemap checks, in version siteVersionFlags, when not empty
 	// (states written before it decode with none).
 	Flags estimators.FlagPool
+	// Temper holds the site's summed one-step log predictive scores of
+	// its objects' visits under each ω of estimators.TemperGrid
+	// (estimators/tempered.go T3; sitetemper.go), one float64 per grid
+	// point; encoded after the spacing sums, in version siteVersionTemper,
+	// when not all zero (states written before it decode with none: the
+	// plan's ω is then 1, the stationary posterior, until visits are
+	// scored).
+	Temper [estimators.TemperPoints]float64
 }
 
 // poolSums and poolOpenSums are the numbers of float64 sums of an encoded
@@ -56,28 +65,38 @@ const (
 // that of a site with sitemap checks (version 1's layout, then the checks),
 // so that the sites without any encode as before; siteVersionFlags that of
 // a site with spacing sums (version 2's layout, then flagSums float64), so
-// that the sites without any encode as before them.
+// that the sites without any encode as before them; siteVersionBack that
+// of a site with the end-spacing sums too (then backSums float64);
+// siteVersionTemper that of a site with tempering scores (version 4's
+// layout, the spacing sums written even when empty with a byte between the
+// two groups, 1 for a Legacy pool whose backSums are then absent, then a
+// uvarint count of scores and the scores as float64), so that the sites
+// without any encode as before them.
 const (
 	siteVersion        = 1
 	siteVersionSitemap = 2
 	siteVersionFlags   = 3
 	siteVersionBack    = 4
+	siteVersionTemper  = 5
 )
 
 // flagSums is the number of float64 sums of an encoded FlagPool: N, U, UR,
-// UR2, U2; version siteVersionBack adds backSums: B, BD, BV (the
-// backward-recurrence sums, estimators/dependence_back.go R15). A pool
-// decoded from version 3 is Legacy (its sums lack B, BD, BV) and encodes
-// as version 3 again, until a replay writes version 4.
+// UR2, U2; versions siteVersionBack and siteVersionTemper add backSums: B,
+// BD, BV (the backward-recurrence sums, estimators/dependence_back.go R15).
+// A pool decoded from version 3 is Legacy (its sums lack B, BD, BV) and
+// encodes as version 3 again (or as version 5 with the legacy mark), until
+// a replay writes the sums.
 const (
 	flagSums = 5
 	backSums = 3
 )
 
 // AppendBinary appends the site's encoding: version, then each profile as a
-// uvarint length and its windows.Profile encoding, then (versions 2 and 3)
-// the sitemap checks as two uvarints, then (version 3) the spacing sums as
-// float64, then, when the prior's
+// uvarint length and its windows.Profile encoding, then (versions 2 to 5)
+// the sitemap checks as two uvarints, then (versions 3 to 5) the spacing
+// sums as float64 (version 5: the five sums, the legacy byte, the three
+// end-spacing sums unless legacy), then (version 5) the tempering scores (a
+// uvarint count and as many float64), then, when the prior's
 // statistics are not all zero, its sums as float64 (poolSums, then
 // poolOpenSums when it holds complete histories), then, when the trend is
 // not empty, the trend (appendTrend; the open sums are then always
@@ -92,6 +111,9 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		if s.Flags.Legacy {
 			version = siteVersionFlags
 		}
+	}
+	if s.Temper != ([estimators.TemperPoints]float64{}) {
+		version = siteVersionTemper
 	}
 	dst = append(dst, version)
 	for _, p := range [...]*windows.Profile{&s.Access, &s.Change} {
@@ -115,11 +137,19 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 		for _, v := range [...]float64{f.N, f.U, f.UR, f.UR2, f.U2} {
 			dst = wire.AppendFloat64(dst, v)
 		}
-		if version == siteVersionBack {
+		legacy := version == siteVersionFlags
+		if version == siteVersionTemper {
+			legacy = f.Legacy
+			dst = append(dst, b2u8(legacy))
+		}
+		if !legacy {
 			for _, v := range [...]float64{f.B, f.BD, f.BV} {
 				dst = wire.AppendFloat64(dst, v)
 			}
 		}
+	}
+	if version == siteVersionTemper {
+		dst = appendTemper(dst, &s.Temper)
 	}
 	trend := !s.Trend.Empty()
 	if p := &s.Pool; *p != (estimators.PoolStats{}) || trend {
@@ -138,12 +168,20 @@ func (s *SiteState) AppendBinary(dst []byte) []byte {
 	return dst
 }
 
+// b2u8 is 1 for true, 0 for false.
+func b2u8(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // DecodeBinary replaces s with the site encoded in src. Errors wrap
 // ErrCorrupt; on error s is unchanged.
 func (s *SiteState) DecodeBinary(src []byte) error {
 	r := wire.NewReader(src)
 	v := r.Byte()
-	if r.Err() == nil && v != siteVersion && v != siteVersionSitemap && v != siteVersionFlags && v != siteVersionBack {
+	if r.Err() == nil && (v < siteVersion || v > siteVersionTemper) {
 		return fmt.Errorf("%w: site version %d", ErrCorrupt, v)
 	}
 	var d SiteState
@@ -171,21 +209,41 @@ func (s *SiteState) DecodeBinary(src []byte) error {
 	}
 	if v >= siteVersionFlags && r.Err() == nil {
 		var f [flagSums + backSums]float64
+		for i := range f[:flagSums] {
+			f[i] = r.Float64()
+		}
+		legacy := v == siteVersionFlags
+		if v == siteVersionTemper {
+			switch b := r.Byte(); {
+			case r.Err() != nil:
+			case b > 1:
+				return fmt.Errorf("%w: site: legacy mark %d", ErrCorrupt, b)
+			default:
+				legacy = b == 1
+			}
+		}
 		k := flagSums
-		if v == siteVersionBack {
+		if !legacy {
+			for i := range f[flagSums:] {
+				f[flagSums+i] = r.Float64()
+			}
 			k += backSums
 		}
-		for i := range f[:k] {
-			f[i] = r.Float64()
+		for i, x := range f[:k] {
 			// Sums of added and removed terms may round a little below 0;
 			// every term is ≥ 0 but B's (S_X − μ̂, index 5), which is
 			// signed.
-			if r.Err() == nil && (math.IsInf(f[i], 0) || math.IsNaN(f[i]) || (i != flagSums && !(f[i] >= -1e-6*math.Max(1, math.Abs(f[i]))))) {
+			if r.Err() == nil && (math.IsInf(x, 0) || math.IsNaN(x) || (i != flagSums && !(x >= -1e-6*math.Max(1, math.Abs(x))))) {
 				return fmt.Errorf("%w: site: spacing sums %v", ErrCorrupt, f[:k])
 			}
 		}
 		d.Flags = estimators.FlagPool{N: f[0], U: f[1], UR: f[2], UR2: f[3], U2: f[4],
-			B: f[5], BD: f[6], BV: f[7], Legacy: v == siteVersionFlags}
+			B: f[5], BD: f[6], BV: f[7], Legacy: legacy}
+	}
+	if v == siteVersionTemper && r.Err() == nil {
+		if err := decodeTemper(&r, &d.Temper); err != nil {
+			return fmt.Errorf("%w: site: %w", ErrCorrupt, err)
+		}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: site: %w", ErrCorrupt, err)

@@ -192,6 +192,10 @@ func (c *Change) Intervals() int64 {
 	return c.visits - 1
 }
 
+// LastVisit is the time of the latest accepted visit (Unix seconds; 0
+// before any).
+func (c *Change) LastVisit() float64 { return seconds(c.last) }
+
 // Span is T, the time from the baseline to the latest visit.
 func (c *Change) Span() float64 { return seconds(c.last - c.first) }
 

@@ -304,6 +304,10 @@ type facts struct {
 	changes   int64
 	ttl       float64 // when hasTTL
 	hasTTL    bool
+	// what the plan's posterior is made of (records.Estimate.
+	// PlanEvidence), when hasPlan
+	plan    planFacts
+	hasPlan bool
 }
 
 // recordFacts is the facts of an estimate record (its ranking score: its
@@ -323,6 +327,9 @@ func recordFacts(rec *records.Estimate) (f facts) {
 	}
 	if rec.TTLS != nil {
 		f.ttl, f.hasTTL = *rec.TTLS, true
+	}
+	if rec.PlanEvidence != nil && rec.PlanPrior != nil && rec.PlanOmega != nil {
+		f.plan, f.hasPlan = planFacts{*rec.PlanEvidence, *rec.PlanPrior, *rec.PlanOmega}, true
 	}
 	f.estimator, f.obs, f.changes = rec.Estimator, rec.Observations, rec.Changes
 	return f
@@ -344,6 +351,9 @@ func publishedFacts(pe *aggregate.PublishedEstimate) (f facts) {
 	}
 	if pe.HasTTL {
 		f.ttl, f.hasTTL = pe.TTL, true
+	}
+	if pe.HasPlan {
+		f.plan, f.hasPlan = planFacts{pe.PlanEvidence, pe.PlanPrior, pe.PlanOmega}, true
 	}
 	f.estimator, f.obs, f.changes = pe.Estimator, pe.Observations, pe.Changes
 	return f
@@ -412,6 +422,15 @@ func (x *Index) addEstimate(object string, h uint64, site, kind string, asOf int
 		e.has &^= hasTTL
 		if f.hasTTL {
 			e.has |= hasTTL
+		}
+		e.planEv, e.plan = [2]float64{}, 0
+		if f.hasPlan {
+			e.planEv, e.plan = f.plan.ev, 1
+			// the site's prior and ω: its latest record's
+			si := &x.sites[x.meta[slot].site]
+			if !si.hasPrior || asOf >= si.priorAsOf {
+				si.prior, si.omega, si.priorAsOf, si.hasPrior = f.plan.prior, f.plan.omega, asOf, true
+			}
 		}
 	}
 	if asOf > x.maxAsOf {

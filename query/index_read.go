@@ -140,6 +140,22 @@ type Candidate struct {
 	// AccessRate is the object's access-rate estimate (per second), 0
 	// when it has none.
 	AccessRate float64
+	// Evidence is the object's evidence [X, E] (records.Estimate.
+	// PlanEvidence) and Prior its site's prior and ω as of Prior.AsOf,
+	// when HasPlan: the freshness policy plans the object on Gamma(α₀ +
+	// ωX, β₀ + ωE) with the latest Prior of its site among the candidates
+	// (PlanPages; the index lists every candidate of a site with the
+	// site's latest).
+	Evidence [2]float64
+	Prior    PlanPrior
+	HasPlan  bool
+}
+
+// PlanPrior is a site's prior Gamma(Shape, Rate) (Rate per second) and
+// the ω its visits chose, as of AsOf.
+type PlanPrior struct {
+	Shape, Rate, Omega float64
+	AsOf               time.Time
 }
 
 // CandidateOf is the candidate the index lists for a change estimate
@@ -158,7 +174,12 @@ func CandidateOf(rec *records.Estimate) (Candidate, bool) {
 		return Candidate{}, false
 	}
 	site := rec.Site
-	return Candidate{Object: rec.Object, Site: site, Rate: f.sc.v, Lo: f.sc.lo, Hi: f.sc.hi, AsOf: rec.AsOf.Truncate(time.Millisecond)}, true
+	c := Candidate{Object: rec.Object, Site: site, Rate: f.sc.v, Lo: f.sc.lo, Hi: f.sc.hi, AsOf: rec.AsOf.Truncate(time.Millisecond)}
+	if f.hasPlan {
+		c.Evidence, c.HasPlan = f.plan.ev, true
+		c.Prior = PlanPrior{Shape: f.plan.prior[0], Rate: f.plan.prior[1], Omega: f.plan.omega, AsOf: c.AsOf}
+	}
+	return c, true
 }
 
 // Candidates returns the objects with a change estimate on site ("": all),
@@ -185,6 +206,10 @@ func (x *Index) Candidates(site string, limit int) []Candidate {
 		}
 		if e.has&hasAccess != 0 {
 			c.AccessRate = e.s[byAccess].v
+		}
+		if si := &x.sites[x.meta[it.slot].site]; e.plan == 1 && si.hasPrior {
+			c.Evidence, c.HasPlan = e.planEv, true
+			c.Prior = PlanPrior{Shape: si.prior[0], Rate: si.prior[1], Omega: si.omega, AsOf: time.UnixMilli(si.priorAsOf).UTC()}
 		}
 		out = append(out, c)
 	}

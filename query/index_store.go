@@ -38,7 +38,7 @@ const (
 	hasTTL     = 1 << 6
 )
 
-// entry is one indexed object (128 bytes). Its site and recency are in
+// entry is one indexed object (152 bytes). Its site and recency are in
 // Index.meta, its shift score (if any) in Index.shifts: a minority of the
 // objects have one. Beside what ranks and plans, it keeps the fields of
 // the latest records that /v1/top and / show (estimator, observations,
@@ -53,6 +53,9 @@ type entry struct {
 	changes    int64    // the change record's changes
 	ciLo       float64  // the change record's ci95[0] (s[byChange].lo is rankedLower's)
 	ttl        float64  // the change record's ttl_s, when has&hasTTL
+	// the change record's plan_evidence [X, E], when plan is 1 (its
+	// site's prior and ω are the site's, siteInfo)
+	planEv [2]float64
 	// The name is names[off : off+nameLen], off = nameHi<<32 | nameLo (40
 	// bits: an arena of up to a TiB).
 	nameLo  uint32
@@ -61,6 +64,7 @@ type entry struct {
 	nameHi  uint8
 	has     uint8    // the bits above
 	est     [2]uint8 // 1 + index in Index.estimators, by kind; 0: none
+	plan    uint8    // 1: the change record has plan_evidence
 }
 
 // nameOff is the offset of e's name in the arena.
@@ -94,6 +98,13 @@ type shiftRec struct {
 type siteInfo struct {
 	name string
 	n    int
+	// prior and omega are the plan_prior and plan_omega of the site's
+	// latest change record (by as_of) that has them, at priorAsOf (Unix
+	// ms), when hasPrior.
+	prior     [2]float64
+	omega     float64
+	priorAsOf int64
+	hasPrior  bool
 }
 
 // maxKinds bounds the interned alert kinds (two in practice: change and
@@ -252,4 +263,10 @@ func (x *Index) shiftKind(i int32) string {
 		return x.kinds[k]
 	}
 	return x.kindOverflow[i]
+}
+
+// planFacts is what the index reads of a record's plan fields.
+type planFacts struct {
+	ev, prior [2]float64
+	omega     float64
 }

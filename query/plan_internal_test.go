@@ -207,3 +207,41 @@ func TestOptimalPlanPosterior(t *testing.T) {
 		t.Errorf("the object with no change seen gets no visit rate")
 	}
 }
+
+// TestPlanReportsOmega: a freshness plan plans every candidate with
+// plan evidence under its site's latest prior and ω (by as-of), lists that
+// ω by site with the candidates planned with it, the rule, and the
+// candidates without one; other policies report none.
+func TestPlanReportsOmega(t *testing.T) {
+	cfg := PlanConfig{}.WithDefaults()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	old, late := start.Add(-48*time.Hour), start.Add(-time.Hour)
+	pr := func(w float64, at time.Time) PlanPrior { return PlanPrior{Shape: 0.5, Rate: 5e5, Omega: w, AsOf: at} }
+	ev := [2]float64{2, 4e6}
+	cands := []Candidate{
+		{Object: "a1", Site: "a", Rate: 1e-6, Hi: 2e-6, AsOf: old, Evidence: ev, Prior: pr(1, old), HasPlan: true},
+		{Object: "a2", Site: "a", Rate: 1e-6, Hi: 2e-6, AsOf: late, Evidence: ev, Prior: pr(0.2, late), HasPlan: true},
+		{Object: "a3", Site: "a", Rate: 1e-6, Hi: 2e-6, AsOf: old, Evidence: ev, Prior: pr(0.5, old), HasPlan: true},
+		{Object: "b1", Site: "b", Rate: 1e-6, Hi: 2e-6, AsOf: old, Evidence: ev, Prior: pr(0.05, old), HasPlan: true},
+		{Object: "c1", Site: "c", Rate: 1e-6, Lo: 5e-7, Hi: 2e-6, AsOf: start},
+	}
+	req := PlanRequest{Policy: PolicyFreshness, Budget: 10, Period: 24 * time.Hour, Start: start, Weights: WeightsUniform}
+	res := makePlan(cands, req, cfg)
+	want := []PlanOmega{{"a", 0.2, 3}, {"b", 0.05, 1}}
+	if fmt.Sprint(res.Omega) != fmt.Sprint(want) || res.OmegaFallback != 1 || res.OmegaRule != OmegaRule {
+		t.Errorf("ω %+v, fallback %d, rule %q; want %+v and 1", res.Omega, res.OmegaFallback, res.OmegaRule, want)
+	}
+	// Every page of site a at ω 0.2 (its latest), Gamma(0.5 + 0.2·2,
+	// 5e5 + 0.2·4e6): exact arithmetic of the same operations.
+	pages := PlanPages(cands, req, cfg)
+	for k := 0; k < 3; k++ {
+		a, b := 0.5+0.2*2, 5e5+0.2*4e6
+		if pages[k].Shape != a || pages[k].Rate != a/b {
+			t.Errorf("%s: planned on %+v, want Gamma(%v, %v)", cands[k].Object, pages[k], a, b)
+		}
+	}
+	req.Policy = PolicyLambdaCrawl
+	if res := makePlan(cands, req, cfg); res.Omega != nil || res.OmegaFallback != 0 {
+		t.Errorf("lambdacrawl reports ω %+v, fallback %d", res.Omega, res.OmegaFallback)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/plan"
 )
 
@@ -83,8 +84,78 @@ const (
 	ReasonTrimmed = "beyond the budget's whole visits"
 )
 
+// PlanOmega is the ω of the plan posteriors of one site's objects
+// (Candidate.Plan): Objects of them were planned with their evidence
+// counted Omega times under the site's prior.
+type PlanOmega struct {
+	Site    string  `json:"site"`
+	Omega   float64 `json:"omega"`
+	Objects int     `json:"objects"`
+}
+
+// OmegaRule is why a plan posterior has its ω (PlanReport.OmegaRule).
+const OmegaRule = "per site, the ω of estimators.TemperGrid with the largest summed one-step log predictive probability of " +
+	"its objects' visit outcomes, (1 + d/b)^{-a} for no change over d under Gamma(α₀ + ωX, β₀ + ωE) (ties and no visits: the larger ω, 1 = the stationary posterior)"
+
+// planOmegas lists the ω of each site's latest prior among the
+// candidates (sitePriors), with the candidates planned with it.
+func planOmegas(cands []Candidate) []PlanOmega {
+	priors := sitePriors(cands)
+	n := map[string]int{}
+	for _, c := range cands {
+		if _, ok := tempered(c, priors); ok {
+			n[c.Site]++
+		}
+	}
+	out := make([]PlanOmega, 0, len(n))
+	for s, v := range n {
+		out = append(out, PlanOmega{Site: s, Omega: priors[s].Omega, Objects: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Site < out[j].Site })
+	return out
+}
+
+// sitePriors is the latest Prior (by AsOf, the later candidate on ties)
+// of each site's candidates that have one: what the site's state said at
+// its latest record.
+func sitePriors(cands []Candidate) map[string]PlanPrior {
+	out := map[string]PlanPrior{}
+	for _, c := range cands {
+		if !c.HasPlan {
+			continue
+		}
+		if p, ok := out[c.Site]; !ok || !c.Prior.AsOf.Before(p.AsOf) {
+			out[c.Site] = c.Prior
+		}
+	}
+	return out
+}
+
+// tempered is candidate c's plan posterior (estimators/tempered.go T1):
+// its evidence counted ω times under its site's latest prior, ok false
+// without one (or with no usable Gamma).
+func tempered(c Candidate, priors map[string]PlanPrior) (estimators.GammaPrior, bool) {
+	if !c.HasPlan {
+		return estimators.GammaPrior{}, false
+	}
+	p := priors[c.Site]
+	g := estimators.Tempered(estimators.GammaPrior{Shape: p.Shape, Rate: p.Rate}, estimators.Evidence{X: c.Evidence[0], E: c.Evidence[1]}, p.Omega)
+	m := g.Mean()
+	return g, g.Shape > 0 && m > 0 && finite(m) && finite(g.Shape)
+}
+
 // PlanReport is what a plan says about itself beside its visits.
 type PlanReport struct {
+	// Omega lists, for the freshness policy, the ω of the posteriors the
+	// objects were planned on, by site: each object's evidence (X changes
+	// over an exposure E) counted ω times under its site's prior
+	// Gamma(α₀, β₀), λ ~ Gamma(α₀ + ωX, β₀ + ωE) (estimators/tempered.go
+	// T1), ω chosen as OmegaRule says. OmegaFallback counts the objects
+	// without such a posterior (no site prior yet, or a complete
+	// history), planned on the Gamma matched to their published interval.
+	Omega         []PlanOmega `json:"omega,omitempty"`
+	OmegaRule     string      `json:"omega_rule,omitempty"`
+	OmegaFallback int         `json:"omega_fallback,omitempty"`
 	// Weights is the importance weighting used (freshness, lambdacrawl).
 	Weights string `json:"weights,omitempty"`
 	// HostCap is the per-host cap applied, visits per period (0: none).
@@ -187,7 +258,10 @@ const publishedLevel = 0.95
 // PlanPages returns the pages /v1/plan allocates over for the freshness
 // and lambdacrawl policies (req.Policy, req.Weights): each candidate's
 // planning rate (plan.PlanningRate of its rate and upper bound), its
-// weight and host, and, for the freshness policy, the Gamma posterior
+// weight and host, and, for the freshness policy, its tempered
+// posterior when it has plan evidence (Candidate.HasPlan): Gamma(α₀ + ωX,
+// β₀ + ωE) with the latest prior and ω of its site among cands
+// (estimators/tempered.go T1; sitePriors); without, the Gamma posterior
 // matched to its interval (plan.GammaFromInterval at the published
 // level) when it has one: a lower bound above 0, or the zero estimate's
 // [0, hi]. A candidate with a rate above 0 but a lower bound of 0 (a
@@ -207,9 +281,22 @@ func PlanPages(cands []Candidate, req PlanRequest, cfg PlanConfig) []plan.Page {
 func planPages(cands []Candidate, rates []float64, req PlanRequest, cfg PlanConfig) []plan.Page {
 	pages := make([]plan.Page, len(cands))
 	fits := map[[2]float64][2]float64{} // the posterior of an interval, once per distinct interval
+	var priors map[string]PlanPrior
+	if req.Policy == PolicyFreshness {
+		priors = sitePriors(cands)
+	}
 	for i, c := range cands {
 		pages[i] = plan.Page{Rate: rates[i], Weight: weightOf(c, req.Weights, cfg), Host: c.Site}
-		// A posterior needs an interval: one with Lo > 0, or the zero
+		if g, ok := tempered(c, priors); ok && req.Policy == PolicyFreshness {
+			// The tempered posterior (issue 33): the object's evidence
+			// counted ω times under its site's latest prior, ω by the
+			// site's visits' predictive likelihood (estimators/
+			// tempered.go T1–T3).
+			pages[i].Rate, pages[i].Shape = g.Mean(), g.Shape
+			continue
+		}
+		// Without one (no site prior, a complete history), a posterior
+		// needs an interval: one with Lo > 0, or the zero
 		// estimate's [0, Hi] (no change seen; the exponential posterior).
 		if req.Policy != PolicyFreshness || !(rates[i] > 0) || !(c.Lo > 0 || c.Rate == 0) {
 			continue
@@ -256,6 +343,13 @@ func optimalPlan(res PlanResult, cands []Candidate, rates []float64, req PlanReq
 		ac.HostCaps[h] = float64(v) / P
 	}
 	res.Weights, res.HostCap = req.Weights, req.HostCap
+	if req.Policy == PolicyFreshness {
+		res.Omega, res.OmegaRule, res.OmegaFallback = planOmegas(cands), OmegaRule, 0
+		for _, o := range res.Omega {
+			res.OmegaFallback -= o.Objects
+		}
+		res.OmegaFallback += len(cands)
+	}
 	a, err := plan.Allocate(pages, ac)
 	if err != nil { // the request was validated: a defect
 		panic(err)

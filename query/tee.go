@@ -69,7 +69,8 @@ func (t *TeeSink) Observe(msgs []stream.Message, skip map[int]bool) {
 			}
 			rec := records.Estimate{Object: ie.Object, Site: ie.Site, Kind: ie.Kind, AsOf: ie.AsOf,
 				RatePerS: ie.RatePerS, CI95: ie.CI95, NextVisit: ie.NextVisit, Changes: ie.Changes,
-				Estimator: ie.Estimator, Observations: ie.Observations, TTLS: ie.TTLS}
+				Estimator: ie.Estimator, Observations: ie.Observations, TTLS: ie.TTLS,
+				PlanEvidence: ie.PlanEvidence, PlanPrior: ie.PlanPrior, PlanOmega: ie.PlanOmega}
 			t.idx.AddEstimate(&rec)
 			continue
 		}

@@ -98,6 +98,15 @@ func appendEstimateJSON(dst []byte, e *Estimate, keyed []Keyed) (_ []byte, ok bo
 		a.time(*e.NextVisit)
 	}
 	a.optFloat(`,"ttl_s":`, e.TTLS)
+	if e.PlanEvidence != nil {
+		a.raw(`,"plan_evidence":`)
+		a.pair(*e.PlanEvidence)
+	}
+	if e.PlanPrior != nil {
+		a.raw(`,"plan_prior":`)
+		a.pair(*e.PlanPrior)
+	}
+	a.optFloat(`,"plan_omega":`, e.PlanOmega)
 	a.raw("}")
 	if !a.ok {
 		return dst[:n], false

@@ -39,6 +39,17 @@ type Estimate struct {
 	NextVisit *time.Time `json:"next_visit,omitempty"`
 	// TTLS is the recommended cache TTL in seconds (change estimates).
 	TTLS *float64 `json:"ttl_s,omitempty"`
+	// PlanEvidence, PlanPrior and PlanOmega are what /v1/plan plans the
+	// object on (change estimates of visited objects in a population with
+	// a prior): its evidence [X, E] (changes, exposure in seconds), its
+	// site's prior [α₀, β₀] (shape, rate per second) and ω (the site's
+	// choice by its visits' predictive likelihood) as of the record; the
+	// plan takes λ ~ Gamma(α₀ + ωX, β₀ + ωE) with the site's latest prior
+	// and ω (estimators/tempered.go T1–T3). RatePerS and CI95 are not
+	// affected.
+	PlanEvidence *[2]float64 `json:"plan_evidence,omitempty"`
+	PlanPrior    *[2]float64 `json:"plan_prior,omitempty"`
+	PlanOmega    *float64    `json:"plan_omega,omitempty"`
 }
 
 // Window describes the object's current consistent window (001 §4).

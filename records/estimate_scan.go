@@ -25,6 +25,10 @@ type EstimateHead struct {
 	Estimator    string   `json:"estimator"`
 	Observations int64    `json:"observations"`
 	TTLS         *float64 `json:"ttl_s"`
+	// What /v1/plan plans on (Estimate.PlanEvidence).
+	PlanEvidence *[2]float64 `json:"plan_evidence"`
+	PlanPrior    *[2]float64 `json:"plan_prior"`
+	PlanOmega    *float64    `json:"plan_omega"`
 }
 
 // DecodeEstimateHead reads the head of an encoded estimate record: by
@@ -111,10 +115,13 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 				}
 			}
 			i = j
-		case "rate_per_s", "ttl_s":
+		case "rate_per_s", "ttl_s", "plan_omega":
 			dst := &ie.RatePerS
-			if key == "ttl_s" {
+			switch key {
+			case "ttl_s":
 				dst = &ie.TTLS
+			case "plan_omega":
+				dst = &ie.PlanOmega
 			}
 			if bytes.HasPrefix(b[i:], []byte("null")) {
 				*dst, i = nil, i+4
@@ -146,9 +153,16 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 				ie.Observations = n
 			}
 			i = j
-		case "ci95":
+		case "ci95", "plan_evidence", "plan_prior":
+			dst := &ie.CI95
+			switch key {
+			case "plan_evidence":
+				dst = &ie.PlanEvidence
+			case "plan_prior":
+				dst = &ie.PlanPrior
+			}
 			if bytes.HasPrefix(b[i:], []byte("null")) {
-				ie.CI95, i = nil, i+4
+				*dst, i = nil, i+4
 				break
 			}
 			var ci [2]float64
@@ -172,9 +186,9 @@ func scanEstimate(b []byte, ie *EstimateHead) (ok bool) {
 				return false
 			}
 			ci[0], ci[1] = lo, hi
-			ie.CI95, i = &ci, j+1
+			*dst, i = &ci, j+1
 		default:
-			for _, k := range [...]string{"object", "site", "kind", "estimator", "as_of", "next_visit", "rate_per_s", "ttl_s", "ci95", "changes", "observations"} {
+			for _, k := range [...]string{"object", "site", "kind", "estimator", "as_of", "next_visit", "rate_per_s", "ttl_s", "ci95", "changes", "observations", "plan_evidence", "plan_prior", "plan_omega"} {
 				if strings.EqualFold(key, k) {
 					return false // encoding/json matches keys case-insensitively
 				}

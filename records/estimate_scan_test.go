@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // goldenEstimateRecords returns the encoded estimate records of aggregate's
@@ -90,4 +91,28 @@ func FuzzScanEstimate(f *testing.F) {
 			t.Errorf("scanEstimate %+v, json.Unmarshal %+v, of %q", got, want, b)
 		}
 	})
+}
+
+// TestScanEstimatePlan: a record with the plan posterior, as
+// AppendEstimateJSON writes it, is read by scanEstimate (no fallback)
+// exactly as json.Unmarshal reads it, the three values bit for bit.
+func TestScanEstimatePlan(t *testing.T) {
+	r, ci := 1.25e-6, [2]float64{3e-7, 4e-6}
+	ev, pr, pw := [2]float64{2.5, 1.25e6}, [2]float64{0.7734375, 2.2089599609375e5}, 0.2
+	e := Estimate{Object: "http://s.example/p", Site: "s.example", Kind: EstimateChange, AsOf: time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC),
+		RatePerS: &r, Estimator: "pooled", CI95: &ci, Observations: 40, Changes: 2, PlanEvidence: &ev, PlanPrior: &pr, PlanOmega: &pw}
+	b, ok := AppendEstimateJSON(nil, &e)
+	if !ok || !strings.Contains(string(b), `"plan_evidence":[`) {
+		t.Fatalf("encoded %s (ok %v)", b, ok)
+	}
+	var got, want EstimateHead
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !scanEstimate(b, &got) {
+		t.Fatalf("scanEstimate fell back on %s", b)
+	}
+	if !reflect.DeepEqual(got, want) || got.PlanEvidence == nil || *got.PlanEvidence != ev || *got.PlanPrior != pr || *got.PlanOmega != pw {
+		t.Errorf("scanEstimate %+v, json.Unmarshal %+v, of %s", got, want, b)
+	}
 }

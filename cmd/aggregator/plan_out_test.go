@@ -25,12 +25,15 @@ import (
 
 // planLog: objects on 4 sites, visited hourly (changing with object-specific
 // probabilities) and requested at object-specific rates.
-func planLog() []byte {
+func planLog() []byte { return planLogSites(4) }
+
+// planLogSites is planLog's objects on the given number of sites.
+func planLogSites(sites int) []byte {
 	r := rand.New(rand.NewPCG(33, 1))
 	t0 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
 	for i := range 24 {
-		name := fmt.Sprintf("http://s%d.example/p%d", i%4, i)
+		name := fmt.Sprintf("http://s%d.example/p%d", i%sites, i)
 		p := 0.02 + 0.04*float64(i%6)
 		version := 0
 		for h := range 96 {
@@ -55,10 +58,11 @@ func planLog() []byte {
 
 // TestPlanOutEqualsAPI: the filter mode's --plan-out is what /v1/plan
 // answers on an index holding the same published estimates, for the
-// default and lambdacrawl policies, access and given weights, and a host
-// cap that binds.
+// default and lambdacrawl policies, access and given weights, a host cap
+// that binds, and the default on one site of 24 objects, which has a prior
+// and so plans every object on its tempered posterior (the plan reports
+// the site's ω and no fallback).
 func TestPlanOutEqualsAPI(t *testing.T) {
-	in := planLog()
 	dir := t.TempDir()
 	weights := filepath.Join(dir, "weights.tsv")
 	if err := os.WriteFile(weights, []byte("# site or object\ts1.example\t5\nhttp://s2.example/p2\t0\n"), 0o644); err != nil {
@@ -70,11 +74,16 @@ func TestPlanOutEqualsAPI(t *testing.T) {
 		query string
 	}{
 		{"default", nil, "budget=60&period=24h"},
+		{"one site", nil, "budget=60&period=24h"},
 		{"capped", []string{"--plan-host-cap=10"}, "budget=60&period=24h&host_cap=10"},
 		{"access", []string{"--plan-weights=access", "--plan-policy=lambdacrawl"}, "budget=60&period=24h&weights=access&policy=lambdacrawl"},
 		{"given", []string{"--plan-weights=" + weights}, "budget=60&period=24h&weights=given"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			in := planLog()
+			if c.name == "one site" {
+				in = planLogSites(1)
+			}
 			est := filepath.Join(dir, c.name+".est")
 			planPath := filepath.Join(dir, c.name+".plan")
 			args := append([]string{"--in=-", "--store=memory", "--out=" + est, "--emit=final", "--log-level=warn",
@@ -137,6 +146,14 @@ func TestPlanOutEqualsAPI(t *testing.T) {
 				t.Errorf("--plan-out differs from /v1/plan:\n%s\n%s", ob, nb)
 			}
 			switch c.name {
+			case "default":
+				if offline.OmegaFallback != 24 || len(offline.Omega) != 0 {
+					t.Errorf("6 objects a site (no prior): ω %+v, fallback %d, want none and 24", offline.Omega, offline.OmegaFallback)
+				}
+			case "one site":
+				if offline.OmegaFallback != 0 || len(offline.Omega) != 1 || offline.Omega[0].Objects != 24 || offline.Omega[0].Site != "s0.example" || offline.OmegaRule != query.OmegaRule {
+					t.Errorf("one site of 24: ω %+v, fallback %d, want one ω for 24 objects", offline.Omega, offline.OmegaFallback)
+				}
 			case "capped":
 				if len(offline.CappedHosts) == 0 {
 					t.Errorf("no capped host with 10 visits a host of 60")

@@ -227,8 +227,10 @@ type allocPolicy struct {
 	// aggregator publishes (closedloop_product.go).
 	product bool
 	// ownInterval (with product) plans a pooled page on its published
-	// interval even with no change seen (a variant).
-	ownInterval bool
+	// interval even with no change seen (a variant); published (with
+	// product) plans on the published estimates, not the records' plan
+	// posteriors (/v1/plan before the tempered plan).
+	ownInterval, published bool
 	// truth plans once on the true rates; past plans on the warm-up
 	// year's true rates from the scored year's start (the warm-up year on
 	// uniform rates).
@@ -267,7 +269,7 @@ func (p *allocPolicy) replan(now float64, st *loopState) bool {
 	var pages []plan.Page
 	switch {
 	case p.product:
-		pages = st.prod.pages(st, p.ownInterval)
+		pages = st.prod.pages(st, p.ownInterval, p.published)
 	case p.tempered:
 		st.temper.refit(st)
 		pages = st.temper.pages(st, p.temper, p.temperPoint)
@@ -596,11 +598,11 @@ func runLoop(w *loopWorld, pol loopPolicy, perPageDay, cycle float64) loopResult
 // first; defaultIdx is the default policy's index.
 func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 	return []loopPolicy{
-		&allocPolicy{label: "freshness (default): /v1/plan on the published estimates (site prior below 5 changes)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true},
+		&allocPolicy{label: "freshness (default): /v1/plan on the published plan posteriors (tempered, ω per site by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true},
 		&allocPolicy{label: "freshness, posterior of the page's own estimate (no site prior; the default row before)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true},
 		&allocPolicy{label: "freshness, aged posterior (κ by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, aged: true},
 		&allocPolicy{label: "freshness, pooled posterior", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, posterior: true, pooled: true},
-		&allocPolicy{label: "freshness, /v1/plan with every pooled page on its published interval", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true, ownInterval: true},
+		&allocPolicy{label: "freshness, /v1/plan before the tempered plan, every pooled page on its published interval", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true, ownInterval: true, published: true},
 		&allocPolicy{label: "freshness at the point estimate (before)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}},
 		&allocPolicy{label: "lambdacrawl", cfg: plan.AllocConfig{Policy: plan.PolicyLambdaCraw}},
 		&allocPolicy{label: "√λ (cgm)", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0.5}},
@@ -612,6 +614,7 @@ func loopPolicies() (ps []loopPolicy, defaultIdx int) {
 		&allocPolicy{label: "freshness, tempered posterior (ω by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, tempered: true, temper: -1},
 		&allocPolicy{label: "freshness, evidence aged over its span (κ by predictive likelihood)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, tempered: true, temperSpan: true},
 		&allocPolicy{label: "freshness, tempered posterior at the year-ahead ω* (hindsight: both years)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, tempered: true, temper: temperHindsight},
+		&allocPolicy{label: "freshness, /v1/plan before the tempered plan (published estimates; site prior below 5 changes)", cfg: plan.AllocConfig{Policy: plan.PolicyFreshness}, product: true, published: true},
 	}, 0
 }
 
@@ -640,6 +643,9 @@ const (
 	loopUniformIdx = 8
 	loopSpanIdx    = 14
 	loopStarIdx    = 15
+	// loopPublishedIdx is /v1/plan on the published estimates, the
+	// default before the tempered plan.
+	loopPublishedIdx = 16
 )
 
 // loopBudgets are the budgets, visits per page per day.

@@ -193,22 +193,35 @@ func (w *loopWorld) permuted(seed uint64) *loopWorld {
 // phaseOrders is the number of random page orders of phaseNote.
 const phaseOrders = 8
 
-// phaseNote runs uniform and the true-rate allocation on phaseOrders
-// random page orders at every budget: how far a policy's freshness on
-// this one history moves with the phase of its visits alone.
+// phaseNote runs uniform, and the default (the product's tempered plan),
+// on phaseOrders random page orders at every budget: how far a policy's
+// freshness on this one history moves with the phase of its visits
+// alone, and whether the default stays level with uniform order by order.
 func phaseNote(w *loopWorld, cycle float64, res [][]loopResult) string {
 	var parts []string
 	for b, bl := range loopBudgets {
 		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+		dsum, ahead := 0.0, 0
+		var pairs []string
 		for s := uint64(1); s <= phaseOrders; s++ {
-			r := runLoop(w.permuted(s), &allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0}}, bl.v, cycle)
+			pw := w.permuted(s)
+			r := runLoop(pw, &allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0}}, bl.v, cycle)
+			ps, def := loopPolicies()
+			d := runLoop(pw, ps[def], bl.v, cycle)
 			lo, hi, sum = math.Min(lo, r.freshness), math.Max(hi, r.freshness), sum+r.freshness
+			dsum += d.freshness
+			if d.freshness >= r.freshness {
+				ahead++
+			}
+			pairs = append(pairs, fmt.Sprintf("%.4f/%.4f", d.freshness, r.freshness))
 		}
-		parts = append(parts, fmt.Sprintf("%s: by name %.4f, %d random orders %.4f–%.4f (mean %.4f; the default by name %.4f)", bl.label,
-			res[b][loopUniformIdx].freshness, phaseOrders, lo, hi, sum/phaseOrders, res[b][0].freshness))
+		parts = append(parts, fmt.Sprintf("%s: by name %.4f, %d random orders %.4f–%.4f (mean %.4f; the default by name %.4f, in the same random orders "+
+			"mean %.4f, at or above uniform in %d of %d; default/uniform by order %s)", bl.label,
+			res[b][loopUniformIdx].freshness, phaseOrders, lo, hi, sum/phaseOrders, res[b][0].freshness, dsum/phaseOrders, ahead, phaseOrders,
+			strings.Join(pairs, ", ")))
 	}
 	return fmt.Sprintf("**The phase of the visits.** The loop visits the page due the earliest, ties by page order, so uniform visits the pages "+
 		"round-robin in name order, and the pages of one directory, which bulk commits change together, one after the other: its freshness on "+
-		"this one history depends on where in its cycle each commit falls. Uniform with the same pages in random orders (closedloop_persist.go "+
-		"permuted): %s. Differences between policies smaller than that spread are the phase of a few commits, not the policies.", joinSemi(parts))
+		"this one history depends on where in its cycle each commit falls. Uniform and the default with the same pages in random orders "+
+		"(closedloop_persist.go permuted): %s. Differences between policies smaller than that spread are the phase of a few commits, not the policies.", joinSemi(parts))
 }

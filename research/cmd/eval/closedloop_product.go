@@ -20,7 +20,10 @@ import (
 // fewer than estimators.PooledMaxChanges changes, the pooled estimate
 // under its population's prior and its interval), the candidate is what
 // /v1/plan's index lists for that record (query.CandidateOf) and the page
-// is what /v1/plan plans on (query.PlanPages). In update mode (the
+// is what /v1/plan plans on (query.PlanPages): the record's plan
+// posterior, the page's evidence counted ω times under the prior, ω the
+// site state's choice by its visits' predictive likelihood (estimators/
+// tempered.go, aggregate/sitetemper.go). In update mode (the
 // aggregator's default) a page's record is published after its visits,
 // with the prior as of then, so the loop takes it after every visit; the
 // emit interval (10 minutes) is shorter than any revisit here.
@@ -56,6 +59,10 @@ type productMix struct {
 	pages, pooled, point, unvisited int
 	priorShape, priorMean           float64
 	pointRate                       float64
+	// omega is the ω of the plan posteriors (the site state's choice,
+	// estimators.TemperChoose), tempered the pages planned on one.
+	omega    float64
+	tempered int
 }
 
 func newProductState(n int) *productState {
@@ -93,10 +100,12 @@ func (p *productState) take(name string, i int) {
 // pages is /v1/plan's freshness pages of the listed pages; a page the
 // index does not list yet (no estimate) is planned as the other
 // posterior policies plan it: at the mean rate of all pages, shape 1.
-// With ownInterval (a variant, not what /v1/plan does) a pooled page's
+// With published (the default before the tempered plan) a page is
+// planned on its published estimate and interval, not its record's plan
+// posterior. With ownInterval (a variant, not what /v1/plan does) a pooled page's
 // candidate keeps its published interval's lower bound, so a pooled page
 // with no change seen is planned on the Gamma of its interval too.
-func (p *productState) pages(st *loopState, ownInterval bool) []plan.Page {
+func (p *productState) pages(st *loopState, ownInterval, published bool) []plan.Page {
 	var x, T float64
 	for i := range st.est {
 		x += float64(st.est[i].Changes())
@@ -108,6 +117,9 @@ func (p *productState) pages(st *loopState, ownInterval bool) []plan.Page {
 	for i, ok := range p.listed {
 		if ok {
 			c := p.cand[i]
+			if published {
+				c.HasPlan = false // the published estimate's interval
+			}
 			if ownInterval && p.pooled[i] && p.ciLo[i] > 0 {
 				c.Lo = p.ciLo[i]
 			}
@@ -121,9 +133,13 @@ func (p *productState) pages(st *loopState, ownInterval bool) []plan.Page {
 		out[i] = plan.Page{Rate: mean, Shape: 1, Weight: 1}
 	}
 	p.last = productMix{pages: len(out)}
+	p.last.omega, _ = estimators.TemperChoose(&p.site.Temper)
 	for k, i := range idx {
 		out[i] = listed[k]
 		out[i].Weight = 1
+		if cands[k].HasPlan {
+			p.last.tempered++
+		}
 		if p.pooled[i] {
 			p.last.pooled++
 			if out[i].Shape == 0 {

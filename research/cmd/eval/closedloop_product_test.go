@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/changerate/changerate/estimators"
 	"github.com/changerate/changerate/query"
 	"github.com/changerate/changerate/records"
+	"github.com/changerate/changerate/research/forget"
 	"github.com/changerate/changerate/state"
 	"github.com/changerate/changerate/stream"
 )
@@ -28,11 +30,13 @@ import (
 // plans on when the aggregator (aggregate.Processor, --emit=final) has
 // read the same visits into a memory store and published them to the
 // query index: same rate, shape, weight and host for every page, exactly
-// (the same functions on the same inputs; no tolerance). It also checks
-// that the script exercises both paths: some pages planned on the pooled
-// estimate, some on their own, and that the pooled ones with no change
-// seen are planned at their rate alone (query.CandidateOf ranks them at a
-// lower bound of 0).
+// (the same functions on the same inputs; no tolerance). Every page is
+// planned on its tempered posterior Gamma(α₀ + ωX, β₀ + ωE) (estimators/
+// tempered.go T1) at the ω of the site state's prequential scores, and
+// those scores equal an independent tally of (T3) over the script's
+// visits. It also checks that the script exercises both kinds of pages:
+// some publishing the pooled estimate (some with no change seen), some
+// their own.
 func TestProductPagesMatchV1Plan(t *testing.T) {
 	t0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	const n, days = 14, 60
@@ -65,13 +69,41 @@ func TestProductPagesMatchV1Plan(t *testing.T) {
 	// The loop's side.
 	ps := newProductState(n)
 	st := &loopState{est: make([]estimators.Change, n), cfg: newEstConfig()}
+	// An independent tally of (T3): every visit after a page's first,
+	// scored under the population's prior refitted from every page's
+	// evidence before it and the page's own evidence before it, with
+	// research/forget's predictive.
+	score := make([]float64, len(temperGrid))
+	scored := 0
 	for _, v := range vs {
 		ts := float64(v.t.UnixMilli()) / 1e3
+		if prior, ok := st.populationPrior(); ok && st.est[v.i].Visits() > 0 {
+			if ev, ok := st.est[v.i].Evidence(st.cfg); ok {
+				d := ts - st.est[v.i].LastVisit()
+				for k, w := range temperGrid {
+					score[k] += forget.LogPredictive(prior.Shape+w*ev.X, prior.Rate+w*ev.E, d, v.changed)
+				}
+				scored++
+			}
+		}
 		ps.observe(names[v.i], v.i, ts, v.changed)
 		st.est[v.i].Visit(estimators.Visit{Time: ts, Changed: v.changed})
 	}
+	// The site state's sums are the tally's (relative tolerance 1e-9: the
+	// prior's sums are kept by adding and removing evidence, the tally's
+	// refitted from scratch) and pick the same ω.
+	for k := range score {
+		if d := math.Abs(ps.site.Temper[k] - score[k]); !(d <= 1e-9*math.Abs(score[k])) {
+			t.Errorf("ω %v: the site state's score %v, the tally's %v", temperGrid[k], ps.site.Temper[k], score[k])
+		}
+	}
+	omega, _ := estimators.TemperChoose(&ps.site.Temper)
+	if want := temperGrid[argmaxLast(score)]; omega != want || scored < 500 {
+		t.Errorf("ω %v, the tally's %v (%d visits scored)", omega, want, scored)
+	}
+	prior, _ := ps.site.Pool.Prior()
 	ps.refresh(names)
-	got := ps.pages(st, false)
+	got := ps.pages(st, false, false)
 
 	// The product's side: the same visits as the aggregator reads them.
 	var in bytes.Buffer
@@ -118,29 +150,34 @@ func TestProductPagesMatchV1Plan(t *testing.T) {
 		if got[i] != want[k] {
 			t.Errorf("%s: loop plans on %+v, /v1/plan on %+v (candidate %+v)", c.Object, got[i], want[k], c)
 		}
+		// Every page, pooled or not, is planned on its tempered posterior
+		// (estimators/tempered.go T1) at the site's ω, and its published
+		// rate is not that posterior's (relative tolerance 1e-12: one
+		// division each side).
+		ev, _ := st.est[i].Evidence(st.cfg)
+		a, b := prior.Shape+omega*ev.X, prior.Rate+omega*ev.E
+		if math.Abs(want[k].Shape-a) > 1e-12*a || math.Abs(want[k].Rate-a/b) > 1e-12*a/b || !c.HasPlan || c.Prior.Omega != omega {
+			t.Errorf("%s: planned on %+v (candidate %+v), want Gamma(%v, %v) at ω %v", c.Object, want[k], c, a, b, omega)
+		}
 		if e, ok := ps.objs[i].ChangeEstimateAsOf(names[i], &ps.m, &ps.site, time.Time{}, &ps.scratch); ok {
 			switch {
-			case e.Estimator == estimators.KeyPooled && e.Changes == 0:
-				pooled++
-				if want[k].Shape != 0 || !(want[k].Rate > 0) {
-					t.Errorf("%s: pooled with no change seen planned as %+v, want its rate alone", c.Object, want[k])
-				}
 			case e.Estimator == estimators.KeyPooled:
 				pooled++
-				if !(want[k].Shape > 0) {
-					t.Errorf("%s: pooled with %d changes planned without a posterior: %+v", c.Object, e.Changes, want[k])
+				if e.Changes == 0 {
+					point++ // before the tempered plan, planned at its rate alone
 				}
 			default:
 				own++
 			}
-		}
-		if want[k].Shape == 0 {
-			point++
+			if e.RatePerS != nil && *e.RatePerS == want[k].Rate && omega < 1 {
+				t.Errorf("%s: planned at its published rate %v with ω %v < 1", c.Object, *e.RatePerS, omega)
+			}
 		}
 	}
 	if pooled < 6 || own < 3 || point < 4 {
-		t.Errorf("script exercises %d pooled pages (want ≥ 6), %d own (≥ 3), %d planned at a point (≥ 4)", pooled, own, point)
+		t.Errorf("script exercises %d pooled pages (want ≥ 6), %d own (≥ 3), %d pooled with no change seen (≥ 4)", pooled, own, point)
 	}
+	t.Logf("ω %v; scores %v", omega, score)
 	// The product's pages are not the page's own posteriors (the row
 	// before): the pooled pages differ.
 	ownPages := st.posteriors(float64(t0.Add(days*24*time.Hour).Unix()), false)
@@ -153,4 +190,16 @@ func TestProductPagesMatchV1Plan(t *testing.T) {
 	if differ < pooled {
 		t.Errorf("%d of the loop's pages differ from the own-estimate posteriors, want at least the %d pooled ones", differ, pooled)
 	}
+}
+
+// argmaxLast is the index of xs's largest value, the last of equals
+// (estimators.TemperChoose's ties toward the larger ω).
+func argmaxLast(xs []float64) int {
+	k := len(xs) - 1
+	for j := len(xs) - 2; j >= 0; j-- {
+		if xs[j] > xs[k] {
+			k = j
+		}
+	}
+	return k
 }

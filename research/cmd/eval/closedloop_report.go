@@ -34,6 +34,10 @@ func closedLoopSection(e *Env) {
 			}
 		}
 	}
+	if e.LoopOrders > 0 {
+		closedLoopFocus(e, w, cycle)
+		return
+	}
 	res := runAllLoops(w, cycle, e.Procs)
 	r.P("**Setting.** The "+historyName(e)+" history's last two years (bulk commits of ≥ %d files removed): the %s pages that changed at least once in the 3 years "+
 		"before the start (a crawler's known active pages; chosen without looking at the two years), %s changes in the scored second year. "+
@@ -44,11 +48,12 @@ func closedLoopSection(e *Env) {
 		"the page's estimate is the record the aggregator publishes after it (update mode: its own best estimate and 95 %% interval, or, with fewer than 5 "+
 		"changes seen, the pooled estimate under that prior and its interval), the page is what /v1/plan lists and plans on for that record "+
 		"(query.CandidateOf, query.PlanPages; a test checks them against aggregate.Processor and the query index on the same visits), "+
-		"and the plan maximises the expected freshness under each page's posterior of λ, the Gamma matched to the published interval "+
-		"(plan.GammaFromInterval; an estimate of 0 with no change seen has the exponential posterior of its upper bound, whose infinite marginal "+
-		"value at f = 0 always buys it visits), except that a page with no change seen whose published rate is not 0 — the pooled estimate — "+
-		"is listed with a lower bound of 0 (the index's ranking bound) and so planned at its rate alone; a page not listed yet is planned at the mean "+
-		"rate of all pages. The row before planned on the posterior of each page's own estimate (no site prior); the pooled variant takes "+
+		"and the plan maximises the expected freshness under each page's tempered posterior Gamma(α₀ + ωX, β₀ + ωE): the page's evidence from "+
+		"its record (plan_evidence) counted ω times under the site's latest prior, ω chosen by the site state's one-step predictive likelihood "+
+		"of every visit's outcome over a fixed grid (estimators/tempered.go T1–T3, aggregate/sitetemper.go); a page not listed yet is planned at "+
+		"the mean rate of all pages. The default before (/v1/plan until 28 Nov 2026) planned on the Gamma matched to each page's published "+
+		"interval, a pooled page with no change seen at its rate alone (the index ranks it at a lower bound of 0). "+
+		"The own-estimate row planned on the posterior of each page's own estimate (no site prior); the pooled variant takes "+
 		"the conjugate posterior Gamma(α + x, β + e) under the same prior with its shape for the pages with fewer than 5 changes; the interval variant is "+
 		"the default with every pooled page planned on the Gamma of its published interval; the aged variant lets evidence age (research/forget, a dynamic Poisson–gamma model: Smith & Miller's discount "+
 		"of the posterior's precision anchored at the population's prior, Kulhavý & Zarrop's stabilised forgetting): between visits the page's own "+
@@ -359,9 +364,9 @@ func productMixNote(res [][]loopResult, newShare float64) string {
 	var mixes, shares []string
 	for b, bl := range loopBudgets {
 		m := res[b][0].mix
-		mixes = append(mixes, fmt.Sprintf("at %s %s of the %s pages publish the pooled estimate, %s of them with no change seen and so planned at a known rate "+
-			"(on average %.2g a day; the prior of all pages: shape %.2f, mean %.2g a day), and %s pages get no visit",
-			bl.label, commas(m.pooled), commas(m.pages), commas(m.point), m.pointRate, m.priorShape, m.priorMean, commas(m.unvisited)))
+		mixes = append(mixes, fmt.Sprintf("at %s %s of the %s pages are planned on their tempered posterior at ω %.2g (the prior of all pages: shape %.2f, mean %.2g a day), "+
+			"%s publish the pooled estimate, %s pages are planned at a known rate and %s get no visit",
+			bl.label, commas(m.tempered), commas(m.pages), m.omega, m.priorShape, m.priorMean, commas(m.pooled), commas(m.point), commas(m.unvisited)))
 		rs := res[b]
 		shares = append(shares, fmt.Sprintf("%s: default %.1f %%, own estimate %.1f %%, interval variant %.1f %%, conjugate pooled %.1f %%, uniform %.1f %%, true rates %.1f %%",
 			bl.label, 100*rs[0].quietVisits, 100*rs[loopOwnIdx].quietVisits, 100*rs[loopIntervalIdx].quietVisits, 100*rs[loopPooledIdx].quietVisits,
@@ -382,9 +387,9 @@ func productMixNote(res [][]loopResult, newShare float64) string {
 		fmt.Sprintf("At %s the default reaches %.4f against the own estimate's %.4f (%+.4f: %+.4f on the quiet pages, %+.4f on the others). ",
 			bl, rs[0].freshness, rs[loopOwnIdx].freshness, rs[0].freshness-rs[loopOwnIdx].freshness,
 			rs[0].quietFresh-rs[loopOwnIdx].quietFresh, rs[0].activeFresh-rs[loopOwnIdx].activeFresh) +
-		fmt.Sprintf("The mechanism: the prior is fitted to the pages' evidence so far, and a quiet page's pooled estimate is the prior's mean "+
+		fmt.Sprintf("The mechanism of the default before the tempered plan (its row above): the prior is fitted to the pages' evidence so far, and a quiet page's pooled estimate is the prior's mean "+
 			"discounted by its exposure, α/(β + U) (%.2g a day on average at %s), where its own estimate's exponential posterior has mean 1/U "+
-			"(%.2g a day after a year unchanged) and an infinite marginal value of a first visit; /v1/plan plans the pooled rate as if it were known "+
+			"(%.2g a day after a year unchanged) and an infinite marginal value of a first visit; /v1/plan then planned the pooled rate as if it were known "+
 			"(no hedging), and a page's first changes move its pooled estimate less than its own. Under a stationary model that shrinkage is right "+
 			"(the posterior mean is the Bayes act for the next period's deviance, estimators/pooled.go P1); here the scored year is not the warm-up "+
 			"year — %.0f %% of its changes fall on pages unchanged before — and uniform, which spends %.1f %% of its visits on those pages, "+

@@ -59,6 +59,11 @@ type Env struct {
 	// LoopStride is -loop-stride: the closed loop keeps every LoopStride-th
 	// page (0: 2, or 8 with -quick) — a larger stride for iterating.
 	LoopStride int
+	// LoopOrders is -loop-orders: with it > 0 the closed loop runs only
+	// the default, the default before, uniform and the true-rate
+	// allocation, by name and in that many random page orders (default
+	// and uniform), and the access-weighted rows (closedloop_focus.go).
+	LoopOrders int
 }
 
 // reps scales a replication count down in quick mode.
@@ -169,6 +174,7 @@ type options struct {
 	// ttl sections instead of php/doc-en's.
 	changes  string
 	loopStr  int
+	loopOrd  int
 	quick    bool
 	seed     uint64
 	sections []section
@@ -185,6 +191,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.data, "data", "", "directory with php-doc-en-history/ and nasa-http-19950801/ (default ../shared/data relative to the repository)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer replications and coarser grids (CI)")
 	fs.StringVar(&o.changes, "changes", "", "closedloop and ttl: a changes TSV (path<TAB>unix time, gzip or plain) to run on instead of php/doc-en")
+	fs.IntVar(&o.loopOrd, "loop-orders", 0, "closedloop: only the default against uniform and the true rates, by name and in N random page orders, and the access-weighted rows (0: the whole section)")
 	fs.IntVar(&o.loopStr, "loop-stride", 0, "closedloop: keep every N-th page (default 2, 8 with -quick); 8 runs the section about 4 times faster for iterating")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every simulation")
 	only := fs.String("only", "", "comma-separated section names to run (default all; the sections are listed above)")
@@ -254,7 +261,7 @@ func run(o options, stderr io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	env := &Env{R: &Report{dir: o.out}, Quick: o.quick, Seed: o.seed, Data: o.data, Procs: runtime.GOMAXPROCS(0), Changes: o.changes, LoopStride: o.loopStr}
+	env := &Env{R: &Report{dir: o.out}, Quick: o.quick, Seed: o.seed, Data: o.data, Procs: runtime.GOMAXPROCS(0), Changes: o.changes, LoopStride: o.loopStr, LoopOrders: o.loopOrd}
 	start := time.Now()
 	body := &Report{dir: o.out}
 	env.R = body
