@@ -91,7 +91,7 @@ func (o *Object) publishPlan(rec *records.Estimate, st *recordStore, m *Model, s
 	rec.PlanEvidence, rec.PlanPrior, rec.PlanOmega = st.pair(ev.X, ev.E), st.pair(prior.Shape, prior.Rate), st.float(omega)
 }
 
-// decodeTemper reads the tempering scores of a version-4 site: a uvarint
+// decodeTemper reads the tempering scores of a version-5 site: a uvarint
 // count, then as many float64 sums of log probabilities (each ≤ 0). A
 // count other than the grid's (a state written with another grid) drops
 // the scores: they start again from the next visit.
@@ -119,7 +119,7 @@ func decodeTemper(r *wire.Reader, t *[estimators.TemperPoints]float64) error {
 	return nil
 }
 
-// appendTemper appends the scores (SiteState.AppendBinary, version 4).
+// appendTemper appends the scores (SiteState.AppendBinary, version 5).
 func appendTemper(dst []byte, t *[estimators.TemperPoints]float64) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(t)))
 	for _, v := range t {
