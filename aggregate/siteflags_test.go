@@ -127,6 +127,59 @@ func TestSiteSpacingFactor(t *testing.T) {
 	run.checkReplay(t, cfg, in)
 }
 
+// goldenSites are the states of aggregate/testdata/site_v1.golden …
+// site_v5.golden, by version (index 0 unused): prior sums (1); sitemap
+// checks, prior and open sums, trend (2); and the five spacing sums of a
+// legacy pool (3), the end-spacing sums (4), the tempering scores (5).
+func goldenSites() [siteVersionTemper + 1]SiteState {
+	var g [siteVersionTemper + 1]SiteState
+	g[1] = SiteState{Pool: estimators.PoolStats{N: 12, X: 3, E: 1e7, X2E: 2e-6, F: 1}}
+	g[2] = SiteState{Sitemap: SitemapTrust{Agree: 7, Disagree: 2},
+		Pool: estimators.PoolStats{N: 3, X: 1, E: 5e6, X2E: 1e-7, ON: 40, OX: 130, OX2: 900, OS: 6.4e10, OXS: 2e11, OS2: 1e20, Latest: 1.7e9}}
+	base := yearStartTest(2020)
+	for i := 0; i < 3; i++ {
+		g[2].Trend.Enter(base-float64(i)*3e7, base)
+	}
+	for i := 0; i < 5; i++ {
+		g[2].Trend.Change(base+float64(i)*2e5, 1)
+	}
+	g[3] = g[2]
+	g[3].Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, Legacy: true}
+	g[4] = g[2]
+	g[4].Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, B: -3.25, BD: 120.5, BV: 980.75}
+	g[5] = g[4]
+	for k := range g[5].Temper {
+		g[5].Temper[k] = -1000.5 - float64(k)*0.25
+	}
+	return g
+}
+
+// checkGoldenSites: testdata/site_v<v>.golden of each version decodes to
+// goldenSites' state (with spacing sums exactly from version 3 on) and
+// encodes again byte for byte.
+func checkGoldenSites(t *testing.T, versions ...byte) {
+	t.Helper()
+	want := goldenSites()
+	for _, v := range versions {
+		file := fmt.Sprintf("testdata/site_v%d.golden", v)
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d SiteState
+		if err := d.DecodeBinary(b); err != nil || b[0] != v || d != want[v] || d.Flags.Empty() != (v < siteVersionFlags) {
+			t.Errorf("%s: %v, version %d, decoded %+v", file, err, b[0], d)
+		}
+		if re := d.AppendBinary(nil); !bytes.Equal(re, b) {
+			t.Errorf("%s: encodes again in %d bytes, differently", file, len(re))
+		}
+	}
+}
+
 // TestSiteStateFlagsEncoding: the spacing sums round-trip in version 4
 // (after the sitemap checks, with the backward-recurrence sums); the
 // golden states of versions 1 (prior sums) and 2 (sitemap checks, prior
@@ -137,42 +190,8 @@ func TestSiteSpacingFactor(t *testing.T) {
 // that are not finite, or negative but B, are corrupt; the sums cost 64
 // bytes and one of version 1's sitemap counts.
 func TestSiteStateFlagsEncoding(t *testing.T) {
-	v1 := SiteState{Pool: estimators.PoolStats{N: 12, X: 3, E: 1e7, X2E: 2e-6, F: 1}}
-	v2 := SiteState{Sitemap: SitemapTrust{Agree: 7, Disagree: 2},
-		Pool: estimators.PoolStats{N: 3, X: 1, E: 5e6, X2E: 1e-7, ON: 40, OX: 130, OX2: 900, OS: 6.4e10, OXS: 2e11, OS2: 1e20, Latest: 1.7e9}}
-	base := yearStartTest(2020)
-	for i := 0; i < 3; i++ {
-		v2.Trend.Enter(base-float64(i)*3e7, base)
-	}
-	for i := 0; i < 5; i++ {
-		v2.Trend.Change(base+float64(i)*2e5, 1)
-	}
-	v3 := v2
-	v3.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, Legacy: true}
-	v4 := v2
-	v4.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, B: -3.25, BD: 120.5, BV: 980.75}
-	for _, g := range []struct {
-		file    string
-		version byte
-		want    SiteState
-	}{{"testdata/site_v1.golden", siteVersion, v1}, {"testdata/site_v2.golden", siteVersionSitemap, v2}, {"testdata/site_v3.golden", siteVersionFlags, v3},
-		{"testdata/site_v4.golden", siteVersionBack, v4}} {
-		raw, err := os.ReadFile(g.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d SiteState
-		if err := d.DecodeBinary(b); err != nil || b[0] != g.version || d != g.want || d.Flags.Empty() != (g.version < siteVersionFlags) {
-			t.Errorf("%s: %v, version %d, decoded %+v", g.file, err, b[0], d)
-		}
-		if re := d.AppendBinary(nil); !bytes.Equal(re, b) {
-			t.Errorf("%s: encodes again in %d bytes, differently", g.file, len(re))
-		}
-	}
+	checkGoldenSites(t, siteVersion, siteVersionSitemap, siteVersionFlags, siteVersionBack)
+	v2 := goldenSites()[siteVersionSitemap]
 	s := v2
 	s.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, B: -3.25, BD: 120.5, BV: 980.75}
 	b := s.AppendBinary(nil)

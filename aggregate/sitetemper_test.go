@@ -1,13 +1,9 @@
 package aggregate
 
 import (
-	"bytes"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/changerate/changerate/estimators"
@@ -129,44 +125,9 @@ func TestSiteTemperPlan(t *testing.T) {
 // infinite, or a legacy byte other than 0 and 1, is corrupt, and scores of
 // another grid's length are dropped.
 func TestSiteStateTemperEncoding(t *testing.T) {
-	v2 := SiteState{Sitemap: SitemapTrust{Agree: 7, Disagree: 2},
-		Pool: estimators.PoolStats{N: 3, X: 1, E: 5e6, X2E: 1e-7, ON: 40, OX: 130, OX2: 900, OS: 6.4e10, OXS: 2e11, OS2: 1e20, Latest: 1.7e9}}
-	base := yearStartTest(2020)
-	for i := 0; i < 3; i++ {
-		v2.Trend.Enter(base-float64(i)*3e7, base)
-	}
-	for i := 0; i < 5; i++ {
-		v2.Trend.Change(base+float64(i)*2e5, 1)
-	}
-	v3 := v2
-	v3.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, Legacy: true}
-	v4 := v2
-	v4.Flags = estimators.FlagPool{N: 57, U: 310.5, UR: 612.25, UR2: 1500.125, U2: 2400.0625, B: -3.25, BD: 120.5, BV: 980.75}
-	v5 := v4
-	for k := range v5.Temper {
-		v5.Temper[k] = -1000.5 - float64(k)*0.25
-	}
-	for _, g := range []struct {
-		file    string
-		version byte
-		want    SiteState
-	}{{"testdata/site_v3.golden", siteVersionFlags, v3}, {"testdata/site_v4.golden", siteVersionBack, v4}, {"testdata/site_v5.golden", siteVersionTemper, v5}} {
-		raw, err := os.ReadFile(g.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d SiteState
-		if err := d.DecodeBinary(b); err != nil || b[0] != g.version || d != g.want {
-			t.Errorf("%s: %v, version %d, decoded %+v", g.file, err, b[0], d)
-		}
-		if re := d.AppendBinary(nil); !bytes.Equal(re, b) {
-			t.Errorf("%s: encodes again in %d bytes, differently", g.file, len(re))
-		}
-	}
+	checkGoldenSites(t, siteVersionFlags, siteVersionBack, siteVersionTemper)
+	g := goldenSites()
+	v3, v4, v5 := g[siteVersionFlags], g[siteVersionBack], g[siteVersionTemper]
 	b := v5.AppendBinary(nil)
 	if n := len(b) - len(v4.AppendBinary(nil)); n != 8*estimators.TemperPoints+2 {
 		t.Errorf("the scores cost %d bytes, want %d (a count, the legacy byte, the scores)", n, 8*estimators.TemperPoints+2)
