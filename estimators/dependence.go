@@ -299,10 +299,18 @@ func (c *Change) FlagDependence(cfg *Config) float64 {
 // R̂ under independent flags, from its standard error se₀ and the normal
 // quantile z; 0 (never narrow) where ν = 2/se₀² > x.
 func narrowingQuantile(x int64, se, z float64) float64 {
-	b := 1 - se*se/9 - z*se/3
-	if b <= 0 || !(2 <= float64(x)*se*se) {
+	q := nullQuantile(se, -z)
+	if q <= 0 || !(2 <= float64(x)*se*se) {
 		return 0
 	}
+	return q
+}
+
+// nullQuantile is the Wilson–Hilferty quantile of R̂ ~ χ²_ν/ν (ν = 2/se₀²)
+// at the normal quantile z: (1 − se₀²/9 + z·se₀/3)³; z < 0 gives the
+// lower quantile q₀ of (R6), z > 0 the upper q₁ of (R18).
+func nullQuantile(se, z float64) float64 {
+	b := 1 - se*se/9 + z*se/3
 	return b * b * b
 }
 

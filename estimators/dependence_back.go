@@ -113,13 +113,6 @@ import "math"
 // 16 intervals: 7.1 / 6.4 % above q₁), so there somewhat more are
 // widened, and none narrowed.
 
-// widenQuantile is q₁ of (R18): the upper quantile of R̂ under
-// independent flags from its standard error se₀ and the normal quantile z.
-func widenQuantile(se, z float64) float64 {
-	b := 1 - se*se/9 + z*se/3
-	return b * b * b
-}
-
 // backTerm is one object's term of (R15): S_X − μ̂, μ̂ − 1 and Var₀(S_X).
 func (c *Change) backTerm() (b, bd, bv float64, ok bool) {
 	n, x := c.Intervals(), c.changes

@@ -184,7 +184,7 @@ func TestOwnWidening(t *testing.T) {
 			}
 			r, se, _ := SpacingDispersion(ne, x, maskSpacingSq(mask, ne))
 			cnt++
-			if r > widenQuantile(se, z) {
+			if r > nullQuantile(se, z) {
 				above++
 			}
 		}
@@ -205,7 +205,7 @@ func TestOwnWidening(t *testing.T) {
 				return
 			}
 			total++
-			if tm.R > widenQuantile(1/math.Sqrt(tm.U), z) {
+			if tm.R > nullQuantile(1/math.Sqrt(tm.U), z) {
 				passed++
 				if got := c.SiteFlagDependence(pool, &cfg); got < min(tm.R, n)*(1-1e-12) {
 					t.Errorf("published D %v below the object's own R̂ %v", got, tm.R)

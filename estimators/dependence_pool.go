@@ -203,7 +203,7 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 		D = min(c.FlagDependence(cfg), 1)
 	}
 	D = max(D, s.Back) // (R17)
-	if own && t.R > widenQuantile(1/math.Sqrt(t.U), cfg.zOneSided()) {
+	if own && t.R > nullQuantile(1/math.Sqrt(t.U), cfg.zOneSided()) {
 		D = max(D, t.R) // (R18)
 	}
 	return min(max(D, 1/N), N)
