@@ -3,7 +3,6 @@ package stream_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -67,18 +66,7 @@ func testCompressedRoundTrip(t *testing.T, codec string, id uint8, linger time.D
 			t.Errorf("key %q stored in a batch of codec %d, want %d (%s)", r.Key, r.Compression, id, codec)
 		}
 	}
-	src := newSource(t, cfg, topic, reg)
-	col := &collector{}
-	stop := runSource(t, src, col.handle)
-	waitFor(t, "all messages", func() bool { return col.count() >= len(msgs) })
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v, want context.Canceled", err)
-	}
-	got := col.messages()
-	if len(got) != len(msgs) {
-		t.Fatalf("source read %d records, want %d", len(got), len(msgs))
-	}
-	for _, m := range got {
+	for _, m := range readSource(t, cfg, topic, reg, len(msgs)) {
 		check("source", m.Key, m.Value)
 	}
 }

@@ -106,6 +106,24 @@ func runSource(t testing.TB, src stream.Source, handle func(context.Context, str
 	return stop
 }
 
+// readSource runs a source on topic from the earliest offsets until it has
+// read n messages, stops it (Run must return context.Canceled) and returns
+// them; it fails t on more or fewer.
+func readSource(t testing.TB, cfg stream.KafkaConfig, topic string, reg prometheus.Registerer, n int) []stream.Message {
+	t.Helper()
+	col := &collector{}
+	stop := runSource(t, newSource(t, cfg, topic, reg), col.handle)
+	waitFor(t, "all messages", func() bool { return col.count() >= n })
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+	got := col.messages()
+	if len(got) != n {
+		t.Fatalf("source read %d messages, want %d", len(got), n)
+	}
+	return got
+}
+
 // waitFor polls cond until it holds, failing t after waitLimit.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -265,17 +283,7 @@ func testRoundTripOrderPerKey(t *testing.T, linger time.Duration) {
 	}
 
 	// And what a source reads.
-	src := newSource(t, cfg, topic, reg)
-	col := &collector{}
-	stop := runSource(t, src, col.handle)
-	waitFor(t, "all messages", func() bool { return col.count() >= len(msgs) })
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v, want context.Canceled", err)
-	}
-	got := col.messages()
-	if len(got) != len(msgs) {
-		t.Fatalf("source read %d messages, want %d", len(got), len(msgs))
-	}
+	got := readSource(t, cfg, topic, reg, len(msgs))
 	part2 := checkPerKeyOrder(t, got, keys, perKey)
 	for k, p := range part {
 		if part2[k] != p {
