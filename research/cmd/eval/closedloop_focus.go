@@ -28,14 +28,7 @@ func closedLoopFocus(e *Env, w *loopWorld, cycle float64) {
 	for _, b := range loopBudgets {
 		header = append(header, "freshness "+b.label)
 	}
-	var rows [][]string
-	for p := range res[0] {
-		row := []string{res[0][p].policy}
-		for b := range loopBudgets {
-			row = append(row, fmt.Sprintf("%.4f", res[b][p].freshness))
-		}
-		rows = append(rows, row)
-	}
+	rows := freshnessRows(res)
 	var omegas []string
 	for b, bl := range loopBudgets {
 		m := res[b][0].mix

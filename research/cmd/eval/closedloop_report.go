@@ -156,14 +156,7 @@ func accessLoop(e *Env, w *loopWorld, cycle float64) {
 		"the rest none). Our policy plans with weights=access (each page's true access rate; the product uses its measured one); the "+
 		"baselines know no accesses. The score is the share of requests that find their page fresh: freshness time-averaged per page, weighted "+
 		"by its access rate (pages without requests weigh 0).", commas(len(counts)), commas(withAcc), commas(len(wa.names)))
-	var rows [][]string
-	for p := range res[0] {
-		row := []string{res[0][p].policy}
-		for b := range loopBudgets {
-			row = append(row, fmt.Sprintf("%.4f", res[b][p].freshness))
-		}
-		rows = append(rows, row)
-	}
+	rows := freshnessRows(res)
 	header := []string{"policy"}
 	for _, b := range loopBudgets {
 		header = append(header, "requests served fresh "+b.label)
@@ -395,4 +388,18 @@ func productMixNote(res [][]loopResult, newShare float64) string {
 			"year — %.0f %% of its changes fall on pages unchanged before — and uniform, which spends %.1f %% of its visits on those pages, "+
 			"keeps them at %.4f (the default %.4f).",
 			m.pointRate, bl, own, 100*newShare, 100*rs[loopBaselines[1]].quietVisits, rs[loopBaselines[1]].quietFresh, rs[0].quietFresh)
+}
+
+// freshnessRows is one row per policy of res (by budget, then policy): its
+// name and its freshness at each of loopBudgets.
+func freshnessRows(res [][]loopResult) [][]string {
+	var rows [][]string
+	for p := range res[0] {
+		row := []string{res[0][p].policy}
+		for b := range loopBudgets {
+			row = append(row, fmt.Sprintf("%.4f", res[b][p].freshness))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
