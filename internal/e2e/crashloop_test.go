@@ -170,9 +170,10 @@ func TestCrashLoop(t *testing.T) {
 	// Outputs are at-least-once: batches replayed after the kills publish
 	// byte-identical records again.
 	for _, topic := range []string{"estimates", "access-reports"} {
+		start := time.Now()
 		n, dup := exactDuplicates(t, f.kc, topic+"-loop")
 		nc, dupc := exactDuplicates(t, f.kc, topic+"-ref")
-		t.Logf("%s: %d records after the crash loop, %d of them exact duplicates of earlier ones; clean run %d records, %d exact duplicates",
-			topic, n, dup, nc, dupc)
+		t.Logf("%s: %d records after the crash loop, %d of them exact duplicates of earlier ones; clean run %d records, %d exact duplicates (both read in %v)",
+			topic, n, dup, nc, dupc, time.Since(start).Round(10*time.Millisecond))
 	}
 }
