@@ -423,7 +423,9 @@ func heldOutSection(e *Env) {
 				"where cgm_irregular_mle is the lowest (table above); at r = %g it costs less than the variance bayes_beta's prior "+
 				"removes. The rule (estimators/best.go B5) has no risk for irregular visits: bayes_beta's depends on the law of X given "+
 				"the visit times, which the state keeps only as buckets of the changed intervals and Σ I², so it takes the likelihood "+
-				"estimator of the design, consistent at every r, by order; a risk from those moments alone was not derived here",
+				"estimator of the design, consistent at every r, by order. A risk from those moments (second order in the intervals' spread, "+
+				"averaged over the posterior of λ) was tried: chosen per object, it named bayes_beta where the count runs low, where "+
+				"its bias adds to the count's, and did no better than the likelihood estimator alone",
 				w.name, lowPKey, f3(mean(lowPKey)), estimators.KeyCGMIrregularMLE, f3(mean(estimators.KeyCGMIrregularMLE)), cell.mean()/cell.lowestVal(keys),
 				bias, w.r, math.Log(-math.Log1p(-0.5)), math.Log(-math.Log1p(-0.75)/3), w.r))
 		}
