@@ -129,7 +129,8 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 	scratch.Reset()
 	var flags *estimators.FlagPool
 	if site != nil {
-		flags = &site.Flags
+		fl := siteFlags(site, partAsOf)
+		flags = &fl
 	}
 	best, bok := o.Change.EstimateIn(asOf, &m.Estimators, flags, scratch)
 	fill(&rec, best, bok, scratch, st)

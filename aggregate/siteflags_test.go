@@ -41,7 +41,8 @@ func burstySiteLog(seed uint64, n, days int) []byte {
 // relative), and the site's factor D̄ (R8) of these bursty pages is
 // above 1 by more than four of its null standard errors 1/√U. Each
 // published interval of an object's own estimator is (D4) on the factor
-// of (R11) from the stored site state (1e-12 relative), for some wider
+// of (R11–R19) from the stored site state, its spacing sums with the
+// between-object excess of its prior's sums (R19; 1e-12 relative), for some wider
 // than with the object's own factor (R6) alone, and each published
 // pooled interval (R12) on the same factor, for some wider than the
 // pooled posterior's own; the query API's path
@@ -78,12 +79,18 @@ func TestSiteSpacingFactor(t *testing.T) {
 	}
 	t.Logf("site: %v objects, D̄ = %.3f, τ̂² = %.3f", got.N, s.D, s.Tau2)
 	prior, priorOK := run.site.Pool.Prior()
-	wider, own, pooled := 0, 0, 0
+	// The published factor carries the site's between-object excess of
+	// its prior's sums (R19), which the encoded spacing sums do not hold.
+	pub := got.WithExcess(&run.site.Pool, 0)
+	wider, own, pooled, between := 0, 0, 0, 0
 	for i, n := range run.names {
 		rec := run.recs[n]
 		c := &objs[i].Change
 		if rec.CI95 == nil || !c.Regular(&m.Estimators) {
 			continue
+		}
+		if c.SiteFlagDependence(&pub, &m.Estimators) > c.SiteFlagDependence(&got, &m.Estimators) {
+			between++
 		}
 		switch rec.Estimator {
 		case estimators.KeyNaive, estimators.KeyCGMImproved, estimators.KeyBayesBeta:
@@ -93,7 +100,7 @@ func TestSiteSpacingFactor(t *testing.T) {
 			if !priorOK || !ok {
 				t.Fatalf("%s: published pooled, no prior (%v) or estimate", n, priorOK)
 			}
-			want := c.PooledDependentIn(e, prior, c.SiteFlagDependence(&got, &m.Estimators), &m.Estimators, nil)
+			want := c.PooledDependentIn(e, prior, c.SiteFlagDependence(&pub, &m.Estimators), &m.Estimators, nil)
 			if *rec.RatePerS != e.Rate || math.Abs(rec.CI95[0]-want.Lo) > 1e-12*want.Lo || math.Abs(rec.CI95[1]-want.Hi) > 1e-12*want.Hi {
 				t.Errorf("%s: published pooled %v %v, (R12) %g [%g, %g]", n, *rec.RatePerS, rec.CI95, e.Rate, want.Lo, want.Hi)
 			}
@@ -110,7 +117,7 @@ func TestSiteSpacingFactor(t *testing.T) {
 			t.Fatalf("%s: no estimate", n)
 		}
 		e, _ := es.Get(rec.Estimator)
-		want := c.EffectiveInterval(e, c.SiteFlagDependence(&got, &m.Estimators), &m.Estimators)
+		want := c.EffectiveInterval(e, c.SiteFlagDependence(&pub, &m.Estimators), &m.Estimators)
 		if math.Abs(rec.CI95[0]-want.Lo) > 1e-12*want.Lo || math.Abs(rec.CI95[1]-want.Hi) > 1e-12*want.Hi {
 			t.Errorf("%s: published %s ci95 %v, (D4) on the site's factor [%g, %g]", n, rec.Estimator, rec.CI95, want.Lo, want.Hi)
 		}
@@ -119,7 +126,7 @@ func TestSiteSpacingFactor(t *testing.T) {
 			wider++
 		}
 	}
-	t.Logf("%d objects publish their own estimator (%d wider with the site's factor), %d pooled with a wider interval", own, wider, pooled)
+	t.Logf("%d objects publish their own estimator (%d wider with the site's factor), %d pooled with a wider interval, %d widened by R19", own, wider, pooled, between)
 	if own < 20 || wider == 0 || pooled == 0 {
 		t.Errorf("%d objects publish their own estimator, %d wider with the site's factor; %d pooled wider", own, wider, pooled)
 	}

@@ -163,7 +163,8 @@ func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *e
 			if !tv.Ok && o.Change.Regular(&m.Estimators) {
 				// The interval on the effective sample of the flags'
 				// factor (estimators/dependence_pool.go R12).
-				D := o.Change.SiteFlagDependence(&site.Flags, &m.Estimators)
+				fl := siteFlags(site, partAsOf)
+				D := o.Change.SiteFlagDependence(&fl, &m.Estimators)
 				e = o.Change.PooledDependentIn(e, prior, D, &m.Estimators, scratch)
 			}
 			return e, true
@@ -174,6 +175,18 @@ func (o *Object) sitePrior(m *Model, site *SiteState, partAsOf int64, scratch *e
 	}
 	e, ok := o.Change.PoissonTrend(&tv, asOf, &m.Estimators, scratch)
 	return e, ok && finite(e.Rate) && e.Rate > 0
+}
+
+// siteFlags is the site's spacing sums with its between-object excess
+// (estimators/dependence_between.go, R19) from its prior's sums as of the
+// partition's as-of partAsOf (Unix ms; 0: none), the time its prior is
+// fitted at (sitePrior).
+func siteFlags(site *SiteState, partAsOf int64) estimators.FlagPool {
+	var part float64
+	if partAsOf > 0 {
+		part = seconds(partAsOf)
+	}
+	return site.Flags.WithExcess(&site.Pool, part)
 }
 
 // trendComplete reports whether the site's trend has entered every

@@ -60,8 +60,10 @@ import "math"
 //	D = 1                         otherwise,                             (R11)
 //
 // bounded to [1/n, n] as in (R6), then widened by the site's end
-// spacings (R17, dependence_back.go) and kept at least at an object's own
-// R̂ where that rejects D ≤ 1 (R18); the published interval is (D4) on it.
+// spacings (R17, dependence_back.go), kept at least at an object's own
+// R̂ where that rejects D ≤ 1 (R18), and on a site whose end spacings
+// reject independence widened to its between-object factor (R19,
+// dependence_between.go); the published interval is (D4) on it.
 // Widening is the safe side of the interval (R6), and the site's D̄
 // widens every object of a bursty site, those without a spacing
 // included. A narrowing stays (R6)'s one-sided test on the object's own
@@ -93,6 +95,12 @@ type FlagPool struct {
 	// (site state version 3), which Add and Remove then leave at zero.
 	B, BD, BV float64
 	Legacy    bool
+	// Excess is the site's between-object excess σ̂²/μ̂ of its prior's
+	// sums (R19, dependence_between.go; PoolStats.ExcessAt), per second
+	// of exposure. It is not one of the sums: Add and Remove leave it,
+	// the site state does not encode it; WithExcess sets it where the
+	// site's prior sums are held, before estimating.
+	Excess float64
 }
 
 // FlagTerm is one object's term of (R7): R̂ (R4) and its weight u =
@@ -138,7 +146,7 @@ func (p *FlagPool) Remove(t FlagTerm, w float64) { p.Add(t, -w) }
 
 // Empty reports whether p holds no sums (a legacy pool without them
 // included).
-func (p *FlagPool) Empty() bool { q := *p; q.Legacy = false; return q == FlagPool{} }
+func (p *FlagPool) Empty() bool { q := *p; q.Legacy, q.Excess = false, 0; return q == FlagPool{} }
 
 // FlagSite is a site's factor D̄ (R8) and spread τ̂² (R9).
 type FlagSite struct {
@@ -184,9 +192,10 @@ func (s FlagSite) shrink(t FlagTerm, own bool) (D, w float64) {
 	return s.D + w*(t.R-s.D), w
 }
 
-// SiteFlagDependence is the published factor D (R11) of c's flags in a
-// site with the sums p (nil or too few objects: c's own factor, R6), at
-// cfg's level, bounded to [1/n, n].
+// SiteFlagDependence is the published factor D (R11, R17–R19) of c's
+// flags in a site with the sums p (nil or too few objects: c's own
+// factor, R6) and p.Excess (R19; 0: none), at cfg's level, bounded to
+// [1/n, n].
 func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 	s, ok := p.siteWithBack(cfg.zOneSided())
 	if !ok {
@@ -205,6 +214,11 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 	D = max(D, s.Back) // (R17)
 	if own && t.R > nullQuantile(1/math.Sqrt(t.U), cfg.zOneSided()) {
 		D = max(D, t.R) // (R18)
+	}
+	if s.Back > 0 {
+		if b, ok := c.BetweenFactor(p.Excess); ok {
+			D = max(D, b) // (R19)
+		}
 	}
 	return min(max(D, 1/N), N)
 }
@@ -228,7 +242,11 @@ func (c *Change) SiteFlagDependence(p *FlagPool, cfg *Config) float64 {
 // (the conjugate Gamma(α, β + U/D) without a change, the fitted grid of
 // pooled_fit.go otherwise, as PooledEstimate's), and the point the
 // pooled estimate's own mean, as (D4) keeps each estimator's point; D is
-// (R11)'s. Where the
+// SiteFlagDependence's (R11, R17–R19). On a site that R19 widens the
+// prior's σ̂² enters both the prior and D: the posterior leans on the
+// site more than on the object's window, the safe side where that
+// window may sit in a burst or a lull (R19's target is the long-run
+// rate). Where the
 // evidence is not the flags' (Last-Modified dates, a complete history,
 // every interval changed: pooled.go), or the point falls outside the
 // recomputed interval, the pooled interval is kept.

@@ -223,6 +223,20 @@ func (p PoolStats) Prior() (GammaPrior, bool) { return p.PriorAt(0) }
 // OX·t − OXS and Σe_i² = ON·t² − 2t·OS + OS2. Without open evidence
 // (P2) is the σ̂² above.
 func (p PoolStats) PriorAt(t float64) (GammaPrior, bool) {
+	mu, s2, ok := p.momentsAt(t)
+	if !ok {
+		return GammaPrior{}, false
+	}
+	if floor := mu * mu / MaxShape; !(s2 > floor) {
+		s2 = floor
+	}
+	g := GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}
+	return g, g.Shape > 0 && g.Rate > 0 && !math.IsInf(g.Shape, 0) && !math.IsInf(g.Rate, 0)
+}
+
+// momentsAt is μ̂ and the moment estimate σ̂² of (P2) as of t, before
+// PriorAt's floor (σ̂² may be 0 or negative); ok as PriorAt's.
+func (p PoolStats) momentsAt(t float64) (mu, s2 float64, ok bool) {
 	t = math.Max(t, p.Latest)
 	n, x, e := p.N, p.X, p.E
 	var oe, oxe, oe2 float64
@@ -237,9 +251,9 @@ func (p PoolStats) PriorAt(t float64) (GammaPrior, bool) {
 		}
 	}
 	if n < MinPoolObjects || !(x > 0) || !(e > 0) || p.F > MaxFloored*(n+p.F) {
-		return GammaPrior{}, false
+		return 0, 0, false
 	}
-	mu := x / e
+	mu = x / e
 	num := p.X2E - 2*mu*p.X + mu*mu*p.E - (n-1)*mu
 	den := p.E
 	if oe > 0 {
@@ -247,12 +261,7 @@ func (p PoolStats) PriorAt(t float64) (GammaPrior, bool) {
 		num += (p.OX2 - 2*mu*oxe + mu*mu*oe2) / mean
 		den += oe2 / mean
 	}
-	s2 := num / den
-	if floor := mu * mu / MaxShape; !(s2 > floor) {
-		s2 = floor
-	}
-	g := GammaPrior{Shape: mu * mu / s2, Rate: mu / s2}
-	return g, g.Shape > 0 && g.Rate > 0 && !math.IsInf(g.Shape, 0) && !math.IsInf(g.Rate, 0)
+	return mu, num / den, true
 }
 
 // Pooled returns the posterior mean (P1) of λ under the prior and the

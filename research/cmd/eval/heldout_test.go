@@ -117,7 +117,8 @@ func TestHoSites(t *testing.T) {
 // every object with an interval is in exactly one group of hoMisses, each
 // group's shares above, below and covered add to 1 (to the 0.1 % of the
 // printed percentages), and B̄ (R16) over all objects is 1 within four of
-// its standard errors under independent flags (E₀[B̄] = 1 exactly, R16).
+// its standard errors under independent flags (E₀[B̄] = 1 exactly, R16),
+// and D_B (R19) over all objects is 1 within the Pearson statistic's noise.
 func TestHeldOutMisses(t *testing.T) {
 	const K = 600
 	cfg := newEstConfig()
@@ -159,5 +160,16 @@ func TestHeldOutMisses(t *testing.T) {
 	t.Logf("B̄ %v ± %v", b, se)
 	if !(se > 0) || math.Abs(b-1) > 4*se {
 		t.Errorf("B̄ = %v under independent flags, want 1 ± %v", b, 4*se)
+	}
+	// D_B (R19) over all objects: 1 + e·σ̂²/μ̂ with σ̂²·E/μ̂ the Pearson
+	// statistic less its mean N − 1, whose null sd is √(2(N − 1)); at
+	// e ≈ E/K, within 4·√(2/K) of 1, or absent where σ̂² ≤ 0.
+	if factor[6] != "—" {
+		var db float64
+		fmt.Sscanf(factor[6], "%f", &db)
+		t.Logf("D_B %v", db)
+		if tol := 4 * math.Sqrt(2.0/K); !(db >= 1) || db-1 > tol {
+			t.Errorf("D_B = %v under independent flags of one rate, want 1 + [0, %.3f]", db, tol)
+		}
 	}
 }
