@@ -88,6 +88,9 @@ type pooledScore struct {
 	// whole windows (PoolStats) and only K from the halves (experiment).
 	nbWholePrior bool
 	whole        *pooledScore // the same objects scored with nbWholePrior
+	// shapes memoizes gammaFromQuantiles's shapes for this score's
+	// goroutine.
+	shapes shapeMemo
 	// sumX, sumTE: Σ evidence count and Σ truth·exposure over the scored
 	// objects (their ratio is the observed window's level against the
 	// truth's: 1 when stationary).
@@ -164,7 +167,7 @@ type pooledScore struct {
 }
 
 func newPooledScore() *pooledScore {
-	s := &pooledScore{nbParts: 2, pit: rand.New(rand.NewPCG(16, 4)), regCov: make([]int, len(regimes)), regCiN: make([]int, len(regimes))}
+	s := &pooledScore{shapes: shapeMemo{}, nbParts: 2, pit: rand.New(rand.NewPCG(16, 4)), regCov: make([]int, len(regimes)), regCiN: make([]int, len(regimes))}
 	for g := range s.errs {
 		s.errs[g] = map[string][]float64{}
 	}
@@ -292,7 +295,7 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 		}
 		post := p // the posterior of this period's rate (before the drift)
 		if tau2 > 0 && pok {
-			p, pok = driftWiden(p, tau2, s.pointQ, cfg)
+			p, pok = driftWiden(p, tau2, s.pointQ, cfg, s.shapes)
 		} else if pok && s.pointQ > 0 && s.pointQ < 1 && s.pointQ != 0.5 {
 			p.Rate, pok = posteriorQuantile(o.ch, prior, s.pointQ, cfg)
 		}
@@ -332,7 +335,7 @@ func (s *pooledScore) addSite(objs []pooledObj, cfg *estimators.Config) {
 				if s.nbOf != nil {
 					k = nbSite.K
 				}
-				pred, predOK = predictiveCoversNB(post, k, tau2, o.tcount, o.tspan, o.ospan, s.pit.Float64(), cfg)
+				pred, predOK = predictiveCoversNB(post, k, tau2, o.tcount, o.tspan, o.ospan, s.pit.Float64(), cfg, s.shapes)
 			} else {
 				pred, predOK = predictiveCovers(prior, o.ev, o.tcount, o.tspan, s.pit.Float64()), true
 			}

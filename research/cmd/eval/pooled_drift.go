@@ -24,12 +24,12 @@ import (
 //	m + T²·Var[θ] + E[θ²]·T·span/k,
 //
 // matched by a negative binomial. ok is false without an interval.
-func predictiveCoversNB(est estimators.Estimate, k, tau2 float64, count int, T, span, v float64, cfg *estimators.Config) (covers, ok bool) {
+func predictiveCoversNB(est estimators.Estimate, k, tau2 float64, count int, T, span, v float64, cfg *estimators.Config, shapes shapeMemo) (covers, ok bool) {
 	if !est.HasCI || !(est.Rate > 0) || !(est.Hi > est.Rate) || !(T > 0) {
 		return false, false
 	}
 	pHi := 1 - (1-cfg.Level)/2
-	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi)
+	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi, shapes)
 	if !ok {
 		return false, false
 	}
@@ -83,9 +83,9 @@ func driftNodes(tau2 float64) []float64 {
 // gammaFromQuantiles): the median (or the point quantile pointQ when in
 // (0, 1)) and equal-tailed quantiles of the mixture over driftNodes, by
 // bisection in log λ.
-func driftWiden(est estimators.Estimate, tau2, pointQ float64, cfg *estimators.Config) (estimators.Estimate, bool) {
+func driftWiden(est estimators.Estimate, tau2, pointQ float64, cfg *estimators.Config, shapes shapeMemo) (estimators.Estimate, bool) {
 	pLo, pHi := (1-cfg.Level)/2, 1-(1-cfg.Level)/2
-	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi)
+	a, b, ok := gammaFromQuantiles(est.Rate, est.Hi, pHi, shapes)
 	if !ok {
 		return est, false
 	}
@@ -129,8 +129,36 @@ func driftWiden(est estimators.Estimate, tau2, pointQ float64, cfg *estimators.C
 // modification (Dowell & Jarratt 1971) on the log of the ratio, which is
 // smooth and monotone in log a, to the precision of 36 bisections of the
 // bracket (18.4/2³⁶) in about a quarter of their evaluations.
-func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
+//
+// The shape depends on the ratio hi/med and p alone, and a gamma
+// posterior's ratio on its shape alone, so estimates of one shape share
+// it: shapes (nil: none) keeps each (ratio, p) found, exactly as found.
+func gammaFromQuantiles(med, hi, p float64, shapes shapeMemo) (a, b float64, ok bool) {
 	want := math.Log(hi / med)
+	key := [2]uint64{math.Float64bits(want), math.Float64bits(p)}
+	a, hit := shapes[key]
+	if !hit {
+		a, ok = shapeFromRatio(want, p)
+		if !ok {
+			a = 0
+		}
+		if shapes != nil {
+			shapes[key] = a
+		}
+	}
+	if a == 0 {
+		return 0, 0, false
+	}
+	return a, mathext.GammaIncRegInv(a, 0.5) / med, true
+}
+
+// shapeMemo memoizes shapeFromRatio for one goroutine: (log ratio, p) as
+// bits → the shape (0: none).
+type shapeMemo map[[2]uint64]float64
+
+// shapeFromRatio is gammaFromQuantiles's shape: the a at which
+// log(Q(a, p)/Q(a, ½)) = want.
+func shapeFromRatio(want, p float64) (float64, bool) {
 	f := func(x float64) float64 {
 		a := math.Exp(x)
 		return math.Log(mathext.GammaIncRegInv(a, p)/mathext.GammaIncRegInv(a, 0.5)) - want
@@ -138,7 +166,7 @@ func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
 	lo, up := math.Log(1e-3), math.Log(1e5)
 	flo, fup := f(lo), f(up)
 	if !(fup < 0) || !(flo > 0) {
-		return 0, 0, false
+		return 0, false
 	}
 	const tol = 18.4 / (1 << 36)
 	x, side := lo, 0
@@ -168,6 +196,5 @@ func gammaFromQuantiles(med, hi, p float64) (a, b float64, ok bool) {
 			break
 		}
 	}
-	a = math.Exp(x)
-	return a, mathext.GammaIncRegInv(a, 0.5) / med, true
+	return math.Exp(x), true
 }

@@ -18,7 +18,7 @@ func TestGammaFromQuantiles(t *testing.T) {
 	for _, g := range []struct{ a, b float64 }{{0.3, 2}, {1, 1}, {4.5, 0.01}, {200, 3}} {
 		med := mathext.GammaIncRegInv(g.a, 0.5) / g.b
 		hi := mathext.GammaIncRegInv(g.a, 0.975) / g.b
-		a, b, ok := gammaFromQuantiles(med, hi, 0.975)
+		a, b, ok := gammaFromQuantiles(med, hi, 0.975, nil)
 		if !ok || math.Abs(a/g.a-1) > 1e-6 || math.Abs(b/g.b-1) > 1e-6 {
 			t.Errorf("Gamma(%g, %g): got (%g, %g, %v)", g.a, g.b, a, b, ok)
 		}
@@ -32,7 +32,7 @@ func TestDriftWiden(t *testing.T) {
 	a, b := 5.0, 2.0
 	q := func(p float64) float64 { return mathext.GammaIncRegInv(a, p) / b }
 	est := estimators.Estimate{Rate: q(0.5), Lo: q(0.025), Hi: q(0.975), HasCI: true}
-	w, ok := driftWiden(est, 0.5, 0, cfg)
+	w, ok := driftWiden(est, 0.5, 0, cfg, nil)
 	if !ok {
 		t.Fatal("no estimate")
 	}
