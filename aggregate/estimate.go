@@ -127,16 +127,22 @@ func (o *Object) changeEstimate(object, host string, m *Model, site *SiteState, 
 		Observations: o.Change.Visits(), Changes: o.Change.Changes(),
 	}
 	scratch.Reset()
-	var flags *estimators.FlagPool
-	if site != nil {
-		fl := siteFlags(site, partAsOf)
-		flags = &fl
-	}
-	best, bok := o.Change.EstimateIn(asOf, &m.Estimators, flags, scratch)
-	fill(&rec, best, bok, scratch, st)
-	if e, ok := o.sitePrior(m, site, partAsOf, scratch); ok {
-		publishPrior(&rec, st, e)
-		best, bok = e, true
+	// The site prior's estimate, where the population publishes one,
+	// replaces the best-estimate rule's choice (siteprior.go): the rule is
+	// then not applied, only the estimators it would choose from listed.
+	best, bok := o.sitePrior(m, site, partAsOf, scratch)
+	if bok {
+		o.Change.EstimatesIn(asOf, &m.Estimators, scratch)
+		fill(&rec, estimators.Estimate{}, false, scratch, st)
+		publishPrior(&rec, st, best)
+	} else {
+		var flags *estimators.FlagPool
+		if site != nil {
+			fl := siteFlags(site, partAsOf)
+			flags = &fl
+		}
+		best, bok = o.Change.EstimateIn(asOf, &m.Estimators, flags, scratch)
+		fill(&rec, best, bok, scratch, st)
 	}
 	if o.flags&hasChangeWin != 0 {
 		var p *windows.Profile

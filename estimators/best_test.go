@@ -252,3 +252,66 @@ func TestClassPosterior(t *testing.T) {
 		t.Errorf("weekly page: %v", p[:4])
 	}
 }
+
+// TestEstimatesInListsEstimateIn: EstimatesIn, the estimators without the
+// best-estimate rule, lists exactly what EstimateIn lists, in the same
+// order and bit for bit, whatever the shared quantile memo holds: visits
+// regular and irregular, with and without Last-Modified, objects with
+// one and two visits, snapshots (the Matloff estimators) and complete
+// histories (naive and poisson_events as of a later time).
+func TestEstimatesInListsEstimateIn(t *testing.T) {
+	cfg := mustCfg(t)
+	rng := rand.New(rand.NewPCG(35, 35))
+	var objs []*Change
+	for _, g := range bestGrid {
+		for range 4 {
+			objs = append(objs, observe(rng, g.r, g.n, g.irregular, g.lm))
+		}
+	}
+	objs = append(objs, pooledObjects()...)
+	var one, two Change
+	one.Visit(Visit{Time: 0})
+	two.Visit(Visit{Time: 0})
+	two.Visit(Visit{Time: day, Changed: true})
+	ch := completeHistory(0, 40*day, 100*day, 313*day)
+	var snaps Change // snapshots only (Matloff's estimators)
+	for i := range 12 {
+		tm := float64(i+1) * day
+		snaps.Snapshot(Snapshot{Time: tm, Period: day, HasEvent: i%3 == 0, LastEvent: tm - day/4})
+	}
+	objs = append(objs, &one, &two, &ch, &snaps)
+	var shared, fresh Estimates
+	keys := map[string]bool{}
+	for round := range 2 {
+		for i, c := range objs {
+			asOf := c.latest() + float64(round)*30*day
+			var want Estimates
+			c.EstimateIn(asOf, cfg, nil, &want)
+			c.EstimatesIn(asOf, cfg, &shared)
+			fresh = Estimates{}
+			c.EstimatesIn(asOf, cfg, &fresh)
+			for _, got := range []*Estimates{&shared, &fresh} {
+				if got.Len() != want.Len() {
+					t.Fatalf("round %d, object %d: %d estimates, EstimateIn %d", round, i, got.Len(), want.Len())
+				}
+				for k := range want.Len() {
+					g, w := got.At(k), want.At(k)
+					if g.Key != w.Key || g.HasCI != w.HasCI || math.Float64bits(g.Rate) != math.Float64bits(w.Rate) ||
+						math.Float64bits(g.Lo) != math.Float64bits(w.Lo) || math.Float64bits(g.Hi) != math.Float64bits(w.Hi) {
+						t.Errorf("round %d, object %d, estimate %d: %+v, EstimateIn %+v", round, i, k, g, w)
+					}
+				}
+			}
+			for k := range want.Len() {
+				keys[want.At(k).Key] = true
+			}
+		}
+	}
+	// The objects cover every family: visits, Last-Modified, Matloff's,
+	// and the complete history's.
+	for _, k := range []string{KeyNaive, KeyCGMImproved, KeyBayesBeta, KeyCGMIrregularMLE, KeyCGMLastMod, KeyMatloffCount, KeyPoissonEvents} {
+		if !keys[k] {
+			t.Errorf("no object lists %s", k)
+		}
+	}
+}

@@ -296,22 +296,44 @@ func (c *Change) EstimateIn(asOf float64, cfg *Config, site *FlagPool, out *Esti
 	return c.estimate(cfg, asOf, out, site, out.quantiles())
 }
 
+// EstimatesIn is EstimateIn without the best-estimate rule: every
+// defined estimator as of asOf into out (which is Reset first), the same
+// list EstimateIn fills, for a caller that publishes another estimate as
+// the best one (the aggregator's site prior, whose pooled estimate
+// replaces the rule's choice for most objects: the rule's risks and its
+// dependent interval would be computed for nothing).
+func (c *Change) EstimatesIn(asOf float64, cfg *Config, out *Estimates) {
+	if c.Complete() {
+		c.completeEstimate(cfg, asOf, out, out.quantiles())
+		return
+	}
+	c.visitEstimates(cfg, out, out.quantiles())
+}
+
 // estimate is EstimateIn for out != nil with the quantile memo mq (nil:
 // none).
 func (c *Change) estimate(cfg *Config, asOf float64, out *Estimates, site *FlagPool, mq *quantileMemo) (best Estimate, ok bool) {
 	if c.Complete() {
 		return c.completeEstimate(cfg, asOf, out, mq)
 	}
+	v, mat, matOK := c.visitEstimates(cfg, out, mq)
+	return sane(c.best(cfg, asOf, mat, matOK, true, &v, site, mq))
+}
+
+// visitEstimates computes every visit-based estimator, with its interval,
+// and the Matloff estimators into out (which is Reset first), and returns
+// the visit estimators' results (the best-estimate rule's candidates) and
+// the Matloff estimators' best.
+func (c *Change) visitEstimates(cfg *Config, out *Estimates, mq *quantileMemo) (v visitEstimates, mat Estimate, matOK bool) {
 	out.Reset()
-	var v visitEstimates
 	for k, est := range visitEstimators {
 		v.e[k], v.ok[k] = est(c, cfg, true, mq)
 		if v.ok[k] {
 			out.add(v.e[k])
 		}
 	}
-	mat, matOK := c.mat.estimates(cfg, out)
-	return sane(c.best(cfg, asOf, mat, matOK, true, &v, site, mq))
+	mat, matOK = c.mat.estimates(cfg, out)
+	return v, mat, matOK
 }
 
 // The visit-based estimators, by their index in visitEstimators, which is
