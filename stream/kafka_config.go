@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/compress"
+	kafkasnappy "github.com/segmentio/kafka-go/compress/snappy"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -135,7 +137,8 @@ type KafkaConfig struct {
 	// before failing the Write. Default 10.
 	WriteAttempts int
 	// Compression is the produce compression codec: "none", "gzip",
-	// "snappy", "lz4" or "zstd". Default "none".
+	// "snappy" (s2's fastest Snappy encoder, see init), "lz4" or "zstd".
+	// Default "none".
 	Compression string
 
 	// GroupID is the consumer group of a KafkaSource. Default
@@ -376,6 +379,20 @@ func (c KafkaConfig) WithDefaults() KafkaConfig {
 	setDur(&c.OrphanTimeout, max(c.SessionTimeout, DefaultKafkaOrphanTimeoutFloor))
 	return c
 }
+
+// snappy is written with s2's fastest Snappy-compatible encoder
+// (s2.EncodeSnappy) instead of kafka-go's default (s2.EncodeSnappyBetter):
+// on the aggregator's estimate records (batches of 10–500 records) it
+// costs 730–820 ns of CPU per KiB against 1,380–1,520 for the default and
+// 1,310–1,910 for lz4, for a size within −3 to +7 % of lz4's (ratio
+// 0.31–0.35 against 0.29–0.37; BenchmarkProduceCodecs measures the same
+// on synthetic records); in make bench's live shape the aggregator's CPU per
+// observation went from 7.70 µs with lz4 to 6.72 with it (medians of 3
+// runs, alternated, 28 Nov 2026), the broker's unchanged. Every Snappy
+// decoder reads it (the stream is Snappy's format; only the encoder's
+// search for matches is shorter). kafka-go reads the setting from its
+// global codec table, so it is made once, here, for the process.
+func init() { compress.SnappyCodec.Compression = kafkasnappy.FasterCompression }
 
 func compressionCodec(name string) (kafka.Compression, error) {
 	switch strings.ToLower(name) {

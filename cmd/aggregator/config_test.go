@@ -182,9 +182,9 @@ func TestUnknownVariableWarning(t *testing.T) {
 }
 
 // TestKafkaCompressionOption: KAFKA_COMPRESSION reaches the sink's
-// configuration; unset, the library's default (no compression) stays.
+// configuration; unset, the aggregator's default, snappy.
 func TestKafkaCompressionOption(t *testing.T) {
-	for _, c := range []struct{ env, want string }{{"", "lz4"}, {"none", "none"}, {"zstd", "zstd"}} {
+	for _, c := range []struct{ env, want string }{{"", "snappy"}, {"none", "none"}, {"lz4", "lz4"}, {"zstd", "zstd"}} {
 		cfg := newConfig()
 		fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)

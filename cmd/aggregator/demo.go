@@ -48,7 +48,7 @@ func runDemo(ctx context.Context, cfg *config, stdout io.Writer, logger *slog.Lo
 	kc := cfg.kafkaConfig()
 	kc.Brokers = broker.ListenAddrs()
 	// The broker is in this process: compressing what it stores saves no
-	// network and costs CPU (with lz4, the service's default, the demo
+	// network and costs CPU (with lz4, then the service's default, the demo
 	// took 173 s to serve under the race detector against 18 s without
 	// compression). The demo refuses KAFKA_COMPRESSION for that reason.
 	kc.Compression = stream.DefaultKafkaCompression
