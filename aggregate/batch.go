@@ -634,6 +634,7 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		}
 	}()
 	chunks := &w.cache.budget.chunks
+	var sizes sizeCounts
 	for j := range b.objs {
 		if j > 0 && j%objectChunk == 0 {
 			b.objects.give(chunks, j/objectChunk-1) // done with objs[j-objectChunk:j]
@@ -649,13 +650,14 @@ func (w *worker) encodeStates(b *batchWork, flush bool) {
 		start := len(b.enc)
 		b.enc = pd.obj.AppendBinary(b.enc)
 		w.cache.setEnc(pd.e, b.enc[start:])
-		p.metrics.stateBytes.Observe(float64(len(b.enc) - start))
+		sizes.add(len(b.enc) - start)
 		b.writes = append(b.writes, state.Write{Object: pd.name, KeepExpiry: exp.keep(pd.e), Digest: pd.e.digest})
 		b.ends = append(b.ends, len(b.enc))
 	}
 	for c := range b.objects.chunks {
 		b.objects.give(chunks, c)
 	}
+	p.metrics.stateBytes.add(&sizes)
 	w.countEstimates()
 	if pos := w.rb.position(b.to); pos != nil && (b.to > b.from || flush) {
 		b.enc = append(b.enc, pos...)
