@@ -314,17 +314,6 @@ func nullQuantile(se, z float64) float64 {
 	return b * b * b
 }
 
-// dependentInterval recomputes e's interval on the effective sample of
-// (D4) for the estimators of regular visits that read the change flags;
-// the others, and D = 1, are returned unchanged. The factor is (R11) in
-// the site whose sums are site (R7), (R6) without one.
-func (c *Change) dependentInterval(e Estimate, cfg *Config, site *FlagPool, m *quantileMemo) Estimate {
-	if !c.Regular(cfg) {
-		return e
-	}
-	return c.effectiveInterval(e, c.SiteFlagDependence(site, cfg), cfg, m)
-}
-
 // EffectiveInterval is e (naive, cgm_improved or bayes_beta of c's
 // visits) with its interval recomputed on the effective sample (D4) for a
 // given variance factor D > 0 (FlagDependence gives the published one);

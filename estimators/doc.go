@@ -97,11 +97,13 @@
 // Change.Estimate names one best estimate, in this order:
 //
 //  1. Visits (n ≥ MinIntervals): the estimator of the lowest expected
-//     error for the object's design (best.go, equations B1–B6): the mean
+//     error for the object's design (best.go, equations B1–B7): the mean
 //     |log(λ̂/λ)|, capped at log G, computed from each estimator's own
 //     sampling distribution (exact binomial sums for naive, cgm_improved
-//     and bayes_beta; the Fig. 10 exposure's moments for cgm_lastmod) and
-//     averaged over the posterior quantiles of r. Regular visits compare
+//     and bayes_beta; the Fig. 10 exposure's moments for cgm_lastmod),
+//     with the count's variance scaled by the flags' variance factor D of
+//     the published interval (B7), and averaged over the posterior
+//     quantiles of r. Regular visits compare
 //     naive, cgm_improved, bayes_beta and (with Last-Modified on at least
 //     MinLastModFraction of the intervals) cgm_lastmod; irregular visits
 //     take cgm_lastmod with Last-Modified (its likelihood is exact for any

@@ -214,9 +214,18 @@ func TestCGMExample4Schedule(t *testing.T) {
 		t.Fatal("no interval")
 	}
 	near(t, "interval·λ̂", iv*best.Rate, 1.5, 1e-9)
-	// The rule (best.go B6) names bayes_beta at X = 13 of 100.
-	if best.Key != KeyBayesBeta {
-		t.Fatalf("best %+v, want bayes_beta", best)
+	// The changes fall every 7th visit: the spacings are all equal but the
+	// two partial ones at the ends, R̂ is far below its null quantile and
+	// (R6) publishes D = R̂ < 1. Under that factor the count's variance is
+	// small against bayes_beta's bias, and the rule (best.go B7) names
+	// cgm_improved, as the risks say (with D = 1 it names bayes_beta:
+	// TestBestRuleFactorFlips).
+	D := c.FlagDependence(cfg)
+	if !(D < 0.25) {
+		t.Fatalf("D = %v, want < 0.25 for flags every 7th visit", D)
 	}
-	near(t, "interval days", iv/day, 1.5/thetaToRatio(BayesTheta(100, 13, 1, 1)), 1e-9)
+	if best.Key != KeyCGMImproved {
+		t.Fatalf("best %+v, want cgm_improved", best)
+	}
+	near(t, "interval days", iv/day, 1.5/ImprovedRatio(100, 13), 1e-9)
 }

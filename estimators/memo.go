@@ -20,7 +20,8 @@ import (
 //
 // It also remembers the best-estimate rule's risks of regular visits
 // without Last-Modified (B6), which depend only on the numbers of
-// intervals and changes, the prior and the cap: the sums of exact binomial
+// intervals and changes, the prior, the cap and the flags' variance
+// factor (B7): the sums of exact binomial
 // terms at five posterior quantiles were 14 % of the live shape's CPU.
 type quantileMemo struct {
 	q     [memoSlots]memoEntry
@@ -30,27 +31,28 @@ type quantileMemo struct {
 const riskSlots = 1 << 8
 
 // riskEntry is one remembered B6 risk triple (naive, cgm_improved,
-// bayes_beta) for n intervals and x changes under Beta(a, b) and cap lg;
-// n = 0 marks an empty slot (the rule needs MinIntervals ≥ 1).
+// bayes_beta) for n intervals and x changes under Beta(a, b), cap lg and
+// variance factor d; n = 0 marks an empty slot (the rule needs
+// MinIntervals ≥ 1).
 type riskEntry struct {
-	n, x     int64
-	a, b, lg float64
-	risk     [3]float64
+	n, x        int64
+	a, b, lg, d float64
+	risk        [3]float64
 }
 
 // visitRisks returns compute() through the memo (m may be nil): the B6
-// risks of n regular intervals with x changes.
-func (m *quantileMemo) visitRisks(n, x int64, a, b, lg float64, compute func() [3]float64) [3]float64 {
+// risks of n regular intervals with x changes and variance factor d (B7).
+func (m *quantileMemo) visitRisks(n, x int64, a, b, lg, d float64, compute func() [3]float64) [3]float64 {
 	if m == nil || n <= 0 {
 		return compute()
 	}
-	h := mix64(mix64(uint64(n)<<32^uint64(x)) ^ math.Float64bits(a) ^ math.Float64bits(b)<<1 ^ math.Float64bits(lg)<<2)
+	h := mix64(mix64(uint64(n)<<32^uint64(x)) ^ math.Float64bits(a) ^ math.Float64bits(b)<<1 ^ math.Float64bits(lg)<<2 ^ math.Float64bits(d)<<3)
 	e := &m.risks[h>>(64-8)]
-	if e.n == n && e.x == x && e.a == a && e.b == b && e.lg == lg {
+	if e.n == n && e.x == x && e.a == a && e.b == b && e.lg == lg && e.d == d {
 		return e.risk
 	}
 	r := compute()
-	*e = riskEntry{n, x, a, b, lg, r}
+	*e = riskEntry{n, x, a, b, lg, d, r}
 	return r
 }
 

@@ -173,7 +173,8 @@ func heldOutSection(e *Env) {
 		"interval uses the site's spacing factor, estimators/dependence_pool.go), visit interval 1 (f = 1), true rate λ = r. Worlds: daily **Last-Modified** polls for 90 days (a store.log), "+
 		"**irregular Poisson visits** (exponential intervals, mean 1) without Last-Modified, and **non-Poisson changes** (Weibull renewal "+
 		"intervals of shape k with mean 1/λ: k = 0.5 bursty, k = 3 nearly periodic) on regular visits. The rule (estimators/best.go) "+
-		"computes its risks under the Poisson model; none of these worlds is in its derivation or in TestBestRuleEvaluation's grid except "+
+		"computes its risks under the Poisson model, the count's variance scaled by the factor D of the published interval (B7: the "+
+		"object's, or its site's, R6–R19); none of these worlds is in its derivation or in TestBestRuleEvaluation's grid except "+
 		"as noted. Cells: mean capped |log(est/λ)| (the rule's loss, capped at log G = 5.39), median |log|, and the coverage of the published "+
 		"95 %% interval. The lowest single estimator is taken among naive, cgm_improved, bayes_beta, cgm_irregular_mle, cgm_lastmod "+
 		"(those defined in every run).", K, hoSiteMin, hoSiteMax)
