@@ -100,24 +100,10 @@ func TestShrink(t *testing.T) {
 }
 
 // siteWorld simulates sites of m objects of n regular visits with flags
-// from w and calls f with each object and its site's sums.
+// from w and calls f with each object and its site's sums (excessWorld's
+// sums without the excess).
 func siteWorld(rng *rand.Rand, w flagWorld, sites, m, n int, cfg *Config, f func(c *Change, p *FlagPool)) {
-	cs := make([]Change, m)
-	for s := 0; s < sites; s++ {
-		var p FlagPool
-		for k := range cs {
-			cs[k] = Change{}
-			c := &cs[k]
-			c.Visit(Visit{Time: 0})
-			w.draw(rng, n, func(i int, x bool) { c.Visit(Visit{Time: float64(i + 1), Changed: x}) })
-			if t, ok := c.FlagTerm(cfg); ok {
-				p.Add(t, 1)
-			}
-		}
-		for k := range cs {
-			f(&cs[k], &p)
-		}
-	}
+	excessWorld(rng, w, sites, m, n, cfg, func(c *Change, _, bare *FlagPool) { f(c, bare) })
 }
 
 // TestSiteFlagCoverage: in sites of 100 objects of one law of flags
