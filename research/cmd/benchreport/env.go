@@ -44,7 +44,9 @@ func topicsFor(run string) outputTopics {
 }
 
 func startEnv(parts int, runs []string) (*env, error) {
-	srv, err := redistest.Launch(redistest.WithArgs("--maxmemory-policy", "noeviction"))
+	// Durable as the aggregator wants it (REDIS_REQUIRE_DURABLE): the
+	// AOF, written every event loop and fsynced every second.
+	srv, err := redistest.Launch(redistest.WithAOF(), redistest.WithArgs("--maxmemory-policy", "noeviction"))
 	if err != nil {
 		return nil, err
 	}

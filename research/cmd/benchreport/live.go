@@ -202,8 +202,6 @@ func (lp *liveProcs) startAggregator(ctx context.Context, e *env, aggBin string,
 		"CHANGERATE_PARTITIONS="+strconv.Itoa(parts),
 		"CHANGERATE_KAFKA_SESSION_TIMEOUT=6s",
 		"CHANGERATE_LOG_LEVEL=info",
-		// The bench Redis runs without persistence (it is flushed per run).
-		"CHANGERATE_REDIS_REQUIRE_DURABLE=false",
 	)
 	lp.agg.Env = append(lp.agg.Env, env...)
 	// The measurement starts at the first "partition claimed" log line
