@@ -236,7 +236,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		batchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_seconds", Help: "Time to process and commit one batch.", Buckets: lat}),
 		sinkLatency:  prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "output_write_seconds", Help: "Time to write one batch's outputs (Kafka produce latency).", Buckets: lat}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "store_seconds", Help: "State store latency by operation.", Buckets: lat}, []string{"op"}),
-		stateBytes:   newSizeHistogram(ns),
+		stateBytes:   newSizeHistogram(ns + "_state_bytes"),
 		nextOffset:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_offset", Help: "Next input offset committed to the store, per partition (the stored one from the claim on)."}, []string{"topic", "partition"}),
 		cachedObjs:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "cached_objects", Help: "Objects held in the in-process cache, per partition."}, []string{"topic", "partition"}),
 		held:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "reorder_held_observations", Help: "Observations held in the partition's event-time reorder buffer (about LATE_TOLERANCE of input)."}, []string{"topic", "partition"}),

@@ -51,8 +51,9 @@ type sizeHistogram struct {
 	sum   atomic.Uint64
 }
 
-func newSizeHistogram(ns string) *sizeHistogram {
-	h := &sizeHistogram{desc: prometheus.NewDesc(ns+"_state_bytes", "Encoded size of written object states.", nil, nil)}
+// newSizeHistogram is the collector of the histogram named name.
+func newSizeHistogram(name string) *sizeHistogram {
+	h := &sizeHistogram{desc: prometheus.NewDesc(name, "Encoded size of written object states.", nil, nil)}
 	for i, u := range prometheus.LinearBuckets(sizeBucketWidth, sizeBucketWidth, sizeBuckets) {
 		h.upper[i] = u
 	}

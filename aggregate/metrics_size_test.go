@@ -44,7 +44,7 @@ func TestSizeHistogramIsPrometheusHistogram(t *testing.T) {
 	want, got := prometheus.NewRegistry(), prometheus.NewRegistry()
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "state_bytes", Help: "Encoded size of written object states.", Buckets: prometheus.LinearBuckets(16, 16, 20)})
 	want.MustRegister(h)
-	sh := newSizeHistogram(ns)
+	sh := newSizeHistogram(ns + "_state_bytes")
 	got.MustRegister(sh)
 	if a, b := exposition(t, want), exposition(t, got); a != b {
 		t.Fatalf("empty: got\n%s\nwant\n%s", b, a)

@@ -560,6 +560,7 @@ func metricNames(t *testing.T) map[string]bool {
 	full := regexp.MustCompile(`"(changerate_[a-z0-9_]+)"`)
 	ns := regexp.MustCompile(`const ns = "(changerate_[a-z_]+)"`)
 	short := regexp.MustCompile(`Name: +"([a-z0-9_]+)"`)
+	nsPlus := regexp.MustCompile(`\bns ?\+ ?"(_[a-z0-9_]+)"`)
 	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -581,8 +582,9 @@ func metricNames(t *testing.T) map[string]bool {
 			for _, mm := range short.FindAllSubmatch(b, -1) {
 				out[string(n[1])+"_"+string(mm[1])] = true
 			}
-			if strings.Contains(string(b), `ns+"_event_time_lag_seconds"`) {
-				out[string(n[1])+"_event_time_lag_seconds"] = true
+			// Names built from ns in the same file: ns+"_event_time_lag_seconds".
+			for _, mm := range nsPlus.FindAllSubmatch(b, -1) {
+				out[string(n[1])+string(mm[1])] = true
 			}
 		}
 		return nil
