@@ -190,38 +190,64 @@ func (w *loopWorld) permuted(seed uint64) *loopWorld {
 	return &out
 }
 
-// phaseOrders is the number of random page orders of phaseNote.
+// phaseOrders is the number of random page orders of phaseRuns.
 const phaseOrders = 8
 
-// phaseNote runs uniform, and the default (the product's tempered plan),
-// on phaseOrders random page orders at every budget: how far a policy's
-// freshness on this one history moves with the phase of its visits
-// alone, and whether the default stays level with uniform order by order.
-func phaseNote(w *loopWorld, cycle float64, res [][]loopResult) string {
-	var parts []string
+// phasePair is the default's and uniform's freshness in one random page
+// order.
+type phasePair struct{ def, uni float64 }
+
+// phaseRuns runs uniform and the default (the product's tempered plan)
+// on phaseOrders random page orders at every budget (indexed as
+// loopBudgets): how far a policy's freshness on this one history moves
+// with the phase of its visits alone, and the two compared order by
+// order.
+func phaseRuns(w *loopWorld, cycle float64) [][]phasePair {
+	out := make([][]phasePair, len(loopBudgets))
 	for b, bl := range loopBudgets {
-		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
-		dsum, ahead := 0.0, 0
-		var pairs []string
 		for s := uint64(1); s <= phaseOrders; s++ {
 			pw := w.permuted(s)
 			r := runLoop(pw, &allocPolicy{label: "uniform", cfg: plan.AllocConfig{Policy: plan.PolicyPower, Exponent: 0}}, bl.v, cycle)
 			ps, def := loopPolicies()
 			d := runLoop(pw, ps[def], bl.v, cycle)
-			lo, hi, sum = math.Min(lo, r.freshness), math.Max(hi, r.freshness), sum+r.freshness
-			dsum += d.freshness
-			if d.freshness >= r.freshness {
+			out[b] = append(out[b], phasePair{def: d.freshness, uni: r.freshness})
+		}
+	}
+	return out
+}
+
+// phaseMeans are the means of the default's and uniform's freshness over
+// the orders of one budget.
+func phaseMeans(ps []phasePair) (def, uni float64) {
+	for _, p := range ps {
+		def += p.def / float64(len(ps))
+		uni += p.uni / float64(len(ps))
+	}
+	return def, uni
+}
+
+// phaseNote reports phaseRuns beside the by-name results res.
+func phaseNote(phase [][]phasePair, res [][]loopResult) string {
+	var parts []string
+	for b, bl := range loopBudgets {
+		lo, hi, ahead := math.Inf(1), math.Inf(-1), 0
+		var pairs []string
+		for _, p := range phase[b] {
+			lo, hi = math.Min(lo, p.uni), math.Max(hi, p.uni)
+			if p.def >= p.uni {
 				ahead++
 			}
-			pairs = append(pairs, fmt.Sprintf("%.4f/%.4f", d.freshness, r.freshness))
+			pairs = append(pairs, fmt.Sprintf("%.4f/%.4f", p.def, p.uni))
 		}
+		dm, um := phaseMeans(phase[b])
 		parts = append(parts, fmt.Sprintf("%s: by name %.4f, %d random orders %.4f–%.4f (mean %.4f; the default by name %.4f, in the same random orders "+
 			"mean %.4f, at or above uniform in %d of %d; default/uniform by order %s)", bl.label,
-			res[b][loopUniformIdx].freshness, phaseOrders, lo, hi, sum/phaseOrders, res[b][0].freshness, dsum/phaseOrders, ahead, phaseOrders,
+			res[b][loopUniformIdx].freshness, len(phase[b]), lo, hi, um, res[b][0].freshness, dm, ahead, len(phase[b]),
 			strings.Join(pairs, ", ")))
 	}
 	return fmt.Sprintf("**The phase of the visits.** The loop visits the page due the earliest, ties by page order, so uniform visits the pages "+
 		"round-robin in name order, and the pages of one directory, which bulk commits change together, one after the other: its freshness on "+
 		"this one history depends on where in its cycle each commit falls. Uniform and the default with the same pages in random orders "+
-		"(closedloop_persist.go permuted): %s. Differences between policies smaller than that spread are the phase of a few commits, not the policies.", joinSemi(parts))
+		"(closedloop_persist.go permuted): %s. Differences between policies smaller than that spread are the phase of a few commits, not the policies; "+
+		"the verdict below therefore compares the default with uniform over these orders, paired, and with the other baselines (run by name only) by name.", joinSemi(parts))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -177,5 +178,48 @@ func TestClosedLoopAgedUniformWithoutEvidence(t *testing.T) {
 		if c.uniform != (math.Abs(spread) < 1e-9) {
 			t.Errorf("κ = %g: page 0 gets %g visits/s, the others %g", b.Kappas[c.k], pol.f[0], pol.f[1])
 		}
+	}
+}
+
+// The verdict compares the default with uniform over the random page
+// orders (paired means) and with the other baselines by name: uniform
+// ahead by name but behind in the orders passes, behind by name but ahead
+// in the orders fails, and without orders the by-name gap decides.
+func TestLoopVerdictChecksPhase(t *testing.T) {
+	rs := make([]loopResult, loopPublishedIdx+1)
+	for i := range rs {
+		rs[i] = loopResult{policy: fmt.Sprintf("p%d", i), freshness: 0.90}
+	}
+	rs[0].freshness = 0.95              // the default
+	rs[loopUniformIdx].freshness = 0.96 // uniform by name, ahead
+	rs[loopTruthIdx].freshness = 0.965
+	behind := []phasePair{{0.95, 0.94}, {0.96, 0.95}} // uniform behind in every order
+	ahead := []phasePair{{0.95, 0.97}, {0.94, 0.95}}  // uniform ahead in the orders
+	for _, tc := range []struct {
+		label string
+		phase []phasePair
+		gap   float64
+		ok    bool
+	}{
+		{"orders, uniform behind", behind, 0.01, true},
+		{"orders, uniform ahead", ahead, -0.015, false},
+		{"by name", nil, -0.01, false},
+	} {
+		cs := loopVerdictChecks("N/7", rs, tc.phase)
+		if len(cs) != 2 {
+			t.Fatalf("%s: %d checks", tc.label, len(cs))
+		}
+		if math.Abs(cs[0].ours-tc.gap) > 1e-12 || cs[0].ok() != tc.ok {
+			t.Errorf("%s: %s, want gap %g ok %v", tc.label, cs[0], tc.gap, tc.ok)
+		}
+		if r := cs[1].ours; math.Abs(r-0.95/0.965) > 1e-12 || !cs[1].ok() {
+			t.Errorf("%s: %s, want 0.95/0.965 met", tc.label, cs[1])
+		}
+	}
+	// Another baseline ahead by name decides even when uniform is behind
+	// in the orders.
+	rs[loopBaselines[0]].freshness = 0.955
+	if cs := loopVerdictChecks("N/7", rs, behind); cs[0].ok() || math.Abs(cs[0].ours+0.005) > 1e-12 {
+		t.Errorf("baseline ahead by name: %s, want gap -0.005 not met", cs[0])
 	}
 }
